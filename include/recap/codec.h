@@ -1,0 +1,84 @@
+// recap — codecs between the neutral message model and foreign message formats.
+//
+// Three formats, one shape. Each namespace offers:
+//
+//   DecodeMessages(json)  a JSON array of messages -> Conversation
+//   DecodeMessage(json)   one JSON message object -> Message
+//   EncodeMessages(conv)  Conversation -> a JSON array text
+//   EncodeMessage(m)      Message -> a JSON object text
+//
+//   recap::native       recap's own JSON form, which records everything the model holds
+//                       (ids, the summary flag, extra fields, content forms). It is what the
+//                       session stores write.
+//   recap::openai_chat  OpenAI chat-completions `messages` (system/developer, user, assistant
+//                       with `tool_calls`, `tool` messages with `tool_call_id`).
+//   recap::anthropic    Anthropic Messages API `messages` (content blocks `text`, `tool_use`,
+//                       `tool_result`, `thinking`, `redacted_thinking`, images, documents and
+//                       server tool blocks).
+//
+// Decoding and then encoding in the same format gives back an equal JSON value (the same
+// members with the same values; whitespace and key order may differ): fields recap does not
+// model are carried in `extra`, and the way content was written in `form`. Opaque payloads
+// (thinking, signatures, encrypted content, images) are kept byte-for-byte.
+//
+// Encoding into a different format than the one decoded maps what has an equivalent and
+// reports what has none with a Status (e.g. a system message inside an Anthropic transcript).
+//
+// Errors are InvalidArgument Statuses that name where the problem is, as a JSON path such as
+// `messages[12].content[3].type`, and what would be accepted. Malformed JSON and invalid
+// UTF-8 are rejected, never repaired. Nothing is partially decoded: a failed call returns no
+// messages. Documents of any size are accepted; memory use is a small multiple of the input.
+//
+// All functions are pure and thread-safe.
+#ifndef RECAP_CODEC_H_
+#define RECAP_CODEC_H_
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "recap/conversation.h"
+#include "recap/export.h"
+#include "recap/message.h"
+#include "recap/status.h"
+
+namespace recap {
+inline namespace v0 {
+
+namespace native {
+// Accepts either a JSON array of messages or an object {"instructions": <message or null>,
+// "messages": [...]}, as EncodeMessages writes it.
+RECAP_EXPORT Result<Conversation> DecodeMessages(std::string_view json,
+                                                 const DecodeOptions& options = {});
+RECAP_EXPORT Result<Message> DecodeMessage(std::string_view json,
+                                           const DecodeOptions& options = {});
+RECAP_EXPORT Result<std::string> EncodeMessages(const Conversation& conversation);
+RECAP_EXPORT Result<std::string> EncodeMessage(const Message& message);
+}  // namespace native
+
+namespace openai_chat {
+RECAP_EXPORT Result<Conversation> DecodeMessages(std::string_view json,
+                                                 const DecodeOptions& options = {});
+RECAP_EXPORT Result<Message> DecodeMessage(std::string_view json,
+                                           const DecodeOptions& options = {});
+RECAP_EXPORT Result<std::string> EncodeMessages(const Conversation& conversation);
+// A message with several tool results encodes as several `tool` messages; EncodeMessage then
+// fails and says to use EncodeMessages.
+RECAP_EXPORT Result<std::string> EncodeMessage(const Message& message);
+}  // namespace openai_chat
+
+namespace anthropic {
+// Conversation::instructions stays empty: Anthropic carries the system prompt outside the
+// messages array. EncodeMessages rejects a Conversation with instructions for the same reason.
+RECAP_EXPORT Result<Conversation> DecodeMessages(std::string_view json,
+                                                 const DecodeOptions& options = {});
+RECAP_EXPORT Result<Message> DecodeMessage(std::string_view json,
+                                           const DecodeOptions& options = {});
+RECAP_EXPORT Result<std::string> EncodeMessages(const Conversation& conversation);
+RECAP_EXPORT Result<std::string> EncodeMessage(const Message& message);
+}  // namespace anthropic
+
+}  // namespace v0
+}  // namespace recap
+
+#endif  // RECAP_CODEC_H_

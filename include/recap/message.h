@@ -1,0 +1,117 @@
+// recap — the neutral message model (SPEC §1).
+//
+// A Message is a role and an ordered list of parts. A part is one of:
+//
+//   Text        text a person or the model wrote;
+//   ToolCall    the model asking for a tool: `id`, `name`, `arguments` (a JSON text, kept
+//               byte-exact unless the tail reducer clips it);
+//   ToolResult  what a tool returned for the call `call_id`: a list of items (texts and opaque
+//               items such as images) and `is_error`;
+//   Opaque      provider data recap never reads or changes: signed thinking, encrypted
+//               reasoning, images, server-side tool blocks. `kind` names it, `payload` is its
+//               JSON text. A codec may mark an opaque item as one side of a call/result pair
+//               (`link`, `link_id`) so the cutter keeps such pairs together like tool calls.
+//
+// Foreign formats (OpenAI chat completions, Anthropic Messages) convert into this model and
+// back without loss. What recap does not model is kept, not dropped: every struct has an
+// `extra` member holding a JSON object text of the foreign fields it did not recognise, and
+// `form` members remember how a content field was written (a string, a list, null, absent).
+// Codecs write `extra` back and the rest of recap ignores it; it is never counted as
+// characters. See docs/message-model.md.
+//
+// All strings are UTF-8. Messages are plain values; Transcript (transcript.h) is where sizes
+// are measured and cached.
+#ifndef RECAP_MESSAGE_H_
+#define RECAP_MESSAGE_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "recap/export.h"
+
+namespace recap {
+inline namespace v0 {
+
+enum class Role : std::uint8_t { kSystem, kUser, kAssistant, kTool };
+
+// "system", "user", "assistant", "tool".
+RECAP_EXPORT const char* RoleName(Role role) noexcept;
+// The inverse of RoleName; nullopt for anything else.
+RECAP_EXPORT std::optional<Role> ParseRole(std::string_view name) noexcept;
+
+// How a foreign format wrote a content field, so that a codec can write it back the same way.
+// kDefault lets the encoder choose its format's natural form.
+enum class ContentForm : std::uint8_t { kDefault, kString, kList, kNull, kAbsent };
+
+struct Text {
+  std::string text;
+  std::string extra;  // JSON object text of unmodelled fields (e.g. "citations"); may be empty
+};
+
+struct ToolCall {
+  std::string id;
+  std::string name;
+  std::string arguments;  // a JSON text, normally an object
+  std::string extra;
+};
+
+// Which side of a call/result pair an opaque item is, for items a provider pairs itself
+// (e.g. Anthropic's server_tool_use and web_search_tool_result).
+enum class OpaqueLink : std::uint8_t { kNone, kCall, kResult };
+
+struct Opaque {
+  std::string kind;     // e.g. "thinking", "redacted_thinking", "image", "reasoning"
+  std::string payload;  // a JSON text recap never reads; written back byte-exact
+  OpaqueLink link = OpaqueLink::kNone;
+  std::string link_id;  // the pair's id when link != kNone
+};
+
+using ResultItem = std::variant<Text, Opaque>;
+
+struct ToolResult {
+  std::string call_id;
+  std::vector<ResultItem> content;
+  bool is_error = false;
+  ContentForm form = ContentForm::kDefault;  // string or list in the foreign format
+  std::string extra;
+};
+
+using Part = std::variant<Text, ToolCall, ToolResult, Opaque>;
+
+struct Message {
+  std::string id;  // stable; Transcript::Append assigns one when empty
+  Role role = Role::kUser;
+  std::vector<Part> parts;
+  bool summary = false;  // this message is a checkpoint (SPEC R4.4)
+  ContentForm form = ContentForm::kDefault;
+  std::string extra;  // JSON object text of the foreign message's unmodelled fields
+
+  // Conveniences for hosts and tests.
+  static Message UserText(std::string text);
+  static Message AssistantText(std::string text);
+  static Message SystemText(std::string text);
+  // An assistant message carrying the given calls (and optional text before them).
+  static Message AssistantCalls(std::vector<ToolCall> calls, std::string text = {});
+  // A `tool` message with one textual result, as OpenAI chat writes them.
+  static Message ToolOutput(std::string call_id, std::string output, bool is_error = false);
+};
+
+// True when the message starts a turn: a non-summary user message carrying something a
+// person wrote (a text or an unlinked opaque item such as an image). A user message that
+// only carries tool results is not a turn start (SPEC §1).
+RECAP_EXPORT bool IsTurnStart(const Message& m) noexcept;
+
+// True when the message carries at least one ToolCall or an opaque call.
+RECAP_EXPORT bool HasToolCalls(const Message& m) noexcept;
+
+// The message's texts joined with "\n" (text parts only; for display and summarizing).
+RECAP_EXPORT std::string JoinedText(const Message& m);
+
+}  // namespace v0
+}  // namespace recap
+
+#endif  // RECAP_MESSAGE_H_

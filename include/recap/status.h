@@ -1,0 +1,155 @@
+// recap — Status and Result<T>: how every fallible call reports what went wrong.
+//
+// A Status is either OK or carries a code (what kind of failure, for programs to branch on)
+// and a message (what went wrong and what to do about it, for people to read). Messages are
+// written as whole sentences that name the offending input — a JSON path, a key and its
+// allowed range, a file — and, where there is one, the next step.
+//
+// Result<T> holds either a T or a non-OK Status. Accessing the value of a failed Result is a
+// programming error and aborts in every build mode (it never returns garbage).
+//
+// recap never throws across its API for expected failures (bad input, I/O, conflicts); the
+// only exceptions that can escape are std::bad_alloc and those thrown by host callbacks.
+//
+// Thread safety: Status and Result are values; distinct objects may be used concurrently.
+#ifndef RECAP_STATUS_H_
+#define RECAP_STATUS_H_
+
+#include <cstdlib>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include "recap/export.h"
+
+namespace recap {
+inline namespace v0 {
+
+enum class StatusCode : int {
+  kOk = 0,
+  // The caller passed something malformed: bad JSON, an unknown role, a value out of range.
+  kInvalidArgument = 1,
+  // A named thing (a session, a message, a file) does not exist.
+  kNotFound = 2,
+  // Another writer changed the session first (optimistic concurrency); reload and retry.
+  kConflict = 3,
+  // Stored data is damaged or was written by a newer version of recap.
+  kCorruption = 4,
+  // The operating system refused an operation (open, write, fsync, a full disk).
+  kIOError = 5,
+  // A remote service could not be reached or answered with an error that may pass.
+  kUnavailable = 6,
+  // A deadline passed before the work finished.
+  kDeadlineExceeded = 7,
+  // The caller cancelled the work.
+  kCancelled = 8,
+  // The conversation cannot be made to fit the configured limits (SPEC R7).
+  kContextBudgetExceeded = 9,
+  // The session is not in a state that allows the operation (e.g. uncertain tool results).
+  kFailedPrecondition = 10,
+  // A configured limit was hit (e.g. the summarizer's output budget).
+  kResourceExhausted = 11,
+  // A bug in recap. Please report it with the message.
+  kInternal = 12,
+};
+
+// A short lower-case name for a code, e.g. "invalid_argument".
+RECAP_EXPORT const char* StatusCodeName(StatusCode code) noexcept;
+
+class RECAP_EXPORT Status {
+ public:
+  // An OK status. Cheap: no allocation.
+  Status() noexcept = default;
+  Status(StatusCode code, std::string message);
+
+  Status(const Status& other);
+  Status& operator=(const Status& other);
+  Status(Status&& other) noexcept = default;
+  Status& operator=(Status&& other) noexcept = default;
+  ~Status() = default;
+
+  static Status OK() noexcept { return Status(); }
+  static Status InvalidArgument(std::string msg) { return {StatusCode::kInvalidArgument, std::move(msg)}; }
+  static Status NotFound(std::string msg) { return {StatusCode::kNotFound, std::move(msg)}; }
+  static Status Conflict(std::string msg) { return {StatusCode::kConflict, std::move(msg)}; }
+  static Status Corruption(std::string msg) { return {StatusCode::kCorruption, std::move(msg)}; }
+  static Status IOError(std::string msg) { return {StatusCode::kIOError, std::move(msg)}; }
+  static Status Unavailable(std::string msg) { return {StatusCode::kUnavailable, std::move(msg)}; }
+  static Status DeadlineExceeded(std::string msg) { return {StatusCode::kDeadlineExceeded, std::move(msg)}; }
+  static Status Cancelled(std::string msg) { return {StatusCode::kCancelled, std::move(msg)}; }
+  static Status ContextBudgetExceeded(std::string msg) { return {StatusCode::kContextBudgetExceeded, std::move(msg)}; }
+  static Status FailedPrecondition(std::string msg) { return {StatusCode::kFailedPrecondition, std::move(msg)}; }
+  static Status ResourceExhausted(std::string msg) { return {StatusCode::kResourceExhausted, std::move(msg)}; }
+  static Status Internal(std::string msg) { return {StatusCode::kInternal, std::move(msg)}; }
+
+  bool ok() const noexcept { return state_ == nullptr; }
+  StatusCode code() const noexcept { return state_ ? state_->code : StatusCode::kOk; }
+  // The message for people; empty for OK.
+  const std::string& message() const noexcept;
+
+  // "invalid_argument: <message>", or "ok".
+  std::string ToString() const;
+
+  // Returns a copy whose message is "<context>: <message>"; OK stays OK.
+  Status WithContext(const std::string& context) const;
+
+  friend bool operator==(const Status& a, const Status& b) noexcept {
+    return a.code() == b.code() && a.message() == b.message();
+  }
+  friend bool operator!=(const Status& a, const Status& b) noexcept { return !(a == b); }
+
+ private:
+  struct State {
+    StatusCode code;
+    std::string message;
+  };
+  // nullptr means OK, so the success path never allocates.
+  std::unique_ptr<State> state_;
+};
+
+RECAP_EXPORT std::ostream& operator<<(std::ostream& os, const Status& s);
+
+namespace internal {
+[[noreturn]] RECAP_EXPORT void DieOnBadResultAccess(const Status& s) noexcept;
+}  // namespace internal
+
+// Either a value of type T or the Status that explains why there is none.
+template <typename T>
+class Result {
+  static_assert(!std::is_same<std::decay_t<T>, Status>::value, "Result<Status> is meaningless");
+
+ public:
+  // A failed result. Passing an OK status is a programming error: it becomes kInternal.
+  Result(Status status) : status_(std::move(status)) {  // NOLINT(google-explicit-constructor)
+    if (status_.ok()) status_ = Status::Internal("Result constructed from an OK Status without a value");
+  }
+  Result(T value) : value_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+
+  bool ok() const noexcept { return status_.ok(); }
+  const Status& status() const noexcept { return status_; }
+
+  T& value() & { Check(); return *value_; }
+  const T& value() const& { Check(); return *value_; }
+  T&& value() && { Check(); return std::move(*value_); }
+
+  T& operator*() & { return value(); }
+  const T& operator*() const& { return value(); }
+  T&& operator*() && { return std::move(*this).value(); }
+  T* operator->() { return &value(); }
+  const T* operator->() const { return &value(); }
+
+ private:
+  void Check() const {
+    if (!status_.ok()) internal::DieOnBadResultAccess(status_);
+  }
+  Status status_;
+  std::optional<T> value_;
+};
+
+}  // namespace v0
+}  // namespace recap
+
+#endif  // RECAP_STATUS_H_

@@ -1,0 +1,25 @@
+// recap — version of the headers in use.
+//
+// Every public symbol lives in `recap::v0` (an inline namespace), so two major versions can
+// be linked into one program without their symbols colliding. Code names them `recap::X`.
+#ifndef RECAP_VERSION_H_
+#define RECAP_VERSION_H_
+
+#include "recap/export.h"
+
+#define RECAP_VERSION_MAJOR 0
+#define RECAP_VERSION_MINOR 1
+#define RECAP_VERSION_PATCH 0
+#define RECAP_VERSION_STRING "0.1.0"
+
+namespace recap {
+inline namespace v0 {
+
+// The version of the compiled library, which may differ from RECAP_VERSION_STRING when a
+// program is built against other headers than the library it loads.
+RECAP_EXPORT const char* LibraryVersion() noexcept;
+
+}  // namespace v0
+}  // namespace recap
+
+#endif  // RECAP_VERSION_H_

@@ -1,0 +1,223 @@
+#include "recap/safe_boundary.h"
+
+#include <algorithm>
+#include <string_view>
+#include <unordered_map>
+
+namespace recap {
+inline namespace v0 {
+
+namespace {
+
+// One pass over the transcript that pairs results with calls and records, for every matched
+// pair (c, r), that positions c+1..r are unsafe. `cover` is a difference array over
+// positions 0..n; `report` receives counts, orphans and uncertain calls.
+struct Scan {
+  PairingReport report;
+  std::vector<int> cover;  // difference array, n + 2 entries
+};
+
+Scan ScanPairs(const Transcript& t) {
+  const std::size_t n = t.size();
+  Scan s;
+  s.cover.assign(n + 2, 0);
+  struct Open {
+    std::size_t message;
+    std::string_view name;
+    bool answered;
+  };
+  // Keyed by views into the transcript's messages, which outlive this function's use.
+  std::unordered_map<std::string_view, Open> open;
+  open.reserve(64);
+
+  auto call = [&](std::size_t i, std::string_view id, std::string_view name) {
+    auto [it, inserted] = open.try_emplace(id, Open{i, name, false});
+    if (!inserted) {
+      // A second call reusing an id: results from now on answer the newer call. The older
+      // one, if it never got a result, stays uncertain.
+      if (!it->second.answered) {
+        s.report.uncertain.push_back({it->second.message, std::string(id), std::string(it->second.name)});
+      }
+      it->second = Open{i, name, false};
+    }
+  };
+  auto result = [&](std::size_t i, std::string_view id) {
+    auto it = open.find(id);
+    if (it == open.end()) {
+      s.report.orphans.push_back({i, std::string(id)});
+      return;
+    }
+    const std::size_t c = it->second.message;
+    if (!it->second.answered) ++s.report.pairs;
+    it->second.answered = true;
+    if (c < i) {  // a pair inside one message constrains nothing
+      ++s.cover[c + 1];
+      --s.cover[i + 1];
+    }
+  };
+
+  for (std::size_t i = 0; i < n; ++i) {
+    for (const auto& part : t[i].parts) {
+      if (const auto* c = std::get_if<ToolCall>(&part)) {
+        call(i, c->id, c->name);
+      } else if (const auto* r = std::get_if<ToolResult>(&part)) {
+        result(i, r->call_id);
+      } else if (const auto* o = std::get_if<Opaque>(&part)) {
+        if (o->link == OpaqueLink::kCall) call(i, o->link_id, {});
+        if (o->link == OpaqueLink::kResult) result(i, o->link_id);
+      }
+    }
+  }
+  for (const auto& [id, o] : open) {
+    if (!o.answered) {
+      s.report.uncertain.push_back({o.message, std::string(id), std::string(o.name)});
+      // No result before any later position: everything after the call is unsafe.
+      ++s.cover[o.message + 1];
+      --s.cover[n + 1];
+    }
+  }
+  std::sort(s.report.uncertain.begin(), s.report.uncertain.end(),
+            [](const UncertainCall& a, const UncertainCall& b) {
+              return a.message != b.message ? a.message < b.message : a.call_id < b.call_id;
+            });
+  return s;
+}
+
+std::vector<std::uint8_t> SafeFromCover(const std::vector<int>& cover, std::size_t n) {
+  std::vector<std::uint8_t> safe(n + 1);
+  int depth = 0;
+  for (std::size_t p = 0; p <= n; ++p) {
+    depth += cover[p];
+    safe[p] = depth == 0 ? 1 : 0;
+  }
+  return safe;
+}
+
+}  // namespace
+
+PairingReport AnalyzePairing(const Transcript& t) { return ScanPairs(t).report; }
+
+std::vector<UncertainCall> FindUncertainToolCalls(const Transcript& t) {
+  return ScanPairs(t).report.uncertain;
+}
+
+std::vector<std::uint8_t> FindSafeBoundaries(const Transcript& t) {
+  return SafeFromCover(ScanPairs(t).cover, t.size());
+}
+
+std::vector<std::size_t> FindTurnStarts(const Transcript& t) {
+  std::vector<std::size_t> turns;
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    if (IsTurnStart(t[i])) turns.push_back(i);
+  }
+  return turns;
+}
+
+const char* SkipReasonName(SkipReason reason) noexcept {
+  switch (reason) {
+    case SkipReason::kNone: return "none";
+    case SkipReason::kNothingToSummarize: return "nothing_to_summarize";
+    case SkipReason::kNoSafeBoundary: return "no_safe_boundary";
+    case SkipReason::kUncertainToolResults: return "uncertain_tool_results";
+  }
+  return "none";
+}
+
+CutDecision FindCut(const Transcript& t, const CutOptions& options) {
+  CutDecision d;
+  const std::size_t n = t.size();
+  if (n == 0) {
+    d.skip = SkipReason::kNothingToSummarize;
+    return d;
+  }
+  Scan scan = ScanPairs(t);
+  if (!scan.report.uncertain.empty()) {
+    d.skip = SkipReason::kUncertainToolResults;
+    d.uncertain = std::move(scan.report.uncertain);
+    return d;
+  }
+  const std::vector<std::uint8_t> safe = SafeFromCover(scan.cover, n);
+  const std::vector<std::size_t> turns = FindTurnStarts(t);
+  const std::size_t turn_count = turns.size();
+  const std::size_t keep = static_cast<std::size_t>(std::clamp(options.keep_turns, 0, 20));
+  // The last turn starts here; a transcript without any turn start is one turn from 0.
+  const std::size_t last_turn = turn_count > 0 ? turns.back() : 0;
+
+  // first_real[p]: whether [0, p) holds a message that is not a checkpoint. Re-summarizing
+  // checkpoints alone would only churn (R3.5, R3.6).
+  std::size_t first_non_summary = n;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!t[i].summary) {
+      first_non_summary = i;
+      break;
+    }
+  }
+  auto usable = [&](std::size_t p) { return p > first_non_summary && p < n && safe[p]; };
+
+  // R3.3: inside the last turn, the last safe boundary before the newest tool-call round —
+  // i.e. before the last assistant message that starts after a safe boundary. Failing that,
+  // any safe boundary inside the turn; failing that, the turn's start (the turn kept whole).
+  auto inside_last_turn = [&]() -> std::size_t {
+    for (std::size_t q = n - 1; q > last_turn; --q) {
+      if (usable(q) && t[q].role == Role::kAssistant) return q;
+    }
+    for (std::size_t q = n - 1; q > last_turn; --q) {
+      if (usable(q)) return q;
+    }
+    return usable(last_turn) ? last_turn : 0;
+  };
+  // The nearest usable position at or before `target`, else the nearest after it.
+  auto at_or_before = [&](std::size_t target) -> std::size_t {
+    for (std::size_t q = target; q > 0; --q) {
+      if (usable(q)) return q;
+    }
+    for (std::size_t q = target + 1; q < n; ++q) {
+      if (usable(q)) return q;
+    }
+    return 0;
+  };
+
+  std::size_t p = 0;
+  if (options.mode == CutMode::kBudget || keep == 0 || turn_count <= 1) {
+    p = inside_last_turn();                       // R3.3
+  } else if (turn_count > keep) {
+    p = at_or_before(turns[turn_count - keep]);  // R3.1
+  } else {
+    p = at_or_before(last_turn);                  // R3.2: the last turn alone is kept
+  }
+
+  // R3.8: keep the kept part below the limit by moving forward — to later turn starts, then
+  // to safe boundaries inside the last turn — as little as needed, or as far as possible.
+  if (p != 0 && options.kept_chars_limit > 0 && t.chars(p, n) >= options.kept_chars_limit) {
+    std::size_t best = p;
+    auto consider = [&](std::size_t q) {
+      if (q <= best || !usable(q)) return false;
+      best = q;
+      return t.chars(q, n) < options.kept_chars_limit;
+    };
+    bool done = false;
+    for (std::size_t k = 0; k < turn_count && !done; ++k) done = consider(turns[k]);
+    for (std::size_t q = last_turn + 1; q < n && !done; ++q) done = consider(q);
+    d.moved_for_size = best != p;
+    p = best;
+  }
+
+  if (p == 0) {
+    // Distinguish "there is nothing but the newest message and checkpoints" from "there is
+    // history, but every boundary would split a call from its result".
+    d.skip = (first_non_summary + 1 >= n) ? SkipReason::kNothingToSummarize
+                                           : SkipReason::kNoSafeBoundary;
+    d.moved_for_size = false;
+    return d;
+  }
+  d.position = p;
+  d.summarized_chars = t.chars(0, p);
+  d.kept_chars = t.chars(p, n);
+  d.kept_turns = static_cast<std::size_t>(
+      turns.end() - std::lower_bound(turns.begin(), turns.end(), p));
+  d.inside_turn = p > last_turn || turn_count == 0;
+  return d;
+}
+
+}  // namespace v0
+}  // namespace recap
