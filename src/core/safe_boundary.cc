@@ -4,6 +4,8 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "log_internal.h"
+
 namespace recap {
 inline namespace v0 {
 
@@ -208,6 +210,8 @@ CutDecision FindCut(const Transcript& t, const CutOptions& options) {
     d.skip = (first_non_summary + 1 >= n) ? SkipReason::kNothingToSummarize
                                            : SkipReason::kNoSafeBoundary;
     d.moved_for_size = false;
+    RECAP_LOG_DEBUG("cut skipped: {} ({} messages, {} turns)", SkipReasonName(d.skip), n,
+                    turn_count);
     return d;
   }
   d.position = p;
@@ -216,6 +220,9 @@ CutDecision FindCut(const Transcript& t, const CutOptions& options) {
   d.kept_turns = static_cast<std::size_t>(
       turns.end() - std::lower_bound(turns.begin(), turns.end(), p));
   d.inside_turn = p > last_turn || turn_count == 0;
+  RECAP_LOG_DEBUG("cut at message {} of {}: summarize {} chars, keep {} chars in {} turns{}", p, n,
+                  d.summarized_chars, d.kept_chars, d.kept_turns,
+                  d.moved_for_size ? " (moved forward for size)" : "");
   return d;
 }
 

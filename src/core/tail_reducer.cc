@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "log_internal.h"
 #include "recap/measure.h"
 
 namespace recap {
@@ -198,6 +199,9 @@ ReduceResult ReduceTail(const Transcript& t, std::size_t target_chars) {
   result.transcript.Set(std::move(edits));
   result.after_chars = result.transcript.chars();
   result.fits = result.after_chars <= target_chars;
+  RECAP_LOG_DEBUG("reduced {} messages in {} rounds: {} -> {} chars (target {}){}",
+                  result.clipped.size(), result.rounds, result.before_chars, result.after_chars,
+                  target_chars, result.fits ? "" : ", still over");
   return result;
 }
 
