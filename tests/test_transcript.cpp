@@ -96,3 +96,41 @@ TEST_CASE("§1 a 100 MB single message is measured without trouble") {
   t.Append(Message::ToolOutput("c1", std::move(big)));
   CHECK(t.chars() == 100u * 1024u * 1024u - 3u);
 }
+
+TEST_CASE("§1 chunked storage: copies stay independent across chunk boundaries") {
+  const std::size_t n = Transcript::kChunk * 3 + 17;
+  Transcript t;
+  for (std::size_t i = 0; i < n; ++i) t.Append(Message::UserText(std::string(i % 7 + 1, 'a')));
+  Transcript snapshot = t;  // what Prepare hands out
+  t.Append(Message::UserText("after"));
+  CHECK(snapshot.size() == n);
+  CHECK(t.size() == n + 1);
+  CHECK(t.chars() == snapshot.chars() + 5);
+  // A change in the copy is invisible in the snapshot, in every chunk.
+  for (std::size_t i : {std::size_t{0}, Transcript::kChunk - 1, Transcript::kChunk, n - 1}) {
+    const std::size_t before = snapshot.chars();
+    t.Set(i, Message::UserText(std::string(100, 'z')));
+    CHECK(snapshot.chars() == before);
+    CHECK(snapshot[i].parts.size() == 1);
+    CHECK(std::get<Text>(snapshot[i].parts[0]).text.size() == i % 7 + 1);
+  }
+  // Ranges agree with a plain sum everywhere.
+  std::size_t sum = 0;
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    CHECK(t.chars(0, i) == sum);
+    sum += MessageChars(t[i]);
+  }
+  CHECK(t.chars() == sum);
+  // Slices at a chunk start share chunks; others copy pointers; both measure right.
+  Transcript tail = t.Slice(Transcript::kChunk, t.size());
+  CHECK(tail.size() == t.size() - Transcript::kChunk);
+  CHECK(tail.chars() == t.chars(Transcript::kChunk, t.size()));
+  CHECK(tail.shared(0).get() == t.shared(Transcript::kChunk).get());
+  Transcript mid = t.Slice(3, 300);
+  CHECK(mid.size() == 297);
+  CHECK(mid.chars() == t.chars(3, 300));
+  CHECK(mid.chars(5, 200) == t.chars(8, 203));
+  Transcript empty_tail = t.Slice(t.size(), t.size());
+  CHECK(empty_tail.empty());
+  CHECK(empty_tail.chars() == 0);
+}

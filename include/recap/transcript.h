@@ -47,26 +47,28 @@ class RECAP_EXPORT Transcript {
   // fresh unique one. Cost: O(size of m).
   void Append(Message m);
   // Adds an already shared message, which must have been produced by a Transcript (valid
-  // UTF-8, non-empty id). Cost: O(1) beyond measuring.
+  // UTF-8, non-empty id). Cost: O(size of m) to measure it; no copy.
   void Append(std::shared_ptr<const Message> m);
 
-  // Replaces message `i` (which must exist). Cost: O(size of m + (size() - i)).
+  // Replaces message `i` (which must exist). Cost: O(size of m + size() / kChunk).
   void Set(std::size_t i, Message m);
   // Replaces several messages at once (positions must exist and be distinct).
-  // Cost: O(sizes of the new messages + size()).
+  // Cost: O(sizes of the new messages + size() / kChunk + replacements).
   void Set(std::vector<std::pair<std::size_t, Message>> replacements);
 
-  std::size_t size() const noexcept { return messages_.size(); }
-  bool empty() const noexcept { return messages_.empty(); }
-  const Message& operator[](std::size_t i) const noexcept { return *messages_[i]; }
-  const Message& back() const noexcept { return *messages_.back(); }
-  const std::shared_ptr<const Message>& shared(std::size_t i) const noexcept { return messages_[i]; }
+  std::size_t size() const noexcept { return size_; }
+  bool empty() const noexcept { return size_ == 0; }
+  const Message& operator[](std::size_t i) const noexcept { return *shared(i); }
+  const Message& back() const noexcept { return *shared(size_ - 1); }
+  const std::shared_ptr<const Message>& shared(std::size_t i) const noexcept {
+    return chunks_[i / kChunk]->messages[i % kChunk];
+  }
 
   // Characters of all messages, of message i, and of messages [begin, end). O(1).
-  std::size_t chars() const noexcept { return prefix_.back(); }
-  std::size_t chars(std::size_t i) const noexcept { return prefix_[i + 1] - prefix_[i]; }
+  std::size_t chars() const noexcept { return chars_; }
+  std::size_t chars(std::size_t i) const noexcept { return Prefix(i + 1) - Prefix(i); }
   std::size_t chars(std::size_t begin, std::size_t end) const noexcept {
-    return prefix_[end] - prefix_[begin];
+    return Prefix(end) - Prefix(begin);
   }
   std::size_t tokens() const noexcept;
 
@@ -84,33 +86,51 @@ class RECAP_EXPORT Transcript {
     using pointer = const Message*;
     using iterator_category = std::random_access_iterator_tag;
     const_iterator() = default;
-    reference operator*() const { return **it_; }
-    pointer operator->() const { return it_->get(); }
-    const_iterator& operator++() { ++it_; return *this; }
-    const_iterator operator++(int) { auto c = *this; ++it_; return c; }
-    const_iterator& operator--() { --it_; return *this; }
-    const_iterator& operator+=(difference_type n) { it_ += n; return *this; }
-    const_iterator operator+(difference_type n) const { auto c = *this; c.it_ += n; return c; }
-    difference_type operator-(const const_iterator& o) const { return it_ - o.it_; }
-    reference operator[](difference_type n) const { return *it_[n]; }
-    bool operator==(const const_iterator& o) const { return it_ == o.it_; }
-    bool operator!=(const const_iterator& o) const { return it_ != o.it_; }
-    bool operator<(const const_iterator& o) const { return it_ < o.it_; }
+    reference operator*() const { return (*t_)[i_]; }
+    pointer operator->() const { return &(*t_)[i_]; }
+    const_iterator& operator++() { ++i_; return *this; }
+    const_iterator operator++(int) { auto c = *this; ++i_; return c; }
+    const_iterator& operator--() { --i_; return *this; }
+    const_iterator& operator+=(difference_type n) { i_ = static_cast<std::size_t>(static_cast<difference_type>(i_) + n); return *this; }
+    const_iterator operator+(difference_type n) const { auto c = *this; c += n; return c; }
+    difference_type operator-(const const_iterator& o) const {
+      return static_cast<difference_type>(i_) - static_cast<difference_type>(o.i_);
+    }
+    reference operator[](difference_type n) const { return *(*this + n); }
+    bool operator==(const const_iterator& o) const { return i_ == o.i_ && t_ == o.t_; }
+    bool operator!=(const const_iterator& o) const { return !(*this == o); }
+    bool operator<(const const_iterator& o) const { return i_ < o.i_; }
 
    private:
     friend class Transcript;
-    using Base = std::vector<std::shared_ptr<const Message>>::const_iterator;
-    explicit const_iterator(Base it) : it_(it) {}
-    Base it_;
+    const_iterator(const Transcript* t, std::size_t i) : t_(t), i_(i) {}
+    const Transcript* t_ = nullptr;
+    std::size_t i_ = 0;
   };
-  const_iterator begin() const noexcept { return const_iterator(messages_.begin()); }
-  const_iterator end() const noexcept { return const_iterator(messages_.end()); }
+  const_iterator begin() const noexcept { return const_iterator(this, 0); }
+  const_iterator end() const noexcept { return const_iterator(this, size_); }
+
+  // Messages are stored in chunks of this many. Copying a transcript copies one pointer per
+  // chunk, and appending to a copy clones at most the last chunk (copy-on-write), so handing
+  // a snapshot to the host every turn costs O(size() / kChunk), not O(size()).
+  static constexpr std::size_t kChunk = 256;
 
  private:
+  struct Chunk {
+    std::vector<std::shared_ptr<const Message>> messages;  // at most kChunk
+    std::vector<std::size_t> prefix;  // prefix[j] = chars of messages [0, j) of this chunk
+  };
+  std::size_t Prefix(std::size_t i) const noexcept {
+    if (i == size_) return chars_;
+    return base_[i / kChunk] + chunks_[i / kChunk]->prefix[i % kChunk];
+  }
+  Chunk& MutableChunk(std::size_t k);
   void PushMeasured(std::shared_ptr<const Message> m, std::size_t chars);
 
-  std::vector<std::shared_ptr<const Message>> messages_;
-  std::vector<std::size_t> prefix_;  // prefix_[i] = chars of messages [0, i); size() + 1 entries
+  std::vector<std::shared_ptr<Chunk>> chunks_;
+  std::vector<std::size_t> base_;  // base_[k] = chars of every message before chunk k
+  std::size_t size_ = 0;
+  std::size_t chars_ = 0;
 };
 
 // A fresh message id ("m_" followed by 24 hex digits), unique with overwhelming probability.

@@ -1,5 +1,6 @@
 #include "recap/transcript.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cassert>
 #include <chrono>
@@ -78,34 +79,58 @@ std::string NewMessageId() {
   return buf;
 }
 
-Transcript::Transcript() : prefix_{0} {}
+Transcript::Transcript() = default;
 
-Transcript::Transcript(std::vector<Message> messages) : prefix_{0} {
-  messages_.reserve(messages.size());
-  prefix_.reserve(messages.size() + 1);
+Transcript::Transcript(std::vector<Message> messages) {
   for (auto& m : messages) Append(std::move(m));
 }
 
 Transcript::Transcript(const Transcript&) = default;
 Transcript& Transcript::operator=(const Transcript&) = default;
 Transcript::Transcript(Transcript&& other) noexcept
-    : messages_(std::move(other.messages_)), prefix_(std::move(other.prefix_)) {
-  other.prefix_.assign(1, 0);  // a moved-from transcript is a valid empty one
+    : chunks_(std::move(other.chunks_)),
+      base_(std::move(other.base_)),
+      size_(other.size_),
+      chars_(other.chars_) {
+  other.chunks_.clear();  // a moved-from transcript is a valid empty one
+  other.base_.clear();
+  other.size_ = 0;
+  other.chars_ = 0;
 }
 Transcript& Transcript::operator=(Transcript&& other) noexcept {
   if (this != &other) {
-    messages_ = std::move(other.messages_);
-    prefix_ = std::move(other.prefix_);
-    other.messages_.clear();
-    other.prefix_.assign(1, 0);
+    chunks_ = std::move(other.chunks_);
+    base_ = std::move(other.base_);
+    size_ = other.size_;
+    chars_ = other.chars_;
+    other.chunks_.clear();
+    other.base_.clear();
+    other.size_ = 0;
+    other.chars_ = 0;
   }
   return *this;
 }
 Transcript::~Transcript() = default;
 
+// Chunks are shared between copies; a writer clones the one it changes first.
+Transcript::Chunk& Transcript::MutableChunk(std::size_t k) {
+  if (chunks_[k].use_count() > 1) chunks_[k] = std::make_shared<Chunk>(*chunks_[k]);
+  return *chunks_[k];
+}
+
 void Transcript::PushMeasured(std::shared_ptr<const Message> m, std::size_t chars) {
-  messages_.push_back(std::move(m));
-  prefix_.push_back(prefix_.back() + chars);
+  if (size_ % kChunk == 0) {
+    auto chunk = std::make_shared<Chunk>();
+    chunk->messages.reserve(kChunk);
+    chunk->prefix.reserve(kChunk);
+    chunks_.push_back(std::move(chunk));
+    base_.push_back(chars_);
+  }
+  Chunk& c = MutableChunk(chunks_.size() - 1);
+  c.prefix.push_back(chars_ - base_.back());
+  c.messages.push_back(std::move(m));
+  ++size_;
+  chars_ += chars;
 }
 
 void Transcript::Append(Message m) {
@@ -122,45 +147,53 @@ void Transcript::Append(std::shared_ptr<const Message> m) {
 }
 
 void Transcript::Set(std::size_t i, Message m) {
-  assert(i < messages_.size());
-  RepairUtf8(m);
-  if (m.id.empty()) m.id = NewMessageId();
-  const std::size_t old_chars = chars(i);
-  const std::size_t new_chars = MessageChars(m);
-  messages_[i] = std::make_shared<const Message>(std::move(m));
-  for (std::size_t k = i + 1; k < prefix_.size(); ++k) prefix_[k] = prefix_[k] - old_chars + new_chars;
+  std::vector<std::pair<std::size_t, Message>> one;
+  one.emplace_back(i, std::move(m));
+  Set(std::move(one));
 }
 
 void Transcript::Set(std::vector<std::pair<std::size_t, Message>> replacements) {
   if (replacements.empty()) return;
-  std::vector<std::size_t> sizes(messages_.size());
-  for (std::size_t i = 0; i < messages_.size(); ++i) sizes[i] = chars(i);
   for (auto& [i, m] : replacements) {
-    assert(i < messages_.size());
+    assert(i < size_);
     RepairUtf8(m);
     if (m.id.empty()) m.id = NewMessageId();
-    sizes[i] = MessageChars(m);
-    messages_[i] = std::make_shared<const Message>(std::move(m));
+    const std::size_t k = i / kChunk;
+    const std::size_t j = i % kChunk;
+    const std::size_t old_chars = chars(i);
+    const std::size_t new_chars = MessageChars(m);
+    Chunk& c = MutableChunk(k);
+    c.messages[j] = std::make_shared<const Message>(std::move(m));
+    for (std::size_t q = j + 1; q < c.prefix.size(); ++q) c.prefix[q] = c.prefix[q] - old_chars + new_chars;
+    // Later chunks' bases move by the same amount.
+    for (std::size_t q = k + 1; q < base_.size(); ++q) base_[q] = base_[q] - old_chars + new_chars;
+    chars_ = chars_ - old_chars + new_chars;
   }
-  for (std::size_t i = 0; i < messages_.size(); ++i) prefix_[i + 1] = prefix_[i] + sizes[i];
 }
 
 std::size_t Transcript::tokens() const noexcept { return EstimateTokens(chars()); }
 
 Transcript Transcript::Slice(std::size_t begin, std::size_t end) const {
-  assert(begin <= end && end <= messages_.size());
+  assert(begin <= end && end <= size_);
   Transcript out;
-  out.messages_.assign(messages_.begin() + static_cast<std::ptrdiff_t>(begin),
-                       messages_.begin() + static_cast<std::ptrdiff_t>(end));
-  out.prefix_.reserve(end - begin + 1);
-  for (std::size_t i = begin; i < end; ++i) out.prefix_.push_back(out.prefix_.back() + chars(i));
+  if (begin % kChunk == 0 && end == size_) {
+    // Whole chunks from `begin` on: share them.
+    const std::size_t k0 = begin / kChunk;
+    out.chunks_.assign(chunks_.begin() + static_cast<std::ptrdiff_t>(k0), chunks_.end());
+    const std::size_t shift = begin == size_ ? chars_ : base_[k0];
+    for (std::size_t k = k0; k < base_.size(); ++k) out.base_.push_back(base_[k] - shift);
+    out.size_ = end - begin;
+    out.chars_ = chars_ - shift;
+    return out;
+  }
+  for (std::size_t i = begin; i < end; ++i) out.PushMeasured(shared(i), chars(i));
   return out;
 }
 
 std::vector<Message> Transcript::ToVector() const {
   std::vector<Message> out;
-  out.reserve(messages_.size());
-  for (const auto& m : messages_) out.push_back(*m);
+  out.reserve(size_);
+  for (const Message& m : *this) out.push_back(m);
   return out;
 }
 
