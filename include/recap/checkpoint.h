@@ -1,0 +1,97 @@
+// recap — the checkpoint: what a compaction leaves in place of the messages it summarized
+// (SPEC R4, R5).
+//
+// The summarizer is asked for one JSON object with the fields of Checkpoint (R4.1). Its reply
+// is parsed forgivingly where the meaning is clear — a code fence around the JSON, a string
+// where a list is expected, a bare path in relevantFiles — and strictly otherwise (R4.2). A
+// reply that is not a checkpoint becomes a text-only checkpoint (R4.3). A reply cut by the
+// output limit is salvaged: a truncated JSON object is repaired to its complete fields, or
+// its text is kept (R5.2). Fields that plugins asked for are extracted and handed to them,
+// never rendered.
+//
+// The checkpoint enters the transcript as one user message flagged `summary`, rendered in a
+// fixed layout: a Markdown heading per section, in the order of R4.1, empty sections left
+// out (R4.4). docs/checkpoint-format.md shows it.
+//
+// Pure functions; thread-safe.
+#ifndef RECAP_CHECKPOINT_H_
+#define RECAP_CHECKPOINT_H_
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "recap/export.h"
+#include "recap/message.h"
+
+namespace recap {
+inline namespace v0 {
+
+struct RelevantFile {
+  std::string path;
+  std::string why;
+};
+
+struct Checkpoint {
+  std::string goal;
+  std::vector<std::string> instructions;
+  std::vector<std::string> discoveries;
+  std::vector<std::string> accomplished;
+  std::string current_state;
+  std::vector<std::string> next_steps;
+  std::vector<RelevantFile> relevant_files;
+
+  // false for a text-only checkpoint (R4.3): then only `text` is set.
+  bool structured = true;
+  std::string text;
+
+  // True when nothing at all is set.
+  bool empty() const noexcept;
+};
+
+// An output field a plugin asks the summarizer for (R9.1).
+struct OutputField {
+  std::string name;         // a JSON member name, e.g. "memories"
+  std::string description;  // what to put there, for the summarizer's instructions
+  std::string json_schema;  // the member's JSON Schema text, e.g. {"type":"array",...}
+};
+
+struct ParsedCheckpoint {
+  Checkpoint checkpoint;
+  // The plugin fields found in the reply: name -> the member's JSON text.
+  std::map<std::string, std::string> plugin_fields;
+  bool usable = false;   // false: nothing usable was written (R5.3)
+  bool partial = false;  // the reply was cut and this is what could be recovered (R5.2)
+};
+
+// Parses a summarizer reply. `truncated` says the reply was cut by the output limit.
+RECAP_EXPORT ParsedCheckpoint ParseCheckpoint(std::string_view reply, bool truncated,
+                                              const std::vector<OutputField>& plugin_fields = {});
+
+// Repairs a JSON text cut off mid-way into the longest valid prefix of complete members,
+// closing open strings, arrays and objects. nullopt when no object can be recovered.
+RECAP_EXPORT std::optional<std::string> SalvageTruncatedJson(std::string_view text);
+
+// The fixed, readable layout of R4.4.
+RECAP_EXPORT std::string RenderCheckpoint(const Checkpoint& checkpoint);
+
+// Reads a rendered checkpoint back (used to hand a previous checkpoint to the summarizer as
+// prior state and to the offline summarizer). Text that is not in the layout becomes a
+// text-only checkpoint.
+RECAP_EXPORT Checkpoint ParseRenderedCheckpoint(std::string_view rendered);
+
+// The checkpoint as the message that enters the transcript: role user, summary = true.
+RECAP_EXPORT Message CheckpointMessage(const Checkpoint& checkpoint);
+
+// The JSON Schema of the reply: the fields of R4.1 plus the plugins' fields.
+RECAP_EXPORT std::string CheckpointJsonSchema(const std::vector<OutputField>& plugin_fields = {});
+
+// The checkpoint as the JSON object of R4.1 (what the schema describes).
+RECAP_EXPORT std::string CheckpointToJson(const Checkpoint& checkpoint);
+
+}  // namespace v0
+}  // namespace recap
+
+#endif  // RECAP_CHECKPOINT_H_

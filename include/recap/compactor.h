@@ -1,0 +1,166 @@
+// recap — the Compactor: keeps each session's conversation inside the model's context window.
+//
+// A host calls Prepare once per turn, right before each model request, and sends what it
+// returns. Prepare does, in this order (SPEC R7):
+//
+//   1. If a trigger of R2 fires (and compaction.auto is on): compact — the older part of the
+//      transcript is summarized into a checkpoint by one summarizer call (several for a very
+//      long span), the recent turns are kept verbatim (R3), and the result is committed to
+//      the SessionStore in one transaction.
+//   2. If the conversation (instructions + transcript) is over limits.maxContextChars:
+//      reduce — clip oversized content in what was kept (R6) and commit that.
+//   3. Still over: once per turn, compact with reason "budget" (cutting inside the last turn)
+//      and reduce again.
+//   4. Still over: fail with StatusCode::kContextBudgetExceeded and a message that says how
+//      big the conversation is, what compaction did, and what the host can do.
+//
+// A failed compaction changes nothing, is reported as `compaction_failed`, and Prepare goes
+// on to step 2 (R7.1). Each step is reported as an event (events.h).
+//
+// Cost: when there is nothing to do, Prepare costs what was appended since the previous call
+// (the Compactor keeps each session's measured transcript and asks the store only for
+// changes), and what it returns shares the messages instead of copying them.
+//
+// Thread safety: all methods may be called from any thread. Calls for the same session are
+// serialized; calls for different sessions run in parallel.
+#ifndef RECAP_COMPACTOR_H_
+#define RECAP_COMPACTOR_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "recap/cancellation.h"
+#include "recap/checkpoint.h"
+#include "recap/config.h"
+#include "recap/events.h"
+#include "recap/export.h"
+#include "recap/plugin_hook.h"
+#include "recap/provider.h"
+#include "recap/safe_boundary.h"
+#include "recap/session_store.h"
+#include "recap/status.h"
+#include "recap/transcript.h"
+
+namespace recap {
+inline namespace v0 {
+
+// What the host sends besides the transcript, measured in characters (SPEC §1): the system
+// instructions and the serialized tool catalog. The catalog counts for the triggers of R2
+// (they protect what the model sees) but never for the hard limit (it cannot be reduced).
+struct RequestSizes {
+  std::size_t instructions_chars = 0;
+  std::size_t tool_catalog_chars = 0;
+  // A context window the host knows from its own model profile (R1.2); used when the
+  // configuration names none.
+  std::optional<std::size_t> profile_context_window;
+};
+
+struct Prepared {
+  Transcript messages;        // what to send after the instructions; shares the store's messages
+  std::uint64_t version = 0;  // the session version `messages` reflects
+  std::size_t before_chars = 0;  // reducible content (instructions + transcript) before
+  std::size_t after_chars = 0;   // and after
+  std::size_t before_tokens = 0;  // estimated tokens of the full request before
+  std::size_t after_tokens = 0;   // and after
+  std::vector<std::string> compactions;  // reasons of the compactions that committed, in order
+  std::size_t reduced_messages = 0;      // messages the reducer cut (0: it did not run)
+};
+
+// What Prepare would do now, without calling the model or writing anything (R7.3).
+struct Plan {
+  bool trigger = false;       // a rule of R2 fires (or an overflow was reported)
+  std::string reason;         // "auto" or "overflow" when trigger; empty otherwise
+  std::string rule;           // which rule fired: "window", "fallback", "chars", "overflow"
+  bool paused = false;        // auto compaction is paused for lack of progress (R2.5)
+  bool auto_enabled = true;
+  std::optional<std::size_t> window_tokens;  // the trusted window in use, if any (R1.2)
+  std::size_t full_chars = 0;     // instructions + transcript + tool catalog
+  std::size_t full_tokens = 0;
+  std::size_t reducible_chars = 0;  // instructions + transcript
+  std::size_t trigger_tokens = 0;   // threshold x window (the fallback window when unknown)
+  std::size_t trigger_chars = 0;    // threshold x maxContextChars
+  CutDecision cut;                  // where a compaction would cut now
+  std::size_t estimated_after_chars = 0;  // reducible content after it, checkpoint estimated
+  bool would_reduce = false;              // over the hard limit even after the compaction
+};
+
+struct CompactOptions {
+  std::string focus;  // added to the summarizer's instructions (R4.6)
+  RequestSizes sizes;
+};
+
+struct CompactOutcome {
+  bool compacted = false;
+  SkipReason skipped = SkipReason::kNone;  // why not, when !compacted
+  std::size_t summarized_messages = 0;
+  std::size_t before_chars = 0;  // transcript characters before and after
+  std::size_t after_chars = 0;
+  Checkpoint checkpoint;
+  bool partial = false;   // R5.2
+  std::string writer;     // the provider that wrote the checkpoint (R1.3)
+  std::uint64_t version = 0;
+};
+
+struct RecoveryOutcome {
+  std::vector<UncertainCall> recovered;  // the calls whose missing results were recorded
+  std::uint64_t version = 0;
+};
+
+class RECAP_EXPORT Compactor {
+ public:
+  // `provider` writes checkpoints; null means recap's offline summarizer. `store` holds the
+  // sessions; null means a new in-memory store. Fails when `config` is out of range.
+  static Result<std::unique_ptr<Compactor>> Create(
+      Config config, std::shared_ptr<Provider> provider, std::shared_ptr<SessionStore> store,
+      std::vector<std::shared_ptr<PluginHook>> plugins = {},
+      std::vector<std::shared_ptr<EventSink>> sinks = {});
+
+  ~Compactor();
+  Compactor(const Compactor&) = delete;
+  Compactor& operator=(const Compactor&) = delete;
+
+  // The per-turn call (see above).
+  Result<Prepared> Prepare(const std::string& session, const RequestSizes& sizes,
+                           const CancellationToken& cancel = {});
+
+  // What Prepare would do now (R7.3). Reads the store; never writes or calls the model.
+  Result<Plan> PlanFor(const std::string& session, const RequestSizes& sizes);
+
+  // A manual compaction with optional focus (R4.6). Runs whether or not compaction.auto is
+  // on; skips (compacted == false) when there is nothing to summarize.
+  Result<CompactOutcome> Compact(const std::string& session, const CompactOptions& options = {},
+                                 const CancellationToken& cancel = {});
+
+  // The model rejected the last request for this session as too long (R2.6). The next
+  // Prepare treats the trigger as reached (reason "overflow") and, from now on, the window
+  // is taken as at most `rejected_tokens` — by default the estimate of the last request
+  // Prepare returned.
+  void ReportOverflow(const std::string& session,
+                      std::optional<std::size_t> rejected_tokens = std::nullopt);
+
+  // The provider's count of prompt tokens for the last request of this session (R2.4). With
+  // compaction.calibrate on, the window rule uses it plus the estimate of what was added.
+  void ReportPromptTokens(const std::string& session, std::size_t prompt_tokens);
+
+  // Records, for each tool call without a result, that its outcome is unknown and it was not
+  // repeated (R8.3). Refuses with kFailedPrecondition unless `acknowledge` is true, saying
+  // which calls are uncertain. recap never re-runs a tool.
+  Result<RecoveryOutcome> Recover(const std::string& session, bool acknowledge);
+
+  const Config& config() const noexcept;
+  SessionStore& store() noexcept;
+
+ private:
+  struct Impl;
+  explicit Compactor(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace v0
+}  // namespace recap
+
+#endif  // RECAP_COMPACTOR_H_

@@ -1,0 +1,78 @@
+// recap — configuration (SPEC R1).
+//
+// The C++ structs mirror the JSON form, whose keys and defaults are:
+//
+//   {
+//     "compaction":  { "auto": true, "threshold": 0.85, "keepTurns": 2,
+//                      "maxOutputTokens": 16000, "calibrate": false, "fallback": "none" },
+//     "limits":      { "maxContextChars": 800000 },
+//     "pluginHooks": { "timeoutMs": 5000 },
+//     "provider":    { "contextWindow": null }
+//   }
+//
+// Every key is optional; a missing key keeps its default. A value out of range, of the wrong
+// type, or an unknown key is rejected with a Status that names the key (as a path such as
+// `compaction.threshold`), the value, and what is allowed (R1.1). docs/configuration.md
+// describes every key.
+#ifndef RECAP_CONFIG_H_
+#define RECAP_CONFIG_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "recap/export.h"
+#include "recap/status.h"
+
+namespace recap {
+inline namespace v0 {
+
+enum class Fallback : std::uint8_t {
+  kNone,     // a failed summarizer call fails the compaction
+  kOffline,  // ...falls back to the offline summarizer (R1.3)
+};
+
+struct CompactionConfig {
+  bool auto_compact = true;             // "auto"
+  double threshold = 0.85;              // 0.1 .. 0.99
+  int keep_turns = 2;                   // 0 .. 20
+  std::size_t max_output_tokens = 16000;  // >= 1
+  bool calibrate = false;               // R2.4
+  Fallback fallback = Fallback::kNone;
+};
+
+struct LimitsConfig {
+  std::size_t max_context_chars = 800000;  // >= 4000
+};
+
+struct PluginHooksConfig {
+  std::size_t timeout_ms = 5000;  // >= 1
+};
+
+struct ProviderConfig {
+  std::optional<std::size_t> context_window;  // tokens; null = ask the provider (R1.2)
+};
+
+struct RECAP_EXPORT Config {
+  CompactionConfig compaction;
+  LimitsConfig limits;
+  PluginHooksConfig plugin_hooks;
+  ProviderConfig provider;
+
+  // Parses the JSON form. An empty object gives the defaults.
+  static Result<Config> FromJson(std::string_view json);
+  // Checks the ranges of R1.1 (for configs built in C++).
+  Status Validate() const;
+  // The JSON form, every key written.
+  std::string ToJson() const;
+};
+
+// A context window above this many tokens is not trusted (R1.2).
+inline constexpr std::size_t kMaxTrustedContextWindow = 2000000;
+
+}  // namespace v0
+}  // namespace recap
+
+#endif  // RECAP_CONFIG_H_

@@ -1,0 +1,52 @@
+// recap — events: what recap did, as it happens (SPEC R10).
+//
+// Every event is one JSON object with "v": 1, "type", "session" and "at" (UTC, RFC 3339 with
+// milliseconds) and the fields of its type; docs/events.md lists them all with an example.
+//
+//   compaction_started    compaction_progress   compaction_completed
+//   compaction_skipped    context_reduced       compaction_failed     plugin_hook_failed
+//
+// The summarizer's token usage travels in its own field ("usage" of compaction_completed),
+// so a host can keep compaction's tokens out of its agent's budget.
+//
+// Events go to any number of sinks. A sink is called synchronously on the thread that runs
+// Prepare or Compact, in the order events happen; it should be quick. An exception thrown by
+// a sink is caught and logged, and never interrupts recap's work.
+//
+// Thread safety: one sink may be called from several threads (several sessions at once);
+// implementations must be thread-safe. NewJsonlSink's sinks are.
+#ifndef RECAP_EVENTS_H_
+#define RECAP_EVENTS_H_
+
+#include <memory>
+#include <ostream>
+#include <string>
+
+#include "recap/export.h"
+#include "recap/status.h"
+
+namespace recap {
+inline namespace v0 {
+
+struct Event {
+  std::string type;     // e.g. "compaction_completed"
+  std::string session;  // the session it concerns
+  std::string json;     // the whole event as one line of JSON (no newline)
+};
+
+class RECAP_EXPORT EventSink {
+ public:
+  virtual ~EventSink();
+  virtual void OnEvent(const Event& event) = 0;
+};
+
+// Writes each event as one line to `out`, flushing after each. `out` must outlive the sink.
+RECAP_EXPORT std::shared_ptr<EventSink> NewJsonlSink(std::ostream& out);
+
+// Appends each event as one line to the file at `path` (created if missing).
+RECAP_EXPORT Result<std::shared_ptr<EventSink>> NewJsonlFileSink(const std::string& path);
+
+}  // namespace v0
+}  // namespace recap
+
+#endif  // RECAP_EVENTS_H_

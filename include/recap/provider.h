@@ -1,0 +1,97 @@
+// recap — Provider: the model that writes checkpoints.
+//
+// A Provider completes one request: a system prompt and messages in, text out. The Compactor
+// uses it only to summarize (SPEC R4); the agent's own model calls never pass through recap.
+// Implementations: the HTTP providers of the `recap::http` component (OpenAI-compatible chat
+// completions, the Responses API, Anthropic Messages), recap's offline summarizer
+// (offline_summarizer.h), and whatever a host writes — a host that already has an LLM client
+// wraps it in a Provider of a few dozen lines (see docs/writing-an-adapter.md).
+//
+// Contract for implementers:
+//  * Complete() returns the model's text and why it stopped. A reply cut by
+//    max_output_tokens must say FinishReason::kLength — recap then salvages what it can
+//    (R5.2) instead of trusting a half checkpoint.
+//  * Failures are Statuses, never exceptions. Use kUnavailable for errors that may pass
+//    (network, 429, 5xx), kDeadlineExceeded for time-outs, kCancelled when the token was
+//    cancelled, kInvalidArgument for a rejected request, kResourceExhausted when the request
+//    was too long for the model (context overflow). The message must never contain secrets.
+//  * Complete() must return promptly (within about 100 ms) once `cancel` is cancelled.
+//  * `json_schema`, when set, is a JSON Schema text the reply should follow. A provider that
+//    cannot ask its model for structured output ignores it: recap's parser is forgiving.
+//  * Usage figures may be zero when unknown.
+//
+// Thread safety: a Compactor may call one Provider from several threads at once (different
+// sessions); implementations must be thread-safe.
+#ifndef RECAP_PROVIDER_H_
+#define RECAP_PROVIDER_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "recap/cancellation.h"
+#include "recap/export.h"
+#include "recap/message.h"
+#include "recap/status.h"
+
+namespace recap {
+inline namespace v0 {
+
+class Transcript;
+struct Checkpoint;
+
+// The structured form of what a summarizer request asks about. Model providers ignore it
+// (they read the rendered text in `messages`); recap's offline summarizer, which has no
+// model, reads it instead. Pointers are valid for the duration of Complete() only.
+struct SummarySource {
+  const Transcript* span = nullptr;      // the messages being summarized (this chunk)
+  const Checkpoint* prior = nullptr;     // the checkpoint they fold into, if any (R3.5, R4.7)
+  std::string focus;                     // manual focus instructions (R4.6)
+};
+
+struct CompletionRequest {
+  std::string system_prompt;
+  std::vector<Message> messages;  // recap sends one user message holding the rendered span
+  std::size_t max_output_tokens = 16000;
+  std::optional<std::string> json_schema;
+  const SummarySource* source = nullptr;  // see SummarySource
+};
+
+enum class FinishReason : std::uint8_t { kStop, kLength, kOther };
+
+// "stop", "length", "other".
+RECAP_EXPORT const char* FinishReasonName(FinishReason reason) noexcept;
+
+struct Usage {
+  std::uint64_t prompt_tokens = 0;
+  std::uint64_t completion_tokens = 0;
+};
+
+struct Completion {
+  std::string text;
+  FinishReason finish_reason = FinishReason::kStop;
+  Usage usage;
+};
+
+class RECAP_EXPORT Provider {
+ public:
+  virtual ~Provider();
+
+  // Runs one completion. See the contract above.
+  virtual Result<Completion> Complete(const CompletionRequest& request,
+                                      const CancellationToken& cancel) = 0;
+
+  // The model's context window in tokens, when the provider knows it (e.g. from the
+  // server's model list). recap distrusts values above 2,000,000 (R1.2). Default: unknown.
+  virtual std::optional<std::size_t> ContextWindow() { return std::nullopt; }
+
+  // A short name for events and logs: "offline", "openai", "anthropic", "my-client".
+  virtual std::string Name() const = 0;
+};
+
+}  // namespace v0
+}  // namespace recap
+
+#endif  // RECAP_PROVIDER_H_

@@ -1,0 +1,142 @@
+// recap — SessionStore: where sessions live (SPEC R6.5, R8).
+//
+// A session is an ordered list of messages. The *active transcript* is what is sent to the
+// model; the *history* is everything ever stored for the session, including messages that a
+// compaction summarized or the reducer replaced — those stay readable, marked compacted
+// (R6.5, R8.1), so nothing a session contained is ever lost.
+//
+// Every change moves the session's *version* forward by at least one. The three commits
+// that rewrite the active transcript — a compaction, a reduction and a recovery — take the
+// version the caller based its work on and are all-or-nothing: if the session changed
+// meanwhile they fail with StatusCode::kConflict and change nothing (R8.2); otherwise the
+// whole commit becomes visible at once, and a crash at any instant leaves either the old
+// state or the new one (R8.1). Appends are not version-checked: a host appends as its agent
+// produces messages.
+//
+// Sessions are isolated: no call for one session reads or changes another's (R8.4). A
+// session that was never written reads as empty with version 0.
+//
+// Implementations: NewInMemorySessionStore() below (the reference: simple, exact, for tests
+// and short-lived hosts), and the SQLite store of the `recap::sqlite` component. Writing one
+// is described in docs/writing-an-adapter.md; the conformance tests in tests/ check one.
+//
+// Thread safety: implementations must allow concurrent calls from several threads, for the
+// same session or different ones.
+#ifndef RECAP_SESSION_STORE_H_
+#define RECAP_SESSION_STORE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "recap/export.h"
+#include "recap/message.h"
+#include "recap/safe_boundary.h"
+#include "recap/status.h"
+#include "recap/transcript.h"
+
+namespace recap {
+inline namespace v0 {
+
+struct SessionState {
+  Transcript transcript;      // the active messages, in order
+  std::uint64_t version = 0;  // 0 for a session never written
+};
+
+// What changed since a version the caller already has (see LoadChanges).
+struct SessionChanges {
+  std::uint64_t version = 0;
+  // true: only appends happened since; `appended` holds them in order.
+  // false: something else changed (a commit by another writer); `transcript` holds the
+  // whole active transcript.
+  bool appended_only = true;
+  std::vector<Message> appended;
+  Transcript transcript;
+};
+
+// A compaction (R8.1): the first `replaced.size()` active messages — whose ids must be exactly
+// `replaced`, in order — are marked compacted, and `checkpoint` followed by `injected` take
+// their place.
+struct CompactionCommit {
+  std::uint64_t expected_version = 0;
+  std::vector<std::string> replaced;
+  Message checkpoint;            // flagged summary
+  std::vector<Message> injected;  // context plugins add after the checkpoint (R9.1)
+  std::string reason;             // "auto", "manual", "budget", "overflow"
+};
+
+// A reduction (R6.5): each replacement takes the place of the active message with the same
+// id; the original stays in the history, marked compacted.
+struct ReductionCommit {
+  std::uint64_t expected_version = 0;
+  std::vector<Message> replacements;
+};
+
+// An acknowledged recovery (R8.3): each result is inserted right after the active message
+// with id `after`, in the order given.
+struct RecoveredResult {
+  std::string after;
+  Message result;
+};
+struct RecoveryCommit {
+  std::uint64_t expected_version = 0;
+  std::vector<RecoveredResult> results;
+};
+
+enum class HistoryState : std::uint8_t {
+  kActive,
+  kCompacted,  // summarized by a compaction, or replaced by a reduced copy
+};
+
+struct HistoryEntry {
+  std::uint64_t seq = 0;  // the store's own order: every stored message gets the next number
+  Message message;
+  HistoryState state = HistoryState::kActive;
+  std::string replaced_by;  // what retired it: "compaction:<n>" or "reduction:<n>"; empty if active
+};
+
+class RECAP_EXPORT SessionStore {
+ public:
+  virtual ~SessionStore();
+
+  // The active transcript and version.
+  virtual Result<SessionState> Load(const std::string& session) = 0;
+
+  // What changed since `since_version`. Cheap when only appends happened: it costs what was
+  // appended, not the session's size. This is what keeps Compactor::Prepare O(new messages).
+  virtual Result<SessionChanges> LoadChanges(const std::string& session,
+                                             std::uint64_t since_version) = 0;
+
+  // Appends messages at the end of the active transcript; a message with an empty id gets a
+  // fresh one. Returns the new version.
+  virtual Result<std::uint64_t> AppendMessages(const std::string& session,
+                                               std::vector<Message> messages) = 0;
+  // One message; calls AppendMessages.
+  Result<std::uint64_t> Append(const std::string& session, Message message);
+
+  virtual Result<std::uint64_t> CommitCompaction(const std::string& session,
+                                                 const CompactionCommit& commit) = 0;
+  virtual Result<std::uint64_t> CommitReduction(const std::string& session,
+                                                const ReductionCommit& commit) = 0;
+  virtual Result<std::uint64_t> CommitRecovery(const std::string& session,
+                                               const RecoveryCommit& commit) = 0;
+
+  // Every message ever stored for the session, in store order (seq), active or compacted.
+  virtual Result<std::vector<HistoryEntry>> History(const std::string& session) = 0;
+
+  // The session ids the store holds, sorted.
+  virtual Result<std::vector<std::string>> ListSessions() = 0;
+
+  // The tool calls of the active transcript that have no result (R3.7). The default loads
+  // the transcript and scans it.
+  virtual Result<std::vector<UncertainCall>> UncertainToolCalls(const std::string& session);
+};
+
+// The in-memory reference store. Everything is lost when the last reference goes.
+RECAP_EXPORT std::shared_ptr<SessionStore> NewInMemorySessionStore();
+
+}  // namespace v0
+}  // namespace recap
+
+#endif  // RECAP_SESSION_STORE_H_

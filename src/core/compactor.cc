@@ -1,0 +1,686 @@
+#include "recap/compactor.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <mutex>
+#include <unordered_map>
+
+#include "event_emitter.h"
+#include "log_internal.h"
+#include "plugin_runner.h"
+#include "recap/measure.h"
+#include "recap/offline_summarizer.h"
+#include "recap/tail_reducer.h"
+#include "summarize.h"
+
+namespace recap {
+inline namespace v0 {
+
+namespace {
+
+using internal::EventEmitter;
+using nlohmann::ordered_json;
+
+// What the last compaction attempt of a Prepare did; it shapes the R7 error text.
+enum class AttemptKind { kNone, kCommitted, kSkipped, kFailed, kDisabled };
+
+struct Attempt {
+  AttemptKind kind = AttemptKind::kNone;
+  SkipReason skip = SkipReason::kNone;
+  Status error;  // kFailed
+  std::size_t before_full = 0;
+  std::size_t after_full = 0;
+  CompactOutcome outcome;
+};
+
+// Everything the Compactor remembers about one session between calls. Guarded by `mu`, which
+// also serializes Prepare/Compact/Recover for the session.
+struct SessionCache {
+  std::mutex mu;
+  bool loaded = false;
+  Transcript transcript;
+  std::uint64_t version = 0;
+
+  // R2.6: an overflow was reported; the window is lowered to what was rejected.
+  bool overflow_pending = false;
+  std::optional<std::size_t> overflow_window;
+  std::size_t last_full_tokens = 0;  // estimate of the last request Prepare handed out
+
+  // R2.4: the provider's count for the last request, and the transcript size it described.
+  std::optional<std::size_t> reported_prompt_tokens;
+  std::size_t chars_at_report = 0;
+  std::size_t chars_at_last_prepare = 0;
+
+  // R2.5: consecutive auto compactions that freed < 10%, and the pause they cause.
+  int weak_streak = 0;
+  bool paused = false;
+
+  // Turn starts ever seen (monotonic): "once per turn" for the budget compaction (R7 step 3).
+  std::uint64_t turn_serial = 0;
+  std::optional<std::uint64_t> budget_tried_at;
+};
+
+std::size_t CountTurnStarts(const Transcript& t) {
+  std::size_t n = 0;
+  for (const Message& m : t) n += IsTurnStart(m) ? 1 : 0;
+  return n;
+}
+
+bool IsResultOnly(const Message& m) {
+  if (m.parts.empty()) return false;
+  for (const auto& p : m.parts) {
+    if (!std::holds_alternative<ToolResult>(p)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+struct Compactor::Impl {
+  Config config;
+  std::shared_ptr<Provider> provider;
+  std::shared_ptr<Provider> offline;
+  std::shared_ptr<SessionStore> store;
+  std::vector<std::shared_ptr<PluginHook>> plugins;
+  EventEmitter events;
+
+  std::mutex sessions_mu;
+  std::unordered_map<std::string, std::shared_ptr<SessionCache>> sessions;
+
+  std::mutex window_mu;
+  bool provider_window_asked = false;
+  std::optional<std::size_t> provider_window;
+
+  Impl(Config c, std::shared_ptr<Provider> p, std::shared_ptr<SessionStore> s,
+       std::vector<std::shared_ptr<PluginHook>> hooks, std::vector<std::shared_ptr<EventSink>> sinks)
+      : config(std::move(c)),
+        provider(std::move(p)),
+        store(std::move(s)),
+        plugins(std::move(hooks)),
+        events(std::move(sinks)) {}
+
+  std::shared_ptr<SessionCache> Cache(const std::string& session) {
+    std::lock_guard<std::mutex> lock(sessions_mu);
+    auto& slot = sessions[session];
+    if (!slot) slot = std::make_shared<SessionCache>();
+    return slot;
+  }
+
+  // Brings the cached transcript up to date with the store: O(what was appended) when only
+  // appends happened since the last call, a full load otherwise.
+  Status Sync(const std::string& session, SessionCache& c) {
+    if (!c.loaded) {
+      auto state = store->Load(session);
+      if (!state.ok()) return state.status();
+      c.transcript = std::move(state->transcript);
+      c.version = state->version;
+      c.turn_serial = CountTurnStarts(c.transcript);
+      c.loaded = true;
+      return Status::OK();
+    }
+    auto changes = store->LoadChanges(session, c.version);
+    if (!changes.ok()) return changes.status();
+    if (changes->appended_only) {
+      for (auto& m : changes->appended) {
+        if (IsTurnStart(m)) {
+          ++c.turn_serial;
+          c.paused = false;  // R2.5: a new turn lifts the no-progress pause
+          c.weak_streak = 0;
+        }
+        c.transcript.Append(std::move(m));
+      }
+    } else {
+      // Another writer rewrote the session: start over from what it holds now.
+      c.transcript = std::move(changes->transcript);
+      c.turn_serial += 1;
+      c.paused = false;
+      c.weak_streak = 0;
+      c.reported_prompt_tokens.reset();
+    }
+    c.version = changes->version;
+    return Status::OK();
+  }
+
+  // R1.2: configuration, then the host's profile, then the provider; each source above the
+  // trust limit counts as if it had said nothing. An overflow report caps the result (R2.6).
+  std::optional<std::size_t> Window(const RequestSizes& sizes, const SessionCache& c) {
+    auto trusted = [](std::optional<std::size_t> w) -> std::optional<std::size_t> {
+      if (w && *w > 0 && *w <= kMaxTrustedContextWindow) return w;
+      return std::nullopt;
+    };
+    std::optional<std::size_t> w = trusted(config.provider.context_window);
+    if (!w) w = trusted(sizes.profile_context_window);
+    if (!w) {
+      std::lock_guard<std::mutex> lock(window_mu);
+      if (!provider_window_asked) {
+        provider_window = provider->ContextWindow();
+        provider_window_asked = true;
+      }
+      w = trusted(provider_window);
+    }
+    if (c.overflow_window) w = w ? std::min(*w, *c.overflow_window) : *c.overflow_window;
+    return w;
+  }
+
+  std::size_t FallbackWindow() const { return config.limits.max_context_chars / 4; }
+
+  // Evaluates R2 for the current transcript into `plan` (no side effects).
+  void Evaluate(const RequestSizes& sizes, SessionCache& c, Plan& plan) {
+    const std::size_t t_chars = c.transcript.chars();
+    plan.auto_enabled = config.compaction.auto_compact;
+    plan.full_chars = sizes.instructions_chars + t_chars + sizes.tool_catalog_chars;
+    plan.full_tokens = EstimateTokens(plan.full_chars);
+    plan.reducible_chars = sizes.instructions_chars + t_chars;
+    plan.window_tokens = Window(sizes, c);
+    const double threshold = config.compaction.threshold;
+    const std::size_t window = plan.window_tokens ? *plan.window_tokens : FallbackWindow();
+    plan.trigger_tokens = static_cast<std::size_t>(std::floor(threshold * static_cast<double>(window)));
+    plan.trigger_chars = static_cast<std::size_t>(
+        std::floor(threshold * static_cast<double>(config.limits.max_context_chars)));
+
+    std::size_t used_tokens = plan.full_tokens;
+    if (config.compaction.calibrate && c.reported_prompt_tokens) {
+      // R2.4: what the provider counted for the last request, plus an estimate of what
+      // was added since.
+      const std::size_t added =
+          t_chars > c.chars_at_report ? t_chars - c.chars_at_report : 0;
+      used_tokens = *c.reported_prompt_tokens + EstimateTokens(added);
+    }
+    plan.trigger = false;
+    plan.rule.clear();
+    plan.reason.clear();
+    if (c.overflow_pending) {
+      plan.trigger = true;
+      plan.rule = "overflow";
+      plan.reason = "overflow";
+    } else if (used_tokens >= plan.trigger_tokens) {
+      plan.trigger = true;
+      plan.rule = plan.window_tokens ? "window" : "fallback";
+      plan.reason = "auto";
+    } else if (plan.full_chars >= plan.trigger_chars) {
+      plan.trigger = true;
+      plan.rule = "chars";
+      plan.reason = "auto";
+    }
+    plan.paused = c.paused;
+  }
+
+  // R3.8: the kept part should stay below half of the smaller trigger, in characters.
+  std::size_t KeptLimit(const Plan& plan) const {
+    const std::size_t by_window = plan.trigger_tokens * 4;
+    const std::size_t trigger = std::min(by_window, plan.trigger_chars);
+    return std::max<std::size_t>(1, trigger / 2);
+  }
+
+  // How much one summarizer request may hold (R4.7): the window less the reply's budget,
+  // with a margin for the estimate's error. recap's offline summarizer needs no limit.
+  std::size_t RequestBudget(const Plan& plan) const {
+    if (provider->Name() == "offline") return 0;
+    const std::size_t window = plan.window_tokens ? *plan.window_tokens : FallbackWindow();
+    const std::size_t out = config.compaction.max_output_tokens;
+    std::size_t in_tokens = window > out ? window - out : 0;
+    in_tokens = std::max(in_tokens, window / 2);
+    return std::max<std::size_t>(16000, in_tokens * 4 * 9 / 10);
+  }
+
+  Result<internal::SummarizeOutput> RunSummarizer(Provider& p, const internal::SummarizeInput& in,
+                                                  const std::string& session,
+                                                  const CancellationToken& cancel) {
+    auto progress = [&](int chunk, int chunks) {
+      events.Emit("compaction_progress", session, internal::CompactionProgressFields(chunk, chunks));
+    };
+    // A host's Provider may throw despite its contract; that must not take the session
+    // down with it, so it becomes an ordinary failed compaction.
+    try {
+      return internal::Summarize(p, in, cancel, progress);
+    } catch (const std::exception& e) {
+      return Status::Internal("the summarizer (" + p.Name() + ") threw an exception: " + e.what());
+    } catch (...) {
+      return Status::Internal("the summarizer (" + p.Name() + ") threw a non-standard exception");
+    }
+  }
+
+  // One compaction: cut, plugins, summarizer, commit, events. Changes nothing unless it
+  // commits (R7.1).
+  Attempt RunCompaction(const std::string& session, SessionCache& c, const RequestSizes& sizes,
+                        const std::string& reason, CutMode mode, const std::string& focus,
+                        const CancellationToken& cancel) {
+    Attempt a;
+    Plan plan;
+    Evaluate(sizes, c, plan);
+    a.before_full = plan.full_chars;
+    const Transcript& t = c.transcript;
+
+    CutOptions cut_options;
+    cut_options.keep_turns = config.compaction.keep_turns;
+    cut_options.mode = mode;
+    cut_options.kept_chars_limit = KeptLimit(plan);
+    const CutDecision cut = FindCut(t, cut_options);
+    if (!cut.ok()) {
+      a.kind = AttemptKind::kSkipped;
+      a.skip = cut.skip;
+      a.outcome.skipped = cut.skip;
+      events.Emit("compaction_skipped", session, internal::CompactionSkippedFields(SkipReasonName(cut.skip)));
+      return a;
+    }
+
+    events.Emit("compaction_started", session,
+                internal::CompactionStartedFields(reason, plan.full_chars, plan.full_tokens));
+
+    // Plugins first: their instructions and fields ride on the same summarizer call (R9.1).
+    BeforeCompactContext before_ctx;
+    before_ctx.session = session;
+    before_ctx.reason = reason;
+    before_ctx.messages = cut.position;
+    before_ctx.chars = cut.summarized_chars;
+    const auto timeout = std::chrono::milliseconds(config.plugin_hooks.timeout_ms);
+    internal::BeforeCompactRun before;
+    if (!plugins.empty()) before = internal::RunBeforeCompact(plugins, before_ctx, timeout);
+    for (const auto& f : before.failures) {
+      events.Emit("plugin_hook_failed", session, internal::PluginHookFailedFields(f.plugin, f.hook, f.error));
+    }
+
+    internal::SummarizeInput in;
+    in.span = t.Slice(0, cut.position);
+    in.focus = focus;
+    for (const auto& r : before.ok) {
+      if (!r.request.instructions.empty()) in.plugin_instructions.push_back(r.request.instructions);
+      for (const auto& f : r.request.output_fields) in.plugin_fields.push_back(f);
+    }
+    in.max_output_tokens = config.compaction.max_output_tokens;
+    in.max_request_chars = RequestBudget(plan);
+
+    auto summary = RunSummarizer(*provider, in, session, cancel);
+    if (!summary.ok() && config.compaction.fallback == Fallback::kOffline &&
+        provider->Name() != "offline" && summary.status().code() != StatusCode::kCancelled) {
+      RECAP_LOG_WARN("session {}: summarizer failed ({}); writing the checkpoint offline", session,
+                     summary.status().message());
+      if (!offline) offline = NewOfflineSummarizer();
+      in.max_request_chars = 0;
+      summary = RunSummarizer(*offline, in, session, cancel);
+    }
+    if (!summary.ok()) {
+      a.kind = AttemptKind::kFailed;
+      a.error = summary.status();
+      events.Emit("compaction_failed", session,
+                  internal::CompactionFailedFields(reason, summary.status().message()));
+      return a;
+    }
+    const Checkpoint& checkpoint = summary->parsed.checkpoint;
+
+    // Each plugin sees only the fields it asked for.
+    std::vector<std::string> participating;
+    std::map<std::string, std::map<std::string, std::string>> fields_by_plugin;
+    for (const auto& r : before.ok) {
+      participating.push_back(r.plugin);
+      auto& mine = fields_by_plugin[r.plugin];
+      for (const auto& f : r.request.output_fields) {
+        auto it = summary->parsed.plugin_fields.find(f.name);
+        if (it != summary->parsed.plugin_fields.end()) mine[f.name] = it->second;
+      }
+    }
+    internal::AfterCompactRun after;
+    if (!participating.empty()) {
+      AfterCompactContext after_ctx;
+      after_ctx.session = session;
+      after_ctx.reason = reason;
+      after_ctx.checkpoint = checkpoint;
+      after = internal::RunAfterCompact(plugins, participating, after_ctx, fields_by_plugin, timeout);
+    }
+    for (const auto& f : after.failures) {
+      events.Emit("plugin_hook_failed", session, internal::PluginHookFailedFields(f.plugin, f.hook, f.error));
+    }
+
+    CompactionCommit commit;
+    commit.expected_version = c.version;
+    commit.reason = reason;
+    commit.replaced.reserve(cut.position);
+    for (std::size_t i = 0; i < cut.position; ++i) commit.replaced.push_back(t[i].id);
+    commit.checkpoint = CheckpointMessage(checkpoint);
+    commit.checkpoint.id = NewMessageId();
+    for (const auto& r : after.ok) {
+      if (r.result.inject_context.empty()) continue;
+      // Injected context is bounded, recap-made context like the checkpoint: flagged summary
+      // so it is never clipped and never counts as a turn a person started.
+      Message m = Message::UserText(r.result.inject_context);
+      m.summary = true;
+      m.id = NewMessageId();
+      commit.injected.push_back(std::move(m));
+    }
+
+    auto committed = store->CommitCompaction(session, commit);
+    if (!committed.ok()) {
+      a.kind = AttemptKind::kFailed;
+      a.error = committed.status().WithContext("could not save the compaction");
+      events.Emit("compaction_failed", session,
+                  internal::CompactionFailedFields(reason, a.error.message()));
+      if (committed.status().code() == StatusCode::kConflict) c.loaded = false;  // reload next
+      return a;
+    }
+
+    Transcript next;
+    next.Append(commit.checkpoint);
+    for (const auto& m : commit.injected) next.Append(m);
+    for (std::size_t i = cut.position; i < t.size(); ++i) next.Append(t.shared(i));
+    const std::size_t before_t = t.chars();
+    c.transcript = std::move(next);
+    c.version = *committed;
+    c.reported_prompt_tokens.reset();  // the transcript it described is gone
+
+    Plan after_plan;
+    Evaluate(sizes, c, after_plan);
+    a.after_full = after_plan.full_chars;
+    a.kind = AttemptKind::kCommitted;
+
+    internal::CompletedInfo info;
+    info.reason = reason;
+    info.before_chars = plan.full_chars;
+    info.before_tokens = plan.full_tokens;
+    info.after_chars = after_plan.full_chars;
+    info.after_tokens = after_plan.full_tokens;
+    info.summarized_messages = cut.position;
+    info.summarized_chars = cut.summarized_chars;
+    info.checkpoint_chars = c.transcript.chars(0);
+    info.structured = checkpoint.structured;
+    info.partial = summary->parsed.partial;
+    info.writer = summary->writer;
+    info.prompt_tokens = summary->usage.prompt_tokens;
+    info.completion_tokens = summary->usage.completion_tokens;
+    info.calls = summary->calls;
+    for (const auto& r : after.ok) {
+      if (!r.result.report.empty()) info.plugins.push_back({r.plugin, r.result.report});
+    }
+    events.Emit("compaction_completed", session, internal::CompactionCompletedFields(info));
+
+    a.outcome.compacted = true;
+    a.outcome.summarized_messages = cut.position;
+    a.outcome.before_chars = before_t;
+    a.outcome.after_chars = c.transcript.chars();
+    a.outcome.checkpoint = checkpoint;
+    a.outcome.partial = summary->parsed.partial;
+    a.outcome.writer = summary->writer;
+    a.outcome.version = c.version;
+    RECAP_LOG_INFO("session {}: compacted ({}): {} messages summarized, {} -> {} chars", session,
+                   reason, cut.position, a.before_full, a.after_full);
+    return a;
+  }
+
+  // R6: clips the kept tail to the target and persists it. Returns false with `error` set
+  // when the store refused.
+  Status RunReduction(const std::string& session, SessionCache& c, const RequestSizes& sizes,
+                      std::size_t* reduced_messages) {
+    const std::size_t target =
+        ReductionTarget(config.limits.max_context_chars, sizes.instructions_chars);
+    ReduceResult r = ReduceTail(c.transcript, target);
+    if (r.clipped.empty()) return Status::OK();
+    ReductionCommit commit;
+    commit.expected_version = c.version;
+    for (std::size_t i : r.clipped) commit.replacements.push_back(r.transcript[i]);
+    auto committed = store->CommitReduction(session, commit);
+    if (!committed.ok()) {
+      if (committed.status().code() == StatusCode::kConflict) c.loaded = false;
+      return committed.status().WithContext("could not save the reduced transcript");
+    }
+    c.transcript = std::move(r.transcript);
+    c.version = *committed;
+    c.reported_prompt_tokens.reset();
+    *reduced_messages += r.clipped.size();
+    events.Emit("context_reduced", session,
+                internal::ContextReducedFields(r.clipped.size(),
+                                               sizes.instructions_chars + r.before_chars,
+                                               sizes.instructions_chars + r.after_chars));
+    return Status::OK();
+  }
+
+  std::string BudgetMessage(std::size_t reducible, const RequestSizes& sizes,
+                            const Attempt& last) const {
+    const std::size_t limit = config.limits.max_context_chars;
+    std::string msg = "Context budget exceeded (approximately " + std::to_string(reducible) +
+                      " characters of conversation; limit " + std::to_string(limit) + ").";
+    if (!config.compaction.auto_compact) {
+      msg += " Automatic compaction is disabled.";
+    } else if (last.kind == AttemptKind::kFailed) {
+      msg += " Automatic compaction failed (" + last.error.message() + ").";
+    } else if (last.kind == AttemptKind::kSkipped &&
+               last.skip == SkipReason::kUncertainToolResults) {
+      msg += " Automatic compaction was skipped because tool calls have no recorded result;"
+             " recover the session first.";
+    } else if (last.kind == AttemptKind::kSkipped) {
+      msg += " Automatic compaction was skipped because there is no safe boundary to summarize.";
+    } else {
+      msg += " Automatic compaction ran but could not reduce it enough.";
+    }
+    if (sizes.instructions_chars + kMinReductionTarget > limit) {
+      msg += " The instructions alone are " + std::to_string(sizes.instructions_chars) +
+             " characters, more than the limit leaves room for.";
+    }
+    msg += " To continue: compact manually (with a focus), trim large tool outputs, start a new"
+           " session, or raise limits.maxContextChars.";
+    return msg;
+  }
+};
+
+Compactor::Compactor(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Compactor::~Compactor() = default;
+
+Result<std::unique_ptr<Compactor>> Compactor::Create(
+    Config config, std::shared_ptr<Provider> provider, std::shared_ptr<SessionStore> store,
+    std::vector<std::shared_ptr<PluginHook>> plugins, std::vector<std::shared_ptr<EventSink>> sinks) {
+  Status valid = config.Validate();
+  if (!valid.ok()) return valid;
+  for (const auto& p : plugins) {
+    if (!p) return Status::InvalidArgument("Compactor::Create: a plugin is null");
+  }
+  for (const auto& s : sinks) {
+    if (!s) return Status::InvalidArgument("Compactor::Create: an event sink is null");
+  }
+  if (!provider) provider = NewOfflineSummarizer();
+  if (!store) store = NewInMemorySessionStore();
+  auto impl = std::make_unique<Impl>(std::move(config), std::move(provider), std::move(store),
+                                     std::move(plugins), std::move(sinks));
+  return std::unique_ptr<Compactor>(new Compactor(std::move(impl)));
+}
+
+Result<Prepared> Compactor::Prepare(const std::string& session, const RequestSizes& sizes,
+                                    const CancellationToken& cancel) {
+  auto cache = impl_->Cache(session);
+  SessionCache& c = *cache;
+  std::lock_guard<std::mutex> lock(c.mu);
+  Status synced = impl_->Sync(session, c);
+  if (!synced.ok()) return synced;
+
+  const Config& cfg = impl_->config;
+  Prepared out;
+  Plan plan;
+  impl_->Evaluate(sizes, c, plan);
+  out.before_chars = plan.reducible_chars;
+  out.before_tokens = plan.full_tokens;
+  Attempt last;
+  if (!cfg.compaction.auto_compact) last.kind = AttemptKind::kDisabled;
+
+  // Step 1 (R2): one gate, `auto`, for every trigger.
+  if (cfg.compaction.auto_compact && plan.trigger) {
+    if (c.paused && plan.reason != "overflow") {
+      impl_->events.Emit("compaction_skipped", session, internal::CompactionSkippedFields("no_progress"));
+    } else {
+      c.overflow_pending = false;
+      last = impl_->RunCompaction(session, c, sizes, plan.reason, CutMode::kNormal, {}, cancel);
+      if (last.kind == AttemptKind::kCommitted) {
+        out.compactions.push_back(plan.reason);
+        // R2.5: two auto compactions in a row that each free < 10% pause auto compaction.
+        const bool weak = last.after_full * 10 > last.before_full * 9;  // freed < 10%
+        c.weak_streak = weak ? c.weak_streak + 1 : 0;
+        if (c.weak_streak >= 2) c.paused = true;
+      }
+    }
+  }
+
+  // Step 2 (R6): the hard limit on reducible content.
+  const std::size_t limit = cfg.limits.max_context_chars;
+  auto reducible = [&] { return sizes.instructions_chars + c.transcript.chars(); };
+  if (reducible() > limit) {
+    Status s = impl_->RunReduction(session, c, sizes, &out.reduced_messages);
+    if (!s.ok()) return s;
+  }
+  // Step 3: a last-chance compaction inside the last turn, once per turn.
+  if (reducible() > limit && cfg.compaction.auto_compact &&
+      c.budget_tried_at != c.turn_serial) {
+    c.budget_tried_at = c.turn_serial;
+    last = impl_->RunCompaction(session, c, sizes, "budget", CutMode::kBudget, {}, cancel);
+    if (last.kind == AttemptKind::kCommitted) out.compactions.push_back("budget");
+    if (reducible() > limit) {
+      Status s = impl_->RunReduction(session, c, sizes, &out.reduced_messages);
+      if (!s.ok()) return s;
+    }
+  }
+  // Step 4: fail with what happened and what to do; the reduction above stays persisted.
+  if (reducible() > limit) {
+    return Status::ContextBudgetExceeded(impl_->BudgetMessage(reducible(), sizes, last));
+  }
+
+  out.messages = c.transcript;
+  out.version = c.version;
+  out.after_chars = reducible();
+  out.after_tokens = EstimateTokens(out.after_chars + sizes.tool_catalog_chars);
+  c.last_full_tokens = out.after_tokens;
+  c.chars_at_last_prepare = c.transcript.chars();
+  return out;
+}
+
+Result<Plan> Compactor::PlanFor(const std::string& session, const RequestSizes& sizes) {
+  auto cache = impl_->Cache(session);
+  SessionCache& c = *cache;
+  std::lock_guard<std::mutex> lock(c.mu);
+  Status synced = impl_->Sync(session, c);
+  if (!synced.ok()) return synced;
+  Plan plan;
+  impl_->Evaluate(sizes, c, plan);
+  CutOptions options;
+  options.keep_turns = impl_->config.compaction.keep_turns;
+  options.kept_chars_limit = impl_->KeptLimit(plan);
+  plan.cut = FindCut(c.transcript, options);
+  if (plan.cut.ok()) {
+    // The checkpoint's size is not known before the model writes it; estimate it as a
+    // twentieth of what it replaces, within the summarizer's output budget.
+    const std::size_t checkpoint_estimate =
+        std::min(plan.cut.summarized_chars,
+                 std::min<std::size_t>(2000 + plan.cut.summarized_chars / 20,
+                                       impl_->config.compaction.max_output_tokens * 4));
+    plan.estimated_after_chars = sizes.instructions_chars + checkpoint_estimate + plan.cut.kept_chars;
+  } else {
+    plan.estimated_after_chars = plan.reducible_chars;
+  }
+  plan.would_reduce = plan.estimated_after_chars > impl_->config.limits.max_context_chars;
+  return plan;
+}
+
+Result<CompactOutcome> Compactor::Compact(const std::string& session, const CompactOptions& options,
+                                          const CancellationToken& cancel) {
+  auto cache = impl_->Cache(session);
+  SessionCache& c = *cache;
+  std::lock_guard<std::mutex> lock(c.mu);
+  Status synced = impl_->Sync(session, c);
+  if (!synced.ok()) return synced;
+  Attempt a = impl_->RunCompaction(session, c, options.sizes, "manual", CutMode::kNormal,
+                                   options.focus, cancel);
+  if (a.kind == AttemptKind::kFailed) return a.error;
+  a.outcome.version = c.version;
+  if (a.kind == AttemptKind::kSkipped) a.outcome.before_chars = a.outcome.after_chars = c.transcript.chars();
+  return a.outcome;
+}
+
+void Compactor::ReportOverflow(const std::string& session, std::optional<std::size_t> rejected_tokens) {
+  auto cache = impl_->Cache(session);
+  std::lock_guard<std::mutex> lock(cache->mu);
+  cache->overflow_pending = true;
+  const std::size_t rejected = rejected_tokens ? *rejected_tokens : cache->last_full_tokens;
+  if (rejected > 0) {
+    cache->overflow_window =
+        cache->overflow_window ? std::min(*cache->overflow_window, rejected) : rejected;
+  }
+}
+
+void Compactor::ReportPromptTokens(const std::string& session, std::size_t prompt_tokens) {
+  auto cache = impl_->Cache(session);
+  std::lock_guard<std::mutex> lock(cache->mu);
+  cache->reported_prompt_tokens = prompt_tokens;
+  cache->chars_at_report = cache->chars_at_last_prepare;
+}
+
+Result<RecoveryOutcome> Compactor::Recover(const std::string& session, bool acknowledge) {
+  auto cache = impl_->Cache(session);
+  SessionCache& c = *cache;
+  std::lock_guard<std::mutex> lock(c.mu);
+  Status synced = impl_->Sync(session, c);
+  if (!synced.ok()) return synced;
+  RecoveryOutcome out;
+  out.version = c.version;
+  const Transcript& t = c.transcript;
+  std::vector<UncertainCall> uncertain = FindUncertainToolCalls(t);
+  if (uncertain.empty()) return out;
+
+  if (!acknowledge) {
+    std::string list;
+    for (std::size_t k = 0; k < uncertain.size() && k < 5; ++k) {
+      if (k) list += ", ";
+      list += uncertain[k].call_id;
+      if (!uncertain[k].name.empty()) list += " (" + uncertain[k].name + ")";
+    }
+    if (uncertain.size() > 5) list += ", and " + std::to_string(uncertain.size() - 5) + " more";
+    return Status::FailedPrecondition(
+        "session \"" + session + "\" has " + std::to_string(uncertain.size()) +
+        " tool call(s) with no recorded result: " + list +
+        ". recap never re-runs a tool. Check what these calls did, then recover with "
+        "acknowledgement (Compactor::Recover(session, true), or `recap sessions recover " +
+        session + " --acknowledge`); each missing result is then recorded as unknown.");
+  }
+
+  // Results are written the way this transcript writes them: as `tool` messages, or as user
+  // messages carrying tool results (Anthropic style).
+  bool user_style = false;
+  for (const Message& m : t) {
+    if (m.role == Role::kUser && IsResultOnly(m)) user_style = true;
+    if (m.role == Role::kTool) {
+      user_style = false;
+      break;
+    }
+  }
+  RecoveryCommit commit;
+  commit.expected_version = c.version;
+  for (const UncertainCall& u : uncertain) {
+    // After the call's message and the results already given to its siblings.
+    std::size_t after = u.message;
+    while (after + 1 < t.size() && IsResultOnly(t[after + 1])) ++after;
+    ToolResult r;
+    r.call_id = u.call_id;
+    r.is_error = true;
+    r.content.emplace_back(Text{
+        "Outcome unknown: the session stopped before this tool call's result was recorded. "
+        "The call was not repeated. Check its effects before relying on it.",
+        {}});
+    Message m;
+    m.role = user_style ? Role::kUser : Role::kTool;
+    m.id = NewMessageId();
+    m.parts.emplace_back(std::move(r));
+    commit.results.push_back({t[after].id, std::move(m)});
+  }
+  auto committed = impl_->store->CommitRecovery(session, commit);
+  if (!committed.ok()) {
+    if (committed.status().code() == StatusCode::kConflict) c.loaded = false;
+    return committed.status().WithContext("could not save the recovery");
+  }
+  c.loaded = false;  // positions moved: reload the whole transcript once
+  Status reloaded = impl_->Sync(session, c);
+  if (!reloaded.ok()) return reloaded;
+  out.recovered = std::move(uncertain);
+  out.version = c.version;
+  return out;
+}
+
+const Config& Compactor::config() const noexcept { return impl_->config; }
+SessionStore& Compactor::store() noexcept { return *impl_->store; }
+
+}  // namespace v0
+}  // namespace recap

@@ -1,0 +1,562 @@
+// The Compactor: Prepare's triggers and order (R2, R7), the checkpoint's way into the
+// transcript (R3.5, R4, R5), the hard limit (R6.5, R6.6), recovery (R8.3), plugins (R9) and
+// events (R10), end to end over the in-memory store and the scripted provider.
+#include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "recap/compactor.h"
+#include "recap/memory_plugin.h"
+#include "recap/measure.h"
+#include "recap/tail_reducer.h"
+#include "support/fake_provider.h"
+#include "support/recording_hook.h"
+#include "support/recording_sink.h"
+
+using namespace recap;
+using recap::testing::RecordingHook;
+using recap::testing::RecordingSink;
+using recap::testing::ScriptedProvider;
+using recap::testing::ScriptedStep;
+
+namespace {
+
+const std::string kS = "session-1";
+
+Config SmallConfig(std::size_t max_chars = 20000) {
+  Config c;
+  c.limits.max_context_chars = max_chars;
+  return c;
+}
+
+struct Harness {
+  std::shared_ptr<ScriptedProvider> provider = std::make_shared<ScriptedProvider>();
+  std::shared_ptr<SessionStore> store = NewInMemorySessionStore();
+  std::shared_ptr<RecordingSink> sink = std::make_shared<RecordingSink>();
+  std::unique_ptr<Compactor> compactor;
+
+  explicit Harness(Config config = SmallConfig(),
+                   std::vector<std::shared_ptr<PluginHook>> plugins = {}) {
+    auto made = Compactor::Create(config, provider, store, std::move(plugins), {sink});
+    REQUIRE(made.ok());
+    compactor = std::move(made).value();
+  }
+
+  void Append(Message m) { REQUIRE(store->Append(kS, std::move(m)).ok()); }
+  // A turn: the user asks, the assistant calls a tool, the tool answers, the assistant answers.
+  void Turn(int n, std::size_t output_chars = 100) {
+    const std::string id = "call_" + std::to_string(n);
+    Append(Message::UserText("request " + std::to_string(n)));
+    Append(Message::AssistantCalls({ToolCall{id, "read_file", R"({"path":"src/f.cc"})", {}}}));
+    Append(Message::ToolOutput(id, std::string(output_chars, 'o')));
+    Append(Message::AssistantText("answer " + std::to_string(n)));
+  }
+  Transcript Active() {
+    auto s = store->Load(kS);
+    REQUIRE(s.ok());
+    return s->transcript;
+  }
+  std::vector<std::string> Types() { return sink->types(); }
+};
+
+bool HasType(const std::vector<std::string>& types, const std::string& t) {
+  return std::find(types.begin(), types.end(), t) != types.end();
+}
+
+std::size_t SummaryCount(const Transcript& t) {
+  std::size_t n = 0;
+  for (const Message& m : t) n += m.summary ? 1 : 0;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("R7.2 nothing to do: the transcript comes back as stored, no model call, no event") {
+  Harness h;
+  h.Turn(1);
+  auto p = h.compactor->Prepare(kS, {});
+  REQUIRE(p.ok());
+  CHECK(p->messages.size() == 4);
+  CHECK(p->compactions.empty());
+  CHECK(p->reduced_messages == 0);
+  CHECK(p->before_chars == p->after_chars);
+  CHECK(h.provider->calls() == 0);
+  CHECK(h.sink->size() == 0);
+  // Appending after the first call is picked up incrementally.
+  h.Turn(2);
+  auto p2 = h.compactor->Prepare(kS, {});
+  REQUIRE(p2.ok());
+  CHECK(p2->messages.size() == 8);
+  CHECK(p2->messages[7].id == h.Active()[7].id);
+}
+
+TEST_CASE("R2.3 the character rule fires at threshold x maxContextChars even with a huge window") {
+  Config c = SmallConfig(10000);
+  c.provider.context_window = 1000000;  // 850k tokens would never trigger
+  Harness h(c);
+  for (int i = 1; i <= 3; ++i) h.Turn(i, 2000);  // ~6,200 chars
+  RequestSizes sizes;
+  sizes.instructions_chars = 1000;
+  auto plan = h.compactor->PlanFor(kS, sizes);
+  REQUIRE(plan.ok());
+  CHECK_FALSE(plan->trigger);
+  // The tool catalog counts for the triggers (it is part of what the model sees).
+  sizes.tool_catalog_chars = 1500;
+  plan = h.compactor->PlanFor(kS, sizes);
+  REQUIRE(plan.ok());
+  CHECK(plan->trigger);
+  CHECK(plan->rule == "chars");
+  CHECK(plan->trigger_chars == 8500);
+  auto p = h.compactor->Prepare(kS, sizes);
+  REQUIRE(p.ok());
+  CHECK(p->compactions == std::vector<std::string>{"auto"});
+  CHECK(SummaryCount(h.Active()) == 1);
+}
+
+TEST_CASE("R2.1 the window rule fires at threshold x window in estimated tokens") {
+  Config c = SmallConfig(800000);
+  c.provider.context_window = 1000;  // trigger at 850 tokens = 3,397+ characters
+  Harness h(c);
+  h.Append(Message::UserText(std::string(3396, 'a')));
+  auto plan = h.compactor->PlanFor(kS, {});
+  REQUIRE(plan.ok());
+  CHECK(plan->window_tokens == std::optional<std::size_t>(1000));
+  CHECK(plan->trigger_tokens == 850);
+  CHECK_FALSE(plan->trigger);
+  h.Append(Message::AssistantText("b"));
+  plan = h.compactor->PlanFor(kS, {});
+  CHECK(plan->trigger);
+  CHECK(plan->rule == "window");
+}
+
+TEST_CASE("R2.2 with no trusted window, the window is maxContextChars / 4") {
+  Config c = SmallConfig(8000);
+  c.provider.context_window = 5000000;  // above the trust limit: ignored (R1.2)
+  Harness h(c);
+  h.provider->SetContextWindow(std::nullopt);
+  auto plan = h.compactor->PlanFor(kS, {});
+  REQUIRE(plan.ok());
+  CHECK_FALSE(plan->window_tokens.has_value());
+  CHECK(plan->trigger_tokens == 1700);  // 0.85 x 2000
+}
+
+TEST_CASE("R1.2 the window comes from config, then the host's profile, then the provider") {
+  SECTION("provider") {
+    Harness h(SmallConfig(800000));
+    h.provider->SetContextWindow(100000);
+    CHECK(h.compactor->PlanFor(kS, {})->window_tokens == std::optional<std::size_t>(100000));
+  }
+  SECTION("profile over provider") {
+    Harness h(SmallConfig(800000));
+    h.provider->SetContextWindow(100000);
+    RequestSizes sizes;
+    sizes.profile_context_window = 64000;
+    CHECK(h.compactor->PlanFor(kS, sizes)->window_tokens == std::optional<std::size_t>(64000));
+  }
+  SECTION("config over both; an untrusted provider value counts as unknown") {
+    Config c = SmallConfig(800000);
+    c.provider.context_window = 32000;
+    Harness h(c);
+    h.provider->SetContextWindow(3000000);
+    RequestSizes sizes;
+    sizes.profile_context_window = 64000;
+    CHECK(h.compactor->PlanFor(kS, sizes)->window_tokens == std::optional<std::size_t>(32000));
+  }
+  SECTION("untrusted everywhere") {
+    Harness h(SmallConfig(800000));
+    h.provider->SetContextWindow(2000001);
+    CHECK_FALSE(h.compactor->PlanFor(kS, {})->window_tokens.has_value());
+  }
+}
+
+TEST_CASE("R2.4 calibration uses the provider's prompt-token count when switched on") {
+  for (bool calibrate : {false, true}) {
+    Config c = SmallConfig(800000);
+    c.provider.context_window = 10000;  // trigger at 8,500 tokens
+    c.compaction.calibrate = calibrate;
+    Harness h(c);
+    h.Turn(1, 400);
+    REQUIRE(h.compactor->Prepare(kS, {}).ok());
+    // The real tokenizer counted far more than the estimate (e.g. a dense language).
+    h.compactor->ReportPromptTokens(kS, 8400);
+    h.Append(Message::UserText(std::string(800, 'x')));  // +200 estimated tokens
+    auto plan = h.compactor->PlanFor(kS, {});
+    REQUIRE(plan.ok());
+    INFO("calibrate " << calibrate);
+    CHECK(plan->trigger == calibrate);
+  }
+}
+
+TEST_CASE("R2.5 after two weak auto compactions in a row, auto compaction pauses until a new turn") {
+  Config c = SmallConfig(100000);
+  c.compaction.threshold = 0.1;  // trigger at 10,000 characters; the hard limit stays far away
+  Harness h(c);
+  // A checkpoint as big as everything it was asked about: compaction frees nothing.
+  ScriptedStep echo;
+  echo.respond = [](const CompletionRequest& r) {
+    std::size_t n = CountCodePoints(r.system_prompt);
+    for (const Message& m : r.messages) n += MessageChars(m);
+    return R"({"goal":")" + std::string(n, 'g') + R"("})";
+  };
+  h.provider->SetDefault(echo);
+  RequestSizes sizes;
+  sizes.tool_catalog_chars = 10000;  // keeps every request above the trigger
+  for (int i = 1; i <= 4; ++i) h.Turn(i, 1500);
+  h.Append(Message::UserText(std::string(3000, 'q')));
+  auto p1 = h.compactor->Prepare(kS, sizes);
+  REQUIRE(p1.ok());
+  CHECK(p1->compactions.size() == 1);
+  h.Append(Message::AssistantCalls({ToolCall{"x1", "t", "{}", {}}}));
+  h.Append(Message::ToolOutput("x1", std::string(200, 'r')));
+  auto p2 = h.compactor->Prepare(kS, sizes);
+  REQUIRE(p2.ok());
+  CHECK(p2->compactions.size() == 1);
+  const std::size_t calls_after_two = h.provider->calls();
+  h.sink->Clear();
+  // Same turn: paused.
+  h.Append(Message::AssistantCalls({ToolCall{"x2", "t", "{}", {}}}));
+  h.Append(Message::ToolOutput("x2", std::string(100, 'r')));
+  auto p3 = h.compactor->Prepare(kS, sizes);
+  REQUIRE(p3.ok());
+  CHECK(p3->compactions.empty());
+  auto skipped = h.sink->OfType("compaction_skipped");
+  REQUIRE(skipped.size() == 1);
+  CHECK(skipped[0]["reason"] == "no_progress");
+  CHECK(h.provider->calls() == calls_after_two);
+  // A new turn lifts the pause.
+  h.Append(Message::UserText("next request"));
+  auto p4 = h.compactor->Prepare(kS, sizes);
+  REQUIRE(p4.ok());
+  CHECK(h.provider->calls() > calls_after_two);
+}
+
+TEST_CASE("R2.6 an overflow report triggers the next Prepare and lowers the window") {
+  Config c = SmallConfig(800000);
+  Harness h(c);
+  for (int i = 1; i <= 4; ++i) h.Turn(i, 500);
+  auto p = h.compactor->Prepare(kS, {});
+  REQUIRE(p.ok());
+  CHECK(p->compactions.empty());
+  h.compactor->ReportOverflow(kS, 900);
+  auto plan = h.compactor->PlanFor(kS, {});
+  REQUIRE(plan.ok());
+  CHECK(plan->trigger);
+  CHECK(plan->reason == "overflow");
+  CHECK(plan->window_tokens == std::optional<std::size_t>(900));
+  auto p2 = h.compactor->Prepare(kS, {});
+  REQUIRE(p2.ok());
+  CHECK(p2->compactions == std::vector<std::string>{"overflow"});
+  auto started = h.sink->OfType("compaction_started");
+  REQUIRE(started.size() == 1);
+  CHECK(started[0]["reason"] == "overflow");
+}
+
+TEST_CASE("R2.6 overflow obeys auto: with auto off nothing compacts") {
+  Config c = SmallConfig(800000);
+  c.compaction.auto_compact = false;
+  Harness h(c);
+  for (int i = 1; i <= 4; ++i) h.Turn(i, 500);
+  h.compactor->ReportOverflow(kS, 100);
+  auto p = h.compactor->Prepare(kS, {});
+  REQUIRE(p.ok());
+  CHECK(p->compactions.empty());
+  CHECK(h.provider->calls() == 0);
+}
+
+TEST_CASE("R3.5 a previous checkpoint is merged into the next one, never kept beside it") {
+  Harness h(SmallConfig(10000));
+  RequestSizes sizes;
+  sizes.tool_catalog_chars = 1000;
+  for (int i = 1; i <= 4; ++i) h.Turn(i, 1500);
+  h.Append(Message::UserText(std::string(2000, 'n')));
+  REQUIRE(h.compactor->Prepare(kS, sizes).ok());
+  REQUIRE(SummaryCount(h.Active()) == 1);
+  for (int i = 5; i <= 8; ++i) h.Turn(i, 1500);
+  REQUIRE(h.compactor->Prepare(kS, sizes).ok());
+  CHECK(SummaryCount(h.Active()) == 1);
+  CHECK(h.Active()[0].summary);
+  auto requests = h.provider->Requests();
+  REQUIRE(requests.size() >= 2);
+  CHECK(requests.back().prior.has_value());  // the earlier checkpoint arrives as prior state
+}
+
+TEST_CASE("R3.7 uncertain tool results block compaction until recovered (R8.3)") {
+  Harness h(SmallConfig(10000));
+  for (int i = 1; i <= 4; ++i) h.Turn(i, 1500);
+  h.Append(Message::AssistantCalls({ToolCall{"lost", "deploy", R"({"env":"prod"})", {}}}));
+  h.Append(Message::UserText(std::string(3000, 'u')));
+  auto p = h.compactor->Prepare(kS, {});
+  REQUIRE(p.ok());
+  auto skipped = h.sink->OfType("compaction_skipped");
+  REQUIRE(skipped.size() == 1);
+  CHECK(skipped[0]["reason"] == "uncertain_tool_results");
+
+  auto refused = h.compactor->Recover(kS, false);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.status().code() == StatusCode::kFailedPrecondition);
+  CHECK(refused.status().message().find("lost (deploy)") != std::string::npos);
+  CHECK(refused.status().message().find("never re-runs") != std::string::npos);
+  CHECK(FindUncertainToolCalls(h.Active()).size() == 1);  // refused: nothing changed
+
+  auto recovered = h.compactor->Recover(kS, true);
+  REQUIRE(recovered.ok());
+  REQUIRE(recovered->recovered.size() == 1);
+  Transcript t = h.Active();
+  CHECK(FindUncertainToolCalls(t).empty());
+  // The result sits right after the call and says the outcome is unknown.
+  std::size_t call_at = 0;
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    if (HasToolCalls(t[i]) && std::get<ToolCall>(t[i].parts[0]).id == "lost") call_at = i;
+  }
+  const auto& r = std::get<ToolResult>(t[call_at + 1].parts.at(0));
+  CHECK(r.call_id == "lost");
+  CHECK(r.is_error);
+  CHECK(JoinedText(t[call_at + 1]).empty());
+  h.sink->Clear();
+  REQUIRE(h.compactor->Prepare(kS, {}).ok());
+  CHECK(HasType(h.Types(), "compaction_completed"));
+}
+
+TEST_CASE("R4.4 R4.5 the checkpoint is one summary message; summarized opaque items go with it") {
+  Harness h(SmallConfig(10000));
+  Message thinking;
+  thinking.role = Role::kAssistant;
+  thinking.parts.emplace_back(Opaque{"thinking", R"({"type":"thinking","signature":"old"})", OpaqueLink::kNone, {}});
+  thinking.parts.emplace_back(Text{"first thoughts", {}});
+  h.Append(Message::UserText("start"));
+  h.Append(thinking);
+  for (int i = 1; i <= 4; ++i) h.Turn(i, 1500);
+  Message kept = thinking;
+  std::get<Opaque>(kept.parts[0]).payload = R"({"type":"thinking","signature":"new"})";
+  h.Append(Message::UserText(std::string(3000, 'q')));
+  h.Append(kept);
+  REQUIRE(h.compactor->Prepare(kS, {}).ok());
+  Transcript t = h.Active();
+  REQUIRE(t[0].summary);
+  CHECK(t[0].role == Role::kUser);
+  CHECK(JoinedText(t[0]).find("# Checkpoint") != std::string::npos);
+  CHECK(JoinedText(t[0]).find("## Goal") != std::string::npos);
+  std::size_t opaque = 0;
+  for (const Message& m : t) {
+    for (const auto& part : m.parts) {
+      if (const auto* o = std::get_if<Opaque>(&part)) {
+        ++opaque;
+        CHECK(o->payload == R"({"type":"thinking","signature":"new"})");
+      }
+    }
+  }
+  CHECK(opaque == 1);
+}
+
+TEST_CASE("R4.6 manual compaction runs with auto off and passes the focus") {
+  Config c = SmallConfig(800000);
+  c.compaction.auto_compact = false;
+  Harness h(c);
+  for (int i = 1; i <= 4; ++i) h.Turn(i);
+  CompactOptions options;
+  options.focus = "keep the database migration details";
+  auto out = h.compactor->Compact(kS, options);
+  REQUIRE(out.ok());
+  CHECK(out->compacted);
+  CHECK(out->summarized_messages == 8);
+  CHECK(out->writer == "scripted");
+  auto requests = h.provider->Requests();
+  REQUIRE(requests.size() == 1);
+  CHECK(requests[0].focus == "keep the database migration details");
+  CHECK(requests[0].request.system_prompt.find("keep the database migration details") !=
+        std::string::npos);
+  auto started = h.sink->OfType("compaction_started");
+  REQUIRE(started.size() == 1);
+  CHECK(started[0]["reason"] == "manual");
+}
+
+TEST_CASE("R3.6 manual compaction with nothing to summarize is skipped and changes nothing") {
+  Harness h;
+  h.Append(Message::UserText("only message"));
+  auto out = h.compactor->Compact(kS);
+  REQUIRE(out.ok());
+  CHECK_FALSE(out->compacted);
+  CHECK(out->skipped == SkipReason::kNothingToSummarize);
+  CHECK(h.sink->OfType("compaction_skipped").at(0)["reason"] == "nothing_to_summarize");
+  CHECK(h.Active().size() == 1);
+}
+
+TEST_CASE("R5.2 a cut reply that still holds a checkpoint is kept and marked partial") {
+  Harness h(SmallConfig(800000));
+  for (int i = 1; i <= 4; ++i) h.Turn(i);
+  h.provider->Push(ScriptedStep::Truncated(R"({"goal":"migrate the db","instructions":["use alembic"],"discoveries":["the )"));
+  auto out = h.compactor->Compact(kS);
+  REQUIRE(out.ok());
+  CHECK(out->partial);
+  CHECK(out->checkpoint.goal == "migrate the db");
+  auto done = h.sink->OfType("compaction_completed");
+  REQUIRE(done.size() == 1);
+  CHECK(done[0]["checkpoint"]["partial"] == true);
+  CHECK(done[0]["checkpoint"]["structured"] == true);
+}
+
+TEST_CASE("R5.3 a cut reply with nothing usable fails, names maxOutputTokens, changes nothing") {
+  Config c = SmallConfig(800000);
+  c.compaction.max_output_tokens = 321;
+  Harness h(c);
+  for (int i = 1; i <= 4; ++i) h.Turn(i);
+  const Transcript before = h.Active();
+  h.provider->Push(ScriptedStep::Truncated(""));
+  auto out = h.compactor->Compact(kS);
+  REQUIRE_FALSE(out.ok());
+  CHECK(out.status().message().find("compaction.maxOutputTokens") != std::string::npos);
+  CHECK(out.status().message().find("321") != std::string::npos);
+  CHECK(out.status().message().find("Raise") != std::string::npos);
+  CHECK(h.Active().size() == before.size());
+  auto failed = h.sink->OfType("compaction_failed");
+  REQUIRE(failed.size() == 1);
+  CHECK(failed[0]["reason"] == "manual");
+}
+
+TEST_CASE("R1.3 with fallback offline a failed summarizer call is replaced by the offline one") {
+  Config c = SmallConfig(800000);
+  c.compaction.fallback = Fallback::kOffline;
+  Harness h(c);
+  for (int i = 1; i <= 4; ++i) h.Turn(i);
+  h.provider->Push(ScriptedStep::Fail(Status::Unavailable("HTTP 503 from http://127.0.0.1:9/v1")));
+  auto out = h.compactor->Compact(kS);
+  REQUIRE(out.ok());
+  CHECK(out->writer == "offline");
+  CHECK(out->checkpoint.goal.find("request 1") != std::string::npos);
+  auto done = h.sink->OfType("compaction_completed");
+  REQUIRE(done.size() == 1);
+  CHECK(done[0]["checkpoint"]["writer"] == "offline");
+}
+
+TEST_CASE("R7.1 a failed compaction changes nothing, is reported, and Prepare goes on") {
+  SECTION("the provider fails") {
+    Harness h(SmallConfig(10000));
+    for (int i = 1; i <= 4; ++i) h.Turn(i, 2100);  // 8,580 chars: over the 8,500 trigger
+    h.provider->Push(ScriptedStep::Fail(Status::Unavailable("connection refused")));
+    auto p = h.compactor->Prepare(kS, {});
+    REQUIRE(p.ok());  // under the hard limit: the request goes out uncompacted
+    CHECK(p->compactions.empty());
+    auto failed = h.sink->OfType("compaction_failed");
+    REQUIRE(failed.size() == 1);
+    CHECK(failed[0]["reason"] == "auto");
+    CHECK(failed[0]["error"].get<std::string>().find("connection refused") != std::string::npos);
+    CHECK(SummaryCount(h.Active()) == 0);
+    CHECK(h.Active().size() == 16);
+  }
+  SECTION("the provider throws") {
+    Harness h(SmallConfig(800000));
+    for (int i = 1; i <= 4; ++i) h.Turn(i);
+    h.provider->Push(ScriptedStep::Throw("boom"));
+    const std::size_t before = h.Active().size();
+    auto out = h.compactor->Compact(kS);
+    REQUIRE_FALSE(out.ok());
+    CHECK(out.status().message().find("boom") != std::string::npos);
+    CHECK(h.Active().size() == before);
+    CHECK(h.sink->OfType("compaction_failed").size() == 1);
+  }
+  SECTION("the provider answers with nothing") {
+    Harness h(SmallConfig(800000));
+    for (int i = 1; i <= 4; ++i) h.Turn(i);
+    h.provider->Push(ScriptedStep::Reply("   "));
+    const std::size_t before = h.Active().size();
+    CHECK_FALSE(h.compactor->Compact(kS).ok());
+    CHECK(h.Active().size() == before);
+  }
+  SECTION("text that is not JSON becomes a text-only checkpoint (R4.3)") {
+    Harness h(SmallConfig(800000));
+    for (int i = 1; i <= 4; ++i) h.Turn(i);
+    h.provider->Push(ScriptedStep::Reply("We migrated the database; tests pass."));
+    auto out = h.compactor->Compact(kS);
+    REQUIRE(out.ok());
+    CHECK_FALSE(out->checkpoint.structured);
+    CHECK(h.sink->OfType("compaction_completed").at(0)["checkpoint"]["structured"] == false);
+  }
+}
+
+TEST_CASE("R6.5 R6.6 over the hard limit the kept tail is clipped, persisted and reported") {
+  Config c = SmallConfig(10000);
+  c.compaction.auto_compact = false;  // isolate the reducer
+  Harness h(c);
+  h.Append(Message::UserText("grep everything"));                                     // 15
+  h.Append(Message::AssistantCalls({ToolCall{"g", "grep", R"({"q":"x"})", {}}}));      // 4 + 9
+  h.Append(Message::ToolOutput("g", std::string(30000, 'm')));
+  const std::string original_id = h.Active()[2].id;
+  auto p = h.compactor->Prepare(kS, {});
+  REQUIRE(p.ok());
+  CHECK(p->reduced_messages == 1);
+  CHECK(p->before_chars == 30028);
+  CHECK(p->after_chars == 8028);
+  // Persisted: the store's active copy is the clipped one, under the same id ...
+  Transcript t = h.Active();
+  CHECK(t[2].id == original_id);
+  CHECK(t.chars(2) == 8000);
+  // ... and the original is still in the history, marked compacted.
+  auto history = h.store->History(kS);
+  REQUIRE(history.ok());
+  std::size_t originals = 0;
+  for (const auto& e : *history) {
+    if (e.message.id == original_id && e.state == HistoryState::kCompacted) {
+      ++originals;
+      CHECK(MessageChars(e.message) == 30000);
+    }
+  }
+  CHECK(originals == 1);
+  auto reduced = h.sink->OfType("context_reduced");
+  REQUIRE(reduced.size() == 1);
+  CHECK(reduced[0]["messages"] == 1);
+  CHECK(reduced[0]["before"]["chars"] == 30028);
+  CHECK(reduced[0]["after"]["chars"] == 8028);
+  // The next Prepare has nothing left to do.
+  h.sink->Clear();
+  auto again = h.compactor->Prepare(kS, {});
+  REQUIRE(again.ok());
+  CHECK(again->reduced_messages == 0);
+  CHECK(h.sink->size() == 0);
+}
+
+TEST_CASE("R7 step 4: the budget error says what compaction did and what to do") {
+  SECTION("auto compaction disabled") {
+    Config c = SmallConfig(4000);
+    c.compaction.auto_compact = false;
+    Harness h(c);
+    for (int i = 0; i < 12; ++i) {
+      h.Append(Message::UserText(std::string(900, 'u')));
+      h.Append(Message::AssistantText(std::string(900, 'a')));
+    }
+    auto p = h.compactor->Prepare(kS, {});
+    REQUIRE_FALSE(p.ok());
+    CHECK(p.status().code() == StatusCode::kContextBudgetExceeded);
+    const std::string msg = p.status().message();
+    CHECK(msg.rfind("Context budget exceeded (approximately 21600 characters of conversation; limit 4000).", 0) == 0);
+    CHECK(msg.find("Automatic compaction is disabled.") != std::string::npos);
+    CHECK(msg.find("raise limits.maxContextChars") != std::string::npos);
+  }
+  SECTION("instructions alone exceed the limit") {
+    Harness h(SmallConfig(4000));
+    h.Append(Message::UserText("hi"));
+    RequestSizes sizes;
+    sizes.instructions_chars = 5000;
+    auto p = h.compactor->Prepare(kS, sizes);
+    REQUIRE_FALSE(p.ok());
+    CHECK(p.status().message().find("The instructions alone are 5000 characters") != std::string::npos);
+  }
+  SECTION("no safe boundary") {
+    Harness h(SmallConfig(4000));
+    // One call whose result is the last message: nothing can be cut.
+    h.Append(Message::AssistantCalls({ToolCall{"c", "t", std::string(1, '1'), {}}}));
+    for (int i = 0; i < 10; ++i) {
+      Message m = Message::UserText(std::string(1000, 'w'));
+      m.summary = false;
+      h.Append(m);
+    }
+    h.Append(Message::ToolOutput("c", "done"));
+    auto p = h.compactor->Prepare(kS, {});
+    // The reducer cannot clip 1,000-character user texts below 1,024, so it stays over.
+    REQUIRE_FALSE(p.ok());
+    CHECK(p.status().message().find(
+              "Automatic compaction was skipped because there is no safe boundary to summarize.") !=
+          std::string::npos);
+  }
+}
