@@ -119,7 +119,13 @@ TEST_CASE("R3.3 one long turn: the cut falls before the newest tool-call round")
     auto t2 = Make({U("1"), A("1"), U("2"), Calls({"a"}), T("a"), A("answer")});
     auto d2 = FindCut(t2, Keep(5, CutMode::kBudget));
     REQUIRE(d2.ok());
-    CHECK(d2.position == 5);  // the newest round is the final answer
+    CHECK(d2.position == 3);  // the newest round and the answer after it are kept
+  }
+  SECTION("a last turn without a tool-call round is kept whole") {
+    auto t2 = Make({U("1"), A("1"), U("2"), A("2")});
+    auto d2 = FindCut(t2, Keep(0));
+    REQUIRE(d2.ok());
+    CHECK(d2.position == 2);
   }
   SECTION("a last turn with no inner boundary is kept whole") {
     auto t2 = Make({U("1"), A("1"), U("2")});

@@ -82,7 +82,7 @@ struct ToolResult {
 
 using Part = std::variant<Text, ToolCall, ToolResult, Opaque>;
 
-struct Message {
+struct RECAP_EXPORT Message {
   std::string id;  // stable; Transcript::Append assigns one when empty
   Role role = Role::kUser;
   std::vector<Part> parts;

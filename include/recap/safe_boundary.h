@@ -103,8 +103,9 @@ struct CutDecision {
 //    (or the nearest safe boundary before it). With 2..keep_turns turns, the last turn alone
 //    is kept (R3.2).
 //  * With one turn, keep_turns == 0, or mode == kBudget, the cut falls inside the last turn at
-//    its last safe boundary before the newest tool-call round, so that round is kept (R3.3).
-//    If the last turn has no such boundary, the last turn is kept whole.
+//    the last safe boundary at or before its newest tool-call round (the last message calling
+//    a tool), so that round and what follows it are kept (R3.3). A last turn without a
+//    tool-call round, or without such a boundary, is kept whole.
 //  * Then R3.8 may move the cut forward (see CutOptions::kept_chars_limit).
 //  * A transcript with an uncertain tool call is never cut (kUncertainToolResults); a cut that
 //    would summarize nothing but earlier checkpoints is kNothingToSummarize; history with no

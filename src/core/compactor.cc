@@ -275,7 +275,9 @@ struct Compactor::Impl {
     before_ctx.reason = reason;
     before_ctx.messages = cut.position;
     before_ctx.chars = cut.summarized_chars;
-    const auto timeout = std::chrono::milliseconds(config.plugin_hooks.timeout_ms);
+    // Clamped so that huge configured values cannot overflow the clock's arithmetic.
+    const auto timeout = std::chrono::milliseconds(
+        std::min<std::size_t>(config.plugin_hooks.timeout_ms, 24u * 3600u * 1000u));
     internal::BeforeCompactRun before;
     if (!plugins.empty()) before = internal::RunBeforeCompact(plugins, before_ctx, timeout);
     for (const auto& f : before.failures) {

@@ -156,14 +156,18 @@ CutDecision FindCut(const Transcript& t, const CutOptions& options) {
   }
   auto usable = [&](std::size_t p) { return p > first_non_summary && p < n && safe[p]; };
 
-  // R3.3: inside the last turn, the last safe boundary before the newest tool-call round —
-  // i.e. before the last assistant message that starts after a safe boundary. Failing that,
-  // any safe boundary inside the turn; failing that, the turn's start (the turn kept whole).
+  // R3.3: inside the last turn, the last safe boundary at or before its newest tool-call
+  // round (the last message that calls a tool), so that round and everything after it is
+  // kept. A last turn without a tool-call round is kept whole.
   auto inside_last_turn = [&]() -> std::size_t {
+    std::size_t round = 0;
     for (std::size_t q = n - 1; q > last_turn; --q) {
-      if (usable(q) && t[q].role == Role::kAssistant) return q;
+      if (HasToolCalls(t[q])) {
+        round = q;
+        break;
+      }
     }
-    for (std::size_t q = n - 1; q > last_turn; --q) {
+    for (std::size_t q = round; q > last_turn; --q) {
       if (usable(q)) return q;
     }
     return usable(last_turn) ? last_turn : 0;
@@ -197,8 +201,15 @@ CutDecision FindCut(const Transcript& t, const CutOptions& options) {
       best = q;
       return t.chars(q, n) < options.kept_chars_limit;
     };
+    // Later turn starts first (each snapped back to the nearest safe boundary, as R3.1 does),
+    // then the safe boundaries inside the last turn.
     bool done = false;
-    for (std::size_t k = 0; k < turn_count && !done; ++k) done = consider(turns[k]);
+    for (std::size_t k = 0; k < turn_count && !done; ++k) {
+      if (turns[k] <= p) continue;
+      std::size_t q = turns[k];
+      while (q > p && !usable(q)) --q;
+      if (q > p) done = consider(q);
+    }
     for (std::size_t q = last_turn + 1; q < n && !done; ++q) done = consider(q);
     d.moved_for_size = best != p;
     p = best;
@@ -207,8 +218,10 @@ CutDecision FindCut(const Transcript& t, const CutOptions& options) {
   if (p == 0) {
     // Distinguish "there is nothing but the newest message and checkpoints" from "there is
     // history, but every boundary would split a call from its result".
-    d.skip = (first_non_summary + 1 >= n) ? SkipReason::kNothingToSummarize
-                                           : SkipReason::kNoSafeBoundary;
+    // A last turn kept whole with only checkpoints before it also leaves nothing.
+    d.skip = (first_non_summary + 1 >= n || first_non_summary >= last_turn)
+                 ? SkipReason::kNothingToSummarize
+                 : SkipReason::kNoSafeBoundary;
     d.moved_for_size = false;
     RECAP_LOG_DEBUG("cut skipped: {} ({} messages, {} turns)", SkipReasonName(d.skip), n,
                     turn_count);

@@ -118,7 +118,9 @@ std::string ClipArguments(std::string_view arguments, std::size_t cap) {
   };
   std::size_t lo = kMarkerChars + 1;  // the smallest limit that still keeps some content
   std::size_t hi = longest - 1;
-  if (lo > hi) lo = hi;
+  // Every string is already as short as clipping makes it: leave the text alone, so that
+  // clipping stays idempotent even when the JSON structure alone is over the cap.
+  if (lo > hi) return std::string(arguments);
   std::string best = render(lo);
   if (CountCodePoints(best) > cap) return best;  // as small as the structure allows
   while (lo < hi) {

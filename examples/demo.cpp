@@ -1,0 +1,319 @@
+// recap_demo — what recap's core makes of a real agent transcript.
+//
+//   recap_demo [FILE] [--run N]
+//
+// FILE is one of
+//   * a Claude Code session (.jsonl): one record a line; records with a `message` hold an
+//     Anthropic Messages message, and the lines of one assistant response share `message.id`
+//     (one content block a line), so they are joined back into one message;
+//   * a tau-bench trajectory file: a JSON array of runs `{task_id, traj, …}` whose `traj` is an
+//     OpenAI chat-completions `messages` array (--run picks the run, default 0);
+//   * a plain OpenAI chat-completions `messages` array.
+//
+// It prints the transcript's size, where a compaction would cut with keepTurns 2, and what the
+// tail reducer does at a limit that forces it to clip (a quarter of the transcript, at least
+// 4,000 characters). recap itself never reads files: the loading below is the host's part,
+// done here with nlohmann/json; recap only sees the messages through its codecs.
+//
+// Exit status: 0 on success, 1 when the file cannot be loaded, 2 when a result breaks one of
+// recap's guarantees (so the examples test catches it).
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "recap/recap.h"
+
+#ifndef RECAP_DEMO_DEFAULT_TRANSCRIPT
+#define RECAP_DEMO_DEFAULT_TRANSCRIPT ""
+#endif
+
+namespace {
+
+using nlohmann::ordered_json;
+
+// --- loading (the host's side) ---------------------------------------------------------------
+
+struct Loaded {
+  std::string format;       // for the report
+  std::string source_note;  // e.g. "346 lines -> 160 messages"
+  recap::Conversation conversation;
+};
+
+recap::Result<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return recap::Status::NotFound("cannot open '" + path + "'");
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  if (!in.good() && !in.eof()) return recap::Status::IOError("cannot read '" + path + "'");
+  return buffer.str();
+}
+
+// Joins the lines of a Claude Code session into Anthropic messages.
+recap::Result<Loaded> LoadClaudeCode(const std::string& text) {
+  ordered_json messages = ordered_json::array();
+  std::map<std::string, std::size_t> by_id;  // message.id -> index in `messages`
+  std::size_t lines = 0;
+  std::size_t joined = 0;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    ++lines;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    ordered_json record = ordered_json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (record.is_discarded()) {
+      return recap::Status::InvalidArgument("line " + std::to_string(lines) + " is not JSON");
+    }
+    if (!record.is_object() || !record.contains("message") || !record["message"].is_object()) {
+      continue;  // summaries, system notes, attachments: no message
+    }
+    ordered_json& message = record["message"];
+    const auto id = message.find("id");
+    if (id != message.end() && id->is_string()) {
+      const auto seen = by_id.find(id->get<std::string>());
+      if (seen != by_id.end()) {
+        ordered_json& into = messages[seen->second]["content"];
+        const ordered_json& more = message["content"];
+        if (into.is_array() && more.is_array()) {
+          for (const auto& block : more) into.push_back(block);
+          ++joined;
+          continue;
+        }
+      }
+      by_id.emplace(id->get<std::string>(), messages.size());
+    }
+    messages.push_back(std::move(message));
+  }
+
+  recap::DecodeOptions options;
+  options.keep_unknown_blocks = true;  // a newer Claude Code may write block types we don't know
+  recap::Result<recap::Conversation> conversation =
+      recap::anthropic::DecodeMessages(messages.dump(), options);
+  if (!conversation.ok()) return conversation.status().WithContext("decoding the session");
+  Loaded loaded;
+  loaded.format = "Claude Code session (Anthropic Messages)";
+  loaded.source_note = std::to_string(lines) + " lines, " + std::to_string(joined) +
+                       " joined into the response they continue";
+  loaded.conversation = std::move(conversation).value();
+  return loaded;
+}
+
+recap::Result<Loaded> LoadOpenAiJson(const std::string& text, std::size_t run) {
+  ordered_json document = ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (document.is_discarded()) return recap::Status::InvalidArgument("the file is not JSON");
+  Loaded loaded;
+  const ordered_json* messages = &document;
+  if (document.is_array() && !document.empty() && document[0].is_object() &&
+      document[0].contains("traj")) {
+    if (run >= document.size()) {
+      return recap::Status::InvalidArgument("--run " + std::to_string(run) + ": the file has " +
+                                            std::to_string(document.size()) + " runs");
+    }
+    messages = &document[run]["traj"];
+    loaded.format = "tau-bench trajectory (OpenAI chat completions)";
+    loaded.source_note = "run " + std::to_string(run) + " of " + std::to_string(document.size());
+  } else {
+    loaded.format = "OpenAI chat-completions messages";
+  }
+  recap::Result<recap::Conversation> conversation =
+      recap::openai_chat::DecodeMessages(messages->dump());
+  if (!conversation.ok()) return conversation.status().WithContext("decoding the messages");
+  loaded.conversation = std::move(conversation).value();
+  return loaded;
+}
+
+recap::Result<Loaded> Load(const std::string& path, std::size_t run) {
+  recap::Result<std::string> text = ReadFile(path);
+  if (!text.ok()) return text.status();
+  const bool jsonl = path.size() >= 6 && path.compare(path.size() - 6, 6, ".jsonl") == 0;
+  return jsonl ? LoadClaudeCode(*text) : LoadOpenAiJson(*text, run);
+}
+
+// --- the report ----------------------------------------------------------------------------------
+
+std::string Num(std::size_t n) {
+  std::string digits = std::to_string(n);
+  std::string out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i != 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+// One aligned row: a label, a right-aligned figure and an optional note.
+void Row(const char* label, const std::string& value, const std::string& note = {}) {
+  std::printf("  %-22s %12s  %s\n", label, value.c_str(), note.c_str());
+}
+
+// "  225,516 chars   56,379 tokens", padded so that rows line up.
+std::string CharsAndTokens(std::size_t chars) {
+  char buffer[80];
+  std::snprintf(buffer, sizeof buffer, "%11s chars %10s tokens", Num(chars).c_str(),
+                Num(recap::EstimateTokens(chars)).c_str());
+  return buffer;
+}
+
+std::string Plural(std::size_t n, const char* one, const char* many) {
+  return Num(n) + " " + (n == 1 ? one : many);
+}
+
+std::string SkipInWords(const recap::CutDecision& cut, const recap::Transcript& t) {
+  switch (cut.skip) {
+    case recap::SkipReason::kNone: return "none";
+    case recap::SkipReason::kNothingToSummarize:
+      return "nothing to summarize: only the kept turns (or an earlier checkpoint) are there";
+    case recap::SkipReason::kNoSafeBoundary:
+      return "no safe boundary: every cut would separate a tool call from its result";
+    case recap::SkipReason::kUncertainToolResults: {
+      std::string words = Plural(cut.uncertain.size(), "tool call has", "tool calls have") +
+                          " no result, so the session must be recovered before compacting";
+      if (!cut.uncertain.empty()) {
+        const recap::UncertainCall& first = cut.uncertain.front();
+        words += " (first: " + (first.name.empty() ? std::string("an opaque call") : first.name) +
+                 " in message #" + std::to_string(first.message) + " of " +
+                 std::to_string(t.size()) + ")";
+      }
+      return words;
+    }
+  }
+  return "unknown";
+}
+
+int failures = 0;
+void Expect(bool ok, const char* what) {
+  if (!ok) {
+    std::fprintf(stderr, "recap_demo: a guarantee does not hold: %s\n", what);
+    ++failures;
+  }
+}
+
+int Run(int argc, char** argv) {
+  std::string path = RECAP_DEMO_DEFAULT_TRANSCRIPT;
+  std::size_t run = 0;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--run" && i + 1 < argc) {
+      run = static_cast<std::size_t>(std::strtoul(argv[++i], nullptr, 10));
+    } else if (arg == "-h" || arg == "--help") {
+      std::printf("usage: %s [FILE] [--run N]\n", argv[0]);
+      return 0;
+    } else {
+      path = arg;
+    }
+  }
+  if (path.empty()) {
+    std::fprintf(stderr, "usage: %s FILE [--run N]\n", argv[0]);
+    return 1;
+  }
+
+  recap::Result<Loaded> loaded = Load(path, run);
+  if (!loaded.ok()) {
+    std::fprintf(stderr, "recap_demo: %s: %s\n", path.c_str(), loaded.status().ToString().c_str());
+    return 1;
+  }
+  const std::size_t instruction_chars =
+      loaded->conversation.instructions ? recap::MessageChars(*loaded->conversation.instructions)
+                                        : 0;
+  const recap::Transcript t(std::move(loaded->conversation.messages));
+
+  std::printf("recap %s: what the core makes of a real transcript\n\n", recap::LibraryVersion());
+  std::printf("  file    %s\n", path.c_str());
+  std::printf("  format  %s%s%s\n\n", loaded->format.c_str(),
+              loaded->source_note.empty() ? "" : "; ", loaded->source_note.c_str());
+
+  // Size.
+  const recap::PairingReport pairing = recap::AnalyzePairing(t);
+  const std::vector<std::size_t> turns = recap::FindTurnStarts(t);
+  std::size_t largest = 0;
+  for (std::size_t i = 1; i < t.size(); ++i) {
+    if (t.chars(i) > t.chars(largest)) largest = i;
+  }
+  std::printf("Transcript\n");
+  Row("messages", Num(t.size()));
+  Row("characters", Num(t.chars()), "Unicode code points");
+  Row("estimated tokens", Num(t.tokens()), "characters / 4, rounded up");
+  if (instruction_chars != 0) {
+    Row("instructions", Num(instruction_chars), "chars, the leading system message, kept apart");
+  }
+  Row("turns", Num(turns.size()), "user messages a person wrote");
+  Row("tool pairs", Num(pairing.pairs),
+      Plural(pairing.uncertain.size(), "call", "calls") + " without a result, " +
+          Plural(pairing.orphans.size(), "result", "results") + " without a call");
+  if (!t.empty()) {
+    Row("largest message", Num(t.chars(largest)),
+        std::string("chars, #") + std::to_string(largest) + " (" +
+            recap::RoleName(t[largest].role) + ")");
+  }
+
+  // Where a compaction would cut.
+  recap::CutOptions cut_options;
+  cut_options.keep_turns = 2;
+  const recap::CutDecision cut = recap::FindCut(t, cut_options);
+  std::printf("\nWhere a compaction would cut (keepTurns 2)\n");
+  if (cut.ok()) {
+    const std::vector<std::uint8_t> safe = recap::FindSafeBoundaries(t);
+    Expect(cut.position < t.size(), "the cut keeps the last message");
+    Expect(cut.position < safe.size() && safe[cut.position] != 0, "the cut is a safe boundary");
+    Expect(cut.summarized_chars == t.chars(0, cut.position), "summarized characters add up");
+    Expect(cut.kept_chars == t.chars(cut.position, t.size()), "kept characters add up");
+    Row("cut before message", "#" + std::to_string(cut.position),
+        "of " + Num(t.size()) + (cut.inside_turn ? ", inside the last turn" : ""));
+    Row("summarized", Plural(cut.position, "message", "messages"),
+        CharsAndTokens(cut.summarized_chars));
+    Row("kept verbatim", Plural(t.size() - cut.position, "message", "messages"),
+        CharsAndTokens(cut.kept_chars) + "  (" + Plural(cut.kept_turns, "turn", "turns") + ")");
+  } else {
+    Row("skipped", recap::SkipReasonName(cut.skip));
+    std::printf("  %s\n", SkipInWords(cut, t).c_str());
+  }
+
+  // What the reducer does at a limit that forces it.
+  const std::size_t target = std::max(recap::kMinReductionTarget, t.chars() / 4);
+  const recap::ReduceResult reduced = recap::ReduceTail(t, target);
+  Expect(reduced.transcript.size() == t.size(), "the reducer keeps every message");
+  Expect(reduced.before_chars == t.chars(), "the reducer measured the transcript");
+  Expect(reduced.after_chars == reduced.transcript.chars(), "the reducer's figures add up");
+  Expect(reduced.fits == (reduced.after_chars <= target), "fits means within the target");
+  for (std::size_t i = 0; i < t.size() && i < reduced.transcript.size(); ++i) {
+    if (reduced.transcript[i].id != t[i].id || reduced.transcript[i].role != t[i].role) {
+      Expect(false, "ids and roles are unchanged");
+      break;
+    }
+  }
+  std::printf("\nThe tail reducer at a limit that forces it\n");
+  Row("target", Num(target), "chars: a quarter of the transcript, at least 4,000");
+  Row("before", Num(reduced.before_chars), "chars");
+  Row("after", Num(reduced.after_chars),
+      "chars (" +
+          std::to_string(
+              reduced.before_chars == 0 ? 100 : reduced.after_chars * 100 / reduced.before_chars) +
+          "% of before)");
+  Row("messages cut", Num(reduced.clipped.size()),
+      "of " + Num(t.size()) + "  (" + Plural(reduced.clips, "clip", "clips") + " in " +
+          Plural(static_cast<std::size_t>(reduced.rounds), "round", "rounds") + ")");
+  Row("fits", reduced.fits ? "yes" : "no",
+      reduced.fits ? "" : "even the smallest caps leave too much; compaction has to summarize");
+
+  if (failures != 0) return 2;
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return Run(argc, argv);
+  } catch (const std::exception& e) {  // recap does not throw; the JSON handling above may
+    std::fprintf(stderr, "recap_demo: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,58 @@
+# shellcheck shell=bash
+# Shared by scripts/test.sh and scripts/demo.sh: the Debian packages recap builds with, and
+# installing the missing ones. Source it, then call `recap_ensure_packages`.
+
+# Everything recap and its optional components, tests and benchmarks build with (Debian 12).
+RECAP_DEBIAN_PACKAGES=(
+  build-essential cmake ninja-build pkg-config
+  nlohmann-json3-dev libspdlog-dev libfmt-dev catch2
+  libsqlitecpp-dev libsqlite3-dev libcurl4-openssl-dev libbenchmark-dev
+)
+
+# recap_missing_packages PKG...: prints the packages that are not installed, one a line.
+recap_missing_packages() {
+  local pkg status
+  for pkg in "$@"; do
+    status=$(dpkg-query -W -f='${db:Status-Status}' "$pkg" 2>/dev/null || true)
+    if [[ "$status" != "installed" ]]; then
+      echo "$pkg"
+    fi
+  done
+}
+
+# recap_ensure_packages [PKG...]: installs whichever of PKG (default: all of the above) is
+# missing. Runs `apt-get update` only when something is missing. Not root and something
+# missing: prints the command to run and fails. Without dpkg (not Debian): says so and trusts
+# the machine to have the tools; CMake will name anything that is not there.
+recap_ensure_packages() {
+  local wanted=("$@")
+  if [[ ${#wanted[@]} -eq 0 ]]; then
+    wanted=("${RECAP_DEBIAN_PACKAGES[@]}")
+  fi
+  if ! command -v dpkg-query >/dev/null 2>&1; then
+    echo "recap: dpkg-query not found (not Debian?); not checking packages." >&2
+    return 0
+  fi
+  local missing
+  mapfile -t missing < <(recap_missing_packages "${wanted[@]}")
+  if [[ ${#missing[@]} -eq 0 ]]; then
+    echo "recap: all ${#wanted[@]} Debian packages are installed."
+    return 0
+  fi
+  local cmd="apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ${missing[*]}"
+  if [[ $(id -u) -ne 0 ]]; then
+    echo "recap: missing Debian packages: ${missing[*]}" >&2
+    echo "recap: install them as root, then run this again:" >&2
+    echo "  sudo sh -c '$cmd'" >&2
+    return 1
+  fi
+  echo "recap: installing missing Debian packages: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update
+  apt-get install -y --no-install-recommends "${missing[@]}"
+}
+
+# recap_jobs: parallel build jobs (the number of processors).
+recap_jobs() {
+  nproc 2>/dev/null || getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2
+}

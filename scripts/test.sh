@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# Builds recap and runs its whole test suite, as CI does (.ci/run calls this).
+#
+#   scripts/test.sh                  install missing Debian packages, then
+#                                      build/       RelWithDebInfo, ctest
+#                                      build-asan/  AddressSanitizer + UBSan, ctest
+#   scripts/test.sh --no-sanitize    only build/ (quicker, for local runs)
+#
+# Environment: RECAP_SEED=N is passed to the property tests (replays a failure's seed).
+# Exits 0 only when every step passed; the last line is a one-line summary.
+set -uo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
+ROOT=$(pwd)
+# shellcheck source-path=SCRIPTDIR source=lib/deps.sh
+source "$ROOT/scripts/lib/deps.sh"
+
+sanitize=1
+for arg in "$@"; do
+  case "$arg" in
+    --no-sanitize) sanitize=0 ;;
+    -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "scripts/test.sh: unknown argument '$arg' (try --help)" >&2; exit 2 ;;
+  esac
+done
+
+start=$(date +%s)
+jobs=$(recap_jobs)
+results=()
+failed=0
+
+if [[ -n "${RECAP_SEED:-}" ]]; then
+  export RECAP_SEED
+  echo "recap: RECAP_SEED=$RECAP_SEED"
+fi
+
+step() {  # step NAME COMMAND...: runs a step, records its result
+  local name=$1; shift
+  local t0=$SECONDS
+  echo
+  echo "==> $name: $*"
+  if "$@"; then
+    results+=("$name ok ($((SECONDS - t0))s)")
+    return 0
+  fi
+  results+=("$name FAILED ($((SECONDS - t0))s)")
+  failed=1
+  return 1
+}
+
+summary() {
+  local status=$1
+  local took=$(( $(date +%s) - start ))
+  echo
+  local IFS=';'
+  local line="${results[*]}"
+  line=${line//;/, }
+  if [[ $status -eq 0 ]]; then
+    echo "scripts/test.sh: PASSED in ${took}s: $line"
+  else
+    echo "scripts/test.sh: FAILED in ${took}s: $line"
+  fi
+  exit "$status"
+}
+
+step deps recap_ensure_packages "${RECAP_DEBIAN_PACKAGES[@]}" || summary 1
+
+# Ninja for a new build tree; an existing one keeps its generator (CMake refuses to switch).
+gen_build=(); [[ -f build/CMakeCache.txt ]] || gen_build=(-G Ninja)
+gen_asan=(); [[ -f build-asan/CMakeCache.txt ]] || gen_asan=(-G Ninja)
+
+# --- build/ ------------------------------------------------------------------------------------
+if step configure cmake -S . -B build "${gen_build[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo; then
+  if step build cmake --build build -j "$jobs"; then
+    step ctest ctest --test-dir build --output-on-failure -j2 || true
+  fi
+fi
+
+# --- build-asan/ -------------------------------------------------------------------------------
+if [[ $sanitize -eq 1 ]]; then
+  # -O1 keeps the sanitized property tests fast enough while keeping stack traces readable.
+  if step asan-configure cmake -S . -B build-asan "${gen_asan[@]}" -DCMAKE_BUILD_TYPE=Debug \
+      -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" -DRECAP_SANITIZE=ON; then
+    if step asan-build cmake --build build-asan -j "$jobs"; then
+      ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+      UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+        step asan-ctest ctest --test-dir build-asan --output-on-failure -j2 || true
+    fi
+  fi
+else
+  results+=("sanitizers skipped (--no-sanitize)")
+fi
+
+summary "$failed"

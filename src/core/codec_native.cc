@@ -1,0 +1,545 @@
+// recap's own JSON form of messages: everything the model holds, nothing more. The format is
+// specified in docs/message-model.md; session stores write it, so reading is strict (an
+// unknown member is an error, not something to guess about) and versioned.
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "recap/codec.h"
+
+#include "json_util.h"
+
+namespace recap {
+inline namespace v0 {
+namespace native {
+
+namespace {
+
+using jsonutil::Json;
+using jsonutil::JsonPath;
+
+constexpr int kFormatVersion = 1;
+
+std::string Where(const JsonPath& path) { return "`" + path.ToString() + "`"; }
+
+const char* FormName(ContentForm form) {
+  switch (form) {
+    case ContentForm::kString: return "string";
+    case ContentForm::kList: return "list";
+    case ContentForm::kNull: return "null";
+    case ContentForm::kAbsent: return "absent";
+    case ContentForm::kDefault: break;
+  }
+  return nullptr;
+}
+
+const char* LinkName(OpaqueLink link) {
+  switch (link) {
+    case OpaqueLink::kCall: return "call";
+    case OpaqueLink::kResult: return "result";
+    case OpaqueLink::kNone: break;
+  }
+  return nullptr;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Encoding
+
+Status PutExtra(const std::string& extra, const std::string& where, Json* target) {
+  if (extra.empty()) return Status::OK();
+  Json parsed;
+  Status s = jsonutil::ParseExtra(extra, where, &parsed);
+  if (!s.ok()) return s;
+  if (!parsed.empty()) (*target)["extra"] = std::move(parsed);
+  return Status::OK();
+}
+
+Json TextJson(const Text& t, const std::string& where, Status* s) {
+  Json j = Json::object();
+  j["type"] = "text";
+  j["text"] = t.text;
+  *s = PutExtra(t.extra, where, &j);
+  return j;
+}
+
+// The payload goes in as a JSON value so that a stored session stays readable, but only when
+// re-serializing that value gives back exactly the payload's bytes (a payload recap decoded
+// always does). Anything else — other whitespace, "1e5", duplicate keys, not JSON at all — is
+// stored as a string, because signed thinking and encrypted content must come back unchanged.
+Json OpaqueJson(const Opaque& o) {
+  Json j = Json::object();
+  j["type"] = "opaque";
+  j["kind"] = o.kind;
+  Json value;
+  bool embedded = false;
+  if (jsonutil::Parse(o.payload, "payload", &value).ok()) {
+    std::string again;
+    embedded = jsonutil::Dump(value, "payload", &again).ok() && again == o.payload;
+  }
+  if (embedded) {
+    j["payload"] = std::move(value);
+  } else {
+    j["payload_text"] = o.payload;
+  }
+  if (const char* link = LinkName(o.link)) j["link"] = link;
+  if (!o.link_id.empty()) j["link_id"] = o.link_id;
+  return j;
+}
+
+Status PartJson(const Part& p, const std::string& where, Json* out) {
+  Status s;
+  if (const auto* t = std::get_if<Text>(&p)) {
+    *out = TextJson(*t, where, &s);
+  } else if (const auto* c = std::get_if<ToolCall>(&p)) {
+    Json j = Json::object();
+    j["type"] = "tool_call";
+    j["id"] = c->id;
+    j["name"] = c->name;
+    j["arguments"] = c->arguments;
+    s = PutExtra(c->extra, where, &j);
+    *out = std::move(j);
+  } else if (const auto* r = std::get_if<ToolResult>(&p)) {
+    Json j = Json::object();
+    j["type"] = "tool_result";
+    j["call_id"] = r->call_id;
+    Json content = Json::array();
+    for (std::size_t i = 0; i < r->content.size(); ++i) {
+      const std::string item_where = where + ".content[" + std::to_string(i) + "]";
+      if (const auto* text = std::get_if<Text>(&r->content[i])) {
+        content.push_back(TextJson(*text, item_where, &s));
+        if (!s.ok()) return s;
+      } else {
+        content.push_back(OpaqueJson(std::get<Opaque>(r->content[i])));
+      }
+    }
+    j["content"] = std::move(content);
+    if (r->is_error) j["is_error"] = true;
+    if (const char* form = FormName(r->form)) j["form"] = form;
+    s = PutExtra(r->extra, where, &j);
+    *out = std::move(j);
+  } else {
+    *out = OpaqueJson(std::get<Opaque>(p));
+  }
+  return s;
+}
+
+Status MessageJson(const Message& m, const std::string& where, Json* out) {
+  Json j = Json::object();
+  if (!m.id.empty()) j["id"] = m.id;
+  j["role"] = RoleName(m.role);
+  if (m.summary) j["summary"] = true;
+  if (const char* form = FormName(m.form)) j["form"] = form;
+  Json parts = Json::array();
+  for (std::size_t i = 0; i < m.parts.size(); ++i) {
+    Json part;
+    Status s = PartJson(m.parts[i], where + ".parts[" + std::to_string(i) + "]", &part);
+    if (!s.ok()) return s;
+    parts.push_back(std::move(part));
+  }
+  j["parts"] = std::move(parts);
+  Status s = PutExtra(m.extra, where, &j);
+  if (!s.ok()) return s;
+  *out = std::move(j);
+  return Status::OK();
+}
+
+Status DumpMessage(const Message& m, const std::string& where, std::string* out) {
+  Json j;
+  Status s = MessageJson(m, where, &j);
+  if (!s.ok()) return s;
+  return jsonutil::Dump(j, "`" + where + "`", out);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Decoding
+
+// Fails on the first member of `object` not in `accepted`, naming it and listing them.
+Status OnlyMembers(const Json& object, const JsonPath& path,
+                   std::initializer_list<std::string_view> accepted) {
+  for (auto it = object.begin(); it != object.end(); ++it) {
+    bool ok = false;
+    for (std::string_view a : accepted) ok = ok || it.key() == a;
+    if (ok) continue;
+    std::string list;
+    for (std::string_view a : accepted) {
+      if (!list.empty()) list += ", ";
+      list += "`" + std::string(a) + "`";
+    }
+    return Status::InvalidArgument(
+        Where(path) + " has the member " + jsonutil::Quote(it.key()) +
+        ", which recap's native form does not define (accepted: " + list + ").");
+  }
+  return Status::OK();
+}
+
+Status GetString(Json& object, const JsonPath& path, std::string_view member, bool required,
+                 std::string* out) {
+  auto it = object.find(member);
+  if (it == object.end()) {
+    if (!required) return Status::OK();
+    return jsonutil::MissingMember(path, member, "it is required");
+  }
+  if (!it->is_string()) return jsonutil::WrongType(path.Member(member), *it, "a string");
+  *out = jsonutil::TakeString(*it);
+  return Status::OK();
+}
+
+Status GetExtra(Json& object, const JsonPath& path, std::string* out) {
+  auto it = object.find("extra");
+  if (it == object.end()) return Status::OK();
+  if (!it->is_object()) return jsonutil::WrongType(path.Member("extra"), *it, "an object");
+  *out = jsonutil::ExtraText(*it);
+  return Status::OK();
+}
+
+Status GetForm(Json& object, const JsonPath& path, ContentForm* out) {
+  auto it = object.find("form");
+  if (it == object.end()) return Status::OK();
+  const JsonPath form_path = path.Member("form");
+  constexpr const char* kAccepted = "\"string\", \"list\", \"null\" or \"absent\"";
+  if (!it->is_string()) return jsonutil::WrongType(form_path, *it, kAccepted);
+  const auto& form = it->get_ref<const std::string&>();
+  if (form == "string") {
+    *out = ContentForm::kString;
+  } else if (form == "list") {
+    *out = ContentForm::kList;
+  } else if (form == "null") {
+    *out = ContentForm::kNull;
+  } else if (form == "absent") {
+    *out = ContentForm::kAbsent;
+  } else {
+    return Status::InvalidArgument(Where(form_path) + " is " + jsonutil::Quote(form) +
+                                   "; expected " + kAccepted + ".");
+  }
+  return Status::OK();
+}
+
+Status DecodeText(Json& j, const JsonPath& path, Text* out) {
+  Status s = OnlyMembers(j, path, {"type", "text", "extra"});
+  if (s.ok()) s = GetString(j, path, "text", true, &out->text);
+  if (s.ok()) s = GetExtra(j, path, &out->extra);
+  return s;
+}
+
+Status DecodeOpaque(Json& j, const JsonPath& path, Opaque* out) {
+  Status s = OnlyMembers(j, path, {"type", "kind", "payload", "payload_text", "link", "link_id"});
+  if (s.ok()) s = GetString(j, path, "kind", true, &out->kind);
+  if (!s.ok()) return s;
+  auto payload = j.find("payload");
+  auto payload_text = j.find("payload_text");
+  if ((payload == j.end()) == (payload_text == j.end())) {
+    return Status::InvalidArgument(Where(path) +
+                                   " must have exactly one of `payload` (a JSON value) and "
+                                   "`payload_text` (a string).");
+  }
+  if (payload != j.end()) {
+    out->payload = jsonutil::DumpValid(*payload);
+  } else {
+    s = GetString(j, path, "payload_text", true, &out->payload);
+    if (!s.ok()) return s;
+  }
+  auto link = j.find("link");
+  if (link != j.end()) {
+    const JsonPath link_path = path.Member("link");
+    if (link->is_string() && *link == "call") {
+      out->link = OpaqueLink::kCall;
+    } else if (link->is_string() && *link == "result") {
+      out->link = OpaqueLink::kResult;
+    } else if (!link->is_string()) {
+      return jsonutil::WrongType(link_path, *link, "\"call\" or \"result\"");
+    } else {
+      return Status::InvalidArgument(Where(link_path) + " is " +
+                                     jsonutil::Quote(link->get<std::string>()) +
+                                     "; expected \"call\" or \"result\".");
+    }
+  }
+  return GetString(j, path, "link_id", false, &out->link_id);
+}
+
+Status PartType(const Json& j, const JsonPath& path, std::string* type) {
+  if (!j.is_object()) return jsonutil::WrongType(path, j, "a part object with a `type`");
+  auto it = j.find("type");
+  if (it == j.end()) {
+    return jsonutil::MissingMember(
+        path, "type", "expected \"text\", \"tool_call\", \"tool_result\" or \"opaque\"");
+  }
+  if (!it->is_string()) return jsonutil::WrongType(path.Member("type"), *it, "a string");
+  *type = it->get<std::string>();
+  return Status::OK();
+}
+
+Status DecodeToolResult(Json& j, const JsonPath& path, ToolResult* out) {
+  Status s = OnlyMembers(j, path, {"type", "call_id", "content", "is_error", "form", "extra"});
+  if (s.ok()) s = GetString(j, path, "call_id", true, &out->call_id);
+  if (s.ok()) s = GetForm(j, path, &out->form);
+  if (s.ok()) s = GetExtra(j, path, &out->extra);
+  if (!s.ok()) return s;
+  auto error = j.find("is_error");
+  if (error != j.end()) {
+    if (!error->is_boolean()) {
+      return jsonutil::WrongType(path.Member("is_error"), *error, "true or false");
+    }
+    out->is_error = error->get<bool>();
+  }
+  auto content = j.find("content");
+  if (content == j.end()) return Status::OK();
+  const JsonPath content_path = path.Member("content");
+  if (!content->is_array()) {
+    return jsonutil::WrongType(content_path, *content, "an array of text and opaque items");
+  }
+  out->content.reserve(content->size());
+  for (std::size_t i = 0; i < content->size(); ++i) {
+    const JsonPath item_path = content_path.Index(i);
+    Json& item = (*content)[i];
+    std::string type;
+    s = PartType(item, item_path, &type);
+    if (!s.ok()) return s;
+    if (type == "text") {
+      Text t;
+      s = DecodeText(item, item_path, &t);
+      out->content.emplace_back(std::move(t));
+    } else if (type == "opaque") {
+      Opaque o;
+      s = DecodeOpaque(item, item_path, &o);
+      out->content.emplace_back(std::move(o));
+    } else {
+      return Status::InvalidArgument(Where(item_path.Member("type")) + " is " +
+                                     jsonutil::Quote(type) +
+                                     "; a tool result's content holds \"text\" and \"opaque\" "
+                                     "items.");
+    }
+    if (!s.ok()) return s;
+  }
+  return Status::OK();
+}
+
+Status DecodePart(Json& j, const JsonPath& path, Part* out) {
+  std::string type;
+  Status s = PartType(j, path, &type);
+  if (!s.ok()) return s;
+  if (type == "text") {
+    Text t;
+    s = DecodeText(j, path, &t);
+    *out = std::move(t);
+  } else if (type == "tool_call") {
+    ToolCall c;
+    s = OnlyMembers(j, path, {"type", "id", "name", "arguments", "extra"});
+    if (s.ok()) s = GetString(j, path, "id", true, &c.id);
+    if (s.ok()) s = GetString(j, path, "name", true, &c.name);
+    if (s.ok()) s = GetString(j, path, "arguments", true, &c.arguments);
+    if (s.ok()) s = GetExtra(j, path, &c.extra);
+    *out = std::move(c);
+  } else if (type == "tool_result") {
+    ToolResult r;
+    s = DecodeToolResult(j, path, &r);
+    *out = std::move(r);
+  } else if (type == "opaque") {
+    Opaque o;
+    s = DecodeOpaque(j, path, &o);
+    *out = std::move(o);
+  } else {
+    // The native form is recap's own: a type it does not know means a newer writer or damage,
+    // never a provider's new block, so keep_unknown_blocks does not apply.
+    return Status::InvalidArgument(Where(path.Member("type")) + " is " + jsonutil::Quote(type) +
+                                   "; expected \"text\", \"tool_call\", \"tool_result\" or "
+                                   "\"opaque\".");
+  }
+  return s;
+}
+
+Status DecodeOne(Json& j, const JsonPath& path, Message* out) {
+  if (!j.is_object()) return jsonutil::WrongType(path, j, "a message object");
+  Status s = OnlyMembers(j, path, {"id", "role", "summary", "form", "parts", "extra"});
+  if (!s.ok()) return s;
+  Message m;
+  s = GetString(j, path, "id", false, &m.id);
+  if (!s.ok()) return s;
+  std::string role;
+  s = GetString(j, path, "role", true, &role);
+  if (!s.ok()) return s;
+  if (auto parsed = ParseRole(role)) {
+    m.role = *parsed;
+  } else {
+    return Status::InvalidArgument(Where(path.Member("role")) + " is " + jsonutil::Quote(role) +
+                                   "; expected \"system\", \"user\", \"assistant\" or \"tool\".");
+  }
+  auto summary = j.find("summary");
+  if (summary != j.end()) {
+    if (!summary->is_boolean()) {
+      return jsonutil::WrongType(path.Member("summary"), *summary, "true or false");
+    }
+    m.summary = summary->get<bool>();
+  }
+  s = GetForm(j, path, &m.form);
+  if (s.ok()) s = GetExtra(j, path, &m.extra);
+  if (!s.ok()) return s;
+  auto parts = j.find("parts");
+  if (parts != j.end()) {
+    const JsonPath parts_path = path.Member("parts");
+    if (!parts->is_array()) return jsonutil::WrongType(parts_path, *parts, "an array of parts");
+    m.parts.reserve(parts->size());
+    for (std::size_t i = 0; i < parts->size(); ++i) {
+      Part p;
+      s = DecodePart((*parts)[i], parts_path.Index(i), &p);
+      if (!s.ok()) return s;
+      m.parts.push_back(std::move(p));
+    }
+  }
+  *out = std::move(m);
+  return Status::OK();
+}
+
+Status DecodeArray(Json& array, const JsonPath& path, std::vector<Message>* out) {
+  out->reserve(out->size() + array.size());
+  for (std::size_t i = 0; i < array.size(); ++i) {
+    Message m;
+    Status s = DecodeOne(array[i], path.Index(i), &m);
+    if (!s.ok()) return s;
+    out->push_back(std::move(m));
+  }
+  return Status::OK();
+}
+
+Status DecodeConversationObject(Json& doc, const DecodeOptions& options, Conversation* conv) {
+  const JsonPath root("conversation");
+  Status s = OnlyMembers(doc, root, {"format", "version", "instructions", "messages"});
+  if (!s.ok()) return s;
+  auto format = doc.find("format");
+  if (format != doc.end() && !(format->is_string() && *format == "recap")) {
+    return Status::InvalidArgument("`conversation.format` is " +
+                                   (format->is_string()
+                                        ? jsonutil::Quote(format->get<std::string>())
+                                        : std::string(jsonutil::TypeName(*format))) +
+                                   "; expected \"recap\".");
+  }
+  auto version = doc.find("version");
+  if (version != doc.end()) {
+    if (!version->is_number_integer()) {
+      return jsonutil::WrongType(root.Member("version"), *version, "the integer 1");
+    }
+    const auto v = version->get<long long>();
+    if (v > kFormatVersion) {
+      return Status::InvalidArgument(
+          "the conversation was written in version " + std::to_string(v) +
+          " of recap's native form by a newer recap; this version reads version " +
+          std::to_string(kFormatVersion) + ".");
+    }
+    if (v < 1) {
+      return Status::InvalidArgument("`conversation.version` is " + std::to_string(v) +
+                                     "; expected 1.");
+    }
+  }
+  auto messages = doc.find("messages");
+  if (messages == doc.end()) {
+    return jsonutil::MissingMember(root, "messages", "expected an array of messages");
+  }
+  if (!messages->is_array()) {
+    return jsonutil::WrongType(root.Member("messages"), *messages, "an array of messages");
+  }
+  auto instructions = doc.find("instructions");
+  if (instructions != doc.end() && !instructions->is_null()) {
+    Message m;
+    s = DecodeOne(*instructions, JsonPath("instructions"), &m);
+    if (!s.ok()) return s;
+    if (options.split_instructions) {
+      conv->instructions = std::move(m);
+    } else {
+      conv->messages.push_back(std::move(m));
+    }
+  }
+  return DecodeArray(*messages, JsonPath("messages"), &conv->messages);
+}
+
+}  // namespace
+
+Result<Conversation> DecodeMessages(std::string_view json, const DecodeOptions& options) {
+  try {
+    Json doc;
+    Status s = jsonutil::Parse(json, "the recap messages JSON", &doc);
+    if (!s.ok()) return s;
+    Conversation conv;
+    if (doc.is_object()) {
+      s = DecodeConversationObject(doc, options, &conv);
+      if (!s.ok()) return s;
+      return conv;
+    }
+    if (!doc.is_array()) {
+      return Status::InvalidArgument(
+          "the recap messages JSON is " + std::string(jsonutil::TypeName(doc)) +
+          "; expected an array of messages or an object {\"format\": \"recap\", \"version\": 1, "
+          "\"instructions\", \"messages\"}.");
+    }
+    s = DecodeArray(doc, JsonPath("messages"), &conv.messages);
+    if (!s.ok()) return s;
+    if (options.split_instructions && !conv.messages.empty() &&
+        conv.messages.front().role == Role::kSystem) {
+      conv.instructions = std::move(conv.messages.front());
+      conv.messages.erase(conv.messages.begin());
+    }
+    return conv;
+  } catch (const Json::exception& e) {
+    return Status::Internal("decoding recap messages failed unexpectedly: " +
+                            jsonutil::Printable(e.what(), 300));
+  }
+}
+
+Result<Message> DecodeMessage(std::string_view json, const DecodeOptions& /*options*/) {
+  try {
+    Json doc;
+    Status s = jsonutil::Parse(json, "the recap message JSON", &doc);
+    if (!s.ok()) return s;
+    Message m;
+    s = DecodeOne(doc, JsonPath("message"), &m);
+    if (!s.ok()) return s;
+    return m;
+  } catch (const Json::exception& e) {
+    return Status::Internal("decoding a recap message failed unexpectedly: " +
+                            jsonutil::Printable(e.what(), 300));
+  }
+}
+
+Result<std::string> EncodeMessages(const Conversation& conversation) {
+  try {
+    // Written piece by piece so that a bad message is named in the error and the whole
+    // document never exists twice in memory (as a JSON tree and as text).
+    std::string out = "{\"format\":\"recap\",\"version\":" + std::to_string(kFormatVersion) +
+                      ",\"instructions\":";
+    std::string piece;
+    if (conversation.instructions) {
+      Status s = DumpMessage(*conversation.instructions, "instructions", &piece);
+      if (!s.ok()) return s;
+      out += piece;
+    } else {
+      out += "null";
+    }
+    out += ",\"messages\":[";
+    for (std::size_t i = 0; i < conversation.messages.size(); ++i) {
+      Status s =
+          DumpMessage(conversation.messages[i], "messages[" + std::to_string(i) + "]", &piece);
+      if (!s.ok()) return s;
+      if (i > 0) out += ',';
+      out += piece;
+    }
+    out += "]}";
+    return out;
+  } catch (const Json::exception& e) {
+    return Status::Internal("encoding recap messages failed unexpectedly: " +
+                            jsonutil::Printable(e.what(), 300));
+  }
+}
+
+Result<std::string> EncodeMessage(const Message& message) {
+  try {
+    std::string text;
+    Status s = DumpMessage(message, "message", &text);
+    if (!s.ok()) return s;
+    return text;
+  } catch (const Json::exception& e) {
+    return Status::Internal("encoding a recap message failed unexpectedly: " +
+                            jsonutil::Printable(e.what(), 300));
+  }
+}
+
+}  // namespace native
+}  // namespace v0
+}  // namespace recap

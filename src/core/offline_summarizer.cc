@@ -1,0 +1,445 @@
+#include "recap/offline_summarizer.h"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <set>
+#include <string_view>
+#include <utility>
+
+#include "recap/checkpoint.h"
+#include "recap/measure.h"
+#include "recap/tail_reducer.h"
+#include "recap/transcript.h"
+
+#include "json_util.h"
+#include "summarize.h"
+
+namespace recap {
+inline namespace v0 {
+
+namespace {
+
+using jsonutil::Json;
+
+// Caps keep a checkpoint bounded however long the session: each compaction merges the prior
+// and extends it, so without them the lists would grow for ever. The latest entries win.
+constexpr std::size_t kMaxInstructions = 50;
+constexpr std::size_t kMaxAccomplished = 50;
+constexpr std::size_t kMaxDiscoveries = 30;
+constexpr std::size_t kMaxFiles = 30;
+constexpr std::size_t kInstructionChars = 300;  // longer user texts are clipped
+constexpr std::size_t kGoalChars = 1000;
+constexpr std::size_t kStateChars = 1000;
+constexpr std::size_t kLineChars = 200;        // a main argument or an error's first line
+constexpr std::size_t kPriorTextChars = 2000;  // a text-only prior, kept as a discovery
+constexpr std::size_t kMaxPathBytes = 260;
+
+std::string_view Trim(std::string_view s) {
+  const auto b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string_view::npos) return {};
+  return s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
+}
+
+// One line of at most `max` code points: runs of whitespace become one space, a longer text
+// ends with "…". (The reducer's marker would be noise in a one-line entry.)
+std::string OneLine(std::string_view text, std::size_t max) {
+  std::string flat;
+  bool space = false;
+  for (char ch : Trim(text)) {
+    if (ch == ' ' || ch == '\t' || ch == '\r' || ch == '\n') {
+      space = true;
+      continue;
+    }
+    if (space) flat += ' ';
+    space = false;
+    flat += ch;
+  }
+  if (CountCodePoints(flat) <= max) return flat;
+  flat.resize(PrefixBytesForCodePoints(flat, max - 1));
+  return flat + "\xE2\x80\xA6";
+}
+
+// The line of a tool's error output that says what went wrong: a traceback's last line (the
+// exception), else the first line that mentions an error or failure (test runners print
+// banners first), else the first line.
+std::string ErrorLine(std::string_view text) {
+  std::vector<std::string_view> lines;
+  for (std::size_t pos = 0; pos <= text.size();) {
+    const std::size_t nl = std::min(text.find('\n', pos), text.size());
+    const std::string_view line = Trim(text.substr(pos, nl - pos));
+    if (!line.empty()) lines.push_back(line);
+    pos = nl + 1;
+  }
+  if (lines.empty()) return {};
+  if (text.find("Traceback") != std::string_view::npos) return OneLine(lines.back(), kLineChars);
+  for (std::string_view line : lines) {
+    for (std::string_view word : {"error", "Error", "ERROR", "fail", "FAIL", "Fail"}) {
+      if (line.find(word) != std::string_view::npos) return OneLine(line, kLineChars);
+    }
+  }
+  return OneLine(lines.front(), kLineChars);
+}
+
+bool LooksLikeError(std::string_view text) {
+  const std::string_view t = Trim(text);
+  for (std::string_view p : {"Error", "error", "ERROR"}) {
+    if (t.substr(0, p.size()) == p) return true;
+  }
+  for (std::string_view needle : {"Traceback", "error:", "Error:"}) {
+    if (t.find(needle) != std::string_view::npos) return true;
+  }
+  return false;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Paths. A simple scan, not a parser: tokens of path characters that either name a file with
+// an extension inside a directory (rel/dir/file.ext, /abs/file.ext) or are absolute with at
+// least two components (/usr/lib). Bare words with a slash ("and/or") and URLs are not paths.
+
+bool IsPathChar(char ch) {
+  return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+         ch == '.' || ch == '_' || ch == '-' || ch == '/' || ch == '~' || ch == '+' || ch == '@';
+}
+
+bool HasLetter(std::string_view s) {
+  return std::any_of(s.begin(), s.end(),
+                     [](char ch) { return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z'); });
+}
+
+// A file name with an extension ("a.cc", ".gitignore"): a dot followed by 1-10 alphanumerics
+// holding a letter.
+bool HasExtension(std::string_view name) {
+  const auto dot = name.rfind('.');
+  if (dot == std::string_view::npos || dot + 1 >= name.size()) return false;
+  const std::string_view ext = name.substr(dot + 1);
+  if (ext.size() > 10 || !HasLetter(ext)) return false;
+  return std::all_of(ext.begin(), ext.end(), [](char ch) {
+    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9');
+  });
+}
+
+bool IsPathLike(std::string_view tok) {
+  if (tok.size() < 3 || tok.size() > kMaxPathBytes) return false;
+  if (tok.find('/') == std::string_view::npos || tok.find("//") != std::string_view::npos) {
+    return false;
+  }
+  std::string_view t = tok;
+  while (!t.empty() && t.back() == '/') t.remove_suffix(1);
+  const std::string_view last = t.substr(t.rfind('/') + 1);
+  if (!last.empty() && HasExtension(last) && t.find('/') != std::string_view::npos) return true;
+  if (t.front() != '/' && t.substr(0, 2) != "~/") return false;
+  // Absolute: every component must look like a name.
+  std::size_t components = 0;
+  std::size_t pos = t.front() == '/' ? 1 : 2;
+  while (pos <= t.size()) {
+    const std::size_t slash = std::min(t.find('/', pos), t.size());
+    if (!HasLetter(t.substr(pos, slash - pos))) return false;
+    ++components;
+    pos = slash + 1;
+  }
+  return components >= 2;
+}
+
+// True when text[at] lies on a line of a diff header ("diff --git a/x b/x", "--- a/x",
+// "+++ b/x").
+bool IsDiffHeader(std::string_view text, std::size_t at) {
+  const std::size_t nl = text.rfind('\n', at);
+  const std::string_view line = text.substr(nl == std::string_view::npos ? 0 : nl + 1);
+  for (std::string_view p : {"diff --git ", "--- ", "+++ "}) {
+    if (line.substr(0, p.size()) == p) return true;
+  }
+  return false;
+}
+
+void ScanPaths(std::string_view text, std::vector<std::string>& out) {
+  std::size_t i = 0;
+  while (i < text.size()) {
+    if (!IsPathChar(text[i])) {
+      ++i;
+      continue;
+    }
+    std::size_t j = i;
+    while (j < text.size() && IsPathChar(text[j])) ++j;
+    std::string_view tok = text.substr(i, j - i);
+    // A token glued to non-ASCII text is part of a word, not a path.
+    auto non_ascii = [&text](std::size_t k) { return static_cast<unsigned char>(text[k]) >= 0x80; };
+    const bool glued = (j < text.size() && non_ascii(j)) || (i > 0 && non_ascii(i - 1));
+    while (!tok.empty() && (tok.back() == '.' || tok.back() == '-')) tok.remove_suffix(1);
+    if (tok.size() > 2 && (tok[0] == 'a' || tok[0] == 'b') && tok[1] == '/' &&
+        IsDiffHeader(text, i)) {
+      tok.remove_prefix(2);  // git's a/ and b/ name the same file as the bare path
+    }
+    if (!glued && IsPathLike(tok)) out.emplace_back(tok);
+    i = j;
+  }
+}
+
+bool IsPathKey(std::string_view key) {
+  for (std::string_view k : {"path", "file_path", "filePath", "file", "filename", "notebook_path",
+                             "target_file", "source", "destination"}) {
+    if (key == k) return true;
+  }
+  return false;
+}
+
+void ArgumentPaths(const Json& v, std::string_view key, std::vector<std::string>& out) {
+  if (v.is_string()) {
+    const std::string& s = v.get_ref<const std::string&>();
+    const bool one_token =
+        !s.empty() && s.size() <= kMaxPathBytes && std::all_of(s.begin(), s.end(), IsPathChar);
+    if (IsPathKey(key) && one_token && HasLetter(s)) {
+      out.push_back(s);
+    } else {
+      ScanPaths(s, out);
+    }
+  } else if (v.is_object()) {
+    for (auto it = v.begin(); it != v.end(); ++it) ArgumentPaths(it.value(), it.key(), out);
+  } else if (v.is_array()) {
+    for (const auto& e : v) ArgumentPaths(e, key, out);
+  }
+}
+
+// The argument that says what a call was about: a command, a path, a query — else the first
+// string, else the JSON text.
+std::string MainArgument(std::string_view arguments) {
+  Json doc = Json::parse(arguments.begin(), arguments.end(), nullptr, false);
+  if (doc.is_discarded()) return OneLine(arguments, kLineChars);
+  if (doc.is_string()) return OneLine(doc.get_ref<const std::string&>(), kLineChars);
+  if (!doc.is_object()) return OneLine(arguments, kLineChars);
+  for (std::string_view key : {"command", "cmd", "path", "file_path", "filePath", "file",
+                               "filename", "url", "query", "pattern", "name", "id"}) {
+    auto it = doc.find(key);
+    if (it == doc.end()) continue;
+    if (it->is_string()) return OneLine(it->get_ref<const std::string&>(), kLineChars);
+    if (it->is_number()) return it->dump();
+  }
+  for (const auto& [k, v] : doc.items()) {
+    if (v.is_string()) return OneLine(v.get_ref<const std::string&>(), kLineChars);
+  }
+  return doc.empty() ? std::string() : OneLine(arguments, kLineChars);
+}
+
+// ---------------------------------------------------------------------------------------------
+
+void AppendUnique(std::vector<std::string>& list, std::string item) {
+  if (item.empty() || std::find(list.begin(), list.end(), item) != list.end()) return;
+  list.push_back(std::move(item));
+}
+
+void KeepLast(std::vector<std::string>& list, std::size_t n) {
+  if (list.size() > n) list.erase(list.begin(), list.end() - static_cast<std::ptrdiff_t>(n));
+}
+
+struct PathSeen {
+  std::string path;
+  std::vector<std::string> used_by;     // the first few tools whose arguments named it
+  std::vector<std::string> printed_by;  // the first few tools whose output named it
+};
+
+struct ResultInfo {
+  bool failed = false;
+  std::string text;
+};
+
+Checkpoint Build(const SummarySource& source) {
+  const Transcript& span = *source.span;
+
+  // The prior: given by the caller, else the last checkpoint inside the span itself.
+  std::optional<Checkpoint> own_prior;
+  const Checkpoint* prior = source.prior;
+  if (prior == nullptr) {
+    for (const Message& m : span) {
+      if (!m.summary) continue;
+      const std::string text = JoinedText(m);
+      if (internal::IsRenderedCheckpoint(text)) own_prior = ParseRenderedCheckpoint(text);
+    }
+    if (own_prior) prior = &*own_prior;
+  }
+
+  Checkpoint cp;
+  if (prior != nullptr && prior->structured) {
+    cp = *prior;
+  } else if (prior != nullptr && !Trim(prior->text).empty()) {
+    cp.discoveries.push_back("Earlier summary: " + ClipText(Trim(prior->text), kPriorTextChars));
+  }
+
+  std::map<std::string, ResultInfo> results;
+  for (const Message& m : span) {
+    for (const auto& part : m.parts) {
+      const auto* r = std::get_if<ToolResult>(&part);
+      if (r == nullptr) continue;
+      ResultInfo info;
+      for (const auto& item : r->content) {
+        if (const auto* t = std::get_if<Text>(&item)) {
+          if (!info.text.empty()) info.text += '\n';
+          info.text += t->text;
+        }
+      }
+      info.failed = r->is_error || LooksLikeError(info.text);
+      results.emplace(r->call_id, std::move(info));
+    }
+  }
+
+  struct CallSeen {
+    std::string name;
+    std::string main;
+    const ResultInfo* result;
+  };
+  std::vector<CallSeen> calls;
+  std::vector<PathSeen> paths;
+  std::map<std::string, std::size_t> path_index;
+  auto note_path = [&](const std::string& p, bool in_arguments, const std::string& tool) {
+    auto [at, added] = path_index.emplace(p, paths.size());
+    if (added) paths.push_back(PathSeen{p, {}, {}});
+    auto& tools = in_arguments ? paths[at->second].used_by : paths[at->second].printed_by;
+    if (tools.size() < 3 && std::find(tools.begin(), tools.end(), tool) == tools.end()) {
+      tools.push_back(tool);
+    }
+  };
+
+  std::string first_request;
+  std::string latest_assistant;
+  std::vector<std::string> instructions;
+  std::map<std::string, std::string> call_names;
+  for (const Message& m : span) {
+    if (m.summary) continue;
+    if (IsTurnStart(m)) {
+      const std::string text(Trim(JoinedText(m)));
+      if (!text.empty()) {
+        if (first_request.empty()) first_request = ClipText(text, kGoalChars);
+        AppendUnique(instructions, ClipText(text, kInstructionChars));
+      }
+    } else if (m.role == Role::kAssistant) {
+      const std::string text(Trim(JoinedText(m)));
+      if (!text.empty()) latest_assistant = text;
+    }
+    for (const auto& part : m.parts) {
+      if (const auto* c = std::get_if<ToolCall>(&part)) {
+        call_names[c->id] = c->name;
+        auto it = results.find(c->id);
+        calls.push_back(
+            {c->name, MainArgument(c->arguments), it == results.end() ? nullptr : &it->second});
+        std::vector<std::string> found;
+        Json doc = Json::parse(c->arguments.begin(), c->arguments.end(), nullptr, false);
+        if (doc.is_discarded()) {
+          ScanPaths(c->arguments, found);
+        } else {
+          ArgumentPaths(doc, "", found);
+        }
+        for (const auto& p : found) note_path(p, true, c->name);
+      } else if (const auto* r = std::get_if<ToolResult>(&part)) {
+        auto name = call_names.find(r->call_id);
+        const std::string tool = name == call_names.end() ? std::string("a tool") : name->second;
+        std::vector<std::string> found;
+        for (const auto& item : r->content) {
+          if (const auto* t = std::get_if<Text>(&item)) ScanPaths(t->text, found);
+        }
+        for (const auto& p : found) note_path(p, false, tool);
+      }
+    }
+  }
+
+  if (cp.goal.empty()) cp.goal = first_request;
+  for (auto& i : instructions) AppendUnique(cp.instructions, std::move(i));
+  KeepLast(cp.instructions, kMaxInstructions);
+
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    const CallSeen& c = calls[i];
+    if (c.result == nullptr) continue;  // its outcome is not in this span
+    const std::string what = c.main.empty() ? c.name : c.name + ": " + c.main;
+    if (!c.result->failed) {
+      AppendUnique(cp.accomplished, what);
+      continue;
+    }
+    const bool resolved =
+        std::any_of(calls.begin() + static_cast<std::ptrdiff_t>(i) + 1, calls.end(),
+                    [&c](const CallSeen& later) {
+                      return later.name == c.name && later.result && !later.result->failed;
+                    });
+    std::string entry = what + " failed";
+    const std::string first = ErrorLine(c.result->text);
+    if (!first.empty()) entry += ": " + first;
+    entry +=
+        resolved ? " (resolved: a later " + c.name + " call succeeded)" : " (not resolved yet)";
+    AppendUnique(cp.discoveries, std::move(entry));
+  }
+  KeepLast(cp.accomplished, kMaxAccomplished);
+  KeepLast(cp.discoveries, kMaxDiscoveries);
+
+  if (!latest_assistant.empty()) cp.current_state = ClipText(latest_assistant, kStateChars);
+
+  // Files: the ones this span's calls touched come first, then the prior's, then those only
+  // printed by tools, up to the cap; shown prior first, then in order of appearance.
+  std::set<std::string> chosen;
+  std::size_t room = kMaxFiles;
+  auto choose = [&](const std::string& p) {
+    if (room == 0 || chosen.count(p) != 0) return;
+    chosen.insert(p);
+    --room;
+  };
+  for (const auto& s : paths) {
+    if (!s.used_by.empty()) choose(s.path);
+  }
+  for (const auto& f : cp.relevant_files) choose(f.path);
+  for (const auto& s : paths) choose(s.path);
+
+  std::vector<RelevantFile> files;
+  std::set<std::string> placed;
+  for (auto& f : cp.relevant_files) {
+    if (chosen.count(f.path) == 0 || !placed.insert(f.path).second) continue;
+    files.push_back(std::move(f));
+  }
+  for (const auto& s : paths) {
+    if (chosen.count(s.path) == 0) continue;
+    const bool used = !s.used_by.empty();
+    const auto& tools = used ? s.used_by : s.printed_by;
+    std::string why = used ? "used by " : "seen in the output of ";
+    for (std::size_t k = 0; k < tools.size(); ++k) why += (k ? ", " : "") + tools[k];
+    if (!placed.insert(s.path).second) {
+      auto it = std::find_if(files.begin(), files.end(),
+                             [&s](const RelevantFile& f) { return f.path == s.path; });
+      if (it != files.end() && it->why.empty()) it->why = std::move(why);
+      continue;
+    }
+    files.push_back({s.path, std::move(why)});
+  }
+  cp.relevant_files = std::move(files);
+  cp.structured = true;
+  cp.text.clear();
+  return cp;
+}
+
+class OfflineSummarizer final : public Provider {
+ public:
+  Result<Completion> Complete(const CompletionRequest& request,
+                              const CancellationToken& cancel) override {
+    if (cancel.IsCancelled()) return Status::Cancelled("the offline summarizer was cancelled");
+    if (request.source == nullptr || request.source->span == nullptr) {
+      return Status::InvalidArgument(
+          "the offline summarizer needs the structured span that recap attaches to its "
+          "summarizer requests (CompletionRequest::source); this request has none, and the "
+          "offline summarizer cannot summarize rendered text. Use it as the Compactor's "
+          "provider or as its fallback, not as a general-purpose model.");
+    }
+    Completion c;
+    c.text = CheckpointToJson(Build(*request.source));
+    c.finish_reason = FinishReason::kStop;
+    return c;
+  }
+
+  std::string Name() const override { return "offline"; }
+};
+
+}  // namespace
+
+std::unique_ptr<Provider> NewOfflineSummarizer() { return std::make_unique<OfflineSummarizer>(); }
+
+namespace internal {
+bool IsOfflineSummarizer(const Provider& provider) noexcept {
+  return dynamic_cast<const OfflineSummarizer*>(&provider) != nullptr;
+}
+}  // namespace internal
+
+}  // namespace v0
+}  // namespace recap

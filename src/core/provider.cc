@@ -1,0 +1,19 @@
+#include "recap/provider.h"
+
+namespace recap {
+inline namespace v0 {
+
+const char* FinishReasonName(FinishReason reason) noexcept {
+  switch (reason) {
+    case FinishReason::kStop: return "stop";
+    case FinishReason::kLength: return "length";
+    case FinishReason::kOther: return "other";
+  }
+  return "other";
+}
+
+// Out of line so that the vtable has one home (the library), not one per translation unit.
+Provider::~Provider() = default;
+
+}  // namespace v0
+}  // namespace recap

@@ -1,0 +1,68 @@
+# cmake -DRECAP_SOURCE_DIR=… -DCONSUMER_DIR=… -DWORK_DIR=… -DGENERATOR=… [-DCONFIG=…]
+#       [-DTOOLCHAIN_ARGS=…] -P shared_library.cmake
+#
+# Builds recap as a shared library from source (no tests, no examples), installs it, then
+# builds and runs the find_package consumer against it and checks that the consumer really
+# loads librecap_core.so from that install.
+set(build "${WORK_DIR}/recap-build")
+set(prefix "${WORK_DIR}/prefix")
+set(consumer "${WORK_DIR}/consumer-build")
+file(REMOVE_RECURSE "${prefix}" "${consumer}")
+
+function(run)
+  string(REPLACE ";" " " shown "${ARGN}")
+  message(STATUS "$ ${shown}")
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "failed (${rc}): ${shown}")
+  endif()
+endfunction()
+
+set(config_args)
+if(CONFIG)
+  set(config_args --config "${CONFIG}")
+endif()
+
+run("${CMAKE_COMMAND}" -S "${RECAP_SOURCE_DIR}" -B "${build}" -G "${GENERATOR}" ${TOOLCHAIN_ARGS}
+    -DBUILD_SHARED_LIBS=ON -DRECAP_BUILD_TESTS=OFF -DRECAP_BUILD_EXAMPLES=OFF -DRECAP_INSTALL=ON)
+run("${CMAKE_COMMAND}" --build "${build}" ${config_args})
+run("${CMAKE_COMMAND}" --install "${build}" --prefix "${prefix}" ${config_args})
+
+file(GLOB shared_libs "${prefix}/lib*/librecap_core.so*" "${prefix}/lib*/librecap_core*.dylib")
+if(NOT shared_libs)
+  message(FATAL_ERROR "no librecap_core shared library under ${prefix}")
+endif()
+file(GLOB static_libs "${prefix}/lib*/librecap_core.a")
+if(static_libs)
+  message(FATAL_ERROR "a shared build installed a static library: ${static_libs}")
+endif()
+
+run("${CMAKE_COMMAND}" -S "${CONSUMER_DIR}" -B "${consumer}" -G "${GENERATOR}" ${TOOLCHAIN_ARGS}
+    "-DCMAKE_PREFIX_PATH=${prefix}" -DRECAP_EXPECT_TYPE=SHARED_LIBRARY)
+run("${CMAKE_COMMAND}" --build "${consumer}" ${config_args})
+
+file(GLOB_RECURSE exe "${consumer}/recap_consumer" "${consumer}/recap_consumer.exe")
+if(NOT exe)
+  message(FATAL_ERROR "recap_consumer was not built")
+endif()
+list(GET exe 0 exe)
+run("${exe}")
+
+# The executable must load the installed shared library (not a static copy linked in).
+find_program(LDD ldd)
+if(LDD)
+  execute_process(COMMAND "${LDD}" "${exe}" OUTPUT_VARIABLE deps RESULT_VARIABLE rc)
+  message(STATUS "ldd ${exe}:\n${deps}")
+  file(REAL_PATH "${prefix}" real_prefix)
+  if(NOT deps MATCHES "librecap_core\\.so[^ ]* => ([^ ]+)")
+    message(FATAL_ERROR "recap_consumer does not load librecap_core.so")
+  endif()
+  file(REAL_PATH "${CMAKE_MATCH_1}" loaded)
+  string(FIND "${loaded}" "${real_prefix}/" pos)
+  if(NOT pos EQUAL 0)
+    message(FATAL_ERROR "recap_consumer loads ${loaded}, not the library installed in ${prefix}")
+  endif()
+  message(STATUS "recap_consumer loads ${loaded}")
+else()
+  message(STATUS "ldd not found; the imported target's type was checked at configure time")
+endif()

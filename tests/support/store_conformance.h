@@ -1,0 +1,115 @@
+// The SessionStore conformance suite: what every SessionStore must do (SPEC R6.5, R8),
+// written once and run against each implementation.
+//
+// A test file instantiates it for one store with one line:
+//
+//   RECAP_SESSION_STORE_CONFORMANCE_TESTS("in-memory store",
+//                                         [] { return recap::NewInMemorySessionStore(); })
+//
+// which defines one Catch2 TEST_CASE per check below, named "<store name>: R… what it checks".
+// The factory is called once or more per test case and must return a fresh, empty store each
+// time (for a database store: a new file in a temporary directory). It may be any expression
+// convertible to SessionStoreFactory; put one that contains a top-level comma (a lambda with two
+// captures) in parentheses, as for any macro argument.
+//
+// The checks call the store only through the SessionStore interface and compare messages by
+// their native JSON encoding, so nothing in them depends on the in-memory store. Beyond the
+// interface's comments they pin down these choices, which every store must share:
+//
+//  * an empty session id is rejected with kInvalidArgument;
+//  * appending nothing writes nothing and returns the current version;
+//  * each successful write moves the version by exactly one (an append of N messages too);
+//  * a message id may appear only once among a session's active messages: an append or a
+//    commit that would repeat one fails with kInvalidArgument and changes nothing;
+//  * a commit whose expected_version differs from the session's fails with kConflict; a
+//    commit against the current version that does not fit the transcript (unknown ids, a
+//    `replaced` that is not the transcript's prefix, a checkpoint not flagged summary, nothing
+//    to do) fails with kInvalidArgument — the caller saw this transcript, so it is a bug, not
+//    a race — and in both cases nothing changes;
+//  * LoadChanges(v) answers appended_only exactly when only appends happened after v, and a
+//    `v` beyond the current version is kInvalidArgument;
+//  * History() retires messages with replaced_by "compaction:<n>" / "reduction:<n>", n
+//    counting that session's compactions / reductions from 1.
+#ifndef RECAP_TESTS_SUPPORT_STORE_CONFORMANCE_H_
+#define RECAP_TESTS_SUPPORT_STORE_CONFORMANCE_H_
+
+#include <functional>
+#include <memory>
+
+#include <catch2/catch.hpp>
+
+#include "recap/session_store.h"
+
+namespace recap {
+namespace testing {
+
+using SessionStoreFactory = std::function<std::shared_ptr<SessionStore>()>;
+
+namespace conformance {
+void EmptySession(const SessionStoreFactory& make);
+void AppendKeepsOrder(const SessionStoreFactory& make);
+void MessageIds(const SessionStoreFactory& make);
+void LoadChangesAppendedOnly(const SessionStoreFactory& make);
+void LoadChangesAfterRewrite(const SessionStoreFactory& make);
+void Compaction(const SessionStoreFactory& make);
+void Reduction(const SessionStoreFactory& make);
+void Recovery(const SessionStoreFactory& make);
+void StaleVersionConflicts(const SessionStoreFactory& make);
+void ConcurrentCommitsOneWins(const SessionStoreFactory& make);
+void ConcurrentAppendsAndReads(const SessionStoreFactory& make);
+void Isolation(const SessionStoreFactory& make);
+void HistoryKeepsEverything(const SessionStoreFactory& make);
+void BadCommitsChangeNothing(const SessionStoreFactory& make);
+}  // namespace conformance
+
+}  // namespace testing
+}  // namespace recap
+
+#define RECAP_STORE_CONFORMANCE_CASE_(store_name, factory, title, check)                  \
+  TEST_CASE(store_name ": " title, "[conformance]") {                                     \
+    ::recap::testing::conformance::check(::recap::testing::SessionStoreFactory(factory)); \
+  }
+
+#define RECAP_SESSION_STORE_CONFORMANCE_TESTS(store_name, factory)                                 \
+  RECAP_STORE_CONFORMANCE_CASE_(store_name, factory,                                               \
+                                "R8 a session never written is empty at version 0", EmptySession)  \
+  RECAP_STORE_CONFORMANCE_CASE_(store_name, factory,                                               \
+                                "R8.1 appends keep order and move the version by one",             \
+                                AppendKeepsOrder)                                                  \
+  RECAP_STORE_CONFORMANCE_CASE_(store_name, factory,                                               \
+                                "R8 ids are assigned, kept and unique among active messages",      \
+                                MessageIds)                                                        \
+  RECAP_STORE_CONFORMANCE_CASE_(store_name, factory,                                               \
+                                "R8 LoadChanges returns only what was appended since",             \
+                                LoadChangesAppendedOnly)                                           \
+  RECAP_STORE_CONFORMANCE_CASE_(store_name, factory,                                               \
+                                "R8 LoadChanges returns the whole transcript after a rewrite",     \
+                                LoadChangesAfterRewrite)                                           \
+  RECAP_STORE_CONFORMANCE_CASE_(store_name, factory,                                               \
+                                "R8.1 a compaction commit replaces the prefix and keeps it "       \
+                                "readable as compacted",                                           \
+                                Compaction)                                                        \
+  RECAP_STORE_CONFORMANCE_CASE_(store_name, factory,                                               \
+                                "R6.5 a reduction commit replaces in place and keeps originals",   \
+                                Reduction)                                                         \
+  RECAP_STORE_CONFORMANCE_CASE_(                                                                   \
+      store_name, factory, "R8.3 a recovery commit inserts results after their anchors", Recovery) \
+  RECAP_STORE_CONFORMANCE_CASE_(store_name, factory,                                               \
+                                "R8.2 a commit against a stale version conflicts and changes "     \
+                                "nothing",                                                         \
+                                StaleVersionConflicts)                                             \
+  RECAP_STORE_CONFORMANCE_CASE_(store_name, factory,                                               \
+                                "R8.2 two writers commit against one version: exactly one wins",   \
+                                ConcurrentCommitsOneWins)                                          \
+  RECAP_STORE_CONFORMANCE_CASE_(store_name, factory,                                               \
+                                "R8 concurrent appends and incremental reads stay consistent",     \
+                                ConcurrentAppendsAndReads)                                         \
+  RECAP_STORE_CONFORMANCE_CASE_(store_name, factory, "R8.4 sessions are isolated", Isolation)      \
+  RECAP_STORE_CONFORMANCE_CASE_(store_name, factory,                                               \
+                                "R6.5 the history holds every stored message exactly once",        \
+                                HistoryKeepsEverything)                                            \
+  RECAP_STORE_CONFORMANCE_CASE_(store_name, factory,                                               \
+                                "R8.1 a bad commit is rejected and changes nothing",               \
+                                BadCommitsChangeNothing)
+
+#endif  // RECAP_TESTS_SUPPORT_STORE_CONFORMANCE_H_

@@ -1,0 +1,296 @@
+// SPEC §12 (and R1.3's fallback): the offline summarizer writes a checkpoint from the
+// transcript itself, with no model.
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "recap/checkpoint.h"
+#include "recap/measure.h"
+#include "recap/offline_summarizer.h"
+#include "recap/tail_reducer.h"
+
+#include "../src/core/summarize.h"
+#include "support/test_data.h"
+
+using namespace recap;
+using Json = nlohmann::ordered_json;
+
+namespace {
+
+// What the offline summarizer answers for `span` (and `prior`), parsed back.
+Checkpoint Offline(const Transcript& span, const Checkpoint* prior = nullptr) {
+  auto offline = NewOfflineSummarizer();
+  SummarySource source{&span, prior, {}};
+  CompletionRequest request;
+  request.source = &source;
+  auto reply = offline->Complete(request, CancellationToken());
+  REQUIRE(reply.ok());
+  CHECK(reply->finish_reason == FinishReason::kStop);
+  CHECK(reply->usage.prompt_tokens == 0);
+  CHECK(reply->usage.completion_tokens == 0);
+  const ParsedCheckpoint p = ParseCheckpoint(reply->text, false);
+  REQUIRE(p.usable);
+  REQUIRE(p.checkpoint.structured);
+  return p.checkpoint;
+}
+
+// A session: a request with a constraint, a read, a failed build, an edit, a passing build.
+Transcript Session() {
+  Transcript t;
+  t.Append(Message::UserText("Fix the failing test in src/parser.cc"));
+  t.Append(Message::AssistantCalls({ToolCall{"c1", "read_file", R"({"path":"src/parser.cc"})", {}}},
+                                   "Reading the parser."));
+  t.Append(Message::ToolOutput("c1", "#include \"parser.h\"\nint parse() { return 0 }"));
+  t.Append(Message::AssistantCalls({ToolCall{"c2", "bash", R"({"command":"make test"})", {}}}));
+  t.Append(Message::ToolOutput("c2",
+                               "src/parser.cc:2:24: error: expected ';' before '}'\nmake: "
+                               "*** [Makefile:12: test] Error 1",
+                               /*is_error=*/true));
+  t.Append(Message::UserText("Do not touch include/parser.h."));
+  t.Append(Message::AssistantCalls({ToolCall{
+      "c3", "edit_file", R"({"file_path":"src/parser.cc","old":"0 }","new":"0; }"})", {}}}));
+  t.Append(Message::ToolOutput("c3", "Edited src/parser.cc"));
+  t.Append(Message::AssistantCalls({ToolCall{"c4", "bash", R"({"command":"make test"})", {}}}));
+  t.Append(Message::ToolOutput("c4", "All 12 tests passed."));
+  t.Append(Message::AssistantText("The test passes now: a semicolon was missing."));
+  return t;
+}
+
+bool Contains(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+const RelevantFile* FindFile(const Checkpoint& c, const std::string& path) {
+  for (const auto& f : c.relevant_files) {
+    if (f.path == path) return &f;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("§12 offline: each section comes from where the header says") {
+  const Checkpoint c = Offline(Session());
+  CHECK(c.goal == "Fix the failing test in src/parser.cc");
+  CHECK(c.instructions == std::vector<std::string>{"Fix the failing test in src/parser.cc",
+                                                   "Do not touch include/parser.h."});
+  CHECK(c.accomplished == std::vector<std::string>{"read_file: src/parser.cc",
+                                                   "edit_file: src/parser.cc", "bash: make test"});
+  REQUIRE(c.discoveries.size() == 1);
+  CHECK(c.discoveries[0] ==
+        "bash: make test failed: src/parser.cc:2:24: error: expected ';' before '}' (resolved: "
+        "a later bash call succeeded)");
+  CHECK(c.current_state == "The test passes now: a semicolon was missing.");
+  CHECK(c.next_steps.empty());
+  const RelevantFile* parser = FindFile(c, "src/parser.cc");
+  REQUIRE(parser != nullptr);
+  CHECK(parser->why == "used by read_file, edit_file");
+  CHECK(c.relevant_files.front().path == "src/parser.cc");
+  CHECK(FindFile(c, "include/parser.h") == nullptr);  // a user text, not a tool's
+}
+
+TEST_CASE("§12 offline: errors are recognised by flag or by their text, and unresolved ones say so") {
+  Transcript t;
+  t.Append(Message::UserText("run it"));
+  t.Append(Message::AssistantCalls({ToolCall{"c1", "python", R"j({"code":"f()"})j", {}}}));
+  t.Append(
+      Message::ToolOutput("c1", "Traceback (most recent call last):\n  File \"x.py\"\nNameError"));
+  t.Append(Message::AssistantCalls({ToolCall{"c2", "search", R"({"query":"f"})", {}}}));
+  t.Append(Message::ToolOutput("c2", "Error: rate limited"));
+  t.Append(Message::AssistantCalls({ToolCall{"c3", "lookup", R"({"id":7})", {}}}));
+  t.Append(Message::ToolOutput("c3", "No errors found"));
+  t.Append(Message::AssistantCalls({ToolCall{"c4", "pending", "{}", {}}}));  // no result yet
+  const Checkpoint c = Offline(t);
+  REQUIRE(c.discoveries.size() == 2);
+  CHECK(c.discoveries[0] == "python: f() failed: NameError (not resolved yet)");
+  CHECK(c.discoveries[1] == "search: f failed: Error: rate limited (not resolved yet)");
+  CHECK(c.accomplished == std::vector<std::string>{"lookup: 7"});
+}
+
+TEST_CASE("§12 offline: the error line is the one that says what went wrong") {
+  Transcript t;
+  t.Append(Message::AssistantCalls({ToolCall{"c1", "bash", R"({"command":"pytest"})", {}}}));
+  t.Append(Message::ToolOutput("c1",
+                               "===== test session starts =====\ncollected 3 items\n"
+                               "FAILED test/test_a.py::test_x - assert 1 == 2\n",
+                               /*is_error=*/true));
+  t.Append(Message::AssistantCalls({ToolCall{"c2", "bash", R"({"command":"git diff"})", {}}}));
+  t.Append(Message::ToolOutput("c2",
+                               "diff --git a/src/x.py b/src/x.py\n--- a/src/x.py\n"
+                               "+++ b/src/x.py\n+see a/b.txt"));
+  const Checkpoint c = Offline(t);
+  REQUIRE(c.discoveries.size() == 1);
+  CHECK(c.discoveries[0] ==
+        "bash: pytest failed: FAILED test/test_a.py::test_x - assert 1 == 2 (resolved: a later "
+        "bash call succeeded)");
+  REQUIRE(c.relevant_files.size() == 3);
+  CHECK(c.relevant_files[0].path == "test/test_a.py");
+  CHECK(c.relevant_files[1].path == "src/x.py");  // git's a/ and b/ prefixes dropped
+  CHECK(c.relevant_files[2].path == "a/b.txt");   // outside a diff header, kept as written
+}
+
+TEST_CASE("§12 offline: long user texts are clipped, short ones verbatim") {
+  Transcript t;
+  const std::string long_text = std::string(1000, 'w') + " end";
+  t.Append(Message::UserText(long_text));
+  t.Append(Message::UserText("  short one  "));
+  const Checkpoint c = Offline(t);
+  REQUIRE(c.instructions.size() == 2);
+  CHECK(CountCodePoints(c.instructions[0]) == 300);
+  CHECK(c.instructions[0].find(kTruncationMarker) != std::string::npos);
+  CHECK(c.instructions[1] == "short one");
+  CHECK(CountCodePoints(c.goal) <= 1000);
+}
+
+TEST_CASE("§12 offline: paths are found in arguments and results, deduplicated and capped") {
+  Transcript t;
+  t.Append(Message::UserText("look around"));
+  std::string listing;
+  for (int i = 0; i < 100; ++i) listing += "src/module" + std::to_string(i) + "/file.cc\n";
+  listing += "see https://example.com/docs/page.html and/or a/b, also /usr/lib and src/a.cc:12:3.";
+  t.Append(Message::AssistantCalls(
+      {ToolCall{"c1", "bash", R"({"command":"cat README.md docs/x.md"})", {}},
+       ToolCall{"c2", "read", R"({"path":"README.md"})", {}}}));
+  t.Append(Message::ToolOutput("c1", listing));
+  t.Append(Message::ToolOutput("c2", "# readme"));
+  const Checkpoint c = Offline(t);
+  CHECK(c.relevant_files.size() == 30);
+  // Paths a call used come first, before those a tool only printed.
+  CHECK(c.relevant_files[0].path == "docs/x.md");
+  CHECK(c.relevant_files[0].why == "used by bash");
+  CHECK(c.relevant_files[1].path == "README.md");  // a bare name under a path key
+  CHECK(c.relevant_files[1].why == "used by read");
+  CHECK(c.relevant_files[2].path == "src/module0/file.cc");
+  CHECK(c.relevant_files[2].why == "seen in the output of bash");
+  for (const auto& f : c.relevant_files) {
+    CHECK(f.path.find("example.com") == std::string::npos);
+    CHECK(f.path != "and/or");
+    CHECK(f.path != "a/b");
+  }
+
+  Transcript u;
+  u.Append(Message::AssistantCalls(
+      {ToolCall{"c1", "bash", "not json: /usr/lib and src/a.cc:12:3.", {}}}));
+  const Checkpoint d = Offline(u);
+  REQUIRE(d.relevant_files.size() == 2);
+  CHECK(d.relevant_files[0].path == "/usr/lib");
+  CHECK(d.relevant_files[1].path == "src/a.cc");
+}
+
+TEST_CASE("§12 offline: a prior checkpoint is merged — goal kept, lists kept and extended") {
+  Checkpoint prior;
+  prior.goal = "Port the parser to C++17";
+  prior.instructions = {"Keep the public API"};
+  prior.accomplished = {"Read the old parser"};
+  prior.next_steps = {"Run the benchmarks"};
+  prior.current_state = "old state";
+  prior.relevant_files = {{"src/parser.cc", "the parser"}, {"bench/b.cc", "benchmarks"}};
+  const Checkpoint c = Offline(Session(), &prior);
+  CHECK(c.goal == "Port the parser to C++17");
+  CHECK(c.instructions.front() == "Keep the public API");
+  CHECK(Contains(c.instructions, "Do not touch include/parser.h."));
+  CHECK(c.accomplished.front() == "Read the old parser");
+  CHECK(Contains(c.accomplished, "edit_file: src/parser.cc"));
+  CHECK(c.next_steps == prior.next_steps);
+  CHECK(c.current_state == "The test passes now: a semicolon was missing.");
+  // The prior's files keep their place and their reasons.
+  REQUIRE(c.relevant_files.size() >= 2);
+  CHECK(c.relevant_files[0].path == "src/parser.cc");
+  CHECK(c.relevant_files[0].why == "the parser");
+  CHECK(c.relevant_files[1].path == "bench/b.cc");
+
+  // A checkpoint message inside the span serves as the prior when none is given.
+  Transcript with_message;
+  with_message.Append(CheckpointMessage(prior));
+  for (const Message& m : Session()) with_message.Append(m);
+  CHECK(Offline(with_message).goal == "Port the parser to C++17");
+
+  // A text-only prior is kept as a discovery.
+  Checkpoint text_only;
+  text_only.structured = false;
+  text_only.text = "We were porting the parser.";
+  const Checkpoint t = Offline(Session(), &text_only);
+  CHECK(t.discoveries.front() == "Earlier summary: We were porting the parser.");
+  CHECK(t.goal == "Fix the failing test in src/parser.cc");
+}
+
+TEST_CASE("§12 offline: deterministic") {
+  auto offline = NewOfflineSummarizer();
+  const Transcript span = Session();
+  SummarySource source{&span, nullptr, {}};
+  CompletionRequest request;
+  request.source = &source;
+  const auto a = offline->Complete(request, CancellationToken());
+  const auto b = NewOfflineSummarizer()->Complete(request, CancellationToken());
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  CHECK(a->text == b->text);
+  CHECK(a->text == CheckpointToJson(ParseCheckpoint(a->text, false).checkpoint));
+}
+
+TEST_CASE("§12 offline: without the structured span it refuses, saying why") {
+  auto offline = NewOfflineSummarizer();
+  CHECK(offline->Name() == "offline");
+  CompletionRequest request;
+  request.messages.push_back(Message::UserText("please summarize this"));
+  const auto r = offline->Complete(request, CancellationToken());
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().code() == StatusCode::kInvalidArgument);
+  CHECK(r.status().message().find("CompletionRequest::source") != std::string::npos);
+
+  CancellationSource cancelled;
+  cancelled.Cancel();
+  const Transcript span = Session();
+  SummarySource source{&span, nullptr, {}};
+  request.source = &source;
+  CHECK(offline->Complete(request, cancelled.Token()).status().code() == StatusCode::kCancelled);
+}
+
+TEST_CASE("§12 offline: long lists stay bounded across many compactions") {
+  Checkpoint prior;
+  for (int i = 0; i < 200; ++i) {
+    prior.accomplished.push_back("old " + std::to_string(i));
+    prior.instructions.push_back("rule " + std::to_string(i));
+    prior.discoveries.push_back("fact " + std::to_string(i));
+  }
+  const Checkpoint c = Offline(Session(), &prior);
+  CHECK(c.accomplished.size() == 50);
+  CHECK(c.instructions.size() == 50);
+  CHECK(c.discoveries.size() == 30);
+  CHECK(c.accomplished.back() == "bash: make test");  // the newest are kept
+}
+
+TEST_CASE("§12 offline: every real transcript summarizes, whole and in chunks") {
+  const auto all = recap::testing::AllRealTranscripts();
+  REQUIRE(all.size() > 200);
+  auto offline = NewOfflineSummarizer();
+  for (const auto& named : all) {
+    INFO(named.name);
+    internal::SummarizeInput in;
+    in.span = Transcript(named.conversation.messages);
+    for (std::size_t limit : {std::size_t{0}, std::size_t{20000}}) {
+      in.max_request_chars = limit;
+      auto out = internal::Summarize(*offline, in, CancellationToken(), nullptr);
+      REQUIRE(out.ok());
+      const Checkpoint& c = out->parsed.checkpoint;
+      CHECK(out->parsed.usable);
+      CHECK(c.structured);
+      CHECK_FALSE(out->parsed.partial);
+      CHECK(c.relevant_files.size() <= 30);
+      CHECK(c.accomplished.size() <= 50);
+      CHECK(CountCodePoints(c.current_state) <= 1000);
+      bool has_request = false;
+      for (const Message& m : in.span) {
+        has_request =
+            has_request ||
+            (IsTurnStart(m) && JoinedText(m).find_first_not_of(" \t\r\n") != std::string::npos);
+      }
+      if (has_request) CHECK_FALSE(c.goal.empty());
+      CHECK(IsValidUtf8(RenderCheckpoint(c)));
+      CHECK(ParseRenderedCheckpoint(RenderCheckpoint(c)).goal == c.goal);
+      if (limit == 0) CHECK(out->calls == 1);
+    }
+  }
+}
