@@ -258,7 +258,7 @@ bool IsHex(char ch) {
   return (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f') || (ch >= 'A' && ch <= 'F');
 }
 
-// Reads four hex digits at text[i]; nullopt-like -1 when cut short, -2 when not hex.
+// The four hex digits at text[i] as a number; -1 when the text ends first, -2 when not hex.
 int ReadHex4(std::string_view text, std::size_t i) {
   if (i + 4 > text.size()) {
     for (std::size_t k = i; k < text.size(); ++k) {
