@@ -100,8 +100,8 @@ struct CutDecision {
 // Decides where a compaction of `t` cuts (R3.1–R3.4, R3.6–R3.9):
 //
 //  * With more than keep_turns turns, the cut is at the start of the keep_turns-th last turn
-//    (or the nearest safe boundary before it). With 2..keep_turns turns, the last turn alone
-//    is kept (R3.2).
+//    (or the nearest safe boundary before it; never a later one, which would keep fewer turns
+//    than asked). With 2..keep_turns turns, the last turn alone is kept (R3.2).
 //  * With one turn, keep_turns == 0, or mode == kBudget, the cut falls inside the last turn at
 //    the last safe boundary at or before its newest tool-call round (the last message calling
 //    a tool), so that round and what follows it are kept (R3.3). A last turn without a

@@ -172,12 +172,10 @@ CutDecision FindCut(const Transcript& t, const CutOptions& options) {
     }
     return usable(last_turn) ? last_turn : 0;
   };
-  // The nearest usable position at or before `target`, else the nearest after it.
+  // The nearest usable position at or before `target`. Never after it: a later cut would keep
+  // fewer turns than asked (R3.1); only R3.8 moves a cut forward.
   auto at_or_before = [&](std::size_t target) -> std::size_t {
     for (std::size_t q = target; q > 0; --q) {
-      if (usable(q)) return q;
-    }
-    for (std::size_t q = target + 1; q < n; ++q) {
       if (usable(q)) return q;
     }
     return 0;
@@ -194,7 +192,8 @@ CutDecision FindCut(const Transcript& t, const CutOptions& options) {
 
   // R3.8: keep the kept part below the limit by moving forward — to later turn starts, then
   // to safe boundaries inside the last turn — as little as needed, or as far as possible.
-  if (p != 0 && options.kept_chars_limit > 0 && t.chars(p, n) >= options.kept_chars_limit) {
+  // With no usable cut at all (p == 0) the whole transcript would be kept, so it moves too.
+  if (options.kept_chars_limit > 0 && t.chars(p, n) >= options.kept_chars_limit) {
     std::size_t best = p;
     auto consider = [&](std::size_t q) {
       if (q <= best || !usable(q)) return false;

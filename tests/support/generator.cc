@@ -116,7 +116,12 @@ bool Rng::Chance(double p) {
 std::size_t Rng::LogSize(std::size_t lo, std::size_t median, std::size_t hi, double octaves) {
   if (hi <= lo) return lo;
   // Sum of three uniforms: bell-shaped on [0, 3), mean 1.5, sd 0.5 -> z in [-3, 3).
-  const double z = (Unit() + Unit() + Unit() - 1.5) * 2.0;
+  // Drawn one per statement: the operands of + are evaluated in an unspecified order, and
+  // floating-point addition is not associative.
+  const double u1 = Unit();
+  const double u2 = Unit();
+  const double u3 = Unit();
+  const double z = (u1 + u2 + u3 - 1.5) * 2.0;
   double e = z * octaves;  // exponent in octaves
   // 2^e by repeated doubling plus linear interpolation inside the octave: only exactly rounded
   // operations, so the value is the same everywhere.
@@ -344,8 +349,19 @@ struct JsonWriter {
     switch (rng.Below(6)) {
       case 0: std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(rng.Between(-5, 5))); break;
       case 1: std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(rng.Between(-1000000000, 1000000000))); break;
-      case 2: std::snprintf(buf, sizeof buf, "%lld.%03d", static_cast<long long>(rng.Between(-999, 999)), static_cast<int>(rng.Below(1000))); break;
-      case 3: std::snprintf(buf, sizeof buf, "%de%d", static_cast<int>(rng.Between(1, 9)), static_cast<int>(rng.Between(-5, 12))); break;
+      // Arguments of one call are evaluated in an unspecified order: draw them first.
+      case 2: {
+        const auto whole = static_cast<long long>(rng.Between(-999, 999));
+        const auto frac = static_cast<int>(rng.Below(1000));
+        std::snprintf(buf, sizeof buf, "%lld.%03d", whole, frac);
+        break;
+      }
+      case 3: {
+        const auto mantissa = static_cast<int>(rng.Between(1, 9));
+        const auto exponent = static_cast<int>(rng.Between(-5, 12));
+        std::snprintf(buf, sizeof buf, "%de%d", mantissa, exponent);
+        break;
+      }
       case 4: std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(rng.Next() >> 12)); break;
       default: std::snprintf(buf, sizeof buf, "0"); break;
     }
@@ -668,9 +684,13 @@ class Builder {
     Message m;
     m.role = rng_.OneIn(4) ? Role::kAssistant : Role::kUser;
     m.summary = true;
-    std::string text = "## Goal\n" + SomeText(rng_.LogSize(0, 80, 2000)) + "\n\n## Instructions\n- " +
-                       SomeText(rng_.LogSize(0, 60, 2000)) + "\n\n## Current state\n" +
-                       SomeText(rng_.LogSize(0, 200, 30000));
+    // One draw per statement: the operands of + are evaluated in an unspecified order.
+    std::string text = "## Goal\n";
+    text += SomeText(rng_.LogSize(0, 80, 2000));
+    text += "\n\n## Instructions\n- ";
+    text += SomeText(rng_.LogSize(0, 60, 2000));
+    text += "\n\n## Current state\n";
+    text += SomeText(rng_.LogSize(0, 200, 30000));
     if (o_.exceed_caps && rng_.OneIn(2)) text += SomeText(OverCap(16000));
     m.parts.push_back(Text{std::move(text), {}});
     out_.push_back(std::move(m));
@@ -708,8 +728,9 @@ class Builder {
     const std::size_t size = ArgsSize();
     if (rng_.Chance(o_.invalid_json_arguments)) return RandomInvalidJson(rng_, size);
     if (rng_.OneIn(40)) return "{}";
-    return RandomJsonArguments(rng_, size, rng_.Chance(o_.pretty_arguments),
-                               rng_.Chance(o_.non_object_arguments));
+    const bool pretty = rng_.Chance(o_.pretty_arguments);
+    const bool non_object = rng_.Chance(o_.non_object_arguments);
+    return RandomJsonArguments(rng_, size, pretty, non_object);
   }
 
   ToolResult Result(const std::string& call_id) {
