@@ -117,6 +117,7 @@ if(_recap_core_type STREQUAL "STATIC_LIBRARY")
 # recap::core is a static library: its private dependencies are linked by the consumer.
 find_dependency(nlohmann_json 3.10)
 find_dependency(spdlog)
+find_dependency(Threads)
 ]])
 else()
   set(_recap_core_dependencies "# recap::core is a shared library: nothing to find.")

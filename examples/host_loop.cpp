@@ -1,15 +1,17 @@
-// recap_host_loop — the few lines an agent host adds around each model request.
+// recap_host_loop — a whole agent session on recap::core alone.
 //
-// The host keeps its conversation in OpenAI chat-completions JSON. As messages arrive it
-// appends them to a recap::Transcript (which measures each one once). Right before each
-// request it checks the size against its limit; when over, it asks where a compaction would
-// cut and clips the tail with the reducer so that the request fits. (Summarizing the part
-// before the cut is the Compactor's job, which arrives with a later release of recap; with the
-// core alone the host can already keep every request within its limit.)
+// The host keeps its conversation in OpenAI chat-completions JSON. Each message that arrives
+// (the user's, the model's, a tool's) is decoded and appended to the session store. Right
+// before each model request the host calls Compactor::Prepare and sends what it returns. Here
+// the store is recap's in-memory store and checkpoints are written by the offline summarizer,
+// so the example needs no network, no API key and no other library.
 //
-// It runs as a test: it exits non-zero if a request would have been sent over the limit or if
-// anything recap promises does not hold.
+// It runs as a test: it exits non-zero if a request would have gone out over the limit, if a
+// tool call was separated from its result, or if the store lost or duplicated a message.
 #include <cstdio>
+#include <iostream>
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -20,8 +22,6 @@
 namespace {
 
 using nlohmann::json;
-
-constexpr std::size_t kMaxContextChars = 12000;  // limits.maxContextChars, small for the demo
 
 json UserText(const std::string& text) { return {{"role", "user"}, {"content", text}}; }
 json AssistantText(const std::string& text) { return {{"role", "assistant"}, {"content", text}}; }
@@ -45,6 +45,16 @@ std::string BuildLog(std::size_t lines) {
   return log;
 }
 
+// Prints each event's type and keeps the count (a host would log or export them).
+class PrintingSink : public recap::EventSink {
+ public:
+  void OnEvent(const recap::Event& event) override {
+    std::printf("    event %s\n", event.type.c_str());
+    ++counts[event.type];
+  }
+  std::map<std::string, int> counts;
+};
+
 int failures = 0;
 void Expect(bool ok, const std::string& what) {
   if (!ok) {
@@ -56,81 +66,125 @@ void Expect(bool ok, const std::string& what) {
 }  // namespace
 
 int main() {
+  const std::string session = "example-session";
   const std::string system_prompt = "You are a careful software engineer. Keep answers short.";
+
+  // The configuration a host would read from its settings file (docs/configuration.md).
+  recap::Result<recap::Config> config = recap::Config::FromJson(R"({
+    "compaction": {"keepTurns": 1, "threshold": 0.5},
+    "limits": {"maxContextChars": 12000}
+  })");
+  if (!config.ok()) {
+    std::fprintf(stderr, "recap_host_loop: %s\n", config.status().ToString().c_str());
+    return 1;
+  }
+  const std::size_t max_chars = config->limits.max_context_chars;
+
+  auto store = recap::NewInMemorySessionStore();
+  auto sink = std::make_shared<PrintingSink>();
+  // No provider: the offline summarizer writes the checkpoints.
+  recap::Result<std::unique_ptr<recap::Compactor>> created =
+      recap::Compactor::Create(*config, nullptr, store, {}, {sink});
+  if (!created.ok()) {
+    std::fprintf(stderr, "recap_host_loop: %s\n", created.status().ToString().c_str());
+    return 1;
+  }
+  recap::Compactor& compactor = **created;
 
   // What arrives in each turn: the user's message, then what the model and the tools say.
   const std::vector<std::vector<json>> turns = {
-      {UserText("Why does parser_test fail?"),
+      {UserText("Why does parser_test fail? Work in src/parser."),
        AssistantCall("call_1", "run", {{"cmd", "ctest -R parser"}}),
        ToolOutput("call_1", BuildLog(500)),  // a large tool output, about 16,000 characters
-       AssistantText("Test 17 reads past the end of the buffer.")},
+       AssistantText("Test 17 reads past the end of the buffer in src/parser/parser.cc.")},
       {UserText("Fix it and rerun."),
-       AssistantCall("call_2", "edit", {{"path", "parser.cc"}, {"line", 88}}),
+       AssistantCall("call_2", "edit", {{"path", "src/parser/parser.cc"}, {"line", 88}}),
        ToolOutput("call_2", "applied"),
        AssistantCall("call_3", "run", {{"cmd", "ctest -R parser"}}),
        ToolOutput("call_3", BuildLog(60)), AssistantText("Fixed; all parser tests pass.")},
+      {UserText("Now run the whole suite."),
+       AssistantCall("call_4", "run", {{"cmd", "ctest"}}),
+       ToolOutput("call_4", BuildLog(200)), AssistantText("All 212 tests pass.")},
       {UserText("Thanks. Summarize what changed."),
-       AssistantText("parser.cc:88 now checks the remaining length before reading.")},
+       AssistantText("src/parser/parser.cc:88 now checks the remaining length before reading.")},
   };
 
-  recap::Transcript transcript;
-  const recap::Message instructions = recap::Message::SystemText(system_prompt);
-  const std::size_t target =
-      recap::ReductionTarget(kMaxContextChars, recap::MessageChars(instructions));
-  std::size_t reductions = 0;
+  recap::RequestSizes sizes;
+  sizes.instructions_chars = recap::CountCodePoints(system_prompt);
+  std::size_t appended = 0;
+  std::size_t compactions = 0;
 
   for (std::size_t turn = 0; turn < turns.size(); ++turn) {
+    // As messages arrive, the host stores them.
     for (const json& incoming : turns[turn]) {
       recap::Result<recap::Message> message = recap::openai_chat::DecodeMessage(incoming.dump());
       if (!message.ok()) {
         std::fprintf(stderr, "recap_host_loop: %s\n", message.status().ToString().c_str());
         return 1;
       }
-      transcript.Append(std::move(message).value());
-    }
-
-    // Right before the next request.
-    std::printf("turn %zu: %zu messages, %zu chars (~%zu tokens), limit %zu\n", turn + 1,
-                transcript.size(), transcript.chars(), transcript.tokens(), target);
-    if (transcript.chars() > target) {
-      recap::CutOptions options;
-      options.keep_turns = 2;
-      const recap::CutDecision cut = recap::FindCut(transcript, options);
-      if (cut.ok()) {
-        std::printf("  a compaction would summarize messages [0, %zu) (%zu chars)\n", cut.position,
-                    cut.summarized_chars);
-      } else {
-        std::printf("  a compaction would be skipped: %s\n", recap::SkipReasonName(cut.skip));
+      recap::Result<std::uint64_t> stored = store->Append(session, std::move(message).value());
+      if (!stored.ok()) {
+        std::fprintf(stderr, "recap_host_loop: %s\n", stored.status().ToString().c_str());
+        return 1;
       }
-
-      recap::ReduceResult reduced = recap::ReduceTail(transcript, target);
-      std::printf("  reduced %zu -> %zu chars, %zu message(s) clipped, fits: %s\n",
-                  reduced.before_chars, reduced.after_chars, reduced.clipped.size(),
-                  reduced.fits ? "yes" : "no");
-      Expect(reduced.fits,
-             "the reducer brings turn " + std::to_string(turn + 1) + " within the limit");
-      Expect(reduced.transcript.size() == transcript.size(), "the reducer keeps every message");
-      transcript = std::move(reduced.transcript);
-      ++reductions;
+      ++appended;
     }
 
-    // The request: instructions + transcript, in the host's format.
+    // Right before the next model request.
+    std::printf("turn %zu:\n", turn + 1);
+    recap::Result<recap::Prepared> prepared = compactor.Prepare(session, sizes);
+    if (!prepared.ok()) {
+      // kContextBudgetExceeded says what recap did and what the host can do.
+      std::fprintf(stderr, "recap_host_loop: %s\n", prepared.status().ToString().c_str());
+      return 1;
+    }
+    std::printf("  %zu -> %zu chars (limit %zu), %zu messages to send", prepared->before_chars,
+                prepared->after_chars, max_chars, prepared->messages.size());
+    for (const std::string& reason : prepared->compactions) std::printf(", compacted (%s)", reason.c_str());
+    if (prepared->reduced_messages > 0) std::printf(", %zu clipped", prepared->reduced_messages);
+    std::printf("\n");
+    compactions += prepared->compactions.size();
+
+    // The request: instructions + what Prepare returned, in the host's format.
     recap::Conversation request;
-    request.instructions = instructions;
-    request.messages = transcript.ToVector();
+    request.instructions = recap::Message::SystemText(system_prompt);
+    request.messages = prepared->messages.ToVector();
     recap::Result<std::string> body = recap::openai_chat::EncodeMessages(request);
     Expect(body.ok(), "the request encodes: " + body.status().ToString());
-    Expect(transcript.chars() <= target,
+    Expect(prepared->after_chars <= max_chars,
            "the request of turn " + std::to_string(turn + 1) + " is within the limit");
+    const recap::PairingReport pairing = recap::AnalyzePairing(prepared->messages);
+    Expect(pairing.uncertain.empty() && pairing.orphans.empty(),
+           "no tool call is separated from its result in turn " + std::to_string(turn + 1));
   }
 
-  // The tool-call ids the model produced are intact, each call still has its result.
-  const recap::PairingReport pairing = recap::AnalyzePairing(transcript);
-  Expect(pairing.pairs == 3, "three call/result pairs, got " + std::to_string(pairing.pairs));
-  Expect(pairing.uncertain.empty() && pairing.orphans.empty(), "no call or result lost its pair");
-  Expect(reductions >= 1, "the large tool output forced a reduction");
+  // The history holds every message the host appended exactly once, plus what recap wrote.
+  recap::Result<std::vector<recap::HistoryEntry>> history = store->History(session);
+  Expect(history.ok(), "the history reads: " + history.status().ToString());
+  if (history.ok()) {
+    // A clipped copy keeps its original's id, so distinct ids count the host's messages.
+    std::set<std::string> ids;
+    for (const recap::HistoryEntry& entry : *history) {
+      if (!entry.message.summary) ids.insert(entry.message.id);
+    }
+    std::printf("history: %zu entries, %zu distinct messages of the host\n", history->size(),
+                ids.size());
+    Expect(ids.size() == appended, "the history holds each of the " + std::to_string(appended) +
+                                       " appended messages, got " + std::to_string(ids.size()));
+  }
 
+  // The checkpoint now at the head of the session, as the model will read it.
+  recap::Result<recap::SessionState> state = store->Load(session);
+  Expect(state.ok() && state->transcript.size() > 0 && state->transcript[0].summary,
+         "the session starts with a checkpoint");
+  if (state.ok() && state->transcript.size() > 0 && state->transcript[0].summary) {
+    std::printf("checkpoint:\n%s\n", recap::JoinedText(state->transcript[0]).c_str());
+  }
+
+  Expect(compactions >= 1, "the session was compacted at least once");
+  Expect(sink->counts["compaction_completed"] >= 1, "compaction_completed was reported");
   if (failures != 0) return 1;
-  std::printf("ok: every request stayed within %zu characters\n", target);
+  std::printf("ok: %zu messages appended, %zu compaction(s), every request within %zu characters\n",
+              appended, compactions, max_chars);
   return 0;
 }

@@ -4,6 +4,8 @@
 #   scripts/test.sh                  install missing Debian packages, then
 #                                      build/       RelWithDebInfo, ctest
 #                                      build-asan/  AddressSanitizer + UBSan, ctest
+#                                      build-tsan/  ThreadSanitizer: the store, plugin and
+#                                                   compactor tests (hook timeouts, threads)
 #   scripts/test.sh --no-sanitize    only build/ (quicker, for local runs)
 #
 # Environment: RECAP_SEED=N is passed to the property tests (replays a failure's seed).
@@ -19,7 +21,7 @@ sanitize=1
 for arg in "$@"; do
   case "$arg" in
     --no-sanitize) sanitize=0 ;;
-    -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "scripts/test.sh: unknown argument '$arg' (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -68,6 +70,7 @@ step deps recap_ensure_packages "${RECAP_DEBIAN_PACKAGES[@]}" || summary 1
 # Ninja for a new build tree; an existing one keeps its generator (CMake refuses to switch).
 gen_build=(); [[ -f build/CMakeCache.txt ]] || gen_build=(-G Ninja)
 gen_asan=(); [[ -f build-asan/CMakeCache.txt ]] || gen_asan=(-G Ninja)
+gen_tsan=(); [[ -f build-tsan/CMakeCache.txt ]] || gen_tsan=(-G Ninja)
 
 # --- build/ ------------------------------------------------------------------------------------
 if step configure cmake -S . -B build "${gen_build[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo; then
@@ -85,6 +88,15 @@ if [[ $sanitize -eq 1 ]]; then
       ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
       UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
         step asan-ctest ctest --test-dir build-asan --output-on-failure -j2 || true
+    fi
+  fi
+  # ThreadSanitizer only where threads are: plugin hooks run under a timeout on a worker thread
+  # that may be abandoned, and the stores are shared between threads.
+  if step tsan-configure cmake -S . -B build-tsan "${gen_tsan[@]}" -DCMAKE_BUILD_TYPE=Debug \
+      -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" -DRECAP_SANITIZE_THREAD=ON -DRECAP_BUILD_EXAMPLES=OFF; then
+    if step tsan-build cmake --build build-tsan -j "$jobs" --target store_tests compactor_tests; then
+      TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+        step tsan-ctest ctest --test-dir build-tsan --output-on-failure -j2 -L 'store|compactor' || true
     fi
   fi
 else
