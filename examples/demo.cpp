@@ -12,8 +12,15 @@
 //
 // It prints the transcript's size, where a compaction would cut with keepTurns 2, and what the
 // tail reducer does at a limit that forces it to clip (a quarter of the transcript, at least
-// 4,000 characters). recap itself never reads files: the loading below is the host's part,
-// done here with nlohmann/json; recap only sees the messages through its codecs.
+// 4,000 characters). Then it replays the session the way a host runs it — every message
+// appended to a SQLite session file, Compactor::Prepare before every model request, the
+// offline summarizer writing checkpoints — and shows the sizes before and after, the
+// checkpoint and the events. recap itself never reads transcript files: the loading below is
+// the host's part, done here with nlohmann/json; recap only sees messages through its codecs.
+//
+//   --db PATH          the session file (default: a new temporary file, removed afterwards)
+//   --max-chars N      limits.maxContextChars for the replay (default: a third of the
+//                      transcript, at least 20,000)
 //
 // Exit status: 0 on success, 1 when the file cannot be loaded, 2 when a result breaks one of
 // recap's guarantees (so the examples test catches it).
@@ -31,6 +38,11 @@
 #include <nlohmann/json.hpp>
 
 #include "recap/recap.h"
+#if RECAP_DEMO_HAVE_SQLITE
+#include "recap/sqlite/sqlite_store.h"
+#endif
+#include <mutex>
+#include <unistd.h>
 
 #ifndef RECAP_DEMO_DEFAULT_TRANSCRIPT
 #define RECAP_DEMO_DEFAULT_TRANSCRIPT ""
@@ -196,15 +208,192 @@ void Expect(bool ok, const char* what) {
   }
 }
 
+// --- the session, replayed as a host runs it -------------------------------------------------
+
+// Keeps every event (a host would log or export them).
+class CollectingSink : public recap::EventSink {
+ public:
+  void OnEvent(const recap::Event& event) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    events_.push_back(event);
+  }
+  std::vector<recap::Event> events() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return events_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<recap::Event> events_;
+};
+
+struct ReplayOptions {
+  std::string db_path;  // empty: a temporary file
+  std::size_t max_chars = 0;
+};
+
+int Replay(const recap::Transcript& t, std::size_t instruction_chars, const ReplayOptions& options) {
+  const std::size_t max_chars =
+      options.max_chars != 0 ? options.max_chars : std::max<std::size_t>(20000, t.chars() / 3);
+  std::string db_path = options.db_path;
+  std::string temp_dir;
+  if (db_path.empty()) {
+    char dir[] = "/tmp/recap-demo-XXXXXX";
+    if (mkdtemp(dir) == nullptr) {
+      std::fprintf(stderr, "recap_demo: cannot create a temporary folder in /tmp\n");
+      return 1;
+    }
+    temp_dir = dir;
+    db_path = temp_dir + "/session.db";
+  }
+  const std::string session = "demo";
+
+#if RECAP_DEMO_HAVE_SQLITE
+  recap::Result<std::shared_ptr<recap::SessionStore>> opened = recap::OpenSqliteSessionStore(db_path);
+  if (!opened.ok()) {
+    std::fprintf(stderr, "recap_demo: %s\n", opened.status().ToString().c_str());
+    return 1;
+  }
+  std::shared_ptr<recap::SessionStore> store = *opened;
+  const std::string store_name = "SQLite session file " + db_path;
+#else
+  std::shared_ptr<recap::SessionStore> store = recap::NewInMemorySessionStore();
+  const std::string store_name = "in-memory store (this build has no SQLite component)";
+#endif
+  // Start from an empty session even when --db names a file used before.
+  const std::string run_session =
+      session + "-" + std::to_string(static_cast<long long>(::getpid()));
+
+  recap::Config config;
+  config.limits.max_context_chars = max_chars;
+  config.compaction.keep_turns = 2;
+  auto sink = std::make_shared<CollectingSink>();
+  recap::Result<std::unique_ptr<recap::Compactor>> created =
+      recap::Compactor::Create(config, /*provider=*/nullptr, store, {}, {sink});
+  if (!created.ok()) {
+    std::fprintf(stderr, "recap_demo: %s\n", created.status().ToString().c_str());
+    return 1;
+  }
+  recap::Compactor& compactor = **created;
+
+  recap::RequestSizes sizes;
+  sizes.instructions_chars = instruction_chars;
+  std::size_t requests = 0, budget_errors = 0, largest_sent = 0, clipped = 0;
+  std::map<std::string, std::size_t> compactions;
+  std::string first_budget_error;
+  recap::Prepared last;
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    recap::Result<std::uint64_t> appended = store->Append(run_session, t[i]);
+    if (!appended.ok()) {
+      std::fprintf(stderr, "recap_demo: %s\n", appended.status().ToString().c_str());
+      return 1;
+    }
+    // A model request follows unless the next message is not the model's.
+    const bool request = i + 1 == t.size() || t[i + 1].role == recap::Role::kAssistant;
+    if (!request) continue;
+    ++requests;
+    recap::Result<recap::Prepared> prepared = compactor.Prepare(run_session, sizes);
+    if (!prepared.ok()) {
+      if (prepared.status().code() != recap::StatusCode::kContextBudgetExceeded) {
+        std::fprintf(stderr, "recap_demo: %s\n", prepared.status().ToString().c_str());
+        return 1;
+      }
+      if (budget_errors++ == 0) first_budget_error = prepared.status().message();
+      continue;
+    }
+    Expect(prepared->after_chars <= max_chars, "what Prepare returns fits the limit");
+    const recap::PairingReport pairing = recap::AnalyzePairing(prepared->messages);
+    // A call without its result in what is sent can only be one the transcript itself lacks.
+    Expect(pairing.uncertain.size() <= recap::AnalyzePairing(t.Slice(0, i + 1)).uncertain.size(),
+           "no tool call is separated from its result in what is sent");
+    for (const std::string& reason : prepared->compactions) ++compactions[reason];
+    clipped += prepared->reduced_messages;
+    largest_sent = std::max(largest_sent, prepared->after_chars);
+    last = std::move(prepared).value();
+  }
+
+  std::size_t total_compactions = 0;
+  std::string by_reason;
+  for (const auto& [reason, n] : compactions) {
+    total_compactions += n;
+    by_reason += (by_reason.empty() ? "" : ", ") + reason + " " + Num(n);
+  }
+  std::printf("\nThe session replayed as a host runs it\n");
+  std::printf("  %s, offline summarizer (no network)\n", store_name.c_str());
+  Row("maxContextChars", Num(max_chars), "keepTurns 2, threshold 0.85");
+  Row("model requests", Num(requests), "a Prepare call before each");
+  Row("compactions", Num(total_compactions), by_reason.empty() ? "" : "(" + by_reason + ")");
+  Row("messages clipped", Num(clipped), "by the tail reducer, over the whole replay");
+  Row("budget errors", Num(budget_errors),
+      budget_errors == 0 ? "" : "requests that could not be brought within the limit");
+  Row("largest request", Num(largest_sent), "chars sent (instructions + messages)");
+  Row("before", Num(instruction_chars + t.chars()),
+      "chars: the whole conversation, " + Plural(t.size(), "message", "messages"));
+  Row("after", Num(last.after_chars),
+      "chars: what the last request sent, " + Plural(last.messages.size(), "message", "messages"));
+  if (!first_budget_error.empty()) std::printf("  first budget error: %s\n", first_budget_error.c_str());
+
+  recap::Result<std::vector<recap::HistoryEntry>> history = store->History(run_session);
+  if (history.ok()) {
+    std::size_t retired = 0;
+    for (const auto& e : *history) retired += e.state == recap::HistoryState::kCompacted ? 1 : 0;
+    Row("store history", Num(history->size()),
+        "messages kept in the file, " + Num(retired) + " of them compacted or replaced");
+  }
+
+  if (!last.messages.empty() && last.messages[0].summary) {
+    std::printf("\nThe checkpoint (the first message of the last request)\n");
+    std::istringstream lines(recap::JoinedText(last.messages[0]));
+    std::string line;
+    int shown = 0;
+    while (std::getline(lines, line)) {
+      if (++shown > 40) {
+        std::printf("  ...\n");
+        break;
+      }
+      if (line.size() > 110) line = line.substr(0, 107) + "...";
+      std::printf("  | %s\n", line.c_str());
+    }
+  }
+
+  const std::vector<recap::Event> events = sink->events();
+  std::map<std::string, std::size_t> by_type;
+  for (const recap::Event& e : events) ++by_type[e.type];
+  std::printf("\nEvents (%s)\n", Plural(events.size(), "event", "events").c_str());
+  for (const auto& [type, n] : by_type) Row(type.c_str(), Num(n));
+  std::printf("  the last ones, as JSON lines:\n");
+  for (std::size_t i = events.size() > 4 ? events.size() - 4 : 0; i < events.size(); ++i) {
+    std::string line = events[i].json;
+    if (line.size() > 300) line = line.substr(0, 297) + "...";
+    std::printf("  %s\n", line.c_str());
+  }
+
+  if (!temp_dir.empty()) {
+    store.reset();
+    created->reset();  // the Compactor holds the store too
+    for (const char* suffix : {"", "-wal", "-shm"}) std::remove((db_path + suffix).c_str());
+    ::rmdir(temp_dir.c_str());
+  } else {
+    std::printf("\n  the session is in %s as \"%s\"\n", db_path.c_str(), run_session.c_str());
+  }
+  Expect(total_compactions >= 1, "the replay compacted at least once");
+  return 0;
+}
+
 int Run(int argc, char** argv) {
   std::string path = RECAP_DEMO_DEFAULT_TRANSCRIPT;
   std::size_t run = 0;
+  ReplayOptions replay;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--run" && i + 1 < argc) {
       run = static_cast<std::size_t>(std::strtoul(argv[++i], nullptr, 10));
+    } else if (arg == "--db" && i + 1 < argc) {
+      replay.db_path = argv[++i];
+    } else if (arg == "--max-chars" && i + 1 < argc) {
+      replay.max_chars = static_cast<std::size_t>(std::strtoul(argv[++i], nullptr, 10));
     } else if (arg == "-h" || arg == "--help") {
-      std::printf("usage: %s [FILE] [--run N]\n", argv[0]);
+      std::printf("usage: %s [FILE] [--run N] [--db PATH] [--max-chars N]\n", argv[0]);
       return 0;
     } else {
       path = arg;
@@ -225,7 +414,7 @@ int Run(int argc, char** argv) {
                                         : 0;
   const recap::Transcript t(std::move(loaded->conversation.messages));
 
-  std::printf("recap %s: what the core makes of a real transcript\n\n", recap::LibraryVersion());
+  std::printf("recap %s: what recap makes of a real transcript\n\n", recap::LibraryVersion());
   std::printf("  file    %s\n", path.c_str());
   std::printf("  format  %s%s%s\n\n", loaded->format.c_str(),
               loaded->source_note.empty() ? "" : "; ", loaded->source_note.c_str());
@@ -303,6 +492,7 @@ int Run(int argc, char** argv) {
   Row("fits", reduced.fits ? "yes" : "no",
       reduced.fits ? "" : "even the smallest caps leave too much; compaction has to summarize");
 
+  if (const int rc = Replay(t, instruction_chars, replay); rc != 0) return rc;
   if (failures != 0) return 2;
   return 0;
 }

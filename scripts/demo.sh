@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
 # Builds recap's demo (Release) and runs it on a bundled real transcript: its size, where a
-# compaction would cut with keepTurns 2, and what the tail reducer does at a forcing limit.
+# compaction would cut with keepTurns 2, what the tail reducer does at a forcing limit, and
+# then the whole session replayed as a host runs it — messages appended to a SQLite session
+# file, Compactor::Prepare before every model request, the offline summarizer writing the
+# checkpoints (no network, no API key) — with the sizes before and after, the checkpoint and
+# the events.
 #
 #   scripts/demo.sh                 the largest bundled Claude Code session
 #   scripts/demo.sh FILE [--run N]  another transcript (Claude Code .jsonl, tau-bench .json
 #                                   with --run N, or an OpenAI chat messages array)
+#   ... --db PATH                   keep the session file at PATH (default: a temporary file)
+#   ... --max-chars N               limits.maxContextChars of the replay
 #
 # Installs the missing Debian packages first (as root; otherwise prints the command).
 set -euo pipefail

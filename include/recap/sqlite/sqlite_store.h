@@ -1,0 +1,83 @@
+// recap — the SQLite session store (component `recap::sqlite`; SPEC R6.5, R8).
+//
+//   find_package(recap CONFIG REQUIRED COMPONENTS sqlite)
+//   target_link_libraries(my_agent PRIVATE recap::sqlite)
+//
+//   recap::Result<std::shared_ptr<recap::SessionStore>> store =
+//       recap::OpenSqliteSessionStore("/var/lib/my-agent/sessions.db");
+//
+// One database file holds every session, the full history of each (compacted and replaced
+// messages included, marked with what retired them), a log of every commit, and the memory
+// plugin's memories. docs/sqlite-store.md describes the schema, its versioning and what each
+// durability setting trades.
+//
+// Guarantees (beyond session_store.h):
+//
+//   * Every write is one SQLite transaction in WAL mode. With the default
+//     Synchronous::kFull a write that returned is on disk and survives a power loss; a crash
+//     (of the process or the machine) at any instant leaves the state before or after the
+//     write that was under way, never a mix (R8.1).
+//   * Several processes may open the same file. Commits check the session version inside the
+//     write transaction, so of two writers compacting one session at once exactly one wins and
+//     the other gets StatusCode::kConflict (R8.2). A writer that finds the database locked
+//     waits up to `busy_timeout_ms` before failing with StatusCode::kUnavailable.
+//   * A file recap cannot use — not a database, damaged, written by a newer recap, not
+//     writable, full — gives an error that names the file, says what is wrong and what to do.
+//     recap never overwrites, truncates or "repairs" such a file.
+//
+// Thread safety: a store may be used from any number of threads; calls are serialized on its
+// connection. Open one store per process and share it.
+#ifndef RECAP_SQLITE_SQLITE_STORE_H_
+#define RECAP_SQLITE_SQLITE_STORE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "recap/export.h"
+#include "recap/memory_plugin.h"
+#include "recap/session_store.h"
+#include "recap/status.h"
+
+namespace recap {
+inline namespace v0 {
+
+// SQLite's `PRAGMA synchronous` in WAL mode (docs/sqlite-store.md):
+//   kFull    (default) every commit is fsynced: a returned write survives power loss.
+//   kNormal  the WAL is fsynced at checkpoints only: much faster appends; after a power loss
+//            the last commits may be missing, but the database is never damaged.
+//   kOff     no fsync at all: an operating-system crash or power loss may damage the file.
+//            Only for throwaway data.
+enum class SqliteSynchronous : std::uint8_t { kOff, kNormal, kFull };
+
+struct SqliteStoreOptions {
+  SqliteSynchronous synchronous = SqliteSynchronous::kFull;
+  // How long a write waits for another connection's transaction before giving up.
+  std::uint32_t busy_timeout_ms = 5000;
+  // Create the file (and the schema) when it does not exist. When false, a missing file is
+  // StatusCode::kNotFound.
+  bool create_if_missing = true;
+  // Cap on the database size, in pages (SQLite's `PRAGMA max_page_count`); 0 keeps SQLite's
+  // default. A write that would grow past it fails with StatusCode::kResourceExhausted and
+  // changes nothing.
+  std::uint64_t max_page_count = 0;
+};
+
+// The newest schema this library reads and writes (`PRAGMA user_version`). Opening an older
+// file migrates it forward in one transaction; a newer one is refused.
+RECAP_EXPORT int SqliteSchemaVersion() noexcept;
+
+// Opens (or creates) the database at `path` and returns it as a SessionStore.
+RECAP_EXPORT Result<std::shared_ptr<SessionStore>> OpenSqliteSessionStore(
+    const std::string& path, const SqliteStoreOptions& options = {});
+
+// The memory plugin's storage (memory_plugin.h) in the same kind of file — normally the same
+// file as the sessions, through its own connection.
+RECAP_EXPORT Result<std::shared_ptr<MemoryStore>> OpenSqliteMemoryStore(
+    const std::string& path, const SqliteStoreOptions& options = {});
+
+}  // namespace v0
+}  // namespace recap
+
+#endif  // RECAP_SQLITE_SQLITE_STORE_H_

@@ -1,0 +1,37 @@
+// The binary form of a Message in the SQLite store's `bodies` table. Private to recap::sqlite.
+//
+// Compact and fast to read back: loading a session decodes every body, so this is a
+// length-prefixed layout that decodes at close to the speed of copying its bytes, not JSON.
+// docs/sqlite-store.md describes it byte by byte.
+//
+//   body     = format(1 byte, = 1) id role(1) summary(1) form(1) extra nparts part*
+//   part     = tag(1) fields          tag 0 Text:       text extra
+//                                     tag 1 ToolCall:   id name arguments extra
+//                                     tag 2 ToolResult: call_id is_error(1) form(1) extra
+//                                                       nitems item*
+//                                     tag 3 Opaque:     kind payload link(1) link_id
+//   item     = tag(1) fields          tag 0 Text, tag 3 Opaque, as above
+//   string   = length(varint) bytes   (UTF-8)
+//   n*       = varint                  (unsigned LEB128)
+#ifndef RECAP_SQLITE_MESSAGE_CODEC_H_
+#define RECAP_SQLITE_MESSAGE_CODEC_H_
+
+#include <string>
+#include <string_view>
+
+#include "recap/message.h"
+#include "recap/status.h"
+
+namespace recap {
+namespace sqlite_internal {
+
+// Appends the encoding of `m` to `out`.
+void EncodeBody(const Message& m, std::string& out);
+
+// Decodes one body. A truncated or malformed body is StatusCode::kCorruption.
+Result<Message> DecodeBody(std::string_view body);
+
+}  // namespace sqlite_internal
+}  // namespace recap
+
+#endif  // RECAP_SQLITE_MESSAGE_CODEC_H_

@@ -1,0 +1,86 @@
+// The SQLite store's schema (docs/sqlite-store.md). Private to recap::sqlite.
+//
+// Versioned with PRAGMA user_version. kMigrations[i] moves a database from version i to
+// version i + 1; opening a file runs the ones it lacks, all in one transaction.
+#ifndef RECAP_SQLITE_SCHEMA_H_
+#define RECAP_SQLITE_SCHEMA_H_
+
+namespace recap {
+namespace sqlite_internal {
+
+// Version 1.
+//
+// sessions   one row per session: its name, version (moves by one on every write),
+//            rewrite_version (the last version that did more than append), and how many
+//            compactions / reductions / recoveries it has had.
+// messages   one row per stored message, in store order (seq). `position` orders the active
+//            transcript and is NULL once a message is retired; `replaced_by` then says what
+//            retired it ("compaction:3", "reduction:1"). `stored_version` is the session
+//            version that stored it (what LoadChanges reads). role, summary, chars and
+//            message_id are there for people reading the file; the message itself is in
+//            bodies.
+// bodies     the message, encoded (message_codec.h), written once and never changed.
+// commits    every compaction, reduction and recovery: what it did, when, at which version.
+// memories   the memory plugin's memories by scope.
+inline constexpr const char* kMigrations[] = {
+    R"sql(
+CREATE TABLE sessions (
+  session_id      INTEGER PRIMARY KEY,
+  name            TEXT    NOT NULL UNIQUE,
+  version         INTEGER NOT NULL DEFAULT 0,
+  rewrite_version INTEGER NOT NULL DEFAULT 0,
+  compactions     INTEGER NOT NULL DEFAULT 0,
+  reductions      INTEGER NOT NULL DEFAULT 0,
+  recoveries      INTEGER NOT NULL DEFAULT 0,
+  created_at      TEXT    NOT NULL
+);
+CREATE TABLE messages (
+  seq            INTEGER PRIMARY KEY,
+  session_id     INTEGER NOT NULL REFERENCES sessions (session_id),
+  message_id     TEXT    NOT NULL,
+  position       INTEGER,
+  stored_version INTEGER NOT NULL,
+  replaced_by    TEXT,
+  role           TEXT    NOT NULL,
+  summary        INTEGER NOT NULL,
+  chars          INTEGER NOT NULL,
+  stored_at      TEXT    NOT NULL
+);
+CREATE UNIQUE INDEX messages_active_position ON messages (session_id, position)
+  WHERE position IS NOT NULL;
+CREATE UNIQUE INDEX messages_active_id ON messages (session_id, message_id)
+  WHERE position IS NOT NULL;
+CREATE INDEX messages_active_stored ON messages (session_id, stored_version)
+  WHERE position IS NOT NULL;
+CREATE INDEX messages_history ON messages (session_id, seq);
+CREATE TABLE bodies (
+  seq  INTEGER PRIMARY KEY REFERENCES messages (seq),
+  body BLOB NOT NULL
+);
+CREATE TABLE commits (
+  commit_id  INTEGER PRIMARY KEY,
+  session_id INTEGER NOT NULL REFERENCES sessions (session_id),
+  version    INTEGER NOT NULL,
+  kind       TEXT    NOT NULL,
+  number     INTEGER NOT NULL,
+  reason     TEXT,
+  retired    INTEGER NOT NULL,
+  added      INTEGER NOT NULL,
+  at         TEXT    NOT NULL
+);
+CREATE TABLE memories (
+  memory_id INTEGER PRIMARY KEY,
+  scope     TEXT NOT NULL,
+  text      TEXT NOT NULL,
+  added_at  TEXT NOT NULL,
+  UNIQUE (scope, text)
+);
+)sql",
+};
+
+inline constexpr int kSchemaVersion = static_cast<int>(sizeof(kMigrations) / sizeof(kMigrations[0]));
+
+}  // namespace sqlite_internal
+}  // namespace recap
+
+#endif  // RECAP_SQLITE_SCHEMA_H_

@@ -1,0 +1,859 @@
+// The SQLite session store and memory store (recap/sqlite/sqlite_store.h).
+//
+// Every public call takes the store's mutex, and every write is one IMMEDIATE transaction that
+// reads the session row, checks, writes, and moves the version — so two processes on the same
+// file serialize on SQLite's write lock and the loser of a race sees the new version (R8.2).
+#include "recap/sqlite/sqlite_store.h"
+
+#include <sqlite3.h>
+#include <sys/stat.h>
+
+#include <SQLiteCpp/Database.h>
+#include <SQLiteCpp/Exception.h>
+#include <SQLiteCpp/Statement.h>
+
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "message_codec.h"
+#include "recap/measure.h"
+#include "recap/transcript.h"
+#include "schema.h"
+
+namespace recap {
+inline namespace v0 {
+namespace {
+
+using sqlite_internal::DecodeBody;
+using sqlite_internal::EncodeBody;
+using sqlite_internal::kMigrations;
+using sqlite_internal::kSchemaVersion;
+
+std::string Quoted(const std::string& s) { return "\"" + s + "\""; }
+
+std::string NowUtc() {
+  const auto now = std::chrono::system_clock::now();
+  const std::time_t secs = std::chrono::system_clock::to_time_t(now);
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms));
+  return buf;
+}
+
+// Thrown inside a transaction to abandon it with a Status of recap's own (not SQLite's).
+struct Abort {
+  Status status;
+};
+
+// Turns a SQLite failure into a Status that names the file, the problem and what to do.
+Status FromSqlite(const std::string& path, const std::string& doing, int code,
+                  const std::string& detail, const SqliteStoreOptions& options) {
+  const std::string where = "recap sqlite store " + Quoted(path) + ": " + doing + " failed: ";
+  switch (code & 0xFF) {
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+      return Status::Unavailable(where + "the database stayed locked by another connection for "
+                                 "longer than busy_timeout_ms (" +
+                                 std::to_string(options.busy_timeout_ms) +
+                                 " ms); retry, or raise busy_timeout_ms");
+    case SQLITE_READONLY:
+      return Status::IOError(where + "the file or its folder is not writable by this process (" +
+                             detail + "); SQLite in WAL mode also creates " + Quoted(path + "-wal") +
+                             " and " + Quoted(path + "-shm") +
+                             " beside it. Fix the permissions, or open another file");
+    case SQLITE_CORRUPT:
+      return Status::Corruption(where + "the database is damaged (" + detail +
+                                "). recap has not changed it; restore it from a backup, or "
+                                "salvage what is readable with `sqlite3 " + path +
+                                " .recover`, and open a new file");
+    case SQLITE_NOTADB:
+      return Status::InvalidArgument(where + "the file is not a SQLite database (" + detail +
+                                     "). recap leaves it as it is; pass the path of a recap "
+                                     "database, or of a file that does not exist yet");
+    case SQLITE_FULL:
+      return Status::ResourceExhausted(
+          where + "the database is full (" + detail + "): the disk is out of space" +
+          (options.max_page_count != 0
+               ? " or the file reached max_page_count (" + std::to_string(options.max_page_count) +
+                     " pages)"
+               : std::string()) +
+          ". Nothing was written; free space" +
+          (options.max_page_count != 0 ? " or raise max_page_count" : std::string()) +
+          ", then retry");
+    case SQLITE_CANTOPEN:
+      return Status::IOError(where + "the file cannot be opened (" + detail +
+                             "); check that its folder exists and is readable and writable");
+    case SQLITE_IOERR:
+      return Status::IOError(where + "the operating system reported an I/O error (" + detail +
+                             "); check the disk, then retry");
+    default:
+      return Status::Internal(where + detail);
+  }
+}
+
+// Runs `body` in a transaction; commits when it returns, rolls back when it throws. SQLite
+// and recap failures become a Status.
+class Connection {
+ public:
+  Connection(std::string path, SqliteStoreOptions options)
+      : path_(std::move(path)), options_(options) {}
+
+  Status Open() {
+    struct stat st {};
+    const bool exists = ::stat(path_.c_str(), &st) == 0;
+    if (!exists && !options_.create_if_missing) {
+      return Status::NotFound("recap sqlite store " + Quoted(path_) +
+                              ": the file does not exist and create_if_missing is off; check "
+                              "the path, or turn create_if_missing on to start a new store");
+    }
+    if (exists && S_ISDIR(st.st_mode)) {
+      return Status::InvalidArgument("recap sqlite store " + Quoted(path_) +
+                                     ": this is a folder; pass the path of a database file");
+    }
+    return Guard("opening the database", [&] {
+      const int flags = SQLite::OPEN_READWRITE | (options_.create_if_missing ? SQLite::OPEN_CREATE : 0);
+      db_ = std::make_unique<SQLite::Database>(path_, flags,
+                                               static_cast<int>(options_.busy_timeout_ms));
+      // Read before anything writes: a file that is not ours, or is newer, stays untouched.
+      const int version = db_->execAndGet("PRAGMA user_version").getInt();
+      if (version > kSchemaVersion) {
+        throw Abort{Status::FailedPrecondition(
+            "recap sqlite store " + Quoted(path_) + ": the database has schema version " +
+            std::to_string(version) + ", written by a newer recap; this recap reads versions up "
+            "to " + std::to_string(kSchemaVersion) +
+            ". Upgrade recap to open it (the file was left as it is)")};
+      }
+      if (version == 0) {
+        SQLite::Statement tables(*db_,
+                                 "SELECT name FROM sqlite_master WHERE type = 'table' AND name "
+                                 "NOT LIKE 'sqlite_%' ORDER BY name LIMIT 5");
+        std::string names;
+        while (tables.executeStep()) {
+          names += (names.empty() ? "" : ", ") + tables.getColumn(0).getString();
+        }
+        if (!names.empty()) {
+          throw Abort{Status::InvalidArgument(
+              "recap sqlite store " + Quoted(path_) +
+              ": the file is a SQLite database but not recap's (it has tables " + names +
+              " and no recap schema). recap leaves it as it is; pass the path of a recap "
+              "database, or of a file that does not exist yet")};
+        }
+      }
+      const std::string mode = db_->execAndGet("PRAGMA journal_mode = WAL").getString();
+      if (mode != "wal") {
+        throw Abort{Status::IOError("recap sqlite store " + Quoted(path_) +
+                                    ": SQLite could not switch the database to WAL mode (it is "
+                                    "in mode " + Quoted(mode) +
+                                    "); the folder must allow creating files beside it")};
+      }
+      const char* sync = options_.synchronous == SqliteSynchronous::kFull     ? "FULL"
+                         : options_.synchronous == SqliteSynchronous::kNormal ? "NORMAL"
+                                                                             : "OFF";
+      db_->exec(std::string("PRAGMA synchronous = ") + sync);
+      if (options_.max_page_count != 0) {
+        db_->exec("PRAGMA max_page_count = " + std::to_string(options_.max_page_count));
+      }
+      if (version < kSchemaVersion) Migrate();
+    });
+  }
+
+  // Runs `fn` and maps what it throws. Does not open a transaction.
+  template <typename Fn>
+  Status Guard(const std::string& doing, Fn&& fn) {
+    try {
+      fn();
+      return Status::OK();
+    } catch (const Abort& a) {
+      return a.status;
+    } catch (const SQLite::Exception& e) {
+      return FromSqlite(path_, doing, e.getExtendedErrorCode(), e.getErrorStr(), options_);
+    } catch (const std::bad_alloc&) {
+      return Status::ResourceExhausted("recap sqlite store " + Quoted(path_) + ": " + doing +
+                                       " ran out of memory");
+    } catch (const std::exception& e) {
+      return Status::Internal("recap sqlite store " + Quoted(path_) + ": " + doing +
+                              " failed: " + e.what());
+    }
+  }
+
+  // Runs `fn` inside BEGIN IMMEDIATE (write) or BEGIN (read) ... COMMIT; rolls back on any
+  // failure, so a failed call changes nothing.
+  template <typename Fn>
+  Status Transaction(const std::string& doing, bool write, Fn&& fn) {
+    bool open = false;
+    Status s = Guard(doing, [&] {
+      db_->exec(write ? "BEGIN IMMEDIATE" : "BEGIN");
+      open = true;
+      fn();
+      db_->exec("COMMIT");
+      open = false;
+    });
+    if (open) {
+      // The transaction may already be gone (SQLite rolls back on some errors by itself).
+      if (!sqlite3_get_autocommit(db_->getHandle())) sqlite3_exec(db_->getHandle(), "ROLLBACK", nullptr, nullptr, nullptr);
+    }
+    return s;
+  }
+
+  // A cached prepared statement, reset and ready to bind.
+  SQLite::Statement& Stmt(const char* sql) {
+    auto it = statements_.find(sql);
+    if (it == statements_.end()) {
+      it = statements_.emplace(sql, std::make_unique<SQLite::Statement>(*db_, sql)).first;
+    }
+    SQLite::Statement& st = *it->second;
+    st.reset();
+    st.clearBindings();
+    return st;
+  }
+
+  SQLite::Database& db() { return *db_; }
+  const std::string& path() const { return path_; }
+  const SqliteStoreOptions& options() const { return options_; }
+
+ private:
+  void Migrate() {
+    db_->exec("BEGIN IMMEDIATE");
+    try {
+      // Another process may have migrated while this one waited for the lock.
+      int version = db_->execAndGet("PRAGMA user_version").getInt();
+      for (; version < kSchemaVersion; ++version) db_->exec(kMigrations[version]);
+      db_->exec("PRAGMA user_version = " + std::to_string(kSchemaVersion));
+      db_->exec("COMMIT");
+    } catch (...) {
+      sqlite3_exec(db_->getHandle(), "ROLLBACK", nullptr, nullptr, nullptr);
+      throw;
+    }
+  }
+
+  std::string path_;
+  SqliteStoreOptions options_;
+  std::unique_ptr<SQLite::Database> db_;
+  std::unordered_map<const char*, std::unique_ptr<SQLite::Statement>> statements_;
+};
+
+Status CheckName(const std::string& session) {
+  if (session.empty()) {
+    return Status::InvalidArgument("the session id is empty; give every session a name");
+  }
+  return Status::OK();
+}
+
+struct SessionRow {
+  std::int64_t id = 0;
+  std::uint64_t version = 0;
+  std::uint64_t rewrite_version = 0;
+  std::int64_t compactions = 0;
+  std::int64_t reductions = 0;
+  std::int64_t recoveries = 0;
+};
+
+class SqliteSessionStore final : public SessionStore {
+ public:
+  explicit SqliteSessionStore(std::unique_ptr<Connection> c) : c_(std::move(c)) {}
+
+  Result<SessionState> Load(const std::string& session) override {
+    if (Status s = CheckName(session); !s.ok()) return s;
+    std::lock_guard<std::mutex> lock(mu_);
+    SessionState state;
+    Status s = c_->Transaction("loading session " + Quoted(session), false, [&] {
+      std::optional<SessionRow> row = FindSession(session);
+      if (!row) return;
+      state.version = row->version;
+      state.transcript = ReadActive(row->id, std::nullopt);
+    });
+    if (!s.ok()) return s;
+    return state;
+  }
+
+  Result<SessionChanges> LoadChanges(const std::string& session,
+                                     std::uint64_t since_version) override {
+    if (Status s = CheckName(session); !s.ok()) return s;
+    std::lock_guard<std::mutex> lock(mu_);
+    SessionChanges changes;
+    Status s = c_->Transaction("loading the changes of session " + Quoted(session), false, [&] {
+      std::optional<SessionRow> row = FindSession(session);
+      const std::uint64_t version = row ? row->version : 0;
+      if (since_version > version) {
+        throw Abort{Status::InvalidArgument(
+            "session " + Quoted(session) + " is at version " + std::to_string(version) +
+            "; version " + std::to_string(since_version) +
+            " is in its future (was it read from another store?)")};
+      }
+      changes.version = version;
+      if (!row) return;
+      if (since_version >= row->rewrite_version) {
+        changes.appended_only = true;
+        Transcript appended = ReadActive(row->id, since_version);
+        changes.appended = appended.ToVector();
+      } else {
+        changes.appended_only = false;
+        changes.transcript = ReadActive(row->id, std::nullopt);
+      }
+    });
+    if (!s.ok()) return s;
+    return changes;
+  }
+
+  Result<std::uint64_t> AppendMessages(const std::string& session,
+                                       std::vector<Message> messages) override {
+    if (Status s = CheckName(session); !s.ok()) return s;
+    // Ids, UTF-8 repair and sizes exactly as the in-memory store and Transcript do them.
+    Transcript batch;
+    std::unordered_set<std::string> ids;
+    for (std::size_t i = 0; i < messages.size(); ++i) {
+      Message& m = messages[i];
+      if (m.id.empty()) m.id = NewMessageId();
+      batch.Append(std::move(m));
+      if (!ids.insert(batch[i].id).second) {
+        return Status::InvalidArgument(
+            "message " + std::to_string(i) + " of the append has id " + Quoted(batch[i].id) +
+            ", which an earlier message of the same append has; ids must be unique. Leave the "
+            "id empty to get a fresh one");
+      }
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    std::uint64_t version = 0;
+    Status s = c_->Transaction("appending to session " + Quoted(session), !batch.empty(), [&] {
+      std::optional<SessionRow> row = FindSession(session);
+      if (batch.empty()) {
+        version = row ? row->version : 0;
+        return;
+      }
+      const std::string now = NowUtc();
+      if (!row) row = CreateSession(session, now);
+      version = row->version + 1;
+      std::int64_t position = NextPosition(row->id);
+      for (std::size_t i = 0; i < batch.size(); ++i) {
+        if (IsActiveId(row->id, batch[i].id)) {
+          throw Abort{Status::InvalidArgument(
+              "message " + std::to_string(i) + " of the append has id " + Quoted(batch[i].id) +
+              ", which an active message of session " + Quoted(session) +
+              " already has; ids must be unique. Leave the id empty to get a fresh one")};
+        }
+        InsertMessage(row->id, batch[i], batch.chars(i), position++, version, now);
+      }
+      SetVersion(row->id, version, row->rewrite_version);
+    });
+    if (!s.ok()) return s;
+    return version;
+  }
+
+  Result<std::uint64_t> CommitCompaction(const std::string& session,
+                                         const CompactionCommit& commit) override {
+    if (Status s = CheckName(session); !s.ok()) return s;
+    std::lock_guard<std::mutex> lock(mu_);
+    std::uint64_t version = 0;
+    Status s = c_->Transaction("committing a compaction of session " + Quoted(session), true, [&] {
+      SessionRow row = CheckVersion(session, commit.expected_version);
+      if (commit.replaced.empty()) {
+        throw Abort{Status::InvalidArgument("a compaction of session " + Quoted(session) +
+                                            " must replace at least one message; `replaced` is "
+                                            "empty")};
+      }
+      if (!commit.checkpoint.summary) {
+        throw Abort{Status::InvalidArgument(
+            "the checkpoint of a compaction must be flagged summary (SPEC R4.4); the one given "
+            "for session " + Quoted(session) + " is not")};
+      }
+      // The replaced ids must be the leading active messages, in order.
+      SQLite::Statement& head = c_->Stmt(
+          "SELECT message_id, position FROM messages WHERE session_id = ? AND position IS NOT "
+          "NULL ORDER BY position LIMIT ?");
+      head.bind(1, row.id);
+      head.bind(2, static_cast<std::int64_t>(commit.replaced.size()));
+      std::size_t i = 0;
+      std::int64_t last_position = 0;
+      while (head.executeStep()) {
+        const char* id = head.getColumn(0).getText();
+        if (commit.replaced[i] != id) {
+          const std::string active_id = id;
+          head.reset();
+          if (!IsActiveId(row.id, commit.replaced[i])) {
+            throw Abort{Status::InvalidArgument(
+                "replaced[" + std::to_string(i) + "] is " + Quoted(commit.replaced[i]) +
+                ", which is not an active message of session " + Quoted(session))};
+          }
+          throw Abort{Status::InvalidArgument(
+              "replaced[" + std::to_string(i) + "] is " + Quoted(commit.replaced[i]) +
+              " but active message " + std::to_string(i) + " of session " + Quoted(session) +
+              " is " + Quoted(active_id) +
+              "; a compaction replaces the leading messages of the transcript, in order")};
+        }
+        last_position = head.getColumn(1).getInt64();
+        ++i;
+      }
+      if (i < commit.replaced.size()) {
+        throw Abort{Status::InvalidArgument(
+            "the compaction replaces " + std::to_string(commit.replaced.size()) +
+            " messages but session " + Quoted(session) + " has only " + std::to_string(i) +
+            " active messages")};
+      }
+
+      version = row.version + 1;
+      const std::int64_t number = row.compactions + 1;
+      const std::string by = "compaction:" + std::to_string(number);
+      SQLite::Statement& retire = c_->Stmt(
+          "UPDATE messages SET position = NULL, replaced_by = ? WHERE session_id = ? AND "
+          "position IS NOT NULL AND position <= ?");
+      retire.bind(1, by);
+      retire.bind(2, row.id);
+      retire.bind(3, last_position);
+      retire.exec();
+
+      // The checkpoint and the injected messages take the places just before the kept part.
+      Transcript added;
+      added.Append(commit.checkpoint);
+      for (const Message& m : commit.injected) added.Append(m);
+      std::unordered_set<std::string> ids;
+      const std::string now = NowUtc();
+      std::int64_t position = last_position - static_cast<std::int64_t>(added.size()) + 1;
+      for (std::size_t k = 0; k < added.size(); ++k) {
+        const char* what = k == 0 ? "the checkpoint" : "injected message";
+        const std::string which =
+            k == 0 ? std::string(what)
+                   : commit.injected.size() == 1 ? std::string(what)
+                                                 : std::string(what) + " " + std::to_string(k - 1);
+        if (!ids.insert(added[k].id).second || IsActiveId(row.id, added[k].id)) {
+          throw Abort{Status::InvalidArgument(
+              which + " has id " + Quoted(added[k].id) + ", which an active message of session " +
+              Quoted(session) + " or another message of the same commit already has; ids must "
+              "be unique. Leave the id empty to get a fresh one")};
+        }
+        InsertMessage(row.id, added[k], added.chars(k), position++, version, now);
+      }
+      SQLite::Statement& bump = c_->Stmt(
+          "UPDATE sessions SET version = ?, rewrite_version = ?, compactions = ? WHERE "
+          "session_id = ?");
+      bump.bind(1, static_cast<std::int64_t>(version));
+      bump.bind(2, static_cast<std::int64_t>(version));
+      bump.bind(3, number);
+      bump.bind(4, row.id);
+      bump.exec();
+      LogCommit(row.id, version, "compaction", number, commit.reason, commit.replaced.size(),
+                added.size(), now);
+    });
+    if (!s.ok()) return s;
+    return version;
+  }
+
+  Result<std::uint64_t> CommitReduction(const std::string& session,
+                                        const ReductionCommit& commit) override {
+    if (Status s = CheckName(session); !s.ok()) return s;
+    std::lock_guard<std::mutex> lock(mu_);
+    std::uint64_t version = 0;
+    Status s = c_->Transaction("committing a reduction of session " + Quoted(session), true, [&] {
+      SessionRow row = CheckVersion(session, commit.expected_version);
+      if (commit.replacements.empty()) {
+        throw Abort{Status::InvalidArgument("a reduction of session " + Quoted(session) +
+                                            " must replace at least one message; "
+                                            "`replacements` is empty")};
+      }
+      std::unordered_set<std::string> seen;
+      std::vector<std::pair<std::int64_t, std::int64_t>> targets;  // seq, position
+      for (std::size_t i = 0; i < commit.replacements.size(); ++i) {
+        const std::string& id = commit.replacements[i].id;
+        SQLite::Statement& find = c_->Stmt(
+            "SELECT seq, position FROM messages WHERE session_id = ? AND message_id = ? AND "
+            "position IS NOT NULL");
+        find.bind(1, row.id);
+        find.bind(2, id);
+        if (!find.executeStep()) {
+          throw Abort{Status::InvalidArgument(
+              "replacement " + std::to_string(i) + " has id " + Quoted(id) +
+              ", which is not an active message of session " + Quoted(session) +
+              "; a replacement keeps the id of the message it replaces")};
+        }
+        targets.emplace_back(find.getColumn(0).getInt64(), find.getColumn(1).getInt64());
+        find.reset();
+        if (!seen.insert(id).second) {
+          throw Abort{Status::InvalidArgument("replacement " + std::to_string(i) + " replaces " +
+                                              Quoted(id) +
+                                              " a second time in the same reduction")};
+        }
+      }
+      version = row.version + 1;
+      const std::int64_t number = row.reductions + 1;
+      const std::string by = "reduction:" + std::to_string(number);
+      const std::string now = NowUtc();
+      Transcript added;
+      for (const Message& m : commit.replacements) added.Append(m);
+      for (std::size_t i = 0; i < targets.size(); ++i) {
+        SQLite::Statement& retire =
+            c_->Stmt("UPDATE messages SET position = NULL, replaced_by = ? WHERE seq = ?");
+        retire.bind(1, by);
+        retire.bind(2, targets[i].first);
+        retire.exec();
+        InsertMessage(row.id, added[i], added.chars(i), targets[i].second, version, now);
+      }
+      SQLite::Statement& bump = c_->Stmt(
+          "UPDATE sessions SET version = ?, rewrite_version = ?, reductions = ? WHERE "
+          "session_id = ?");
+      bump.bind(1, static_cast<std::int64_t>(version));
+      bump.bind(2, static_cast<std::int64_t>(version));
+      bump.bind(3, number);
+      bump.bind(4, row.id);
+      bump.exec();
+      LogCommit(row.id, version, "reduction", number, "", targets.size(), targets.size(), now);
+    });
+    if (!s.ok()) return s;
+    return version;
+  }
+
+  Result<std::uint64_t> CommitRecovery(const std::string& session,
+                                       const RecoveryCommit& commit) override {
+    if (Status s = CheckName(session); !s.ok()) return s;
+    std::lock_guard<std::mutex> lock(mu_);
+    std::uint64_t version = 0;
+    Status s = c_->Transaction("committing a recovery of session " + Quoted(session), true, [&] {
+      SessionRow row = CheckVersion(session, commit.expected_version);
+      if (commit.results.empty()) {
+        throw Abort{Status::InvalidArgument("a recovery of session " + Quoted(session) +
+                                            " must record at least one result; `results` is "
+                                            "empty")};
+      }
+      // The active transcript's rows, in order.
+      std::vector<std::pair<std::int64_t, std::string>> active;  // seq, message_id
+      std::unordered_map<std::string, std::size_t> index;
+      {
+        SQLite::Statement& all = c_->Stmt(
+            "SELECT seq, message_id FROM messages WHERE session_id = ? AND position IS NOT NULL "
+            "ORDER BY position");
+        all.bind(1, row.id);
+        while (all.executeStep()) {
+          index.emplace(all.getColumn(1).getString(), active.size());
+          active.emplace_back(all.getColumn(0).getInt64(), all.getColumn(1).getString());
+        }
+      }
+      Transcript results;
+      std::unordered_map<std::string, std::vector<std::size_t>> after;
+      std::unordered_set<std::string> ids;
+      for (std::size_t i = 0; i < commit.results.size(); ++i) {
+        const std::string& anchor = commit.results[i].after;
+        if (index.count(anchor) == 0) {
+          throw Abort{Status::InvalidArgument(
+              "recovered result " + std::to_string(i) + " goes after " + Quoted(anchor) +
+              ", which is not an active message of session " + Quoted(session))};
+        }
+        results.Append(commit.results[i].result);
+        const std::string& id = results[i].id;
+        if (index.count(id) != 0 || !ids.insert(id).second) {
+          const std::string which = commit.results.size() == 1
+                                        ? std::string("recovered result")
+                                        : "recovered result " + std::to_string(i);
+          throw Abort{Status::InvalidArgument(
+              which + " has id " + Quoted(id) + ", which an active message of session " +
+              Quoted(session) + " or another message of the same commit already has; ids must "
+              "be unique. Leave the id empty to get a fresh one")};
+        }
+        after[anchor].push_back(i);
+      }
+      // New positions above every current one, so no two rows ever share one mid-update.
+      std::int64_t position = NextPosition(row.id);
+      version = row.version + 1;
+      const std::string now = NowUtc();
+      for (const auto& [seq, id] : active) {
+        SQLite::Statement& move = c_->Stmt("UPDATE messages SET position = ? WHERE seq = ?");
+        move.bind(1, position++);
+        move.bind(2, seq);
+        move.exec();
+        auto it = after.find(id);
+        if (it == after.end()) continue;
+        for (std::size_t r : it->second) {
+          InsertMessage(row.id, results[r], results.chars(r), position++, version, now);
+        }
+      }
+      const std::int64_t number = row.recoveries + 1;
+      SQLite::Statement& bump = c_->Stmt(
+          "UPDATE sessions SET version = ?, rewrite_version = ?, recoveries = ? WHERE "
+          "session_id = ?");
+      bump.bind(1, static_cast<std::int64_t>(version));
+      bump.bind(2, static_cast<std::int64_t>(version));
+      bump.bind(3, number);
+      bump.bind(4, row.id);
+      bump.exec();
+      LogCommit(row.id, version, "recovery", number, "", 0, results.size(), now);
+    });
+    if (!s.ok()) return s;
+    return version;
+  }
+
+  Result<std::vector<HistoryEntry>> History(const std::string& session) override {
+    if (Status s = CheckName(session); !s.ok()) return s;
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<HistoryEntry> out;
+    Status s = c_->Transaction("reading the history of session " + Quoted(session), false, [&] {
+      std::optional<SessionRow> row = FindSession(session);
+      if (!row) return;
+      SQLite::Statement& st = c_->Stmt(
+          "SELECT m.seq, m.replaced_by, b.body FROM messages m JOIN bodies b ON b.seq = m.seq "
+          "WHERE m.session_id = ? ORDER BY m.seq");
+      st.bind(1, row->id);
+      while (st.executeStep()) {
+        HistoryEntry e;
+        e.seq = static_cast<std::uint64_t>(st.getColumn(0).getInt64());
+        const SQLite::Column by = st.getColumn(1);
+        if (!by.isNull()) {
+          e.state = HistoryState::kCompacted;
+          e.replaced_by = by.getString();
+        }
+        e.message = Decode(st.getColumn(2), e.seq);
+        out.push_back(std::move(e));
+      }
+    });
+    if (!s.ok()) return s;
+    return out;
+  }
+
+  Result<std::vector<std::string>> ListSessions() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<std::string> out;
+    Status s = c_->Transaction("listing the sessions", false, [&] {
+      SQLite::Statement& st = c_->Stmt("SELECT name FROM sessions ORDER BY name");
+      while (st.executeStep()) out.push_back(st.getColumn(0).getString());
+    });
+    if (!s.ok()) return s;
+    return out;
+  }
+
+ private:
+  std::optional<SessionRow> FindSession(const std::string& name) {
+    SQLite::Statement& st = c_->Stmt(
+        "SELECT session_id, version, rewrite_version, compactions, reductions, recoveries FROM "
+        "sessions WHERE name = ?");
+    st.bind(1, name);
+    if (!st.executeStep()) return std::nullopt;
+    SessionRow row;
+    row.id = st.getColumn(0).getInt64();
+    row.version = static_cast<std::uint64_t>(st.getColumn(1).getInt64());
+    row.rewrite_version = static_cast<std::uint64_t>(st.getColumn(2).getInt64());
+    row.compactions = st.getColumn(3).getInt64();
+    row.reductions = st.getColumn(4).getInt64();
+    row.recoveries = st.getColumn(5).getInt64();
+    st.reset();
+    return row;
+  }
+
+  SessionRow CreateSession(const std::string& name, const std::string& now) {
+    SQLite::Statement& st = c_->Stmt("INSERT INTO sessions (name, created_at) VALUES (?, ?)");
+    st.bind(1, name);
+    st.bind(2, now);
+    st.exec();
+    SessionRow row;
+    row.id = c_->db().getLastInsertRowid();
+    return row;
+  }
+
+  SessionRow CheckVersion(const std::string& session, std::uint64_t expected) {
+    std::optional<SessionRow> row = FindSession(session);
+    const std::uint64_t now = row ? row->version : 0;
+    if (expected > now) {
+      throw Abort{Status::Conflict("session " + Quoted(session) + " is at version " +
+                                   std::to_string(now) + ", not " + std::to_string(expected) +
+                                   " (was that version read from another store?); reload and "
+                                   "retry")};
+    }
+    if (expected < now) {
+      throw Abort{Status::Conflict("session " + Quoted(session) + " changed since version " +
+                                   std::to_string(expected) + " (now " + std::to_string(now) +
+                                   "); reload and retry")};
+    }
+    if (!row) {
+      // Version 0 of a session never written: there is nothing to replace.
+      throw Abort{Status::InvalidArgument("session " + Quoted(session) +
+                                          " has no messages; there is nothing to commit against")};
+    }
+    return *row;
+  }
+
+  std::int64_t NextPosition(std::int64_t session_id) {
+    SQLite::Statement& st = c_->Stmt(
+        "SELECT MAX(position) FROM messages WHERE session_id = ? AND position IS NOT NULL");
+    st.bind(1, session_id);
+    st.executeStep();
+    const SQLite::Column max = st.getColumn(0);
+    const std::int64_t next = max.isNull() ? 0 : max.getInt64() + 1;
+    st.reset();
+    return next;
+  }
+
+  bool IsActiveId(std::int64_t session_id, const std::string& id) {
+    SQLite::Statement& st = c_->Stmt(
+        "SELECT 1 FROM messages WHERE session_id = ? AND message_id = ? AND position IS NOT NULL");
+    st.bind(1, session_id);
+    st.bind(2, id);
+    const bool found = st.executeStep();
+    st.reset();
+    return found;
+  }
+
+  void InsertMessage(std::int64_t session_id, const Message& m, std::size_t chars,
+                     std::int64_t position, std::uint64_t version, const std::string& now) {
+    SQLite::Statement& row = c_->Stmt(
+        "INSERT INTO messages (session_id, message_id, position, stored_version, role, summary, "
+        "chars, stored_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
+    row.bind(1, session_id);
+    row.bindNoCopy(2, m.id);
+    row.bind(3, position);
+    row.bind(4, static_cast<std::int64_t>(version));
+    row.bind(5, RoleName(m.role));
+    row.bind(6, m.summary ? 1 : 0);
+    row.bind(7, static_cast<std::int64_t>(chars));
+    row.bindNoCopy(8, now);
+    row.exec();
+    const std::int64_t seq = c_->db().getLastInsertRowid();
+    scratch_.clear();
+    EncodeBody(m, scratch_);
+    SQLite::Statement& body = c_->Stmt("INSERT INTO bodies (seq, body) VALUES (?, ?)");
+    body.bind(1, seq);
+    body.bindNoCopy(2, scratch_.data(), static_cast<int>(scratch_.size()));
+    body.exec();
+  }
+
+  void SetVersion(std::int64_t session_id, std::uint64_t version, std::uint64_t rewrite_version) {
+    SQLite::Statement& st = c_->Stmt(
+        "UPDATE sessions SET version = ?, rewrite_version = ? WHERE session_id = ?");
+    st.bind(1, static_cast<std::int64_t>(version));
+    st.bind(2, static_cast<std::int64_t>(rewrite_version));
+    st.bind(3, session_id);
+    st.exec();
+  }
+
+  void LogCommit(std::int64_t session_id, std::uint64_t version, const char* kind,
+                 std::int64_t number, const std::string& reason, std::size_t retired,
+                 std::size_t added, const std::string& now) {
+    SQLite::Statement& st = c_->Stmt(
+        "INSERT INTO commits (session_id, version, kind, number, reason, retired, added, at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
+    st.bind(1, session_id);
+    st.bind(2, static_cast<std::int64_t>(version));
+    st.bind(3, kind);
+    st.bind(4, number);
+    if (reason.empty()) {
+      st.bind(5);
+    } else {
+      st.bind(5, reason);
+    }
+    st.bind(6, static_cast<std::int64_t>(retired));
+    st.bind(7, static_cast<std::int64_t>(added));
+    st.bind(8, now);
+    st.exec();
+  }
+
+  // The active messages in order; with `since`, only those stored after that version.
+  Transcript ReadActive(std::int64_t session_id, std::optional<std::uint64_t> since) {
+    SQLite::Statement& st =
+        since ? c_->Stmt("SELECT m.seq, b.body FROM messages m JOIN bodies b ON b.seq = m.seq "
+                         "WHERE m.session_id = ? AND m.position IS NOT NULL AND "
+                         "m.stored_version > ? ORDER BY m.position")
+              : c_->Stmt("SELECT m.seq, b.body FROM messages m JOIN bodies b ON b.seq = m.seq "
+                         "WHERE m.session_id = ? AND m.position IS NOT NULL ORDER BY m.position");
+    st.bind(1, session_id);
+    if (since) st.bind(2, static_cast<std::int64_t>(*since));
+    Transcript t;
+    while (st.executeStep()) {
+      t.Append(Decode(st.getColumn(1), static_cast<std::uint64_t>(st.getColumn(0).getInt64())));
+    }
+    return t;
+  }
+
+  Message Decode(const SQLite::Column& column, std::uint64_t seq) {
+    const auto* data = static_cast<const char*>(column.getBlob());
+    const int size = column.getBytes();
+    Result<Message> m = DecodeBody(std::string_view(data, static_cast<std::size_t>(size)));
+    if (!m.ok()) {
+      throw Abort{Status::Corruption("recap sqlite store " + Quoted(c_->path()) + ": message " +
+                                     std::to_string(seq) + " is damaged: " +
+                                     m.status().message() +
+                                     ". recap has not changed the file; restore it from a "
+                                     "backup")};
+    }
+    return std::move(m).value();
+  }
+
+  std::mutex mu_;
+  std::unique_ptr<Connection> c_;
+  std::string scratch_;  // the body being written
+};
+
+class SqliteMemoryStore final : public MemoryStore {
+ public:
+  explicit SqliteMemoryStore(std::unique_ptr<Connection> c) : c_(std::move(c)) {}
+
+  Status Add(const std::string& scope, const std::vector<std::string>& memories) override {
+    if (memories.empty()) return Status::OK();
+    std::lock_guard<std::mutex> lock(mu_);
+    return c_->Transaction("adding memories to scope " + Quoted(scope), true, [&] {
+      const std::string now = NowUtc();
+      for (const std::string& text : memories) {
+        SQLite::Statement& st = c_->Stmt(
+            "INSERT OR IGNORE INTO memories (scope, text, added_at) VALUES (?, ?, ?)");
+        st.bind(1, scope);
+        st.bind(2, text);
+        st.bind(3, now);
+        st.exec();
+      }
+    });
+  }
+
+  Result<std::vector<std::string>> List(const std::string& scope) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<std::string> out;
+    Status s = c_->Transaction("listing the memories of scope " + Quoted(scope), false, [&] {
+      SQLite::Statement& st =
+          c_->Stmt("SELECT text FROM memories WHERE scope = ? ORDER BY memory_id");
+      st.bind(1, scope);
+      while (st.executeStep()) out.push_back(st.getColumn(0).getString());
+    });
+    if (!s.ok()) return s;
+    return out;
+  }
+
+ private:
+  std::mutex mu_;
+  std::unique_ptr<Connection> c_;
+};
+
+Result<std::unique_ptr<Connection>> OpenConnection(const std::string& path,
+                                                   const SqliteStoreOptions& options) {
+  if (path.empty()) {
+    return Status::InvalidArgument("the SQLite store's path is empty; pass a file path");
+  }
+  auto c = std::make_unique<Connection>(path, options);
+  if (Status s = c->Open(); !s.ok()) return s;
+  return c;
+}
+
+}  // namespace
+
+int SqliteSchemaVersion() noexcept { return kSchemaVersion; }
+
+Result<std::shared_ptr<SessionStore>> OpenSqliteSessionStore(const std::string& path,
+                                                             const SqliteStoreOptions& options) {
+  Result<std::unique_ptr<Connection>> c = OpenConnection(path, options);
+  if (!c.ok()) return c.status();
+  return std::shared_ptr<SessionStore>(std::make_shared<SqliteSessionStore>(std::move(c).value()));
+}
+
+Result<std::shared_ptr<MemoryStore>> OpenSqliteMemoryStore(const std::string& path,
+                                                           const SqliteStoreOptions& options) {
+  Result<std::unique_ptr<Connection>> c = OpenConnection(path, options);
+  if (!c.ok()) return c.status();
+  return std::shared_ptr<MemoryStore>(std::make_shared<SqliteMemoryStore>(std::move(c).value()));
+}
+
+}  // namespace v0
+}  // namespace recap
