@@ -49,6 +49,11 @@ class RECAP_EXPORT Transcript {
   // Adds an already shared message, which must have been produced by a Transcript (valid
   // UTF-8, non-empty id). Cost: O(size of m) to measure it; no copy.
   void Append(std::shared_ptr<const Message> m);
+  // Adds a message measured earlier, as a store that keeps MessageChars() beside each message
+  // does when it reads the message back: no UTF-8 check and no measuring. The caller vouches
+  // that `m` came out of a Transcript (valid UTF-8, non-empty id) and that
+  // `chars == MessageChars(*m)`; builds without NDEBUG check both. Cost: O(1).
+  void AppendMeasured(std::shared_ptr<const Message> m, std::size_t chars);
 
   // Replaces message `i` (which must exist). Cost: O(size of m + size() / kChunk).
   void Set(std::size_t i, Message m);

@@ -146,6 +146,12 @@ void Transcript::Append(std::shared_ptr<const Message> m) {
   PushMeasured(std::move(m), chars);
 }
 
+void Transcript::AppendMeasured(std::shared_ptr<const Message> m, std::size_t chars) {
+  assert(m && !m->id.empty());
+  assert(MessageChars(*m) == chars);
+  PushMeasured(std::move(m), chars);
+}
+
 void Transcript::Set(std::size_t i, Message m) {
   std::vector<std::pair<std::size_t, Message>> one;
   one.emplace_back(i, std::move(m));

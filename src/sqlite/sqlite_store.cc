@@ -753,19 +753,31 @@ class SqliteSessionStore final : public SessionStore {
     st.exec();
   }
 
-  // The active messages in order; with `since`, only those stored after that version.
+  // The active messages in order; with `since`, only those stored after that version. Each
+  // message's size comes from its row (measured when it was stored), so loading costs reading
+  // and decoding, not measuring again.
   Transcript ReadActive(std::int64_t session_id, std::optional<std::uint64_t> since) {
     SQLite::Statement& st =
-        since ? c_->Stmt("SELECT m.seq, b.body FROM messages m JOIN bodies b ON b.seq = m.seq "
-                         "WHERE m.session_id = ? AND m.position IS NOT NULL AND "
+        since ? c_->Stmt("SELECT m.seq, m.chars, b.body FROM messages m JOIN bodies b ON "
+                         "b.seq = m.seq WHERE m.session_id = ? AND m.position IS NOT NULL AND "
                          "m.stored_version > ? ORDER BY m.position")
-              : c_->Stmt("SELECT m.seq, b.body FROM messages m JOIN bodies b ON b.seq = m.seq "
-                         "WHERE m.session_id = ? AND m.position IS NOT NULL ORDER BY m.position");
+              : c_->Stmt("SELECT m.seq, m.chars, b.body FROM messages m JOIN bodies b ON "
+                         "b.seq = m.seq WHERE m.session_id = ? AND m.position IS NOT NULL "
+                         "ORDER BY m.position");
     st.bind(1, session_id);
     if (since) st.bind(2, static_cast<std::int64_t>(*since));
     Transcript t;
     while (st.executeStep()) {
-      t.Append(Decode(st.getColumn(1), static_cast<std::uint64_t>(st.getColumn(0).getInt64())));
+      const auto seq = static_cast<std::uint64_t>(st.getColumn(0).getInt64());
+      const std::int64_t chars = st.getColumn(1).getInt64();
+      auto m = std::make_shared<const Message>(Decode(st.getColumn(2), seq));
+      if (chars < 0 || m->id.empty()) {
+        throw Abort{Status::Corruption("recap sqlite store " + Quoted(c_->path()) + ": message " +
+                                       std::to_string(seq) +
+                                       " has a damaged row (negative size or no id). recap has "
+                                       "not changed the file; restore it from a backup")};
+      }
+      t.AppendMeasured(std::move(m), static_cast<std::size_t>(chars));
     }
     return t;
   }
