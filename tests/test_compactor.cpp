@@ -1,6 +1,7 @@
 // The Compactor: Prepare's triggers and order (R2, R7), the checkpoint's way into the
 // transcript (R3.5, R4, R5), the hard limit (R6.5, R6.6), recovery (R8.3), plugins (R9) and
-// events (R10), end to end over the in-memory store and the scripted provider.
+// events (R10), end to end over the scripted provider and the store of support/test_store.h
+// (the in-memory store, or the SQLite store with RECAP_TEST_STORE=sqlite).
 #include <catch2/catch.hpp>
 
 #include <nlohmann/json.hpp>
@@ -14,6 +15,7 @@
 #include "support/fake_provider.h"
 #include "support/recording_hook.h"
 #include "support/recording_sink.h"
+#include "support/test_store.h"
 
 using namespace recap;
 using recap::testing::RecordingHook;
@@ -33,7 +35,7 @@ Config SmallConfig(std::size_t max_chars = 20000) {
 
 struct Harness {
   std::shared_ptr<ScriptedProvider> provider = std::make_shared<ScriptedProvider>();
-  std::shared_ptr<SessionStore> store = NewInMemorySessionStore();
+  std::shared_ptr<SessionStore> store = recap::testing::NewTestSessionStore();
   std::shared_ptr<RecordingSink> sink = std::make_shared<RecordingSink>();
   std::unique_ptr<Compactor> compactor;
 

@@ -17,6 +17,7 @@
 #include "support/fake_provider.h"
 #include "support/recording_sink.h"
 #include "support/test_data.h"
+#include "support/test_store.h"
 
 using namespace recap;
 using recap::testing::RecordingSink;
@@ -81,7 +82,7 @@ Stats Replay(const recap::testing::NamedTranscript& source, std::size_t headroom
   config.compaction.keep_turns = 2;
   auto provider = std::make_shared<ScriptedProvider>();
   QueueMixedReplies(*provider, 400);
-  auto store = NewInMemorySessionStore();
+  auto store = recap::testing::NewTestSessionStore();
   auto sink = std::make_shared<RecordingSink>();
   auto made = Compactor::Create(config, provider, store, {}, {sink});
   REQUIRE(made.ok());

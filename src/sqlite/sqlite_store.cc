@@ -84,15 +84,17 @@ Status FromSqlite(const std::string& path, const std::string& doing, int code,
                                      "). recap leaves it as it is; pass the path of a recap "
                                      "database, or of a file that does not exist yet");
     case SQLITE_FULL:
-      return Status::ResourceExhausted(
-          where + "the database is full (" + detail + "): the disk is out of space" +
-          (options.max_page_count != 0
-               ? " or the file reached max_page_count (" + std::to_string(options.max_page_count) +
-                     " pages)"
-               : std::string()) +
-          ". Nothing was written; free space" +
-          (options.max_page_count != 0 ? " or raise max_page_count" : std::string()) +
-          ", then retry");
+      // With a size cap configured the cap is the likely limit (kResourceExhausted, a
+      // configured limit); without one it is the disk (kIOError, see status.h).
+      if (options.max_page_count != 0) {
+        return Status::ResourceExhausted(
+            where + "the database is full (" + detail + "): it reached max_page_count (" +
+            std::to_string(options.max_page_count) +
+            " pages) or the disk is out of space. Nothing was written; raise max_page_count or "
+            "free space, then retry");
+      }
+      return Status::IOError(where + "the disk is full (" + detail +
+                             "). Nothing was written; free space, then retry");
     case SQLITE_CANTOPEN:
       return Status::IOError(where + "the file cannot be opened (" + detail +
                              "); check that its folder exists and is readable and writable");
@@ -130,7 +132,8 @@ class Connection {
       // Read before anything writes: a file that is not ours, or is newer, stays untouched.
       const int version = db_->execAndGet("PRAGMA user_version").getInt();
       if (version > kSchemaVersion) {
-        throw Abort{Status::FailedPrecondition(
+        // status.h: kCorruption covers data written by a newer recap.
+        throw Abort{Status::Corruption(
             "recap sqlite store " + Quoted(path_) + ": the database has schema version " +
             std::to_string(version) + ", written by a newer recap; this recap reads versions up "
             "to " + std::to_string(kSchemaVersion) +

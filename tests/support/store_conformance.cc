@@ -312,7 +312,7 @@ void Compaction(const SessionStoreFactory& make) {
   SessionState state = Ok(store->Load("s1"));
   CHECK(state.version == v + 1);
   REQUIRE(state.transcript.size() == 5);
-  const Message& cp = state.transcript[0];
+  const Message cp = state.transcript[0];  // a copy: `state` is reassigned below
   CHECK(cp.summary);
   CHECK(JoinedText(cp) == "## Goal\nship it");
   CHECK_FALSE(cp.id.empty());
