@@ -19,8 +19,8 @@
 // the host's part, done here with nlohmann/json; recap only sees messages through its codecs.
 //
 //   --db PATH          the session file (default: a new temporary file, removed afterwards)
-//   --max-chars N      limits.maxContextChars for the replay (default: a third of the
-//                      transcript, at least 20,000)
+//   --max-chars N      limits.maxContextChars for the replay (default: the instructions
+//                      and half the transcript, at least 4,000)
 //
 // Exit status: 0 on success, 1 when the file cannot be loaded, 2 when a result breaks one of
 // recap's guarantees (so the examples test catches it).
@@ -234,7 +234,8 @@ struct ReplayOptions {
 
 int Replay(const recap::Transcript& t, std::size_t instruction_chars, const ReplayOptions& options) {
   const std::size_t max_chars =
-      options.max_chars != 0 ? options.max_chars : std::max<std::size_t>(20000, t.chars() / 3);
+      options.max_chars != 0 ? options.max_chars
+                             : std::max<std::size_t>(4000, instruction_chars + t.chars() / 2);
   std::string db_path = options.db_path;
   std::string temp_dir;
   if (db_path.empty()) {

@@ -6,13 +6,17 @@
 
 #include <memory>
 
+#include "recap/export.h"
+
 namespace recap {
 inline namespace v0 {
 namespace internal {
 
 // recap's logger. It is not registered in spdlog's global registry, so it can never clash
 // with the host's loggers; its level is kept at "off" until the host asks for records.
-spdlog::logger& Logger();
+// Exported (but in no public header) so that recap's own components, such as recap::http,
+// log through it from a shared librecap_core too.
+RECAP_EXPORT spdlog::logger& Logger();
 
 }  // namespace internal
 }  // namespace v0

@@ -1,0 +1,71 @@
+// Private: turning what a server answered into a Status the Compactor can act on, and keeping
+// secrets out of every message.
+//
+// Every message starts with what was asked — "POST http://host/v1/chat/completions" — then
+// what went wrong with the HTTP status, then what the server said (shortened, one line,
+// scrubbed of the key), then what to do where there is something to do.
+#ifndef RECAP_SRC_HTTP_HTTP_ERRORS_H_
+#define RECAP_SRC_HTTP_HTTP_ERRORS_H_
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "recap/status.h"
+
+namespace recap {
+inline namespace v0 {
+namespace internal {
+namespace http {
+
+// Replaces every occurrence of the secrets it was given with "[redacted]".
+class Scrubber {
+ public:
+  void Add(const std::string& secret);
+  std::string operator()(std::string text) const;
+
+ private:
+  std::vector<std::string> secrets_;
+};
+
+// The URL as it may be shown: scheme, host, port and path; user information and the query
+// (either may hold a credential) are left out.
+std::string DisplayUrl(const std::string& url);
+
+// One line of at most `max_bytes` (cut on a UTF-8 boundary, "…" added): control characters
+// and runs of white space become one space.
+std::string Excerpt(std::string_view text, std::size_t max_bytes = 300);
+
+// "an HTML page titled "502 Bad Gateway"" when `body` is HTML; empty otherwise.
+std::string DescribeHtml(std::string_view body);
+
+struct HttpFailure {
+  Status status;
+  bool retry = false;                // may pass: worth another attempt
+  bool structured_rejected = false;  // the server refused response_format / json_schema
+};
+
+// A non-2xx response. `parsed` is the body parsed once by the caller (discarded when it is
+// not JSON); `raw` is the body as received. `what` is "POST <display url>".
+HttpFailure ClassifyHttpStatus(const std::string& what, long status, std::string_view raw,
+                               const nlohmann::json& parsed, bool structured_sent,
+                               const std::string& model);
+
+// A 2xx response whose body is not the JSON it should be. `reason` says what is wrong.
+Status MalformedResponse(const std::string& what, long status, const std::string& content_type,
+                         std::string_view raw, const std::string& reason);
+
+// An error carried inside a 2xx body or stream (e.g. Anthropic's `overloaded_error` event).
+HttpFailure ClassifyInBandError(const std::string& what, long status, const std::string& text,
+                                const std::string& kind);
+
+}  // namespace http
+}  // namespace internal
+}  // namespace v0
+}  // namespace recap
+
+#endif  // RECAP_SRC_HTTP_HTTP_ERRORS_H_

@@ -1,0 +1,628 @@
+// The HTTP provider: options checked once, then per call an attempt loop — build the body,
+// run the exchange (curl_transport), parse the body once, classify a failure, back off and
+// retry what may pass.
+#include "recap/http/http_provider.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <chrono>
+#include <cstdlib>
+#include <mutex>
+#include <random>
+#include <thread>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+#include <sys/stat.h>
+
+#include "curl_transport.h"
+#include "http_errors.h"
+#include "http_log.h"
+#include "sse_parser.h"
+#include "wire_format.h"
+
+namespace recap {
+inline namespace v0 {
+namespace {
+
+using internal::http::DisplayUrl;
+using internal::http::HttpFailure;
+using internal::http::HttpRequest;
+using internal::http::Scrubber;
+using internal::http::TransportError;
+using internal::http::TransportResult;
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+constexpr std::uint32_t kMaxRetries = 10;
+constexpr std::uint32_t kModelListTimeoutMs = 10000;
+constexpr auto kModelListRetryAfter = std::chrono::seconds(60);
+
+bool HasLineBreakOrControl(const std::string& s) {
+  return std::any_of(s.begin(), s.end(), [](char c) {
+    const auto u = static_cast<unsigned char>(c);
+    return u < 0x20 ? c != '\t' : u == 0x7F;
+  });
+}
+
+bool EqualsNoCase(const std::string& a, const std::string& b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+std::string Lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+bool LooksSecret(const std::string& header_name) {
+  const std::string n = Lower(header_name);
+  for (const char* word : {"key", "auth", "token", "secret", "cookie", "password"}) {
+    if (n.find(word) != std::string::npos) return true;
+  }
+  return false;
+}
+
+bool ValidHeaderName(const std::string& name) {
+  if (name.empty()) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    const auto u = static_cast<unsigned char>(c);
+    return u > 0x20 && u < 0x7F && c != ':';
+  });
+}
+
+// A random delay between half and all of base × 2^(retry-1), capped (exponential backoff
+// with "equal jitter": never zero, never in lockstep with other clients).
+milliseconds Backoff(std::uint32_t retry, std::uint32_t base_ms, std::uint32_t cap_ms) {
+  double d = static_cast<double>(base_ms);
+  for (std::uint32_t i = 1; i < retry && d < cap_ms; ++i) d *= 2;
+  d = std::min(d, static_cast<double>(cap_ms));
+  thread_local std::minstd_rand rng(std::random_device{}());
+  std::uniform_real_distribution<double> half(0.5, 1.0);
+  return milliseconds(static_cast<long long>(d * half(rng)));
+}
+
+// Sleeps `delay`, waking every 10 ms to check the token. False when cancelled.
+bool SleepUnlessCancelled(milliseconds delay, const CancellationToken& cancel) {
+  const auto until = Clock::now() + delay;
+  while (Clock::now() < until) {
+    if (cancel.IsCancelled()) return false;
+    std::this_thread::sleep_for(std::min<Clock::duration>(milliseconds(10), until - Clock::now()));
+  }
+  return !cancel.IsCancelled();
+}
+
+// One attempt's outcome.
+struct Attempt {
+  Result<Completion> result = Status::Unavailable("no attempt was made");
+  bool retry = false;
+  bool structured_rejected = false;
+  std::optional<milliseconds> retry_after;
+};
+
+class HttpProvider final : public Provider {
+ public:
+  HttpProvider(HttpProviderOptions options, std::string api_key)
+      : options_(std::move(options)), api_key_(std::move(api_key)) {
+    scrub_.Add(api_key_);
+    for (const auto& [name, value] : options_.extra_headers) {
+      if (LooksSecret(name)) scrub_.Add(value);
+    }
+    if (options_.protocol == HttpProtocol::kAnthropic) {
+      completion_url_ = options_.base_url + "/v1/messages";
+      models_url_ = options_.base_url + "/v1/models";
+    } else {
+      completion_url_ = options_.base_url + "/chat/completions";
+      models_url_ = options_.base_url + "/models";
+    }
+    if (!options_.name.empty()) {
+      name_ = options_.name;
+    } else {
+      name_ = options_.protocol == HttpProtocol::kAnthropic ? "anthropic" : "openai";
+    }
+    if (!options_.verify_tls) {
+      RECAP_HTTP_LOG_WARN("http provider {}: TLS certificate verification is OFF for {}", name_,
+                          DisplayUrl(options_.base_url));
+    }
+    if (!options_.ca_path.empty()) {
+      struct stat st {};
+      if (::stat(options_.ca_path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+        ca_dir_ = options_.ca_path;
+      } else {
+        ca_file_ = options_.ca_path;
+      }
+    }
+  }
+
+  Result<Completion> Complete(const CompletionRequest& request,
+                              const CancellationToken& cancel) override {
+    try {
+      return CompleteImpl(request, cancel);
+    } catch (const std::bad_alloc&) {
+      throw;
+    } catch (...) {
+      // Nothing below throws by design; if something does, say so without its text (which
+      // could quote the reply).
+      return Status::Internal("POST " + DisplayUrl(completion_url_) +
+                              ": an unexpected exception in recap's HTTP provider");
+    }
+  }
+
+  std::optional<std::size_t> ContextWindow() override {
+    if (options_.context_window) return options_.context_window;
+    try {
+      return DiscoverContextWindow();
+    } catch (const std::bad_alloc&) {
+      throw;
+    } catch (...) {
+      return std::nullopt;
+    }
+  }
+
+  std::string Name() const override { return name_; }
+
+ private:
+  std::vector<std::string> Headers(bool json_body, bool stream) const {
+    std::vector<std::string> own;
+    if (json_body) own.push_back("Content-Type: application/json");
+    own.push_back(stream ? "Accept: text/event-stream" : "Accept: application/json");
+    own.push_back("Expect:");  // no "100-continue" round trip before the body
+    if (options_.protocol == HttpProtocol::kAnthropic) {
+      own.push_back("anthropic-version: " + options_.anthropic_version);
+      if (!api_key_.empty()) own.push_back("x-api-key: " + api_key_);
+    } else if (!api_key_.empty()) {
+      own.push_back("Authorization: Bearer " + api_key_);
+    }
+    // An extra header replaces recap's own of the same name.
+    std::vector<std::string> out;
+    for (std::string& h : own) {
+      const std::string name = h.substr(0, h.find(':'));
+      const bool replaced =
+          std::any_of(options_.extra_headers.begin(), options_.extra_headers.end(),
+                      [&](const auto& extra) { return EqualsNoCase(extra.first, name); });
+      if (!replaced) out.push_back(std::move(h));
+    }
+    for (const auto& [name, value] : options_.extra_headers) {
+      out.push_back(value.empty() ? name + ";" : name + ": " + value);
+    }
+    return out;
+  }
+
+  HttpRequest BaseRequest(const std::string& url) const {
+    HttpRequest r;
+    r.url = url;
+    r.connect_timeout_ms = options_.connect_timeout_ms;
+    r.timeout_ms = options_.timeout_ms;
+    r.verify_tls = options_.verify_tls;
+    r.ca_file = ca_file_;
+    r.ca_dir = ca_dir_;
+    return r;
+  }
+
+  Result<Completion> CompleteImpl(const CompletionRequest& request,
+                                  const CancellationToken& cancel) {
+    const std::string what = "POST " + DisplayUrl(completion_url_);
+    bool structured = options_.structured_output && request.json_schema.has_value() &&
+                      options_.protocol == HttpProtocol::kOpenAiChat &&
+                      !structured_rejected_.load(std::memory_order_relaxed);
+    bool structured_retry_done = false;
+    std::uint32_t retries = 0;
+    const auto started = Clock::now();
+    for (std::uint32_t attempt_no = 1;; ++attempt_no) {
+      if (cancel.IsCancelled())
+        return Status::Cancelled(what + ": cancelled before the request was sent.");
+      Result<std::string> body = internal::http::BuildRequestBody(
+          options_.protocol, options_.model, options_.max_tokens_field, request, structured,
+          options_.stream);
+      if (!body.ok()) {
+        return Status::InvalidArgument(what + ": the messages cannot be sent in the " +
+                                       HttpProtocolName(options_.protocol) +
+                                       " format: " + body.status().message());
+      }
+      RECAP_HTTP_LOG_DEBUG("http {}: {} attempt {} ({} bytes{}{})", name_, what, attempt_no,
+                           body->size(), structured ? ", structured output" : "",
+                           options_.stream ? ", streamed" : "");
+      const auto attempt_started = Clock::now();
+      Attempt a = RunAttempt(what, std::move(body).value(), structured, cancel);
+      const auto ms =
+          std::chrono::duration_cast<milliseconds>(Clock::now() - attempt_started).count();
+      if (a.result.ok()) {
+        RECAP_HTTP_LOG_DEBUG("http {}: {} done in {} ms: finish {}, {} chars, usage {} + {} tokens",
+                             name_, what, ms, FinishReasonName(a.result->finish_reason),
+                             a.result->text.size(), a.result->usage.prompt_tokens,
+                             a.result->usage.completion_tokens);
+        return std::move(a.result);
+      }
+      const Status& failed = a.result.status();
+      if (a.structured_rejected && structured && !structured_retry_done) {
+        RECAP_HTTP_LOG_WARN(
+            "http {}: the server rejected structured output; retrying without "
+            "it (and not asking for it again)",
+            name_);
+        structured = false;
+        structured_retry_done = true;
+        structured_rejected_.store(true, std::memory_order_relaxed);
+        continue;
+      }
+      if (!a.retry || retries >= options_.max_retries || cancel.IsCancelled()) {
+        if (cancel.IsCancelled()) return Status::Cancelled(what + ": cancelled.");
+        RECAP_HTTP_LOG_DEBUG("http {}: {} failed after {} attempt(s) in {} ms: {}", name_, what,
+                             attempt_no, ms, StatusCodeName(failed.code()));
+        if (retries == 0) return failed;
+        const auto total = std::chrono::duration_cast<milliseconds>(Clock::now() - started).count();
+        return Status(failed.code(),
+                      failed.message() + " (gave up after " + std::to_string(attempt_no) +
+                          " attempts in " + std::to_string(total) +
+                          " ms; max_retries = " + std::to_string(options_.max_retries) + ")");
+      }
+      ++retries;
+      milliseconds delay =
+          Backoff(retries, options_.retry_base_delay_ms, options_.max_retry_delay_ms);
+      if (a.retry_after) {
+        if (*a.retry_after > milliseconds(options_.max_retry_delay_ms)) {
+          return Status(failed.code(), failed.message() + " The server asked to retry after " +
+                                           std::to_string(a.retry_after->count()) +
+                                           " ms, longer than max_retry_delay_ms = " +
+                                           std::to_string(options_.max_retry_delay_ms) +
+                                           "; not retried.");
+        }
+        delay = *a.retry_after;
+      }
+      RECAP_HTTP_LOG_WARN("http {}: {} failed ({}); retry {} of {} in {} ms", name_, what,
+                          StatusCodeName(failed.code()), retries, options_.max_retries,
+                          delay.count());
+      if (!SleepUnlessCancelled(delay, cancel)) {
+        return Status::Cancelled(what + ": cancelled while waiting to retry.");
+      }
+    }
+  }
+
+  Attempt RunAttempt(const std::string& what, std::string body, bool structured,
+                     const CancellationToken& cancel) {
+    HttpRequest http = BaseRequest(completion_url_);
+    http.method = "POST";
+    http.headers = Headers(true, options_.stream);
+    http.body = std::move(body);
+
+    // Streaming: the SSE parser feeds the accumulator as bytes arrive.
+    internal::http::StreamAccumulator stream(options_.protocol);
+    internal::http::SseParser sse(
+        [&stream](const internal::http::SseEvent& e) { return stream.OnEvent(e); });
+    internal::http::BodySink sink;
+    std::function<void()> tick;
+    std::size_t reported = static_cast<std::size_t>(-1);
+    if (options_.stream) {
+      sink = [&sse](std::string_view chunk) { return sse.Feed(chunk); };
+      if (options_.on_progress) {
+        auto last = Clock::now() - milliseconds(100);
+        tick = [&, last]() mutable {
+          const auto now = Clock::now();
+          if (now - last < milliseconds(100) || stream.text_chars() == reported) return;
+          last = now;
+          reported = stream.text_chars();
+          options_.on_progress(reported);
+        };
+      }
+    }
+
+    TransportResult t = internal::http::Perform(http, cancel, sink, tick);
+    Attempt a;
+    a.retry_after = t.retry_after;
+    switch (t.error) {
+      case TransportError::kNone: break;
+      case TransportError::kCancelled:
+        a.result = Status::Cancelled(what + ": cancelled.");
+        return a;
+      case TransportError::kTimeout:
+        a.result = Status::DeadlineExceeded(
+            what + ": no complete reply within timeout_ms = " +
+            std::to_string(options_.timeout_ms) + " ms" +
+            (t.status ? " (HTTP " + std::to_string(t.status) + ", " + std::to_string(t.body_bytes) +
+                            " bytes received)"
+                      : "") +
+            ". Raise HttpProviderOptions.timeout_ms if the model needs longer.");
+        return a;
+      case TransportError::kConnectTimeout:
+        a.result =
+            Status::DeadlineExceeded(what + ": could not connect within connect_timeout_ms = " +
+                                     std::to_string(options_.connect_timeout_ms) + " ms.");
+        return a;
+      case TransportError::kConnect:
+        a.retry = true;
+        a.result = Status::Unavailable(what + ": could not connect: " + scrub_(t.detail) +
+                                       ". Is the server running at that address?");
+        return a;
+      case TransportError::kNetwork:
+        a.retry = true;
+        a.result =
+            Status::Unavailable(what +
+                                (t.status ? " answered HTTP " + std::to_string(t.status) +
+                                                " but the connection broke after " +
+                                                std::to_string(t.body_bytes) + " bytes of the body"
+                                          : ": the connection failed before a response arrived") +
+                                ": " + scrub_(t.detail) + ".");
+        return a;
+      case TransportError::kTls:
+        a.result = Status::FailedPrecondition(
+            what + ": TLS failed: " + scrub_(t.detail) +
+            ". Check the server's certificate, or point HttpProviderOptions.ca_path at the CA "
+            "that signed it.");
+        return a;
+      case TransportError::kTooLarge:
+        a.result = Status::Unavailable(what + " answered HTTP " + std::to_string(t.status) +
+                                       " with a body larger than recap accepts (" +
+                                       std::to_string(t.body_bytes) + " bytes).");
+        return a;
+      case TransportError::kAborted:
+        break;  // the stream stopped itself: its state says why (below)
+      case TransportError::kSetup:
+        a.result = Status::InvalidArgument(
+            what + ": the request could not be made: " + scrub_(t.detail) + ".");
+        return a;
+    }
+
+    const long status = t.status;
+    if (status < 200 || status >= 300) {
+      nlohmann::json parsed = nlohmann::json::parse(t.body, nullptr, false);
+      HttpFailure f = internal::http::ClassifyHttpStatus(what, status, t.body, parsed, structured,
+                                                         options_.model);
+      a.retry = f.retry;
+      a.structured_rejected = f.structured_rejected;
+      a.result = Status(f.status.code(), scrub_(f.status.message()));
+      return a;
+    }
+
+    const bool event_stream = Lower(t.content_type).find("text/event-stream") != std::string::npos;
+    if (options_.stream && event_stream) {
+      sse.Finish();
+      if (!stream.error().empty()) {
+        if (stream.malformed()) {
+          a.result = internal::http::MalformedResponse(what, status, t.content_type, "",
+                                                       scrub_(stream.error()));
+          return a;
+        }
+        HttpFailure f =
+            internal::http::ClassifyInBandError(what, status, stream.error(), stream.error_kind());
+        a.retry = f.retry;
+        a.result = Status(f.status.code(), scrub_(f.status.message()));
+        return a;
+      }
+      if (!stream.finished()) {
+        // A cut: never taken as a reply (see HttpProviderOptions::stream).
+        a.retry = true;
+        a.result = Status::Unavailable(
+            what + " answered HTTP " + std::to_string(status) +
+            " but the stream ended before its end marker (" +
+            (options_.protocol == HttpProtocol::kAnthropic ? "message_stop" : "data: [DONE]") +
+            ") after " + std::to_string(stream.events()) + " events and " +
+            std::to_string(stream.text_chars()) +
+            " characters of text; the partial reply was dropped.");
+        return a;
+      }
+      if (tick) tick();
+      if (options_.on_progress && reported != stream.text_chars())
+        options_.on_progress(stream.text_chars());
+      a.result = stream.Take();
+      return a;
+    }
+
+    // A whole body (also when a stream was asked for but the server answered in one piece).
+    nlohmann::json parsed = nlohmann::json::parse(t.body, nullptr, false);
+    if (parsed.is_discarded()) {
+      a.result = Status(StatusCode::kUnavailable,
+                        scrub_(internal::http::MalformedResponse(
+                                   what, status, t.content_type, t.body,
+                                   t.body.empty() ? "the body is empty" : "the body is not JSON")
+                                   .message()));
+      return a;
+    }
+    if (parsed.is_object() && parsed.contains("error") && !parsed["error"].is_null()) {
+      HttpFailure f = internal::http::ClassifyInBandError(
+          what, status, internal::http::ErrorText(parsed), internal::http::ErrorKind(parsed));
+      a.retry = f.retry;
+      a.result = Status(f.status.code(), scrub_(f.status.message()));
+      return a;
+    }
+    Result<Completion> reply = internal::http::ParseReply(options_.protocol, parsed);
+    if (!reply.ok()) {
+      a.result = Status(StatusCode::kUnavailable,
+                        scrub_(internal::http::MalformedResponse(what, status, t.content_type,
+                                                                 t.body, reply.status().message())
+                                   .message()));
+      return a;
+    }
+    a.result = std::move(reply);
+    return a;
+  }
+
+  std::optional<std::size_t> DiscoverContextWindow() {
+    std::lock_guard<std::mutex> lock(window_mu_);
+    if (window_known_) return window_;
+    if (window_failed_at_ && Clock::now() - *window_failed_at_ < kModelListRetryAfter) {
+      return std::nullopt;
+    }
+    const std::string what = "GET " + DisplayUrl(models_url_);
+    HttpRequest http = BaseRequest(models_url_);
+    http.method = "GET";
+    http.headers = Headers(false, false);
+    http.timeout_ms = std::min(options_.timeout_ms, kModelListTimeoutMs);
+    TransportResult t = internal::http::Perform(http, CancellationToken());
+    if (t.error != TransportError::kNone || t.status < 200 || t.status >= 300) {
+      window_failed_at_ = Clock::now();
+      RECAP_HTTP_LOG_WARN(
+          "http {}: {} failed ({}{}); the context window stays unknown", name_, what,
+          t.status ? "HTTP " + std::to_string(t.status) : std::string(),
+          t.error != TransportError::kNone ? scrub_(" " + t.detail) : std::string());
+      return std::nullopt;
+    }
+    nlohmann::json parsed = nlohmann::json::parse(t.body, nullptr, false);
+    if (parsed.is_discarded()) {
+      window_failed_at_ = Clock::now();
+      RECAP_HTTP_LOG_WARN(
+          "http {}: {} answered HTTP {} with a body that is not JSON ({} bytes); "
+          "the context window stays unknown",
+          name_, what, t.status, t.body.size());
+      return std::nullopt;
+    }
+    std::string field;
+    window_ = internal::http::FindContextWindow(parsed, options_.model, &field);
+    window_known_ = true;
+    if (window_) {
+      RECAP_HTTP_LOG_DEBUG("http {}: context window of {} is {} tokens ({} of {})", name_,
+                           options_.model, *window_, field, what);
+    } else {
+      RECAP_HTTP_LOG_DEBUG("http {}: {} names no usable context window for {}", name_, what,
+                           options_.model);
+    }
+    return window_;
+  }
+
+  const HttpProviderOptions options_;
+  const std::string api_key_;
+  Scrubber scrub_;
+  std::string completion_url_;
+  std::string models_url_;
+  std::string name_;
+  std::string ca_file_;
+  std::string ca_dir_;
+  std::atomic<bool> structured_rejected_{false};
+
+  std::mutex window_mu_;
+  bool window_known_ = false;
+  std::optional<std::size_t> window_;
+  std::optional<Clock::time_point> window_failed_at_;
+};
+
+Status Invalid(const std::string& message) {
+  return Status::InvalidArgument("HttpProviderOptions." + message);
+}
+
+}  // namespace
+
+const char* HttpProtocolName(HttpProtocol protocol) noexcept {
+  switch (protocol) {
+    case HttpProtocol::kOpenAiChat: return "openai_chat";
+    case HttpProtocol::kAnthropic: return "anthropic";
+  }
+  return "unknown";
+}
+
+Result<HttpProtocol> ParseHttpProtocol(const std::string& name) {
+  const std::string n = Lower(name);
+  if (n == "openai_chat" || n == "openai") return HttpProtocol::kOpenAiChat;
+  if (n == "anthropic") return HttpProtocol::kAnthropic;
+  return Status::InvalidArgument("unknown HTTP protocol \"" + internal::http::Excerpt(name, 40) +
+                                 "\": use \"openai_chat\" (also \"openai\") or \"anthropic\"");
+}
+
+Result<std::shared_ptr<Provider>> NewHttpProvider(HttpProviderOptions options) {
+  // base_url
+  std::string& base = options.base_url;
+  while (!base.empty() && std::isspace(static_cast<unsigned char>(base.back()))) base.pop_back();
+  while (!base.empty() && base.back() == '/') base.pop_back();
+  if (base.empty()) {
+    return Invalid(
+        "base_url is empty: set it to the API's address, e.g. "
+        "\"https://api.openai.com/v1\", \"https://api.anthropic.com\" or "
+        "\"http://127.0.0.1:8080/v1\" (llama.cpp's server)");
+  }
+  const std::string lower = Lower(base);
+  if (lower.rfind("http://", 0) != 0 && lower.rfind("https://", 0) != 0) {
+    return Invalid("base_url \"" + DisplayUrl(internal::http::Excerpt(base, 200)) +
+                   "\" must start with http:// or https://");
+  }
+  if (HasLineBreakOrControl(base) || base.find(' ') != std::string::npos) {
+    return Invalid("base_url contains spaces or control characters");
+  }
+  if (base.find_first_of("?#") != std::string::npos) {
+    return Invalid("base_url \"" + DisplayUrl(base) +
+                   "\" must not have a query or fragment: "
+                   "recap appends the endpoint's path to it");
+  }
+  if (options.protocol == HttpProtocol::kAnthropic && lower.size() >= 3 &&
+      lower.compare(lower.size() - 3, 3, "/v1") == 0) {
+    base.resize(base.size() - 3);  // recap adds /v1/messages itself
+  }
+  // model
+  if (options.model.empty()) {
+    return Invalid(
+        "model is empty: name the model to ask, e.g. \"gpt-4o-mini\" or "
+        "\"claude-3-5-haiku-latest\" (any name for a local server that serves one)");
+  }
+  if (HasLineBreakOrControl(options.model)) return Invalid("model contains control characters");
+  // key
+  std::string key;
+  if (!options.api_key.empty() && !options.api_key_env.empty()) {
+    return Invalid("api_key and api_key_env are both set: set one of them");
+  }
+  if (!options.api_key_env.empty()) {
+    const char* value = std::getenv(options.api_key_env.c_str());
+    if (!value || !*value) {
+      return Status::FailedPrecondition(
+          "HttpProviderOptions.api_key_env names the environment variable \"" +
+          internal::http::Excerpt(options.api_key_env, 100) +
+          "\", which is not set or is empty: export the API key in it, or leave api_key_env "
+          "empty for a server that needs no key");
+    }
+    key = value;
+  } else {
+    key = options.api_key;
+  }
+  if (HasLineBreakOrControl(key) || key.find(' ') != std::string::npos) {
+    return Invalid(std::string(options.api_key_env.empty() ? "api_key" : "api_key_env's variable") +
+                   " holds spaces or control characters (a stray newline?); it was not used");
+  }
+  // headers
+  for (const auto& [name, value] : options.extra_headers) {
+    if (!ValidHeaderName(name)) {
+      return Invalid("extra_headers: the header name \"" + internal::http::Excerpt(name, 80) +
+                     "\" is empty or contains spaces, ':' or control characters");
+    }
+    if (HasLineBreakOrControl(value)) {
+      return Invalid("extra_headers: the value of \"" + name +
+                     "\" contains a line break or "
+                     "control character");
+    }
+  }
+  // limits
+  if (options.connect_timeout_ms == 0) return Invalid("connect_timeout_ms must be at least 1");
+  if (options.timeout_ms == 0) return Invalid("timeout_ms must be at least 1");
+  if (options.max_retries > kMaxRetries) {
+    return Invalid("max_retries is " + std::to_string(options.max_retries) + "; allowed: 0 to " +
+                   std::to_string(kMaxRetries));
+  }
+  if (options.max_retry_delay_ms < options.retry_base_delay_ms) {
+    return Invalid("max_retry_delay_ms (" + std::to_string(options.max_retry_delay_ms) +
+                   ") is smaller than retry_base_delay_ms (" +
+                   std::to_string(options.retry_base_delay_ms) + ")");
+  }
+  if (!options.ca_path.empty()) {
+    struct stat st {};
+    if (::stat(options.ca_path.c_str(), &st) != 0) {
+      return Invalid("ca_path \"" + options.ca_path +
+                     "\" does not exist: give a PEM bundle file "
+                     "or a directory of hashed certificates");
+    }
+  }
+  if (options.protocol == HttpProtocol::kAnthropic &&
+      (options.anthropic_version.empty() || HasLineBreakOrControl(options.anthropic_version))) {
+    return Invalid("anthropic_version is empty or malformed: use e.g. \"2023-06-01\"");
+  }
+  if (options.max_tokens_field != "max_tokens" &&
+      options.max_tokens_field != "max_completion_tokens") {
+    return Invalid("max_tokens_field is \"" +
+                   internal::http::Excerpt(options.max_tokens_field, 60) +
+                   "\": use \"max_tokens\" or \"max_completion_tokens\"");
+  }
+  if (options.context_window && *options.context_window == 0) {
+    return Invalid("context_window is 0: leave it unset to read it from the model list");
+  }
+  return std::shared_ptr<Provider>(
+      std::make_shared<HttpProvider>(std::move(options), std::move(key)));
+}
+
+}  // namespace v0
+}  // namespace recap

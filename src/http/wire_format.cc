@@ -1,0 +1,391 @@
+#include "wire_format.h"
+
+#include <algorithm>
+#include <cctype>
+#include <utility>
+#include <vector>
+
+#include "recap/codec.h"
+#include "recap/config.h"
+#include "recap/conversation.h"
+
+namespace recap {
+inline namespace v0 {
+namespace internal {
+namespace http {
+namespace {
+
+using nlohmann::json;
+using nlohmann::ordered_json;
+
+std::string Lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+const json* Member(const json& j, const char* key) {
+  if (!j.is_object()) return nullptr;
+  auto it = j.find(key);
+  return it == j.end() ? nullptr : &*it;
+}
+
+std::string StringOr(const json* j, std::string fallback = {}) {
+  return j && j->is_string() ? j->get<std::string>() : std::move(fallback);
+}
+
+std::uint64_t CountOf(const json* j) {
+  if (!j) return 0;
+  if (j->is_number_unsigned()) return j->get<std::uint64_t>();
+  if (j->is_number_integer()) {
+    const auto v = j->get<std::int64_t>();
+    return v > 0 ? static_cast<std::uint64_t>(v) : 0;
+  }
+  if (j->is_number_float()) {
+    const double v = j->get<double>();
+    return v > 0 && v < 1e15 ? static_cast<std::uint64_t>(v) : 0;
+  }
+  return 0;
+}
+
+// OpenAI content: a string, null, or an array of parts with `text`.
+std::string ContentText(const json* content) {
+  if (!content) return {};
+  if (content->is_string()) return content->get<std::string>();
+  std::string out;
+  if (content->is_array()) {
+    for (const json& part : *content) {
+      if (part.is_string()) {
+        out += part.get<std::string>();
+      } else if (const json* t = Member(part, "text"); t && t->is_string()) {
+        const std::string type = StringOr(Member(part, "type"), "text");
+        if (type == "text" || type == "output_text") out += t->get<std::string>();
+      }
+    }
+  }
+  return out;
+}
+
+void ReadOpenAiUsage(const json* usage, Usage* out) {
+  if (!usage || !usage->is_object()) return;
+  out->prompt_tokens = CountOf(Member(*usage, "prompt_tokens"));
+  out->completion_tokens = CountOf(Member(*usage, "completion_tokens"));
+}
+
+// Anthropic counts cached prompt tokens apart; the prompt is all of them.
+void ReadAnthropicUsage(const json* usage, Usage* out, bool input_too) {
+  if (!usage || !usage->is_object()) return;
+  if (input_too && (Member(*usage, "input_tokens") || Member(*usage, "cache_read_input_tokens"))) {
+    out->prompt_tokens = CountOf(Member(*usage, "input_tokens")) +
+                         CountOf(Member(*usage, "cache_creation_input_tokens")) +
+                         CountOf(Member(*usage, "cache_read_input_tokens"));
+  }
+  if (Member(*usage, "output_tokens"))
+    out->completion_tokens = CountOf(Member(*usage, "output_tokens"));
+}
+
+std::size_t CodePoints(const std::string& s) {
+  std::size_t n = 0;
+  for (unsigned char c : s) n += (c & 0xC0) != 0x80 ? 1 : 0;
+  return n;
+}
+
+// The context-window fields servers use, in the order they are trusted.
+constexpr const char* kWindowFields[] = {
+    "context_length",      // OpenRouter, LM Studio's native API, many proxies
+    "context_window",      // Groq, Together, several gateways
+    "max_model_len",       // vLLM
+    "max_context_length",  // LM Studio (/api/v0/models)
+    "max_input_tokens",    // LiteLLM's model info, Anthropic's newer model objects
+    "n_ctx_train",         // llama.cpp's server (meta.n_ctx_train)
+};
+
+std::optional<std::size_t> TrustedCount(const json& v) {
+  std::uint64_t n = 0;
+  if (v.is_number_unsigned())
+    n = v.get<std::uint64_t>();
+  else if (v.is_number_integer() && v.get<std::int64_t>() > 0)
+    n = static_cast<std::uint64_t>(v.get<std::int64_t>());
+  else if (v.is_number_float() && v.get<double>() >= 1 && v.get<double>() < 1e12)
+    n = static_cast<std::uint64_t>(v.get<double>());
+  if (n == 0 || n > kMaxTrustedContextWindow) return std::nullopt;  // R1.2
+  return static_cast<std::size_t>(n);
+}
+
+// Looks for `field` on `entry`, then in the objects nested in it (breadth first, 3 levels).
+std::optional<std::size_t> FindField(const json& entry, const char* field, const std::string& path,
+                                     std::string* where) {
+  std::vector<std::pair<const json*, std::string>> level{{&entry, path}};
+  for (int depth = 0; depth < 4 && !level.empty(); ++depth) {
+    std::vector<std::pair<const json*, std::string>> next;
+    for (const auto& [obj, p] : level) {
+      if (const json* v = Member(*obj, field)) {
+        if (auto n = TrustedCount(*v)) {
+          if (where) *where = p.empty() ? std::string(field) : p + "." + field;
+          return n;
+        }
+      }
+      for (auto it = obj->begin(); it != obj->end(); ++it) {
+        if (it->is_object()) next.emplace_back(&*it, p.empty() ? it.key() : p + "." + it.key());
+      }
+    }
+    level = std::move(next);
+  }
+  return std::nullopt;
+}
+
+std::string EntryName(const json& entry) {
+  for (const char* key : {"id", "name", "model"}) {
+    if (const json* v = Member(entry, key); v && v->is_string()) return v->get<std::string>();
+  }
+  return {};
+}
+
+bool EntryIs(const json& entry, const std::string& model) {
+  for (const char* key : {"id", "name", "model"}) {
+    if (const json* v = Member(entry, key); v && v->is_string() && v->get<std::string>() == model)
+      return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+FinishReason MapFinishReason(const std::string& reason) {
+  const std::string r = Lower(reason);
+  if (r == "stop" || r == "end_turn" || r == "stop_sequence" || r == "eos" || r == "eos_token")
+    return FinishReason::kStop;
+  if (r == "length" || r == "max_tokens" || r == "max_output_tokens" || r == "model_length")
+    return FinishReason::kLength;
+  return FinishReason::kOther;
+}
+
+Result<std::string> BuildRequestBody(HttpProtocol protocol, const std::string& model,
+                                     const std::string& max_tokens_field,
+                                     const CompletionRequest& request, bool structured,
+                                     bool stream) {
+  Conversation conversation;
+  conversation.messages = request.messages;
+  ordered_json body = ordered_json::object();
+  body["model"] = model;
+  if (protocol == HttpProtocol::kAnthropic) {
+    Result<std::string> messages = anthropic::EncodeMessages(conversation);
+    if (!messages.ok()) return messages.status();
+    body["max_tokens"] = request.max_output_tokens;
+    if (!request.system_prompt.empty()) body["system"] = request.system_prompt;
+    body["messages"] = ordered_json::parse(*messages, nullptr, false);
+    if (stream) body["stream"] = true;
+  } else {
+    if (!request.system_prompt.empty()) {
+      conversation.instructions = Message::SystemText(request.system_prompt);
+    }
+    Result<std::string> messages = openai_chat::EncodeMessages(conversation);
+    if (!messages.ok()) return messages.status();
+    body["messages"] = ordered_json::parse(*messages, nullptr, false);
+    body[max_tokens_field] = request.max_output_tokens;
+    if (stream) {
+      body["stream"] = true;
+      body["stream_options"] = {{"include_usage", true}};
+    }
+    if (structured && request.json_schema) {
+      ordered_json schema = ordered_json::parse(*request.json_schema, nullptr, false);
+      if (!schema.is_discarded() && schema.is_object()) {
+        body["response_format"] = {
+            {"type", "json_schema"},
+            {"json_schema", {{"name", "recap_checkpoint"}, {"schema", std::move(schema)}}}};
+      }
+    }
+  }
+  if (body["messages"].is_discarded()) {
+    return Status::Internal("recap's message codec wrote JSON that does not parse");
+  }
+  return body.dump(-1, ' ', false, ordered_json::error_handler_t::replace);
+}
+
+Result<Completion> ParseReply(HttpProtocol protocol, const json& body) {
+  if (!body.is_object()) return Status::Unavailable("the body is JSON but not an object");
+  Completion c;
+  if (protocol == HttpProtocol::kAnthropic) {
+    const json* content = Member(body, "content");
+    if (!content || !content->is_array()) {
+      return Status::Unavailable("the reply has no `content` array");
+    }
+    for (const json& block : *content) {
+      if (StringOr(Member(block, "type")) == "text") c.text += StringOr(Member(block, "text"));
+    }
+    const json* stop = Member(body, "stop_reason");
+    c.finish_reason =
+        stop && stop->is_string() ? MapFinishReason(stop->get<std::string>()) : FinishReason::kStop;
+    ReadAnthropicUsage(Member(body, "usage"), &c.usage, true);
+    return c;
+  }
+  const json* choices = Member(body, "choices");
+  if (!choices || !choices->is_array() || choices->empty() || !(*choices)[0].is_object()) {
+    return Status::Unavailable("the reply has no `choices[0]`");
+  }
+  const json& choice = (*choices)[0];
+  const json* message = Member(choice, "message");
+  if (message && message->is_object()) {
+    c.text = ContentText(Member(*message, "content"));
+  } else if (const json* text = Member(choice, "text"); text && text->is_string()) {
+    c.text = text->get<std::string>();  // legacy completions shape, served by some proxies
+  } else {
+    return Status::Unavailable("the reply has no `choices[0].message`");
+  }
+  const json* finish = Member(choice, "finish_reason");
+  c.finish_reason = finish && finish->is_string() ? MapFinishReason(finish->get<std::string>())
+                                                  : FinishReason::kStop;
+  ReadOpenAiUsage(Member(body, "usage"), &c.usage);
+  return c;
+}
+
+std::string ErrorText(const json& body) {
+  if (!body.is_object()) return {};
+  if (const json* error = Member(body, "error")) {
+    if (error->is_string()) return error->get<std::string>();
+    if (const json* m = Member(*error, "message"); m && m->is_string())
+      return m->get<std::string>();
+  }
+  for (const char* key : {"message", "detail"}) {
+    if (const json* m = Member(body, key); m && m->is_string()) return m->get<std::string>();
+  }
+  return {};
+}
+
+std::string ErrorKind(const json& body) {
+  if (!body.is_object()) return {};
+  std::string out;
+  auto add = [&out](const json* v) {
+    if (v && v->is_string() && !v->get<std::string>().empty()) {
+      if (!out.empty()) out += ' ';
+      out += v->get<std::string>();
+    }
+  };
+  if (const json* error = Member(body, "error"); error && error->is_object()) {
+    add(Member(*error, "type"));
+    add(Member(*error, "code"));
+  }
+  return out;
+}
+
+bool StreamAccumulator::OnEvent(const SseEvent& event) {
+  ++events_;
+  if (event.data == "[DONE]") {
+    done_ = true;
+    return true;
+  }
+  json j = json::parse(event.data, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    malformed_ = true;
+    error_ = "event " + std::to_string(events_) + " of the stream is not a JSON object";
+    return false;
+  }
+  if (const json* error = Member(j, "error"); error && !error->is_null()) {
+    error_ = ErrorText(j);
+    if (error_.empty()) error_ = "the stream carried an error event";
+    error_kind_ = ErrorKind(j);
+    return false;
+  }
+  if (protocol_ == HttpProtocol::kAnthropic) {
+    OnAnthropic(j);
+  } else {
+    OnOpenAi(j);
+  }
+  return true;
+}
+
+void StreamAccumulator::AddText(const std::string& text) {
+  completion_.text += text;
+  text_chars_ += CodePoints(text);
+}
+
+void StreamAccumulator::OnOpenAi(const json& chunk) {
+  ReadOpenAiUsage(Member(chunk, "usage"), &completion_.usage);
+  const json* choices = Member(chunk, "choices");
+  if (!choices || !choices->is_array() || choices->empty()) return;
+  const json& choice = (*choices)[0];
+  if (const json* delta = Member(choice, "delta"); delta && delta->is_object()) {
+    AddText(ContentText(Member(*delta, "content")));
+  }
+  if (const json* finish = Member(choice, "finish_reason"); finish && finish->is_string()) {
+    finish_reason_ = finish->get<std::string>();
+    finish_seen_ = true;
+  }
+}
+
+void StreamAccumulator::OnAnthropic(const json& event) {
+  const std::string type = StringOr(Member(event, "type"));
+  if (type == "message_start") {
+    if (const json* message = Member(event, "message")) {
+      ReadAnthropicUsage(Member(*message, "usage"), &completion_.usage, true);
+    }
+  } else if (type == "content_block_start") {
+    if (const json* block = Member(event, "content_block");
+        block && StringOr(Member(*block, "type")) == "text") {
+      AddText(StringOr(Member(*block, "text")));
+    }
+  } else if (type == "content_block_delta") {
+    if (const json* delta = Member(event, "delta");
+        delta && StringOr(Member(*delta, "type")) == "text_delta") {
+      AddText(StringOr(Member(*delta, "text")));
+    }
+  } else if (type == "message_delta") {
+    if (const json* delta = Member(event, "delta")) {
+      if (const json* stop = Member(*delta, "stop_reason"); stop && stop->is_string()) {
+        finish_reason_ = stop->get<std::string>();
+        finish_seen_ = true;
+      }
+    }
+    ReadAnthropicUsage(Member(event, "usage"), &completion_.usage, false);
+  } else if (type == "message_stop") {
+    done_ = true;
+  }
+}
+
+Completion StreamAccumulator::Take() {
+  completion_.finish_reason =
+      finish_reason_.empty() ? FinishReason::kStop : MapFinishReason(finish_reason_);
+  return std::move(completion_);
+}
+
+std::optional<std::size_t> FindContextWindow(const json& list, const std::string& model,
+                                             std::string* field) {
+  const json* entries = nullptr;
+  std::string prefix;
+  if (list.is_array()) {
+    entries = &list;
+  } else if (const json* data = Member(list, "data"); data && data->is_array()) {
+    entries = data;
+    prefix = "data";
+  } else if (const json* models = Member(list, "models"); models && models->is_array()) {
+    entries = models;
+    prefix = "models";
+  }
+  const json* entry = nullptr;
+  std::string path;
+  if (entries) {
+    for (std::size_t i = 0; i < entries->size(); ++i) {
+      if ((*entries)[i].is_object() && EntryIs((*entries)[i], model)) {
+        entry = &(*entries)[i];
+        path = prefix + "[" + std::to_string(i) + "]";
+        break;
+      }
+    }
+    // A local server that serves one model often names it by its file: take the only one.
+    if (!entry && entries->size() == 1 && (*entries)[0].is_object()) {
+      entry = &(*entries)[0];
+      path = prefix + "[0]";
+    }
+  } else if (list.is_object() && (EntryIs(list, model) || EntryName(list).empty())) {
+    entry = &list;  // a single model object (GET /models/{id})
+  }
+  if (!entry) return std::nullopt;
+  for (const char* f : kWindowFields) {
+    if (auto n = FindField(*entry, f, path, field)) return n;
+  }
+  return std::nullopt;
+}
+
+}  // namespace http
+}  // namespace internal
+}  // namespace v0
+}  // namespace recap

@@ -1,0 +1,956 @@
+// The HTTP provider (component recap::http; issue 5, SPEC R1.2, R2.4, R2.6, R5, §12) against a
+// real HTTP server on 127.0.0.1 (support/http_test_server.h), scripted per test.
+//
+// Every test runs under a SecretWatch: recap's log is captured at debug level, and the fake
+// API key — which the server also echoes back in its error bodies — must appear in no log
+// record, Status message or event.
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "recap/compactor.h"
+#include "recap/http/http_provider.h"
+#include "recap/log.h"
+
+#include "support/fake_provider.h"
+#include "support/http_test_server.h"
+#include "support/recording_sink.h"
+
+using namespace recap;
+using recap::testing::HttpTestServer;
+using recap::testing::RecordedHttpRequest;
+using recap::testing::RecordingSink;
+using recap::testing::ScriptedHttpResponse;
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+namespace {
+
+const std::string kKey = "sk-test-SECRET-123";
+
+long long MsSince(Clock::time_point t) {
+  return std::chrono::duration_cast<milliseconds>(Clock::now() - t).count();
+}
+
+// Captures recap's log at debug level for the life of the test; Check() asserts that the
+// key is in none of the records (and that there were records, so the check means something).
+class SecretWatch {
+ public:
+  SecretWatch() {
+    SetLogHandler(LogLevel::kDebug, [this](LogLevel, std::string_view line) {
+      std::lock_guard<std::mutex> lock(mu_);
+      lines_.emplace_back(line);
+    });
+  }
+  ~SecretWatch() { SetLogHandler(LogLevel::kOff, {}); }
+
+  std::vector<std::string> lines() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return lines_;
+  }
+  void Check(const std::string& text) const {
+    INFO(text);
+    CHECK(text.find(kKey) == std::string::npos);
+    CHECK(text.find("SECRET") == std::string::npos);
+  }
+  void CheckLogs() const {
+    const auto all = lines();
+    CHECK_FALSE(all.empty());
+    for (const std::string& l : all) Check(l);
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<std::string> lines_;
+};
+
+HttpProviderOptions OpenAi(const HttpTestServer& server) {
+  HttpProviderOptions o;
+  o.protocol = HttpProtocol::kOpenAiChat;
+  o.base_url = server.BaseUrl() + "/v1";
+  o.model = "test-model";
+  o.api_key = kKey;
+  o.connect_timeout_ms = 2000;
+  o.timeout_ms = 5000;
+  o.retry_base_delay_ms = 10;
+  o.max_retry_delay_ms = 2000;
+  return o;
+}
+
+HttpProviderOptions Anthropic(const HttpTestServer& server) {
+  HttpProviderOptions o = OpenAi(server);
+  o.protocol = HttpProtocol::kAnthropic;
+  o.base_url = server.BaseUrl();
+  o.model = "claude-test";
+  return o;
+}
+
+std::shared_ptr<Provider> Make(const HttpProviderOptions& o) {
+  auto p = NewHttpProvider(o);
+  REQUIRE(p.ok());
+  return *p;
+}
+
+CompletionRequest Request(std::string text = "summarize this") {
+  CompletionRequest r;
+  r.system_prompt = "You write checkpoints.";
+  r.messages.push_back(Message::UserText(std::move(text)));
+  r.max_output_tokens = 1000;
+  r.json_schema = R"({"type":"object","properties":{"goal":{"type":"string"}}})";
+  return r;
+}
+
+std::string OpenAiReply(const std::string& text, const std::string& finish = "stop",
+                        int prompt = 120, int completion = 30) {
+  nlohmann::json j = {{"id", "chatcmpl-1"},
+                      {"object", "chat.completion"},
+                      {"choices",
+                       {{{"index", 0},
+                         {"message", {{"role", "assistant"}, {"content", text}}},
+                         {"finish_reason", finish}}}},
+                      {"usage", {{"prompt_tokens", prompt}, {"completion_tokens", completion}}}};
+  return j.dump();
+}
+
+std::string AnthropicReply(const std::string& text, const std::string& stop = "end_turn") {
+  nlohmann::json j = {
+      {"id", "msg_1"},       {"type", "message"},
+      {"role", "assistant"}, {"content", {{{"type", "text"}, {"text", text}}}},
+      {"stop_reason", stop}, {"usage", {{"input_tokens", 200}, {"output_tokens", 40}}}};
+  return j.dump();
+}
+
+// The server echoes the key, as real ones do ("Incorrect API key provided: sk-…").
+std::string EchoingError(const std::string& message, const std::string& type) {
+  nlohmann::json j = {{"error", {{"message", message + " (key " + kKey + ")"}, {"type", type}}}};
+  return j.dump();
+}
+
+Result<Completion> Run(Provider& p, const SecretWatch& watch,
+                       const CompletionRequest& req = Request(),
+                       const CancellationToken& cancel = {}) {
+  Result<Completion> r = Status::Internal("not run");
+  REQUIRE_NOTHROW(r = p.Complete(req, cancel));
+  if (!r.ok()) watch.Check(r.status().message());
+  return r;
+}
+
+}  // namespace
+
+// --- success and finish reasons ----------------------------------------------------------------
+
+TEST_CASE("issue 5 R5 OpenAI chat success: text, finish stop, usage, and what was sent") {
+  SecretWatch watch;
+  HttpTestServer server;
+  server.Push(ScriptedHttpResponse::Json(200, OpenAiReply("{\"goal\":\"ship\"}")));
+  auto p = Make(OpenAi(server));
+  auto r = Run(*p, watch);
+  REQUIRE(r.ok());
+  CHECK(r->text == "{\"goal\":\"ship\"}");
+  CHECK(r->finish_reason == FinishReason::kStop);
+  CHECK(r->usage.prompt_tokens == 120);
+  CHECK(r->usage.completion_tokens == 30);
+  CHECK(p->Name() == "openai");
+
+  auto reqs = server.Requests();
+  REQUIRE(reqs.size() == 1);
+  CHECK(reqs[0].method == "POST");
+  CHECK(reqs[0].path == "/v1/chat/completions");
+  CHECK(reqs[0].Header("authorization") == "Bearer " + kKey);
+  CHECK(reqs[0].Header("content-type") == "application/json");
+  auto body = nlohmann::json::parse(reqs[0].body);
+  CHECK(body["model"] == "test-model");
+  CHECK(body["max_tokens"] == 1000);
+  CHECK(body["messages"][0]["role"] == "system");
+  CHECK(body["messages"][0]["content"] == "You write checkpoints.");
+  CHECK(body["messages"][1]["role"] == "user");
+  CHECK_FALSE(body.contains("response_format"));  // structured_output is off by default
+  CHECK_FALSE(body.contains("stream"));
+  watch.CheckLogs();
+}
+
+TEST_CASE("issue 5 R5 Anthropic Messages success: path, version header, x-api-key, system") {
+  SecretWatch watch;
+  HttpTestServer server;
+  server.Push(ScriptedHttpResponse::Json(200, AnthropicReply("checkpoint text")));
+  HttpProviderOptions o = Anthropic(server);
+  o.base_url += "/v1/";  // tolerated: recap appends /v1/messages itself
+  auto p = Make(o);
+  auto r = Run(*p, watch);
+  REQUIRE(r.ok());
+  CHECK(r->text == "checkpoint text");
+  CHECK(r->finish_reason == FinishReason::kStop);
+  CHECK(r->usage.prompt_tokens == 200);
+  CHECK(r->usage.completion_tokens == 40);
+  CHECK(p->Name() == "anthropic");
+  auto reqs = server.Requests();
+  REQUIRE(reqs.size() == 1);
+  CHECK(reqs[0].path == "/v1/messages");
+  CHECK(reqs[0].Header("x-api-key") == kKey);
+  CHECK(reqs[0].Header("anthropic-version") == "2023-06-01");
+  CHECK_FALSE(reqs[0].HasHeader("authorization"));
+  auto body = nlohmann::json::parse(reqs[0].body);
+  CHECK(body["system"] == "You write checkpoints.");
+  CHECK(body["max_tokens"] == 1000);
+  CHECK(body["messages"].size() == 1);
+  CHECK(body["messages"][0]["role"] == "user");
+  watch.CheckLogs();
+}
+
+TEST_CASE("issue 5 R5.2 a reply cut at the length limit is FinishReason::kLength") {
+  SecretWatch watch;
+  HttpTestServer server;
+  server.Push(ScriptedHttpResponse::Json(200, OpenAiReply("{\"goal\":\"sh", "length")));
+  server.Push(ScriptedHttpResponse::Json(200, AnthropicReply("{\"goal\":\"sh", "max_tokens")));
+  server.Push(ScriptedHttpResponse::Json(200, OpenAiReply("x", "content_filter")));
+  auto openai = Make(OpenAi(server));
+  auto r1 = Run(*openai, watch);
+  REQUIRE(r1.ok());
+  CHECK(r1->finish_reason == FinishReason::kLength);
+  CHECK(r1->text == "{\"goal\":\"sh");
+  auto anthropic = Make(Anthropic(server));
+  auto r2 = Run(*anthropic, watch);
+  REQUIRE(r2.ok());
+  CHECK(r2->finish_reason == FinishReason::kLength);
+  auto r3 = Run(*openai, watch);
+  REQUIRE(r3.ok());
+  CHECK(r3->finish_reason == FinishReason::kOther);
+  watch.CheckLogs();
+}
+
+// --- retries ---------------------------------------------------------------------------------
+
+TEST_CASE("issue 5 R5 429 with Retry-After is retried after the time the server asked for") {
+  SecretWatch watch;
+  HttpTestServer server;
+  server.Push(ScriptedHttpResponse::Json(
+      429, EchoingError("Rate limit reached", "rate_limit_error"), {{"Retry-After", "1"}}));
+  server.Push(ScriptedHttpResponse::Json(200, OpenAiReply("ok")));
+  auto p = Make(OpenAi(server));
+  const auto t0 = Clock::now();
+  auto r = Run(*p, watch);
+  REQUIRE(r.ok());
+  CHECK(r->text == "ok");
+  CHECK(MsSince(t0) >= 950);  // honoured Retry-After: 1 (not the 10 ms backoff)
+  CHECK(server.request_count() == 2);
+  watch.CheckLogs();
+}
+
+TEST_CASE("issue 5 R5 a Retry-After longer than max_retry_delay_ms is not waited for") {
+  SecretWatch watch;
+  HttpTestServer server;
+  server.Push(ScriptedHttpResponse::Json(429, EchoingError("slow down", "rate_limit_error"),
+                                         {{"Retry-After", "3600"}}));
+  auto p = Make(OpenAi(server));
+  const auto t0 = Clock::now();
+  auto r = Run(*p, watch);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().code() == StatusCode::kUnavailable);
+  CHECK(MsSince(t0) < 1000);
+  CHECK(r.status().message().find("HTTP 429") != std::string::npos);
+  CHECK(r.status().message().find("max_retry_delay_ms") != std::string::npos);
+  CHECK(server.request_count() == 1);
+}
+
+TEST_CASE("issue 5 R5 500 twice then success: server errors are retried with backoff") {
+  SecretWatch watch;
+  HttpTestServer server;
+  server.Push(ScriptedHttpResponse::Json(500, EchoingError("internal", "server_error")));
+  server.Push(ScriptedHttpResponse::Json(500, EchoingError("internal", "server_error")));
+  server.Push(ScriptedHttpResponse::Json(200, OpenAiReply("third time")));
+  auto p = Make(OpenAi(server));
+  auto r = Run(*p, watch);
+  REQUIRE(r.ok());
+  CHECK(r->text == "third time");
+  CHECK(server.request_count() == 3);
+  watch.CheckLogs();
+}
+
+TEST_CASE("issue 5 R5 5xx beyond max_retries is kUnavailable naming the URL and the status") {
+  SecretWatch watch;
+  HttpTestServer server;
+  server.SetDefault(
+      ScriptedHttpResponse::Json(503, EchoingError("overloaded", "overloaded_error")));
+  HttpProviderOptions o = OpenAi(server);
+  o.max_retries = 2;
+  auto p = Make(o);
+  auto r = Run(*p, watch);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().code() == StatusCode::kUnavailable);
+  const std::string& m = r.status().message();
+  CHECK(m.find("POST " + server.BaseUrl() + "/v1/chat/completions") != std::string::npos);
+  CHECK(m.find("HTTP 503") != std::string::npos);
+  CHECK(m.find("3 attempts") != std::string::npos);
+  CHECK(m.find("[redacted]") != std::string::npos);  // the echoed key was scrubbed
+  CHECK(server.request_count() == 3);
+  watch.CheckLogs();
+}
+
+TEST_CASE("issue 5 R5 Anthropic 529 overloaded is retried") {
+  SecretWatch watch;
+  HttpTestServer server;
+  server.Push(ScriptedHttpResponse::Json(
+      529, R"({"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}})"));
+  server.Push(ScriptedHttpResponse::Json(200, AnthropicReply("fine")));
+  auto p = Make(Anthropic(server));
+  auto r = Run(*p, watch);
+  REQUIRE(r.ok());
+  CHECK(server.request_count() == 2);
+}
+
+// --- errors that are not retried --------------------------------------------------------------
+
+TEST_CASE("issue 5 R5 401 is kFailedPrecondition, not retried, and says to check the key") {
+  SecretWatch watch;
+  HttpTestServer server;
+  server.SetDefault(ScriptedHttpResponse::Json(
+      401, EchoingError("Incorrect API key provided", "invalid_request_error")));
+  auto p = Make(OpenAi(server));
+  auto r = Run(*p, watch);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().code() == StatusCode::kFailedPrecondition);
+  const std::string& m = r.status().message();
+  CHECK(m.find("HTTP 401") != std::string::npos);
+  CHECK(m.find(server.BaseUrl()) != std::string::npos);
+  CHECK(m.find("API key") != std::string::npos);
+  CHECK(m.find("Incorrect API key provided") != std::string::npos);
+  CHECK(server.request_count() == 1);
+  watch.CheckLogs();
+}
+
+TEST_CASE("issue 5 R2.6 a 400 overflow in OpenAI's wording is kResourceExhausted") {
+  SecretWatch watch;
+  HttpTestServer server;
+  server.Push(ScriptedHttpResponse::Json(
+      400,
+      R"({"error":{"message":"This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}})"));
+  auto p = Make(OpenAi(server));
+  auto r = Run(*p, watch);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().code() == StatusCode::kResourceExhausted);
+  CHECK(r.status().message().find("HTTP 400") != std::string::npos);
+  CHECK(r.status().message().find("maximum context length") != std::string::npos);
+  CHECK(server.request_count() == 1);
+}
+
+TEST_CASE("issue 5 R2.6 a 400 overflow in Anthropic's wording is kResourceExhausted") {
+  SecretWatch watch;
+  HttpTestServer server;
+  server.Push(ScriptedHttpResponse::Json(
+      400,
+      R"({"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 215000 tokens > 200000 maximum"}})"));
+  auto p = Make(Anthropic(server));
+  auto r = Run(*p, watch);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().code() == StatusCode::kResourceExhausted);
+  CHECK(r.status().message().find("prompt is too long") != std::string::npos);
+  CHECK(server.request_count() == 1);
+}
+
+TEST_CASE("issue 5 R5 other 4xx are kInvalidArgument and not retried; redirects are not followed") {
+  SecretWatch watch;
+  HttpTestServer server;
+  server.Push(ScriptedHttpResponse::Json(
+      400, EchoingError("Invalid value for 'model'", "invalid_request_error")));
+  server.Push(ScriptedHttpResponse::Json(404, R"({"error":"no such route"})"));
+  ScriptedHttpResponse redirect = ScriptedHttpResponse::Text(302, "text/plain", "moved");
+  redirect.headers.emplace_back("Location", "http://elsewhere.invalid/v1/chat/completions");
+  server.Push(redirect);
+  auto p = Make(OpenAi(server));
+  auto r1 = Run(*p, watch);
+  REQUIRE_FALSE(r1.ok());
+  CHECK(r1.status().code() == StatusCode::kInvalidArgument);
+  CHECK(r1.status().message().find("Invalid value for 'model'") != std::string::npos);
+  auto r2 = Run(*p, watch);
+  REQUIRE_FALSE(r2.ok());
+  CHECK(r2.status().code() == StatusCode::kInvalidArgument);
+  CHECK(r2.status().message().find("base_url") != std::string::npos);
+  auto r3 = Run(*p, watch);
+  REQUIRE_FALSE(r3.ok());
+  CHECK(r3.status().code() == StatusCode::kInvalidArgument);
+  CHECK(r3.status().message().find("redirect") != std::string::npos);
+  CHECK(server.request_count() == 3);
+}
+
+// --- malformed replies -------------------------------------------------------------------------
+
+TEST_CASE("issue 5 R5 a 200 body that is not JSON is a malformed response") {
+  SecretWatch watch;
+  HttpTestServer server;
+  server.Push(ScriptedHttpResponse::Text(200, "text/plain", "hello, I am not JSON"));
+  server.Push(ScriptedHttpResponse::Json(200, R"({"object":"list","data":[]})"));
+  auto p = Make(OpenAi(server));
+  auto r = Run(*p, watch);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().code() == StatusCode::kUnavailable);
+  CHECK(r.status().message().find("malformed response") != std::string::npos);
+  CHECK(r.status().message().find("HTTP 200") != std::string::npos);
+  CHECK(r.status().message().find("/v1/chat/completions") != std::string::npos);
+  auto r2 = Run(*p, watch);  // JSON, but not a chat completion
+  REQUIRE_FALSE(r2.ok());
+  CHECK(r2.status().message().find("choices") != std::string::npos);
+}
+
+TEST_CASE("issue 5 R5 an HTML error page: a 502 is retried, a 200 is malformed") {
+  SecretWatch watch;
+  HttpTestServer server;
+  const std::string page =
+      "<!DOCTYPE html><html><head><title>502 Bad "
+      "Gateway</title></head><body><h1>nginx</h1></body></html>";
+  server.Push(ScriptedHttpResponse::Text(502, "text/html", page));
+  server.Push(ScriptedHttpResponse::Text(502, "text/html", page));
+  server.Push(ScriptedHttpResponse::Text(200, "text/html", "<html><title>Sign in</title></html>"));
+  HttpProviderOptions o = OpenAi(server);
+  o.max_retries = 1;
+  auto p = Make(o);
+  auto r = Run(*p, watch);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().code() == StatusCode::kUnavailable);
+  CHECK(r.status().message().find("HTTP 502") != std::string::npos);
+  CHECK(r.status().message().find("HTML page titled \"502 Bad Gateway\"") != std::string::npos);
+  CHECK(server.request_count() == 2);
+  auto r2 = Run(*p, watch);
+  REQUIRE_FALSE(r2.ok());
+  CHECK(r2.status().message().find("malformed response") != std::string::npos);
+  CHECK(r2.status().message().find("Sign in") != std::string::npos);
+}
+
+TEST_CASE("issue 5 R5 a truncated body is kUnavailable, and retried") {
+  SecretWatch watch;
+  HttpTestServer server;
+  const std::string full = OpenAiReply(std::string(2000, 'x'));
+  server.Push(ScriptedHttpResponse::Truncated(full, 300));
+  HttpProviderOptions o = OpenAi(server);
+  o.max_retries = 0;
+  auto p = Make(o);
+  auto r = Run(*p, watch);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().code() == StatusCode::kUnavailable);
+  CHECK(r.status().message().find("HTTP 200") != std::string::npos);
+  CHECK(r.status().message().find("connection broke") != std::string::npos);
+
+  // With a retry, the second (whole) reply is taken.
+  server.Push(ScriptedHttpResponse::Truncated(full, 300));
+  server.Push(ScriptedHttpResponse::Json(200, full));
+  auto p2 = Make(OpenAi(server));
+  auto r2 = Run(*p2, watch);
+  REQUIRE(r2.ok());
+  CHECK(r2->text.size() == 2000);
+  // A complete body that is cut JSON (the length matches) is malformed.
+  server.Push(ScriptedHttpResponse::Json(200, full.substr(0, 100)));
+  auto r3 = Run(*p, watch);
+  REQUIRE_FALSE(r3.ok());
+  CHECK(r3.status().message().find("malformed response") != std::string::npos);
+}
+
+// --- time-outs, refused connections, cancellation ---------------------------------------------
+
+TEST_CASE("issue 5 R5 a slow drip past timeout_ms is kDeadlineExceeded, not retried") {
+  SecretWatch watch;
+  HttpTestServer server;
+  server.Push(ScriptedHttpResponse::Drip(OpenAiReply("slow"), 5, milliseconds(100)));
+  HttpProviderOptions o = OpenAi(server);
+  o.timeout_ms = 400;
+  auto p = Make(o);
+  const auto t0 = Clock::now();
+  auto r = Run(*p, watch);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().code() == StatusCode::kDeadlineExceeded);
+  CHECK(r.status().message().find("timeout_ms = 400") != std::string::npos);
+  CHECK(MsSince(t0) < 2000);
+  CHECK(server.request_count() == 1);
+}
+
+TEST_CASE("issue 5 R5 connection refused is kUnavailable naming the URL, after the retries") {
+  SecretWatch watch;
+  HttpProviderOptions o;
+  o.base_url = "http://127.0.0.1:" + std::to_string(recap::testing::UnusedLoopbackPort()) + "/v1";
+  o.model = "m";
+  o.api_key = kKey;
+  o.retry_base_delay_ms = 5;
+  o.max_retries = 1;
+  auto p = Make(o);
+  auto r = Run(*p, watch);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().code() == StatusCode::kUnavailable);
+  CHECK(r.status().message().find(o.base_url + "/chat/completions") != std::string::npos);
+  CHECK(r.status().message().find("could not connect") != std::string::npos);
+  watch.CheckLogs();
+}
+
+TEST_CASE("issue 5 R5 cancellation ends a request within 100 ms") {
+  SecretWatch watch;
+  HttpTestServer server;
+  ScriptedHttpResponse slow = ScriptedHttpResponse::Json(200, OpenAiReply("late"));
+  slow.delay = milliseconds(5000);
+  server.Push(slow);
+  auto p = Make(OpenAi(server));
+  CancellationSource source;
+  std::atomic<long long> cancelled_at{0};
+  const auto t0 = Clock::now();
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(milliseconds(300));
+    cancelled_at = MsSince(t0);
+    source.Cancel();
+  });
+  auto r = Run(*p, watch, Request(), source.Token());
+  const long long done_at = MsSince(t0);
+  canceller.join();
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().code() == StatusCode::kCancelled);
+  CHECK(done_at - cancelled_at.load() < 100);
+
+  // Also while waiting to retry.
+  server.Push(ScriptedHttpResponse::Json(503, "{}", {{"Retry-After", "2"}}));
+  CancellationSource source2;
+  const auto t1 = Clock::now();
+  std::thread canceller2([&] {
+    std::this_thread::sleep_for(milliseconds(300));
+    source2.Cancel();
+  });
+  auto r2 = Run(*p, watch, Request(), source2.Token());
+  canceller2.join();
+  REQUIRE_FALSE(r2.ok());
+  CHECK(r2.status().code() == StatusCode::kCancelled);
+  CHECK(MsSince(t1) < 500);
+}
+
+// --- streaming -------------------------------------------------------------------------------
+
+TEST_CASE("issue 5 R5 an OpenAI SSE stream is accumulated, with progress and usage") {
+  SecretWatch watch;
+  HttpTestServer server;
+  server.Push(ScriptedHttpResponse::Sse(
+      {R"({"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]})",
+       R"({"choices":[{"index":0,"delta":{"content":"{\"goal\":"}}]})", ": keep-alive comment",
+       R"({"choices":[{"index":0,"delta":{"content":"\"ship it\"}"}}]})",
+       R"({"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]})",
+       R"({"choices":[],"usage":{"prompt_tokens":11,"completion_tokens":7}})", "[DONE]"},
+      milliseconds(30)));
+  HttpProviderOptions o = OpenAi(server);
+  o.stream = true;
+  std::vector<std::size_t> progress;
+  o.on_progress = [&progress](std::size_t n) { progress.push_back(n); };
+  auto p = Make(o);
+  auto r = Run(*p, watch);
+  REQUIRE(r.ok());
+  CHECK(r->text == R"({"goal":"ship it"})");
+  CHECK(r->finish_reason == FinishReason::kStop);
+  CHECK(r->usage.prompt_tokens == 11);
+  CHECK(r->usage.completion_tokens == 7);
+  REQUIRE_FALSE(progress.empty());
+  CHECK(progress.back() == r->text.size());
+  auto body = nlohmann::json::parse(server.Requests().at(0).body);
+  CHECK(body["stream"] == true);
+  CHECK(server.Requests().at(0).Header("accept") == "text/event-stream");
+}
+
+TEST_CASE("issue 5 R5 an Anthropic SSE stream is accumulated, max_tokens is kLength") {
+  SecretWatch watch;
+  HttpTestServer server;
+  server.Push(ScriptedHttpResponse::Sse(
+      {"event: message_start\ndata: "
+       "{\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":50,\"output_tokens\":"
+       "1}}}",
+       "event: content_block_start\ndata: "
+       "{\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\","
+       "\"text\":\"\"}}",
+       "event: ping\ndata: {\"type\":\"ping\"}",
+       "event: content_block_delta\ndata: "
+       "{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":"
+       "\"Hello \"}}",
+       "event: content_block_delta\ndata: "
+       "{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":"
+       "\"world\"}}",
+       "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}",
+       "event: message_delta\ndata: "
+       "{\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"max_tokens\"},\"usage\":{\"output_"
+       "tokens\":9}}",
+       "event: message_stop\ndata: {\"type\":\"message_stop\"}"}));
+  HttpProviderOptions o = Anthropic(server);
+  o.stream = true;
+  auto p = Make(o);
+  auto r = Run(*p, watch);
+  REQUIRE(r.ok());
+  CHECK(r->text == "Hello world");
+  CHECK(r->finish_reason == FinishReason::kLength);
+  CHECK(r->usage.prompt_tokens == 50);
+  CHECK(r->usage.completion_tokens == 9);
+}
+
+TEST_CASE(
+    "issue 5 R5 an SSE stream that ends early is a cut: kUnavailable, retried, never a reply") {
+  SecretWatch watch;
+  HttpTestServer server;
+  // OpenAI: the connection closes cleanly after two deltas, without finish_reason or [DONE].
+  auto cut =
+      ScriptedHttpResponse::Sse({R"({"choices":[{"index":0,"delta":{"content":"{\"goal\":"}}]})",
+                                 R"({"choices":[{"index":0,"delta":{"content":"\"half"}}]})"});
+  server.Push(cut);
+  HttpProviderOptions o = OpenAi(server);
+  o.stream = true;
+  o.max_retries = 0;
+  auto p = Make(o);
+  auto r = Run(*p, watch);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().code() == StatusCode::kUnavailable);
+  CHECK(r.status().message().find("ended before its end marker") != std::string::npos);
+  CHECK(r.status().message().find("[DONE]") != std::string::npos);
+
+  // The same cut mid-chunk (no final chunk: the transfer itself fails), then a whole stream.
+  auto broken = cut;
+  broken.close_after = 40;
+  server.Push(broken);
+  server.Push(ScriptedHttpResponse::Sse(
+      {R"({"choices":[{"index":0,"delta":{"content":"whole"},"finish_reason":"stop"}]})",
+       "[DONE]"}));
+  o.max_retries = 1;
+  auto p2 = Make(o);
+  auto r2 = Run(*p2, watch);
+  REQUIRE(r2.ok());
+  CHECK(r2->text == "whole");
+
+  // Anthropic: no message_stop.
+  server.Push(ScriptedHttpResponse::Sse(
+      {"event: message_start\ndata: "
+       "{\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":5}}}",
+       "event: content_block_delta\ndata: "
+       "{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":"
+       "\"par\"}}"}));
+  HttpProviderOptions a = Anthropic(server);
+  a.stream = true;
+  a.max_retries = 0;
+  auto p3 = Make(a);
+  auto r3 = Run(*p3, watch);
+  REQUIRE_FALSE(r3.ok());
+  CHECK(r3.status().code() == StatusCode::kUnavailable);
+  CHECK(r3.status().message().find("message_stop") != std::string::npos);
+
+  // An error event inside the stream (Anthropic overloaded) is retried.
+  server.Push(
+      ScriptedHttpResponse::Sse({"event: error\ndata: "
+                                 "{\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\","
+                                 "\"message\":\"Overloaded\"}}"}));
+  server.Push(ScriptedHttpResponse::Json(
+      200, AnthropicReply("after the error")));  // not streamed: fine too
+  a.max_retries = 1;
+  auto p4 = Make(a);
+  auto r4 = Run(*p4, watch);
+  INFO(r4.status().ToString());
+  REQUIRE(r4.ok());
+  CHECK(r4->text == "after the error");
+}
+
+// --- structured output -------------------------------------------------------------------------
+
+TEST_CASE("issue 5 R5 structured output rejected by the server is dropped and retried once") {
+  SecretWatch watch;
+  HttpTestServer server;
+  server.Push(ScriptedHttpResponse::Json(
+      400,
+      R"({"error":{"message":"Invalid parameter: 'response_format' of type 'json_schema' is not supported with this model.","type":"invalid_request_error","param":"response_format"}})"));
+  server.Push(ScriptedHttpResponse::Json(200, OpenAiReply("{\"goal\":\"g\"}")));
+  server.Push(ScriptedHttpResponse::Json(200, OpenAiReply("{\"goal\":\"h\"}")));
+  HttpProviderOptions o = OpenAi(server);
+  o.structured_output = true;
+  o.max_retries = 0;  // the structured-output retry does not count as one
+  auto p = Make(o);
+  auto r = Run(*p, watch);
+  REQUIRE(r.ok());
+  CHECK(r->text == "{\"goal\":\"g\"}");
+  auto reqs = server.Requests();
+  REQUIRE(reqs.size() == 2);
+  auto first = nlohmann::json::parse(reqs[0].body);
+  REQUIRE(first.contains("response_format"));
+  CHECK(first["response_format"]["type"] == "json_schema");
+  CHECK(first["response_format"]["json_schema"]["schema"]["type"] == "object");
+  CHECK_FALSE(nlohmann::json::parse(reqs[1].body).contains("response_format"));
+  // Not asked for again by this provider.
+  auto r2 = Run(*p, watch);
+  REQUIRE(r2.ok());
+  CHECK_FALSE(nlohmann::json::parse(server.Requests().at(2).body).contains("response_format"));
+  watch.CheckLogs();
+}
+
+// --- context window discovery (R1.2) ---------------------------------------------------------
+
+TEST_CASE("issue 5 R1.2 the context window is read from the model list in each field shape") {
+  SecretWatch watch;
+  struct Shape {
+    const char* name;
+    const char* body;
+    std::optional<std::size_t> expected;
+  };
+  const std::vector<Shape> shapes = {
+      {"OpenRouter context_length",
+       R"({"data":[{"id":"other","context_length":4096},{"id":"test-model","context_length":131072}]})",
+       131072},
+      {"context_window", R"({"data":[{"id":"test-model","context_window":32768}]})", 32768},
+      {"vLLM max_model_len",
+       R"({"object":"list","data":[{"id":"test-model","object":"model","max_model_len":16384}]})",
+       16384},
+      {"llama.cpp meta.n_ctx_train",
+       R"({"models":[{"name":"m.gguf","model":"m.gguf"}],"object":"list","data":[{"id":"/models/m.gguf","object":"model","meta":{"n_vocab":32000,"n_ctx_train":8192}}]})",
+       8192},
+      {"LM Studio max_context_length",
+       R"({"object":"list","data":[{"id":"test-model","type":"llm","max_context_length":65536}]})",
+       65536},
+      {"nested top_provider.context_length",
+       R"({"data":[{"id":"test-model","top_provider":{"context_length":200000}}]})", 200000},
+      {"a bare array", R"([{"id":"test-model","context_length":1000}])", 1000},
+      {"above 2,000,000: ignored", R"({"data":[{"id":"test-model","context_length":10000000}]})",
+       std::nullopt},
+      {"no field", R"({"data":[{"id":"test-model","owned_by":"me"}]})", std::nullopt},
+      {"model not listed",
+       R"({"data":[{"id":"a","context_length":1},{"id":"b","context_length":2}]})", std::nullopt},
+  };
+  for (const Shape& s : shapes) {
+    SECTION(s.name) {
+      HttpTestServer server;
+      server.Route("GET", "/v1/models", ScriptedHttpResponse::Json(200, s.body));
+      auto p = Make(OpenAi(server));
+      CHECK(p->ContextWindow() == s.expected);
+      CHECK(p->ContextWindow() == s.expected);  // cached: one request
+      REQUIRE(server.request_count() == 1);
+      CHECK(server.Requests()[0].method == "GET");
+      CHECK(server.Requests()[0].Header("authorization") == "Bearer " + kKey);
+    }
+  }
+}
+
+TEST_CASE("issue 5 R1.2 Anthropic's model list, a failing list, and the context_window option") {
+  SecretWatch watch;
+  HttpTestServer server;
+  server.Route(
+      "GET", "/v1/models",
+      ScriptedHttpResponse::Json(
+          200,
+          R"({"data":[{"type":"model","id":"claude-test","display_name":"C","context_window":200000}],"has_more":false})"));
+  auto anthropic = Make(Anthropic(server));
+  CHECK(anthropic->ContextWindow() == std::optional<std::size_t>(200000));
+  CHECK(server.Requests().at(0).Header("x-api-key") == kKey);
+
+  HttpTestServer failing;
+  failing.SetDefault(ScriptedHttpResponse::Json(401, EchoingError("bad key", "auth")));
+  auto p = Make(OpenAi(failing));
+  CHECK(p->ContextWindow() == std::nullopt);
+  CHECK(p->ContextWindow() == std::nullopt);  // not asked again right away
+  CHECK(failing.request_count() == 1);
+
+  HttpProviderOptions o = OpenAi(failing);
+  o.context_window = 12345;
+  auto fixed = Make(o);
+  CHECK(fixed->ContextWindow() == std::optional<std::size_t>(12345));
+  CHECK(failing.request_count() == 1);
+  watch.CheckLogs();
+}
+
+// --- options ---------------------------------------------------------------------------------
+
+TEST_CASE("issue 5 options are checked when the provider is created, with clear messages") {
+  SecretWatch watch;
+  auto error = [&](HttpProviderOptions o) {
+    auto r = NewHttpProvider(std::move(o));
+    REQUIRE_FALSE(r.ok());
+    watch.Check(r.status().message());
+    return r.status();
+  };
+  HttpProviderOptions good;
+  good.base_url = "http://127.0.0.1:1/v1";
+  good.model = "m";
+  REQUIRE(NewHttpProvider(good).ok());
+
+  auto o = good;
+  o.base_url = "";
+  CHECK(error(o).message().find("base_url is empty") != std::string::npos);
+  o = good;
+  o.base_url = "ftp://example.com";
+  CHECK(error(o).message().find("http:// or https://") != std::string::npos);
+  o = good;
+  o.model = "";
+  CHECK(error(o).message().find("model is empty") != std::string::npos);
+  o = good;
+  o.api_key = kKey;
+  o.api_key_env = "RECAP_TEST_KEY";
+  CHECK(error(o).message().find("both set") != std::string::npos);
+  o = good;
+  o.api_key = kKey + "\n";
+  CHECK(error(o).code() == StatusCode::kInvalidArgument);
+  o = good;
+  o.api_key_env = "RECAP_TEST_SURELY_UNSET_VARIABLE";
+  Status unset = error(o);
+  CHECK(unset.code() == StatusCode::kFailedPrecondition);
+  CHECK(unset.message().find("RECAP_TEST_SURELY_UNSET_VARIABLE") != std::string::npos);
+  o = good;
+  o.extra_headers = {{"X-Bad", "a\r\nInjected: yes"}};
+  CHECK(error(o).message().find("X-Bad") != std::string::npos);
+  o = good;
+  o.ca_path = "/nonexistent/ca.pem";
+  CHECK(error(o).message().find("ca_path") != std::string::npos);
+  o = good;
+  o.max_tokens_field = "tokens";
+  CHECK(error(o).message().find("max_tokens_field") != std::string::npos);
+  CHECK(ParseHttpProtocol("anthropic").value() == HttpProtocol::kAnthropic);
+  CHECK(ParseHttpProtocol("openai").value() == HttpProtocol::kOpenAiChat);
+  CHECK_FALSE(ParseHttpProtocol("soap").ok());
+}
+
+TEST_CASE("issue 5 api_key_env and extra headers reach the server; secret headers are scrubbed") {
+  SecretWatch watch;
+  HttpTestServer server;
+  ::setenv("RECAP_HTTP_TEST_KEY", kKey.c_str(), 1);
+  server.Push(ScriptedHttpResponse::Json(
+      400, R"({"error":{"message":"proxy token tok-SECRET-999 is not allowed"}})"));
+  HttpProviderOptions o = OpenAi(server);
+  o.api_key.clear();
+  o.api_key_env = "RECAP_HTTP_TEST_KEY";
+  o.extra_headers = {{"X-Proxy-Token", "tok-SECRET-999"}, {"X-Team", "blue"}};
+  auto p = Make(o);
+  ::unsetenv("RECAP_HTTP_TEST_KEY");
+  auto r = Run(*p, watch);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().message().find("tok-SECRET-999") == std::string::npos);
+  auto req = server.Requests().at(0);
+  CHECK(req.Header("authorization") == "Bearer " + kKey);
+  CHECK(req.Header("x-proxy-token") == "tok-SECRET-999");
+  CHECK(req.Header("x-team") == "blue");
+}
+
+// --- concurrency ------------------------------------------------------------------------------
+
+TEST_CASE("issue 5 one provider serves several threads at once") {
+  SecretWatch watch;
+  HttpTestServer server;
+  ScriptedHttpResponse reply = ScriptedHttpResponse::Json(200, OpenAiReply("same"));
+  reply.delay = milliseconds(50);
+  server.SetDefault(reply);
+  auto p = Make(OpenAi(server));
+  std::atomic<int> ok{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 6; ++i) {
+    threads.emplace_back([&] {
+      auto r = p->Complete(Request(), {});
+      if (r.ok() && r->text == "same") ++ok;
+    });
+  }
+  for (auto& t : threads) t.join();
+  CHECK(ok == 6);
+  CHECK(server.request_count() == 6);
+}
+
+// --- the Compactor over the HTTP provider -----------------------------------------------------
+
+namespace {
+
+struct CompactorRig {
+  HttpTestServer server;
+  std::shared_ptr<RecordingSink> sink = std::make_shared<RecordingSink>();
+  std::unique_ptr<Compactor> compactor;
+  const std::string session = "http-session";
+
+  explicit CompactorRig(Config config = {}, HttpProviderOptions options = {}) {
+    if (options.base_url.empty()) options = OpenAi(server);
+    config.limits.max_context_chars = 20000;
+    server.Route(
+        "GET", "/v1/models",
+        ScriptedHttpResponse::Json(200, R"({"data":[{"id":"test-model","max_model_len":32768}]})"));
+    auto provider = NewHttpProvider(options);
+    REQUIRE(provider.ok());
+    auto made = Compactor::Create(config, *provider, NewInMemorySessionStore(), {}, {sink});
+    REQUIRE(made.ok());
+    compactor = std::move(made).value();
+    for (int n = 1; n <= 6; ++n) {
+      const std::string id = "call_" + std::to_string(n);
+      auto& store = compactor->store();
+      REQUIRE(store.Append(session, Message::UserText("request " + std::to_string(n))).ok());
+      REQUIRE(store
+                  .Append(session, Message::AssistantCalls(
+                                       {ToolCall{id, "read_file", R"({"path":"src/f.cc"})", {}}}))
+                  .ok());
+      REQUIRE(store.Append(session, Message::ToolOutput(id, std::string(800, 'o'))).ok());
+      REQUIRE(store.Append(session, Message::AssistantText("answer " + std::to_string(n))).ok());
+    }
+  }
+};
+
+}  // namespace
+
+TEST_CASE("issue 5 R5 the Compactor end to end over the HTTP provider") {
+  SecretWatch watch;
+  CompactorRig rig;
+  const std::string checkpoint = recap::testing::ValidCheckpointJson("Ship the HTTP provider");
+  rig.server.Push(ScriptedHttpResponse::Json(200, OpenAiReply(checkpoint, "stop", 4321, 87)));
+
+  auto plan = rig.compactor->PlanFor(rig.session, {});
+  REQUIRE(plan.ok());
+  CHECK(plan->window_tokens == std::optional<std::size_t>(32768));  // R1.2 from the model list
+
+  auto outcome = rig.compactor->Compact(rig.session);
+  REQUIRE(outcome.ok());
+  CHECK(outcome->compacted);
+  CHECK(outcome->writer == "openai");
+  CHECK(outcome->checkpoint.goal == "Ship the HTTP provider");
+  CHECK_FALSE(outcome->partial);
+
+  auto completed = rig.sink->OfType("compaction_completed");
+  REQUIRE(completed.size() == 1);
+  CHECK(completed[0]["usage"]["prompt_tokens"] == 4321);
+  CHECK(completed[0]["usage"]["completion_tokens"] == 87);
+  CHECK(completed[0]["usage"]["calls"] == 1);
+  CHECK(completed[0]["checkpoint"]["writer"] == "openai");
+
+  // What the server got: recap's system prompt and the rendered span.
+  auto posts = rig.server.Requests();
+  const RecordedHttpRequest* post = nullptr;
+  for (const auto& r : posts) {
+    if (r.method == "POST") post = &r;
+  }
+  REQUIRE(post != nullptr);
+  auto body = nlohmann::json::parse(post->body);
+  CHECK(body["messages"][0]["role"] == "system");
+  CHECK(body["messages"][1]["content"].get<std::string>().find("request 1") != std::string::npos);
+
+  auto prepared = rig.compactor->Prepare(rig.session, {});
+  REQUIRE(prepared.ok());
+  for (const auto& e : rig.sink->events()) watch.Check(e.json);
+  watch.CheckLogs();
+}
+
+TEST_CASE(
+    "issue 5 R2.6 R1.3 summarizer failures over HTTP: compaction_failed, or the offline fallback") {
+  SecretWatch watch;
+  {
+    CompactorRig rig;
+    rig.server.SetDefault(ScriptedHttpResponse::Json(
+        400,
+        R"({"error":{"message":"This model's maximum context length is 8192 tokens.","code":"context_length_exceeded"}})"));
+    auto outcome = rig.compactor->Compact(rig.session);
+    REQUIRE_FALSE(outcome.ok());
+    CHECK(outcome.status().code() == StatusCode::kResourceExhausted);
+    watch.Check(outcome.status().message());
+    auto failed = rig.sink->OfType("compaction_failed");
+    REQUIRE(failed.size() == 1);
+    CHECK(failed[0]["error"].get<std::string>().find("HTTP 400") != std::string::npos);
+    for (const auto& e : rig.sink->events()) watch.Check(e.json);
+  }
+  {
+    Config config;
+    config.compaction.fallback = Fallback::kOffline;
+    CompactorRig rig(config);
+    rig.server.SetDefault(
+        ScriptedHttpResponse::Json(401, EchoingError("Incorrect API key provided", "auth")));
+    auto outcome = rig.compactor->Compact(rig.session);
+    REQUIRE(outcome.ok());
+    CHECK(outcome->compacted);
+    CHECK(outcome->writer == "offline");
+    for (const auto& e : rig.sink->events()) watch.Check(e.json);
+  }
+  watch.CheckLogs();
+}
