@@ -1,0 +1,132 @@
+// recap CLI — what the subcommands share: exit codes, option parsing, opening the database,
+// the configuration, output helpers. One file per subcommand (import.cc, export.cc, stats.cc,
+// compact.cc, sessions.cc); main.cc dispatches.
+#ifndef RECAP_CLI_CLI_H_
+#define RECAP_CLI_CLI_H_
+
+#include <cstddef>
+#include <iosfwd>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "recap/recap.h"
+
+namespace recap_cli {
+
+using Json = nlohmann::ordered_json;
+
+// Exit codes: 0 done, 1 the work failed, 2 usage error.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailed = 1;
+inline constexpr int kExitUsage = 2;
+
+inline constexpr const char* kDefaultDb = "./recap.db";
+
+// The instructions (leading system message) of session ID are kept in a companion session
+// with this prefix, so that they never enter the session's transcript (SPEC §1) but can be
+// exported and counted. `recap sessions list` hides these sessions.
+inline constexpr const char* kInstructionsPrefix = "recap-cli.instructions:";
+
+// --- option parsing ------------------------------------------------------------------------
+
+struct OptionSpec {
+  std::string name;  // without the leading "--"
+  bool takes_value = false;
+};
+
+struct Args {
+  std::string command;  // e.g. "import", "sessions list"
+  std::map<std::string, std::string> values;
+  std::set<std::string> flags;
+  std::vector<std::string> positional;
+
+  bool Has(const std::string& name) const { return values.count(name) || flags.count(name); }
+  std::string Get(const std::string& name, const std::string& fallback = {}) const {
+    auto it = values.find(name);
+    return it == values.end() ? fallback : it->second;
+  }
+  bool json() const { return flags.count("json") != 0; }
+};
+
+// Parses argv-style words against `specs` (--help, -h and --json are always accepted).
+// Returns false and sets `error` on an unknown option or a missing value.
+bool ParseArgs(const std::vector<std::string>& words, const std::vector<OptionSpec>& specs,
+               Args* out, std::string* error);
+
+// Parses a non-negative integer option; false (and an error text) when it is not one.
+bool ParseCount(const Args& args, const std::string& name, std::size_t* out, std::string* error);
+
+// --- reporting -------------------------------------------------------------------------------
+
+// A usage error: prints "recap <command>: <message>" and a pointer to --help; returns 2.
+int UsageError(const Args& args, const std::string& message);
+// A failure of the work: prints the message (and, with --json, {"error": ...} on stdout);
+// returns 1.
+int Failure(const Args& args, const std::string& message);
+int Failure(const Args& args, const recap::Status& status);
+
+// Writes one JSON value as one line on stdout.
+void PrintJson(const Json& value);
+
+// 1234567 -> "1,234,567".
+std::string Num(std::size_t n);
+// A one-line preview of a message's text, at most `width` characters (code points).
+std::string Preview(const recap::Message& m, std::size_t width);
+
+// --- the database ------------------------------------------------------------------------------
+
+// Opens the SQLite database. With create == false a missing file is an error that says to
+// import first. Messages name the file and what to do.
+recap::Result<std::shared_ptr<recap::SessionStore>> OpenStore(const std::string& path,
+                                                               bool create);
+
+// Loads a session that must exist (version > 0).
+recap::Result<recap::SessionState> LoadExisting(recap::SessionStore& store, const std::string& db,
+                                                const std::string& session);
+
+// The session's instructions, if it was imported with a leading system message.
+recap::Result<std::optional<recap::Message>> LoadInstructions(recap::SessionStore& store,
+                                                              const std::string& session);
+
+// Checks a session id given with --session (non-empty, not a reserved name).
+bool ValidSessionId(const std::string& id, std::string* error);
+
+// --- configuration and provider -------------------------------------------------------------
+
+// Config from --config FILE, then --max-context-chars and --keep-turns. `usage` tells whether a
+// failure is a usage error (bad option value) or a failed read of the file.
+recap::Result<recap::Config> BuildConfig(const Args& args, bool* usage);
+
+// The summarizer named by --provider (default offline; null means offline).
+recap::Result<std::shared_ptr<recap::Provider>> BuildProvider(const Args& args, bool* usage);
+
+// Options every subcommand that reads a session's configuration accepts.
+std::vector<OptionSpec> ConfigOptions();
+std::vector<OptionSpec> ProviderOptions();
+// The help text for those options (one block, shared by plan and compact).
+extern const char* const kConfigHelp;
+extern const char* const kProviderHelp;
+
+// --- subcommands (one file each) ---------------------------------------------------------------
+
+int RunImport(const std::vector<std::string>& words);
+int RunExport(const std::vector<std::string>& words);
+int RunStats(const std::vector<std::string>& words);
+int RunPlan(const std::vector<std::string>& words);
+int RunCompact(const std::vector<std::string>& words);
+int RunSessions(const std::vector<std::string>& words);
+
+// Session statistics, shared by `stats` and `sessions show`.
+Json SessionStatsJson(recap::SessionStore& store, const std::string& session,
+                      const recap::SessionState& state);
+void PrintSessionStats(const Json& stats);
+
+}  // namespace recap_cli
+
+#endif  // RECAP_CLI_CLI_H_

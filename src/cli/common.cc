@@ -1,0 +1,335 @@
+// recap CLI — option parsing, reporting, the database and the configuration.
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <sys/stat.h>
+
+#include "cli.h"
+#include "recap/sqlite/sqlite_store.h"
+#if RECAP_CLI_HAVE_HTTP
+#include "recap/http/http_provider.h"
+#endif
+
+namespace recap_cli {
+
+bool ParseArgs(const std::vector<std::string>& words, const std::vector<OptionSpec>& specs,
+               Args* out, std::string* error) {
+  auto find = [&](const std::string& name) -> const OptionSpec* {
+    for (const OptionSpec& s : specs) {
+      if (s.name == name) return &s;
+    }
+    return nullptr;
+  };
+  // --json first, so that even a usage error found before it is reported as JSON.
+  for (const std::string& w : words) {
+    if (w == "--") break;
+    if (w == "--json") out->flags.insert("json");
+  }
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    const std::string& w = words[i];
+    if (w == "-h" || w == "--help") {
+      out->flags.insert("help");
+      continue;
+    }
+    if (w == "--json") {
+      out->flags.insert("json");
+      continue;
+    }
+    if (w == "--") {
+      for (++i; i < words.size(); ++i) out->positional.push_back(words[i]);
+      break;
+    }
+    if (w.size() > 2 && w.compare(0, 2, "--") == 0) {
+      std::string name = w.substr(2);
+      std::optional<std::string> value;
+      const auto eq = name.find('=');
+      if (eq != std::string::npos) {
+        value = name.substr(eq + 1);
+        name.resize(eq);
+      }
+      const OptionSpec* spec = find(name);
+      if (spec == nullptr) {
+        *error = "unknown option --" + name;
+        return false;
+      }
+      if (!spec->takes_value) {
+        if (value) {
+          *error = "option --" + name + " takes no value";
+          return false;
+        }
+        out->flags.insert(name);
+        continue;
+      }
+      if (!value) {
+        if (i + 1 >= words.size()) {
+          *error = "option --" + name + " needs a value";
+          return false;
+        }
+        value = words[++i];
+      }
+      out->values[name] = *value;
+      continue;
+    }
+    if (w.size() > 1 && w[0] == '-' && w != "-") {
+      *error = "unknown option " + w;
+      return false;
+    }
+    out->positional.push_back(w);
+  }
+  return true;
+}
+
+bool ParseCount(const Args& args, const std::string& name, std::size_t* out, std::string* error) {
+  const std::string text = args.Get(name);
+  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos ||
+      text.size() > 18) {
+    *error = "--" + name + " wants a non-negative whole number, not '" + text + "'";
+    return false;
+  }
+  *out = static_cast<std::size_t>(std::strtoull(text.c_str(), nullptr, 10));
+  return true;
+}
+
+int UsageError(const Args& args, const std::string& message) {
+  std::cerr << "recap " << args.command << ": " << message << "\n"
+            << "Run `recap " << args.command << " --help` for the options.\n";
+  if (args.json()) {
+    PrintJson(Json{{"error", {{"kind", "usage"}, {"message", message}}}});
+  }
+  return kExitUsage;
+}
+
+int Failure(const Args& args, const std::string& message) {
+  std::cerr << "recap " << args.command << ": " << message << "\n";
+  if (args.json()) {
+    PrintJson(Json{{"error", {{"kind", "failed"}, {"message", message}}}});
+  }
+  return kExitFailed;
+}
+
+int Failure(const Args& args, const recap::Status& status) {
+  std::cerr << "recap " << args.command << ": " << status.message() << "\n";
+  if (args.json()) {
+    PrintJson(Json{{"error",
+                    {{"kind", "failed"},
+                     {"code", recap::StatusCodeName(status.code())},
+                     {"message", status.message()}}}});
+  }
+  return kExitFailed;
+}
+
+void PrintJson(const Json& value) {
+  std::cout << value.dump(-1, ' ', false, Json::error_handler_t::replace) << "\n";
+  std::cout.flush();
+}
+
+std::string Num(std::size_t n) {
+  const std::string digits = std::to_string(n);
+  std::string out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i != 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+std::string Preview(const recap::Message& m, std::size_t width) {
+  std::string text = recap::JoinedText(m);
+  if (text.empty()) {
+    for (const recap::Part& part : m.parts) {
+      if (const auto* call = std::get_if<recap::ToolCall>(&part)) {
+        text += (text.empty() ? "" : " ") + ("[call " + call->name + "]");
+      } else if (const auto* result = std::get_if<recap::ToolResult>(&part)) {
+        std::string inner;
+        for (const recap::ResultItem& item : result->content) {
+          if (const auto* t = std::get_if<recap::Text>(&item)) inner += t->text + " ";
+        }
+        text += (text.empty() ? "" : " ") + ("[result] " + inner);
+      } else if (const auto* opaque = std::get_if<recap::Opaque>(&part)) {
+        text += (text.empty() ? "" : " ") + ("[" + opaque->kind + "]");
+      }
+    }
+  }
+  for (char& c : text) {
+    if (c == '\n' || c == '\r' || c == '\t') c = ' ';
+  }
+  const std::size_t bytes = recap::PrefixBytesForCodePoints(text, width);
+  if (bytes < text.size()) text = text.substr(0, recap::PrefixBytesForCodePoints(text, width - 3)) + "...";
+  return text;
+}
+
+recap::Result<std::shared_ptr<recap::SessionStore>> OpenStore(const std::string& path,
+                                                               bool create) {
+  if (path.empty()) {
+    return recap::Status::InvalidArgument("--db is empty; pass the path of the database file");
+  }
+  struct stat st {};
+  if (!create && ::stat(path.c_str(), &st) != 0) {
+    return recap::Status::NotFound(
+        "there is no database at '" + path +
+        "'. Import a transcript first (`recap import --format F FILE --session ID --db " + path +
+        "`), or pass --db with the path of an existing recap database");
+  }
+  recap::SqliteStoreOptions options;
+  options.create_if_missing = create;
+  return recap::OpenSqliteSessionStore(path, options);
+}
+
+recap::Result<recap::SessionState> LoadExisting(recap::SessionStore& store, const std::string& db,
+                                                const std::string& session) {
+  std::string error;
+  if (!ValidSessionId(session, &error)) return recap::Status::InvalidArgument(error);
+  recap::Result<recap::SessionState> state = store.Load(session);
+  if (!state.ok()) return state.status();
+  if (state->version == 0) {
+    return recap::Status::NotFound("the database '" + db + "' has no session '" + session +
+                                   "'. `recap sessions list --db " + db +
+                                   "` lists the sessions it holds");
+  }
+  return state;
+}
+
+recap::Result<std::optional<recap::Message>> LoadInstructions(recap::SessionStore& store,
+                                                              const std::string& session) {
+  recap::Result<recap::SessionState> state = store.Load(kInstructionsPrefix + session);
+  if (!state.ok()) return state.status();
+  if (state->transcript.empty()) return std::optional<recap::Message>();
+  return std::optional<recap::Message>(state->transcript.back());
+}
+
+bool ValidSessionId(const std::string& id, std::string* error) {
+  if (id.empty()) {
+    *error = "the session id is empty; name the session with --session ID";
+    return false;
+  }
+  if (id.compare(0, std::string(kInstructionsPrefix).size(), kInstructionsPrefix) == 0) {
+    *error = "session ids starting with '" + std::string(kInstructionsPrefix) +
+             "' are reserved for the instructions the CLI keeps; choose another name";
+    return false;
+  }
+  return true;
+}
+
+const char* const kConfigHelp =
+    "  --config FILE             recap's JSON configuration (docs/configuration.md);\n"
+    "                            default: recap's defaults\n"
+    "  --max-context-chars N     limits.maxContextChars (overrides --config)\n"
+    "  --keep-turns N            compaction.keepTurns, 0..20 (overrides --config)\n";
+
+std::vector<OptionSpec> ConfigOptions() {
+  return {{"config", true}, {"max-context-chars", true}, {"keep-turns", true}};
+}
+
+recap::Result<recap::Config> BuildConfig(const Args& args, bool* usage) {
+  *usage = false;
+  recap::Config config;
+  if (args.Has("config")) {
+    const std::string path = args.Get("config");
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+      return recap::Status::NotFound("cannot open the configuration file '" + path +
+                                     "'; check the path given with --config");
+    }
+    std::ostringstream text;
+    text << in.rdbuf();
+    recap::Result<recap::Config> parsed = recap::Config::FromJson(text.str());
+    if (!parsed.ok()) {
+      return parsed.status().WithContext("the configuration file '" + path +
+                                         "' is not valid (fix it, or leave --config out for "
+                                         "the defaults)");
+    }
+    config = *parsed;
+  }
+  std::string error;
+  std::size_t n = 0;
+  if (args.Has("max-context-chars")) {
+    if (!ParseCount(args, "max-context-chars", &n, &error)) {
+      *usage = true;
+      return recap::Status::InvalidArgument(error);
+    }
+    config.limits.max_context_chars = n;
+  }
+  if (args.Has("keep-turns")) {
+    if (!ParseCount(args, "keep-turns", &n, &error) || n > 20) {
+      *usage = true;
+      return recap::Status::InvalidArgument(error.empty()
+                                                ? "--keep-turns must be between 0 and 20"
+                                                : error);
+    }
+    config.compaction.keep_turns = static_cast<int>(n);
+  }
+  recap::Status valid = config.Validate();
+  if (!valid.ok()) {
+    *usage = args.Has("max-context-chars") || args.Has("keep-turns");
+    return valid.WithContext("the configuration is out of range");
+  }
+  return config;
+}
+
+#if RECAP_CLI_HAVE_HTTP
+const char* const kProviderHelp =
+    "  --provider P              who writes the checkpoint: offline (default; no network),\n"
+    "                            openai (OpenAI-compatible chat completions) or anthropic\n"
+    "  --base-url URL            the API's base URL (openai, anthropic), e.g.\n"
+    "                            https://api.openai.com/v1 or http://127.0.0.1:8080/v1\n"
+    "  --model M                 the model to ask (openai, anthropic)\n"
+    "  --api-key-env VAR         the environment variable holding the API key (optional\n"
+    "                            for servers that need none)\n";
+std::vector<OptionSpec> ProviderOptions() {
+  return {{"provider", true}, {"base-url", true}, {"model", true}, {"api-key-env", true}};
+}
+#else
+const char* const kProviderHelp =
+    "  --provider P              who writes the checkpoint: offline (default; no network).\n"
+    "                            This build has no HTTP component, so openai and anthropic\n"
+    "                            are not available (build recap with RECAP_BUILD_HTTP=ON)\n";
+std::vector<OptionSpec> ProviderOptions() { return {{"provider", true}}; }
+#endif
+
+recap::Result<std::shared_ptr<recap::Provider>> BuildProvider(const Args& args, bool* usage) {
+  *usage = false;
+  const std::string name = args.Get("provider", "offline");
+  if (name == "offline") {
+    if (args.Has("base-url") || args.Has("model") || args.Has("api-key-env")) {
+      *usage = true;
+      return recap::Status::InvalidArgument(
+          "--base-url, --model and --api-key-env are for --provider openai or anthropic; the "
+          "offline summarizer needs none of them");
+    }
+    return std::shared_ptr<recap::Provider>();
+  }
+#if RECAP_CLI_HAVE_HTTP
+  if (name == "openai" || name == "anthropic") {
+    recap::HttpProviderOptions options;
+    options.protocol =
+        name == "openai" ? recap::HttpProtocol::kOpenAiChat : recap::HttpProtocol::kAnthropic;
+    options.base_url = args.Get("base-url");
+    options.model = args.Get("model");
+    options.api_key_env = args.Get("api-key-env");
+    if (options.base_url.empty() || options.model.empty()) {
+      *usage = true;
+      return recap::Status::InvalidArgument("--provider " + name +
+                                            " needs --base-url URL and --model M");
+    }
+    recap::Result<std::shared_ptr<recap::Provider>> provider =
+        recap::NewHttpProvider(std::move(options));
+    if (!provider.ok()) return provider.status().WithContext("--provider " + name);
+    return provider;
+  }
+  *usage = true;
+  return recap::Status::InvalidArgument("unknown provider '" + name +
+                                        "'; use offline, openai or anthropic");
+#else
+  *usage = true;
+  return recap::Status::InvalidArgument(
+      "unknown provider '" + name +
+      "'; this build only has the offline summarizer (--provider offline). openai and "
+      "anthropic need recap built with its HTTP component (RECAP_BUILD_HTTP=ON, libcurl)");
+#endif
+}
+
+}  // namespace recap_cli

@@ -1,0 +1,216 @@
+// recap CLI — `recap compact`: a manual compaction (Compactor::Compact) or, with --auto, the
+// per-turn Compactor::Prepare; prints a before/after table, the checkpoint and the events.
+#include <cstdio>
+#include <iostream>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli.h"
+
+namespace recap_cli {
+namespace {
+
+std::string Help() {
+  return std::string(
+             "usage: recap compact --session ID [--db DB] [--focus TEXT] [--auto]\n"
+             "                     [--provider P] [--config FILE] [--max-context-chars N]\n"
+             "                     [--keep-turns N] [--json]\n"
+             "\n"
+             "Compacts a session now: the older part of the transcript is summarized into a\n"
+             "checkpoint and the recent turns are kept verbatim, in one transaction. With --auto\n"
+             "it runs what a host runs before each model request (`prepare`): it compacts only\n"
+             "when a trigger fires, and clips oversized content when the conversation is over\n"
+             "maxContextChars. Prints a before/after table, the checkpoint and the events. A\n"
+             "failed compaction changes nothing.\n"
+             "\n"
+             "options:\n"
+             "  --session ID              the session (required)\n"
+             "  --db DB                   the database file (default ./recap.db)\n"
+             "  --focus TEXT              what the summary should pay attention to (manual\n"
+             "                            compaction only)\n"
+             "  --auto                    run `prepare` instead of a manual compaction\n") +
+         kProviderHelp + kConfigHelp +
+         "  --json                    events as JSON lines on stdout, then one result object\n"
+         "                            {\"type\": \"result\", ...}\n"
+         "  --help                    this text\n";
+}
+
+class CollectingSink : public recap::EventSink {
+ public:
+  void OnEvent(const recap::Event& event) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    events_.push_back(event);
+  }
+  std::vector<recap::Event> events() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return events_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<recap::Event> events_;
+};
+
+void TableRow(const char* label, std::size_t before, std::size_t after) {
+  std::printf("  %-14s %14s %14s\n", label, Num(before).c_str(), Num(after).c_str());
+}
+
+}  // namespace
+
+int RunCompact(const std::vector<std::string>& words) {
+  Args args;
+  args.command = "compact";
+  std::vector<OptionSpec> specs = {{"db", true}, {"session", true}, {"focus", true}, {"auto", false}};
+  for (const OptionSpec& s : ConfigOptions()) specs.push_back(s);
+  for (const OptionSpec& s : ProviderOptions()) specs.push_back(s);
+  std::string error;
+  if (!ParseArgs(words, specs, &args, &error)) return UsageError(args, error);
+  if (args.flags.count("help")) {
+    std::cout << Help();
+    return kExitOk;
+  }
+  if (!args.positional.empty()) return UsageError(args, "unexpected argument '" + args.positional[0] + "'");
+  if (!args.Has("session")) return UsageError(args, "--session ID is required");
+  const bool automatic = args.flags.count("auto") != 0;
+  if (automatic && args.Has("focus")) {
+    return UsageError(args, "--focus is for a manual compaction; leave out --auto to use it");
+  }
+  bool usage = false;
+  recap::Result<recap::Config> config = BuildConfig(args, &usage);
+  if (!config.ok()) {
+    return usage ? UsageError(args, config.status().message()) : Failure(args, config.status());
+  }
+  recap::Result<std::shared_ptr<recap::Provider>> provider = BuildProvider(args, &usage);
+  if (!provider.ok()) {
+    return usage ? UsageError(args, provider.status().message()) : Failure(args, provider.status());
+  }
+
+  const std::string session = args.Get("session");
+  const std::string db = args.Get("db", kDefaultDb);
+  recap::Result<std::shared_ptr<recap::SessionStore>> store = OpenStore(db, false);
+  if (!store.ok()) return Failure(args, store.status());
+  recap::Result<recap::SessionState> before = LoadExisting(**store, db, session);
+  if (!before.ok()) return Failure(args, before.status());
+  recap::RequestSizes sizes;
+  recap::Result<std::optional<recap::Message>> instructions = LoadInstructions(**store, session);
+  if (!instructions.ok()) return Failure(args, instructions.status());
+  if (*instructions) sizes.instructions_chars = recap::MessageChars(**instructions);
+
+  auto collecting = std::make_shared<CollectingSink>();
+  std::shared_ptr<recap::EventSink> sink =
+      args.json() ? recap::NewJsonlSink(std::cout) : std::shared_ptr<recap::EventSink>(collecting);
+  recap::Result<std::unique_ptr<recap::Compactor>> created =
+      recap::Compactor::Create(*config, *provider, *store, {}, {sink});
+  if (!created.ok()) return Failure(args, created.status());
+  recap::Compactor& compactor = **created;
+
+  Json result = {{"type", "result"}, {"session", session}, {"mode", automatic ? "auto" : "manual"}};
+  bool compacted = false;
+  std::string writer;
+  recap::Checkpoint checkpoint;
+  bool have_checkpoint = false;
+  std::string skipped;
+  if (automatic) {
+    recap::Result<recap::Prepared> prepared = compactor.Prepare(session, sizes);
+    if (!prepared.ok()) {
+      return Failure(args, prepared.status().WithContext(
+                               "prepare failed (only what it committed before failing, if "
+                               "anything, was kept)"));
+    }
+    compacted = !prepared->compactions.empty();
+    result["compactions"] = prepared->compactions;
+    result["reduced_messages"] = prepared->reduced_messages;
+    result["before_tokens"] = prepared->before_tokens;
+    result["after_tokens"] = prepared->after_tokens;
+    if (compacted && !prepared->messages.empty() && prepared->messages[0].summary) {
+      checkpoint = recap::ParseRenderedCheckpoint(recap::JoinedText(prepared->messages[0]));
+      have_checkpoint = true;
+    }
+  } else {
+    recap::CompactOptions options;
+    options.focus = args.Get("focus");
+    options.sizes = sizes;
+    recap::Result<recap::CompactOutcome> outcome = compactor.Compact(session, options);
+    if (!outcome.ok()) {
+      return Failure(args, outcome.status().WithContext("the compaction failed and changed nothing"));
+    }
+    compacted = outcome->compacted;
+    if (!compacted) {
+      skipped = recap::SkipReasonName(outcome->skipped);
+      result["skipped"] = skipped;
+      if (outcome->skipped == recap::SkipReason::kUncertainToolResults) {
+        return Failure(args, "session '" + session +
+                                 "' has tool calls without a result, so it cannot be compacted "
+                                 "(recap never separates a call from its result). Record them "
+                                 "as not repeated with `recap sessions recover " + session +
+                                 " --acknowledge --db " + db + "`, then compact again. Nothing "
+                                 "was changed");
+      }
+    } else {
+      checkpoint = outcome->checkpoint;
+      have_checkpoint = true;
+      writer = outcome->writer;
+      result["summarized_messages"] = outcome->summarized_messages;
+      result["partial"] = outcome->partial;
+      result["writer"] = writer;
+    }
+  }
+  result["compacted"] = compacted;
+
+  recap::Result<recap::SessionState> after = (*store)->Load(session);
+  if (!after.ok()) return Failure(args, after.status());
+  result["before"] = {{"messages", before->transcript.size()},
+                      {"chars", before->transcript.chars()},
+                      {"tokens", before->transcript.tokens()},
+                      {"version", before->version}};
+  result["after"] = {{"messages", after->transcript.size()},
+                     {"chars", after->transcript.chars()},
+                     {"tokens", after->transcript.tokens()},
+                     {"version", after->version}};
+  result["instructions_chars"] = sizes.instructions_chars;
+  if (have_checkpoint) {
+    result["checkpoint"] = Json::parse(recap::CheckpointToJson(checkpoint), nullptr, false);
+  }
+  if (args.json()) {
+    PrintJson(result);
+    return kExitOk;
+  }
+
+  std::printf("%s of session '%s' in %s\n", automatic ? "prepare" : "compaction", session.c_str(),
+              db.c_str());
+  if (!compacted && !automatic) {
+    std::printf("  nothing compacted: %s\n", skipped.c_str());
+    if (skipped == "nothing_to_summarize") {
+      std::printf("  only the kept turns (or an earlier checkpoint) are there; a smaller "
+                  "--keep-turns would summarize more\n");
+    }
+  }
+  std::printf("\n  %-14s %14s %14s\n", "", "before", "after");
+  TableRow("messages", before->transcript.size(), after->transcript.size());
+  TableRow("characters", before->transcript.chars(), after->transcript.chars());
+  TableRow("tokens (est.)", before->transcript.tokens(), after->transcript.tokens());
+  TableRow("version", before->version, after->version);
+  if (automatic) {
+    std::printf("  compactions: %s; messages clipped by the reducer: %s\n",
+                result["compactions"].empty() ? "none" : result["compactions"].dump().c_str(),
+                Num(result["reduced_messages"].get<std::size_t>()).c_str());
+  } else if (compacted) {
+    std::printf("  %s messages summarized by the %s summarizer%s\n",
+                Num(result["summarized_messages"].get<std::size_t>()).c_str(), writer.c_str(),
+                result["partial"].get<bool>() ? " (partial: the reply was cut)" : "");
+  }
+  if (have_checkpoint) {
+    std::printf("\nthe checkpoint\n");
+    std::istringstream lines(recap::RenderCheckpoint(checkpoint));
+    std::string line;
+    while (std::getline(lines, line)) std::printf("  | %s\n", line.c_str());
+  }
+  const std::vector<recap::Event> events = collecting->events();
+  std::printf("\nevents (%zu)\n", events.size());
+  for (const recap::Event& e : events) std::printf("  %s\n", e.json.c_str());
+  return kExitOk;
+}
+
+}  // namespace recap_cli

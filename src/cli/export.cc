@@ -1,0 +1,146 @@
+// recap CLI — `recap export`: a session's active transcript as it would be sent, or its whole
+// history with compacted messages marked.
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "cli.h"
+
+namespace recap_cli {
+namespace {
+
+const char* const kHelp =
+    "usage: recap export --session ID --format F [--history] [--db DB] [--json]\n"
+    "\n"
+    "Writes a session as JSON on stdout. Reads the database; changes nothing.\n"
+    "\n"
+    "options:\n"
+    "  --session ID      the session (required)\n"
+    "  --format F        openai-chat, anthropic or recap (required)\n"
+    "                      openai-chat  a messages array; the instructions come first as the\n"
+    "                                   system message\n"
+    "                      anthropic    a messages array, or {\"system\": ..., \"messages\": [...]}\n"
+    "                                   when the session has instructions\n"
+    "                      recap        recap's own JSON {\"instructions\": ..., \"messages\": [...]}\n"
+    "                                   (keeps ids and the checkpoint flag; `recap import\n"
+    "                                   --format recap` reads it back)\n"
+    "  --history         the full history instead of the active transcript: an object\n"
+    "                    {\"session\", \"instructions\", \"history\": [{\"seq\", \"id\", \"state\"\n"
+    "                    (active|compacted), \"replaced_by\", \"summary\", \"messages\": [...]}]},\n"
+    "                    each entry's message encoded in the format (one OpenAI message may\n"
+    "                    become several `tool` messages, hence a list)\n"
+    "  --db DB           the database file (default ./recap.db)\n"
+    "  --json            write the JSON on one line (default: indented)\n"
+    "  --help            this text\n";
+
+recap::Result<std::string> Encode(const std::string& format, const recap::Conversation& conv) {
+  if (format == "openai-chat") return recap::openai_chat::EncodeMessages(conv);
+  if (format == "recap") return recap::native::EncodeMessages(conv);
+  // Anthropic carries the system prompt outside the messages.
+  recap::Conversation without = conv;
+  without.instructions.reset();
+  return recap::anthropic::EncodeMessages(without);
+}
+
+// The encoded conversation as a JSON value in the format's document shape.
+recap::Result<Json> Document(const std::string& format, const recap::Conversation& conv) {
+  recap::Result<std::string> text = Encode(format, conv);
+  if (!text.ok()) return text.status();
+  Json doc = Json::parse(*text);
+  if (format == "anthropic" && conv.instructions) {
+    doc = Json{{"system", recap::JoinedText(*conv.instructions)}, {"messages", std::move(doc)}};
+  }
+  return doc;
+}
+
+}  // namespace
+
+int RunExport(const std::vector<std::string>& words) {
+  Args args;
+  args.command = "export";
+  std::string error;
+  if (!ParseArgs(words, {{"format", true}, {"db", true}, {"session", true}, {"history", false}},
+                 &args, &error)) {
+    return UsageError(args, error);
+  }
+  if (args.flags.count("help")) {
+    std::cout << kHelp;
+    return kExitOk;
+  }
+  if (!args.positional.empty()) return UsageError(args, "unexpected argument '" + args.positional[0] + "'");
+  const std::string format = args.Get("format");
+  if (format.empty()) return UsageError(args, "--format is required (openai-chat, anthropic or recap)");
+  if (format != "openai-chat" && format != "anthropic" && format != "recap") {
+    return UsageError(args, "unknown format '" + format + "'; use openai-chat, anthropic or recap");
+  }
+  if (!args.Has("session")) return UsageError(args, "--session ID is required");
+  const std::string session = args.Get("session");
+  const std::string db = args.Get("db", kDefaultDb);
+
+  recap::Result<std::shared_ptr<recap::SessionStore>> store = OpenStore(db, /*create=*/false);
+  if (!store.ok()) return Failure(args, store.status());
+  recap::Result<recap::SessionState> state = LoadExisting(**store, db, session);
+  if (!state.ok()) return Failure(args, state.status());
+  recap::Result<std::optional<recap::Message>> instructions = LoadInstructions(**store, session);
+  if (!instructions.ok()) return Failure(args, instructions.status());
+
+  const std::string hint =
+      format == "recap" ? "" : " Export with --format recap, which keeps everything.";
+  Json out;
+  if (!args.flags.count("history")) {
+    recap::Conversation conv;
+    conv.instructions = *instructions;
+    conv.messages = state->transcript.ToVector();
+    recap::Result<Json> doc = Document(format, conv);
+    if (!doc.ok()) {
+      return Failure(args, "session '" + session + "' cannot be written as " + format + ": " +
+                               doc.status().message() + "." + hint);
+    }
+    out = std::move(doc).value();
+  } else {
+    recap::Result<std::vector<recap::HistoryEntry>> history = (*store)->History(session);
+    if (!history.ok()) return Failure(args, history.status());
+    out = Json::object();
+    out["session"] = session;
+    out["format"] = format;
+    out["instructions"] = nullptr;
+    if (*instructions) {
+      recap::Result<std::string> text = format == "openai-chat"
+                                            ? recap::openai_chat::EncodeMessage(**instructions)
+                                            : recap::native::EncodeMessage(**instructions);
+      if (format == "anthropic") {
+        out["instructions"] = recap::JoinedText(**instructions);
+      } else if (text.ok()) {
+        out["instructions"] = Json::parse(*text);
+      } else {
+        return Failure(args, text.status());
+      }
+    }
+    Json entries = Json::array();
+    for (const recap::HistoryEntry& e : *history) {
+      recap::Conversation one;
+      one.messages.push_back(e.message);
+      recap::Result<std::string> text = Encode(format, one);
+      if (!text.ok()) {
+        return Failure(args, "history entry " + std::to_string(e.seq) + " of session '" +
+                                 session + "' cannot be written as " + format + ": " +
+                                 text.status().message() + "." + hint);
+      }
+      entries.push_back({{"seq", e.seq},
+                         {"id", e.message.id},
+                         {"state", e.state == recap::HistoryState::kActive ? "active" : "compacted"},
+                         {"replaced_by", e.replaced_by},
+                         {"summary", e.message.summary},
+                         {"messages", Json::parse(*text)}});
+    }
+    out["history"] = std::move(entries);
+  }
+  if (args.json()) {
+    PrintJson(out);
+  } else {
+    std::cout << out.dump(2, ' ', false, Json::error_handler_t::replace) << "\n";
+  }
+  return kExitOk;
+}
+
+}  // namespace recap_cli

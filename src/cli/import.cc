@@ -1,0 +1,565 @@
+// recap CLI — `recap import`: reads a transcript file in one of six formats and appends it to
+// a new session. Everything is decoded first; the database is opened and written only when
+// the whole file decoded (one AppendMessages call), so a bad file changes nothing.
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cli.h"
+
+namespace recap_cli {
+namespace {
+
+const char* const kHelp =
+    "usage: recap import --format F FILE --session ID [--run N] [--db DB] [--json]\n"
+    "\n"
+    "Imports a transcript file into a new session of the database. The whole file is decoded\n"
+    "before anything is written: a file that does not decode changes nothing. A leading\n"
+    "system message becomes the session's instructions: kept apart from the transcript,\n"
+    "never summarized, counted as instructions.\n"
+    "\n"
+    "options:\n"
+    "  --format F        the file's format (required), one of:\n"
+    "                      openai-chat  an OpenAI chat-completions messages array, an object\n"
+    "                                   {\"messages\": [...]}, or tau-bench's array of runs\n"
+    "                                   {\"traj\": [...]} (pick one with --run N)\n"
+    "                      anthropic    an Anthropic Messages messages array, or an object\n"
+    "                                   {\"system\": ..., \"messages\": [...]}\n"
+    "                      claude-code  a Claude Code session .jsonl (lines sharing message.id\n"
+    "                                   are joined; records without a message are skipped)\n"
+    "                      swe-agent    a SWE-agent .traj (its `history`)\n"
+    "                      openhands    an OpenHands evaluation .jsonl, one run a line\n"
+    "                                   (pick one with --run N)\n"
+    "                      recap        recap's own JSON (what `recap export --format recap`\n"
+    "                                   writes)\n"
+    "  --session ID      the new session's id (required; it must not exist yet)\n"
+    "  --run N           which run of a file holding several (tau-bench, openhands), from 0\n"
+    "  --db DB           the database file (default ./recap.db; created if missing)\n"
+    "  --json            print the result as one JSON object\n"
+    "  --help            this text\n";
+
+const char* const kFormats[] = {"openai-chat", "anthropic", "claude-code",
+                                "swe-agent",   "openhands", "recap"};
+
+struct Decoded {
+  recap::Conversation conversation;
+  std::string note;  // e.g. "run 3 of 200", "346 lines, 100 joined"
+};
+
+// A failed decode: a message, and whether it is a usage error (a wrong --run).
+struct DecodeError {
+  std::string message;
+  bool usage = false;
+};
+
+using DecodeResult = std::pair<std::optional<Decoded>, DecodeError>;
+
+DecodeResult Fail(std::string message, bool usage = false) {
+  return {std::nullopt, DecodeError{std::move(message), usage}};
+}
+
+// Parses one JSON document; on failure describes it (truncation says so).
+bool ParseJson(const std::string& text, Json* out, std::string* error) {
+  try {
+    *out = Json::parse(text);
+    return true;
+  } catch (const Json::parse_error& e) {
+    std::string what = e.what();
+    const auto last_read = what.find("; last read:");
+    if (last_read != std::string::npos) what.resize(last_read);
+    const bool truncated = what.find("unexpected end of input") != std::string::npos;
+    *error = truncated ? "the file is not complete JSON: it ends in the middle of a value (is "
+                         "it truncated?) — " + what
+                       : "the file is not JSON — " + what;
+    return false;
+  }
+}
+
+// The lines of a .jsonl text, as (line number, text), skipping blank lines.
+std::vector<std::pair<std::size_t, std::string>> Lines(const std::string& text) {
+  std::vector<std::pair<std::size_t, std::string>> out;
+  std::istringstream in(text);
+  std::string line;
+  std::size_t n = 0;
+  while (std::getline(in, line)) {
+    ++n;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.find_first_not_of(" \t") == std::string::npos) continue;
+    out.emplace_back(n, std::move(line));
+  }
+  return out;
+}
+
+// What the file looks like, to tell a user who named the wrong format. Empty when unsure.
+std::string GuessFormat(const std::string& text) {
+  Json doc = Json::parse(text, nullptr, false);
+  if (!doc.is_discarded()) {
+    if (doc.is_array()) {
+      if (doc.empty() || !doc[0].is_object()) return "";
+      if (doc[0].contains("traj")) return "openai-chat";
+      if (doc[0].contains("parts")) return "recap";
+      for (const Json& m : doc) {
+        if (!m.is_object()) return "";
+        if (m.contains("tool_calls") || m.value("role", "") == "tool" ||
+            m.value("role", "") == "system") {
+          return "openai-chat";
+        }
+        const auto content = m.find("content");
+        if (content != m.end() && content->is_array()) {
+          for (const Json& block : *content) {
+            const std::string type = block.is_object() ? block.value("type", "") : "";
+            if (type == "tool_use" || type == "tool_result" || type == "thinking") {
+              return "anthropic";
+            }
+          }
+        }
+      }
+      return "";
+    }
+    if (doc.is_object()) {
+      if (doc.contains("history") && (doc.contains("trajectory") || doc.contains("info"))) {
+        return "swe-agent";
+      }
+      if (doc.contains("instructions") && doc.contains("messages")) return "recap";
+      if (doc.contains("history") && doc.contains("instance_id")) return "openhands";
+      if (doc.contains("system") && doc.contains("messages")) return "anthropic";
+    }
+    return "";
+  }
+  const auto lines = Lines(text);
+  if (lines.empty()) return "";
+  Json first = Json::parse(lines.front().second, nullptr, false);
+  if (first.is_discarded() || !first.is_object()) return "";
+  if (first.contains("instance_id") && first.contains("history")) return "openhands";
+  if (first.contains("sessionId") || first.contains("message") || first.contains("leafUuid") ||
+      first.contains("parentUuid")) {
+    return "claude-code";
+  }
+  return "";
+}
+
+// Picks run N of `count` runs.
+bool PickRun(const Args& args, std::size_t count, const char* what, std::size_t* run,
+             std::string* error, bool* usage) {
+  if (!args.Has("run")) {
+    if (count == 1) {
+      *run = 0;
+      return true;
+    }
+    *usage = true;
+    *error = "the file holds " + std::to_string(count) + " " + what +
+             "; choose one with --run N (0.." + std::to_string(count - 1) + ")";
+    return false;
+  }
+  if (!ParseCount(args, "run", run, error)) {
+    *usage = true;
+    return false;
+  }
+  if (*run >= count) {
+    *usage = true;
+    *error = "--run " + std::to_string(*run) + " is out of range: the file holds " +
+             std::to_string(count) + " " + what + " (0.." + std::to_string(count - 1) + ")";
+    return false;
+  }
+  return true;
+}
+
+DecodeResult FromCodec(recap::Result<recap::Conversation> conv, const std::string& what,
+                       std::string note = {}) {
+  if (!conv.ok()) return Fail(what + ": " + conv.status().message());
+  return {Decoded{std::move(conv).value(), std::move(note)}, {}};
+}
+
+DecodeResult DecodeOpenAiChat(const std::string& text, const Args& args) {
+  Json doc;
+  std::string error;
+  if (!ParseJson(text, &doc, &error)) return Fail(error);
+  const Json* messages = &doc;
+  std::string note;
+  if (doc.is_array() && !doc.empty() && doc[0].is_object() && doc[0].contains("traj")) {
+    std::size_t run = 0;
+    bool usage = false;
+    if (!PickRun(args, doc.size(), "tau-bench runs", &run, &error, &usage)) {
+      return Fail(error, usage);
+    }
+    messages = &doc[run]["traj"];
+    note = "tau-bench run " + std::to_string(run) + " of " + std::to_string(doc.size());
+  } else if (doc.is_object() && doc.contains("messages")) {
+    messages = &doc["messages"];
+  }
+  if (!doc.is_array() && messages == &doc) {
+    return Fail("an openai-chat file holds a JSON array of messages, an object with "
+                "\"messages\", or tau-bench's array of runs; this file holds a JSON " +
+                std::string(doc.type_name()));
+  }
+  if (args.Has("run") && note.empty()) {
+    return Fail("--run is for files holding several runs; this file holds one messages array",
+                true);
+  }
+  return FromCodec(recap::openai_chat::DecodeMessages(messages->dump()),
+                   "the messages are not OpenAI chat messages", note);
+}
+
+DecodeResult DecodeAnthropic(const std::string& text) {
+  Json doc;
+  std::string error;
+  if (!ParseJson(text, &doc, &error)) return Fail(error);
+  std::optional<recap::Message> system;
+  const Json* messages = &doc;
+  if (doc.is_object() && doc.contains("messages")) {
+    messages = &doc["messages"];
+    const auto s = doc.find("system");
+    if (s != doc.end() && !s->is_null()) {
+      std::string joined;
+      if (s->is_string()) {
+        joined = s->get<std::string>();
+      } else if (s->is_array()) {
+        for (const Json& block : *s) {
+          if (block.is_object() && block.value("type", "") == "text" && block.contains("text") &&
+              block["text"].is_string()) {
+            joined += (joined.empty() ? "" : "\n") + block["text"].get<std::string>();
+          }
+        }
+      } else {
+        return Fail("`system` must be a string or a list of text blocks");
+      }
+      system = recap::Message::SystemText(joined);
+    }
+  } else if (!doc.is_array()) {
+    return Fail("an anthropic file holds a JSON array of messages or an object with "
+                "\"messages\"; this file holds a JSON " + std::string(doc.type_name()));
+  }
+  recap::DecodeOptions options;
+  options.keep_unknown_blocks = true;
+  DecodeResult r = FromCodec(recap::anthropic::DecodeMessages(messages->dump(), options),
+                             "the messages are not Anthropic messages");
+  if (r.first && system) r.first->conversation.instructions = std::move(system);
+  return r;
+}
+
+// Claude Code: one record a line; the lines of one response share message.id (one content
+// block a line) and are joined back into one message. The message's own tool_result blocks are
+// used; the record's `toolUseResult` copy is ignored.
+DecodeResult DecodeClaudeCode(const std::string& text) {
+  Json messages = Json::array();
+  std::map<std::string, std::size_t> by_id;
+  std::size_t joined = 0;
+  const auto lines = Lines(text);
+  for (const auto& [number, line] : lines) {
+    Json record = Json::parse(line, nullptr, false);
+    if (record.is_discarded()) {
+      const bool last = number == lines.back().first;
+      return Fail("line " + std::to_string(number) + " is not JSON" +
+                  (last ? " (the file may be truncated: it is the last line)" : "") +
+                  "; a Claude Code session has one JSON record a line");
+    }
+    if (!record.is_object() || !record.contains("message") || !record["message"].is_object()) {
+      continue;  // summaries, system notes, attachments: no message
+    }
+    Json& message = record["message"];
+    const auto id = message.find("id");
+    if (id != message.end() && id->is_string()) {
+      const auto seen = by_id.find(id->get<std::string>());
+      if (seen != by_id.end()) {
+        Json& into = messages[seen->second]["content"];
+        const Json& more = message["content"];
+        if (into.is_array() && more.is_array()) {
+          for (const auto& block : more) into.push_back(block);
+          ++joined;
+          continue;
+        }
+      }
+      by_id.emplace(id->get<std::string>(), messages.size());
+    }
+    messages.push_back(std::move(message));
+  }
+  if (messages.empty()) {
+    return Fail("no line holds a record with a `message`; is this a Claude Code session?");
+  }
+  recap::DecodeOptions options;
+  options.keep_unknown_blocks = true;  // a newer Claude Code may write block types we don't know
+  return FromCodec(recap::anthropic::DecodeMessages(messages.dump(), options),
+                   "the session's messages are not Anthropic messages",
+                   std::to_string(lines.size()) + " records, " + std::to_string(joined) +
+                       " joined into the response they continue");
+}
+
+// SWE-agent: `history` is chat messages whose tool replies name their calls in a
+// `tool_call_ids` list; each id gets its own `tool` message, as SWE-agent sends it.
+DecodeResult DecodeSweAgent(const std::string& text) {
+  Json doc;
+  std::string error;
+  if (!ParseJson(text, &doc, &error)) return Fail(error);
+  if (!doc.is_object() || !doc.contains("history") || !doc["history"].is_array()) {
+    return Fail("a SWE-agent .traj is a JSON object with a `history` array; this file has none");
+  }
+  Json chat = Json::array();
+  for (const Json& m : doc["history"]) {
+    if (m.is_object() && m.value("role", "") == "tool" && m.contains("tool_call_ids") &&
+        m["tool_call_ids"].is_array()) {
+      for (const Json& id : m["tool_call_ids"]) {
+        Json copy = m;
+        copy.erase("tool_call_ids");
+        copy["tool_call_id"] = id;
+        chat.push_back(std::move(copy));
+      }
+    } else {
+      chat.push_back(m);
+    }
+  }
+  return FromCodec(recap::openai_chat::DecodeMessages(chat.dump()),
+                   "the trajectory's history is not chat messages");
+}
+
+// One OpenHands run's `history` of events as OpenAI chat messages, the way OpenHands shows
+// them to a model: the system action is the system message; each tool-calling action is the
+// model's response message (once per response); each observation answering a call a `tool`
+// message; other observations user messages; `recall` is left out; `finish` and actions
+// without a model response become the agent's text.
+Json OpenHandsToChat(const Json& history) {
+  Json out = Json::array();
+  std::string last_response_id;
+  for (const Json& event : history) {
+    if (!event.is_object()) continue;
+    const std::string source = event.value("source", "");
+    const std::string message = event.contains("message") && event["message"].is_string()
+                                    ? event["message"].get<std::string>()
+                                    : "";
+    if (event.contains("action") && event["action"].is_string()) {
+      const std::string action = event["action"].get<std::string>();
+      const Json args = event.contains("args") && event["args"].is_object() ? event["args"]
+                                                                             : Json::object();
+      const Json* meta = event.contains("tool_call_metadata") && event["tool_call_metadata"].is_object()
+                             ? &event["tool_call_metadata"]
+                             : nullptr;
+      const std::string content = args.contains("content") && args["content"].is_string()
+                                      ? args["content"].get<std::string>()
+                                      : message;
+      if (action == "system") {
+        out.push_back({{"role", "system"}, {"content", content}});
+      } else if (action == "recall") {
+        continue;
+      } else if (action != "finish" && meta != nullptr && meta->contains("model_response")) {
+        const Json& response = (*meta)["model_response"];
+        const std::string response_id = response.value("id", "");
+        if (!response_id.empty() && response_id == last_response_id) continue;
+        last_response_id = response_id;
+        out.push_back(response.at("choices").at(0).at("message"));
+      } else if (action == "message") {
+        out.push_back({{"role", source == "user" ? "user" : "assistant"}, {"content", content}});
+      } else {
+        out.push_back({{"role", "assistant"}, {"content", message}});
+      }
+    } else if (event.contains("observation")) {
+      const std::string content = event.contains("content") && event["content"].is_string()
+                                      ? event["content"].get<std::string>()
+                                      : message;
+      if (event.contains("tool_call_metadata") && event["tool_call_metadata"].is_object()) {
+        out.push_back({{"role", "tool"},
+                       {"tool_call_id", event["tool_call_metadata"].at("tool_call_id")},
+                       {"content", content}});
+      } else {
+        out.push_back({{"role", "user"}, {"content", content}});
+      }
+    }
+  }
+  return out;
+}
+
+DecodeResult DecodeOpenHands(const std::string& text, const Args& args) {
+  const auto lines = Lines(text);
+  if (lines.empty()) return Fail("the file is empty; an OpenHands output.jsonl has one run a line");
+  std::size_t run = 0;
+  std::string error;
+  bool usage = false;
+  // Only the chosen line is parsed as a run, but every line must be JSON (a truncated file
+  // is refused whichever run is asked for).
+  for (const auto& [number, line] : lines) {
+    if (!Json::accept(line)) {
+      const bool last = number == lines.back().first;
+      return Fail("line " + std::to_string(number) + " is not JSON" +
+                  (last ? " (the file may be truncated: it is the last line)" : "") +
+                  "; an OpenHands output.jsonl has one JSON run a line");
+    }
+  }
+  if (!PickRun(args, lines.size(), "runs", &run, &error, &usage)) return Fail(error, usage);
+  const Json doc = Json::parse(lines[run].second);
+  if (!doc.is_object() || !doc.contains("history") || !doc["history"].is_array()) {
+    return Fail("run " + std::to_string(run) + " (line " + std::to_string(lines[run].first) +
+                ") has no `history` array; is this an OpenHands evaluation output?");
+  }
+  Json chat;
+  try {
+    chat = OpenHandsToChat(doc["history"]);
+  } catch (const Json::exception& e) {
+    return Fail("run " + std::to_string(run) + ": an event is not in OpenHands' shape (" +
+                e.what() + ")");
+  }
+  std::string note = "run " + std::to_string(run) + " of " + std::to_string(lines.size());
+  if (doc.contains("instance_id") && doc["instance_id"].is_string()) {
+    note += " (" + doc["instance_id"].get<std::string>() + ")";
+  }
+  return FromCodec(recap::openai_chat::DecodeMessages(chat.dump()),
+                   "the run's events did not convert into chat messages", note);
+}
+
+DecodeResult DecodeNative(const std::string& text) {
+  if (!Json::accept(text)) {
+    Json ignored;
+    std::string error;
+    ParseJson(text, &ignored, &error);
+    return Fail(error);
+  }
+  return FromCodec(recap::native::DecodeMessages(text), "the file is not recap's JSON");
+}
+
+DecodeResult Decode(const std::string& format, const std::string& text, const Args& args) {
+  if (args.Has("run") && format != "openai-chat" && format != "openhands") {
+    return Fail("--run is for openai-chat (tau-bench) and openhands files", true);
+  }
+  if (format == "openai-chat") return DecodeOpenAiChat(text, args);
+  if (format == "anthropic") return DecodeAnthropic(text);
+  if (format == "claude-code") return DecodeClaudeCode(text);
+  if (format == "swe-agent") return DecodeSweAgent(text);
+  if (format == "openhands") return DecodeOpenHands(text, args);
+  return DecodeNative(text);
+}
+
+}  // namespace
+
+int RunImport(const std::vector<std::string>& words) {
+  Args args;
+  args.command = "import";
+  std::string error;
+  if (!ParseArgs(words, {{"format", true}, {"run", true}, {"db", true}, {"session", true}},
+                 &args, &error)) {
+    return UsageError(args, error);
+  }
+  if (args.flags.count("help")) {
+    std::cout << kHelp;
+    return kExitOk;
+  }
+  if (!args.Has("format")) {
+    return UsageError(args, "--format is required (openai-chat, anthropic, claude-code, "
+                            "swe-agent, openhands or recap)");
+  }
+  const std::string format = args.Get("format");
+  bool known = false;
+  for (const char* f : kFormats) known = known || format == f;
+  if (!known) {
+    return UsageError(args, "unknown format '" + format +
+                                "'; use one of openai-chat, anthropic, claude-code, swe-agent, "
+                                "openhands, recap");
+  }
+  if (args.positional.size() != 1) {
+    return UsageError(args, args.positional.empty()
+                                ? "name the transcript file to import"
+                                : "give exactly one file (got " +
+                                      std::to_string(args.positional.size()) + ")");
+  }
+  if (!args.Has("session")) return UsageError(args, "--session ID is required: name the new session");
+  const std::string session = args.Get("session");
+  if (!ValidSessionId(session, &error)) return UsageError(args, error);
+  const std::string path = args.positional.front();
+  const std::string db = args.Get("db", kDefaultDb);
+
+  // 1. Read and decode everything; nothing is opened or written yet.
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return Failure(args, "cannot open '" + path + "': " + std::strerror(errno) +
+                             "; check the path and that the file is readable");
+  }
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  if (in.bad()) {
+    return Failure(args, "cannot read '" + path + "': " + std::strerror(errno));
+  }
+  const std::string text = std::move(buffer).str();
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
+    return Failure(args, "'" + path + "' is empty; nothing to import");
+  }
+  DecodeResult decoded = Decode(format, text, args);
+  if (!decoded.first) {
+    if (decoded.second.usage) return UsageError(args, path + ": " + decoded.second.message);
+    std::string detail = decoded.second.message;
+    while (!detail.empty() && (detail.back() == '.' || detail.back() == ' ')) detail.pop_back();
+    std::string message = "'" + path + "' does not decode as " + format + ": " + detail + ".";
+    const std::string guess = GuessFormat(text);
+    if (!guess.empty() && guess != format) {
+      message += " The file looks like --format " + guess + "; run the command again with it.";
+    } else {
+      message += " Check that the file is complete and in the format given with --format "
+                 "(`recap import --help` describes each).";
+    }
+    message += " Nothing was written.";
+    return Failure(args, message);
+  }
+  recap::Conversation& conversation = decoded.first->conversation;
+  if (conversation.messages.empty()) {
+    return Failure(args, "'" + path + "' holds no messages (after the instructions); nothing "
+                                     "was written");
+  }
+  // The transcript as the store will hold it (ids assigned, sizes measured).
+  recap::Transcript transcript(std::move(conversation.messages));
+
+  // 2. Open the database and check the session is new.
+  recap::Result<std::shared_ptr<recap::SessionStore>> store = OpenStore(db, /*create=*/true);
+  if (!store.ok()) return Failure(args, store.status());
+  for (const std::string& id : {session, std::string(kInstructionsPrefix) + session}) {
+    recap::Result<recap::SessionState> existing = (*store)->Load(id);
+    if (!existing.ok()) return Failure(args, existing.status());
+    if (existing->version != 0) {
+      return Failure(args, "the database '" + db + "' already has a session '" + session +
+                               "'; import into a new session (another --session ID). "
+                               "Nothing was written");
+    }
+  }
+
+  // 3. One append for the transcript, then the instructions beside it.
+  recap::Result<std::uint64_t> version = (*store)->AppendMessages(session, transcript.ToVector());
+  if (!version.ok()) return Failure(args, version.status().WithContext("nothing was written"));
+  std::size_t instruction_chars = 0;
+  if (conversation.instructions) {
+    instruction_chars = recap::MessageChars(*conversation.instructions);
+    recap::Result<std::uint64_t> v = (*store)->AppendMessages(
+        std::string(kInstructionsPrefix) + session, {*conversation.instructions});
+    if (!v.ok()) {
+      return Failure(args, v.status().WithContext(
+                               "the messages were imported but the instructions could not be "
+                               "stored"));
+    }
+  }
+
+  if (args.json()) {
+    Json out = {{"session", session},
+                {"db", db},
+                {"file", path},
+                {"format", format},
+                {"messages", transcript.size()},
+                {"chars", transcript.chars()},
+                {"tokens", transcript.tokens()},
+                {"instructions", conversation.instructions.has_value()},
+                {"instructions_chars", instruction_chars},
+                {"version", *version}};
+    if (!decoded.first->note.empty()) out["note"] = decoded.first->note;
+    PrintJson(out);
+  } else {
+    std::cout << "imported " << Num(transcript.size()) << " messages (" << Num(transcript.chars())
+              << " chars, ~" << Num(transcript.tokens()) << " tokens) into session '" << session
+              << "' of " << db << "\n";
+    if (!decoded.first->note.empty()) std::cout << "  source        " << decoded.first->note << "\n";
+    if (conversation.instructions) {
+      std::cout << "  instructions  " << Num(instruction_chars)
+                << " chars (the leading system message, kept apart)\n";
+    }
+    std::cout << "next: recap plan --db " << db << " --session " << session << "\n";
+  }
+  return kExitOk;
+}
+
+}  // namespace recap_cli
