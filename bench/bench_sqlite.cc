@@ -32,6 +32,8 @@
 //   --recap_iterations=N     iterations of each compaction and load run (default 3 and 5)
 //   --recap_dir=PATH         folder for the temporary files (default $TMPDIR or /tmp); must
 //                            be a real disk for the durable figures to mean anything
+//   --recap_json=FILE        also write the budgets as JSON: {"budgets": [ {...}, ... ]}, one
+//                            budget object a line (scripts/bench.sh merges files line-wise)
 //   --recap_keep             keep the temporary folder
 //   --recap_warm_heap        diagnostic: keep freed memory in the process (glibc mallopt), so
 //                            that a load reuses pages instead of faulting fresh ones in; shows
@@ -90,6 +92,7 @@ struct Config {
   std::string dir;
   bool keep = false;
   bool warm_heap = false;
+  std::string json;  // --recap_json
   // Per figure: minimum time of an append run, iterations of a compaction or load run.
   double append_min_time = 0.3;
   int compaction_iterations = 3;
@@ -555,6 +558,7 @@ class CollectingReporter : public benchmark::ConsoleReporter {
 };
 
 struct Figure {
+  std::string id;  // in the JSON
   std::string label;
   std::string store_name;
   std::string bare_name;
@@ -581,6 +585,13 @@ std::string Shown(double seconds, bool rate) {
 
 // Prints the table; returns the number of budgets missed. A figure without a result was
 // filtered out (--benchmark_filter) or failed; a failure is reported on its own, as an error.
+struct JsonBudget {
+  std::string id, label, unit;
+  double value, baseline, ratio, limit;
+  bool at_least, pass;
+};
+std::vector<JsonBudget> g_json;
+
 int PrintTable(const CollectingReporter& reporter, const std::vector<Figure>& figures) {
   std::printf("\nR11.5 — recap's SQLite store vs the bare sqlite3 C API, same pragmas, same run\n");
   std::printf("W1: %s messages, %.1f MB of message text; files in %s\n",
@@ -611,6 +622,10 @@ int PrintTable(const CollectingReporter& reporter, const std::vector<Figure>& fi
     const double ratio = f.rate ? b->second / s->second : s->second / b->second;
     const bool pass = f.rate ? ratio >= f.budget : ratio <= f.budget;
     if (!pass) ++missed;
+    // value and baseline as the table shows them: messages per second, or seconds
+    g_json.push_back({f.id, f.label, f.rate ? "messages/s" : "seconds",
+                      f.rate ? 1.0 / s->second : s->second, f.rate ? 1.0 / b->second : b->second,
+                      ratio, f.budget, f.rate, pass});
     std::printf("%-36s %16s %16s %7.2f %8s  %s\n", f.label.c_str(),
                 Shown(s->second, f.rate).c_str(), Shown(b->second, f.rate).c_str(), ratio, budget,
                 pass ? "PASS" : "FAIL");
@@ -626,6 +641,33 @@ int PrintTable(const CollectingReporter& reporter, const std::vector<Figure>& fi
         bare->second * 1e3, copy->second / bare->second, store->second / bare->second);
   }
   return missed;
+}
+
+std::string JsonString(const std::string& s) {
+  std::string out = "\"";
+  for (char ch : s) {
+    if (ch == '"' || ch == '\\') out += '\\';
+    out += ch;
+  }
+  return out + "\"";
+}
+
+// One budget object a line, so that scripts/bench.sh can merge files line by line.
+bool WriteJson(const std::string& path, bool smoke) {
+  FILE* f = std::fopen(path.c_str(), "w");
+  if (f == nullptr) return false;
+  std::fprintf(f, "{\"budgets\": [\n");
+  for (std::size_t i = 0; i < g_json.size(); ++i) {
+    const JsonBudget& b = g_json[i];
+    std::fprintf(f,
+                 "  {\"id\": %s, \"figure\": %s, \"unit\": %s, \"value\": %.9g, \"baseline\": "
+                 "%.9g, \"ratio\": %.9g, \"limit\": %.9g, \"compare\": %s, \"pass\": %s, \"enforced\": %s}%s\n",
+                 JsonString(b.id).c_str(), JsonString(b.label).c_str(), JsonString(b.unit).c_str(),
+                 b.value, b.baseline, b.ratio, b.limit, b.at_least ? "\">=\"" : "\"<=\"",
+                 b.pass ? "true" : "false", smoke ? "false" : "true", i + 1 < g_json.size() ? "," : "");
+  }
+  std::fprintf(f, "]}\n");
+  return std::fclose(f) == 0;
 }
 
 // ---- main ---------------------------------------------------------------------------------
@@ -672,6 +714,8 @@ int main(int argc, char** argv) {
       iterations = std::strtol(v.c_str(), nullptr, 10);
     } else if (TakeFlag(arg, "recap_dir", &v)) {
       c.dir = v;
+    } else if (TakeFlag(arg, "recap_json", &v)) {
+      c.json = v;
     } else if (TakeFlag(arg, "recap_keep", &v)) {
       c.keep = true;
     } else if (TakeFlag(arg, "recap_warm_heap", &v)) {
@@ -770,13 +814,16 @@ int main(int argc, char** argv) {
                   Grouped(static_cast<double>(g.w1.size())).c_str(),
                   static_cast<double>(g.w1_bytes) / 1e6);
     const std::vector<Figure> figures = {
-        {"append, synchronous=FULL", "append_full/store", "append_full/bare", true, 0.70},
-        {"append, synchronous=NORMAL", "append_normal/store", "append_normal/bare", true, 0.70},
-        {compaction_label, "compaction/store", "compaction/bare", false, 3.0},
-        {load_label, "load/store", "load/bare_copy", false, 2.0},
+        {"R11.5/append_full", "append, synchronous=FULL", "append_full/store", "append_full/bare", true, 0.70},
+        {"R11.5/append_normal", "append, synchronous=NORMAL", "append_normal/store", "append_normal/bare", true, 0.70},
+        {"R11.5/compaction", compaction_label, "compaction/store", "compaction/bare", false, 3.0},
+        {"R11.5/load", load_label, "load/store", "load/bare_copy", false, 2.0},
     };
     const int missed = PrintTable(reporter, figures);
     std::printf("\n");
+    if (!c.json.empty() && !WriteJson(c.json, c.smoke)) {
+      RecordError("cannot write " + c.json);
+    }
     {
       std::lock_guard<std::mutex> lock(g_errors_mu);
       for (const std::string& e : g_errors) std::printf("ERROR %s\n", e.c_str());

@@ -3,10 +3,14 @@
 #
 #   scripts/bench.sh            install missing Debian packages, configure build-bench/
 #                               (Release, -DRECAP_BUILD_BENCH=ON), build the benchmarks, run
-#                               them and print one table: figure, store, bare, ratio, budget,
-#                               PASS/FAIL. About a minute on a 2-core machine.
+#                               them and print their tables — recap_bench_core (R11.1-R11.4,
+#                               R11.6, W2) and recap_bench_sqlite (R11.5): figure, measured,
+#                               baseline, ratio, budget, PASS/FAIL. A few minutes on 2 cores.
 #   scripts/bench.sh --smoke    the same at tiny sizes (checks that everything runs; budgets
 #                               are not enforced)
+#   scripts/bench.sh --json FILE  also write every budget to FILE as JSON:
+#                               {"budgets": [{"id": "R11.1", "value": …, "baseline": …,
+#                               "ratio": …, "limit": …, "pass": …}, …]}
 #   scripts/bench.sh -- ARGS    pass ARGS to the benchmark executables (e.g.
 #                               --recap_repetitions=5, --benchmark_filter=load)
 #
@@ -14,23 +18,31 @@
 # fsync). Exits 0 when every budget is met, 1 when one is missed, 2 when something failed.
 set -uo pipefail
 
+CALLER_PWD=$PWD
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
 ROOT=$(pwd)
 # shellcheck source-path=SCRIPTDIR source=lib/deps.sh
 source "$ROOT/scripts/lib/deps.sh"
 
 extra=()
+json=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --smoke) extra+=(--recap_smoke); shift ;;
+    --json)
+      [[ $# -ge 2 ]] || { echo "scripts/bench.sh: --json needs a FILE" >&2; exit 2; }
+      json=$2; shift 2 ;;
+    --json=*) json=${1#--json=}; shift ;;
     --) shift; extra+=("$@"); break ;;
-    -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "scripts/bench.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
   esac
 done
 
+if [[ -n $json && $json != /* ]]; then json=$CALLER_PWD/$json; fi
+
 BUILD=build-bench
-BENCHES=(recap_bench_sqlite)
+BENCHES=(recap_bench_core recap_bench_sqlite)
 
 recap_ensure_packages "${RECAP_DEBIAN_PACKAGES[@]}" || exit 2
 
@@ -42,13 +54,42 @@ echo "==> build ${BENCHES[*]}"
 cmake --build "$BUILD" -j "${RECAP_BENCH_JOBS:-$(recap_jobs)}" --target "${BENCHES[@]}" || exit 2
 
 status=0
+parts=()
 for bench in "${BENCHES[@]}"; do
   echo
   echo "==> $bench ${extra[*]}"
-  "$BUILD/bench/$bench" --recap_dir="$ROOT/$BUILD" "${extra[@]}"
+  part=()
+  if [[ -n $json ]]; then
+    parts+=("$ROOT/$BUILD/$bench.budgets.json")
+    rm -f "${parts[-1]}"
+    part=(--recap_json="${parts[-1]}")
+  fi
+  "$BUILD/bench/$bench" --recap_dir="$ROOT/$BUILD" "${part[@]}" "${extra[@]}"
   rc=$?
   if [[ $rc -gt $status ]]; then status=$rc; fi
 done
+
+# Each executable writes {"budgets": [ ... ]} with one budget object a line; the merged file
+# is their budget lines joined by commas.
+if [[ -n $json ]]; then
+  {
+    echo '{"budgets": ['
+    first=1
+    for part in "${parts[@]}"; do
+      [[ -f $part ]] || { echo "scripts/bench.sh: $part was not written" >&2; status=2; continue; }
+      while IFS= read -r line; do
+        [[ $line == '  {"id": '* ]] || continue
+        line=${line%,}
+        if [[ $first -eq 0 ]]; then printf ',\n'; fi
+        printf '%s' "$line"
+        first=0
+      done <"$part"
+    done
+    printf '\n]}\n'
+  } >"$json" || status=2
+  echo
+  echo "scripts/bench.sh: budgets written to $json"
+fi
 
 echo
 case $status in
