@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <string_view>
-#include <unordered_map>
+#include <cstdint>
+#include <utility>
+#include <vector>
 
 #include "log_internal.h"
 
@@ -19,39 +21,111 @@ struct Scan {
   std::vector<int> cover;  // difference array, n + 2 entries
 };
 
+struct Open {
+  std::size_t message;
+  std::string_view name;
+  bool answered;
+};
+
+// Call ids to their latest call: a flat open-addressing table keyed by views into the
+// transcript's messages (which outlive the scan). One probe sequence per lookup and no
+// allocation per call keeps the scan near the cost of walking the parts (SPEC R11.4).
+class CallTable {
+ public:
+  CallTable() : slots_(64), mask_(63) {}
+
+  // The entry for `id`, or null.
+  Open* Find(std::string_view id) {
+    const std::uint64_t h = Hash(id);
+    for (std::size_t k = h & mask_;; k = (k + 1) & mask_) {
+      Slot& slot = slots_[k];
+      if (!slot.used) return nullptr;
+      if (slot.hash == h && slot.id == id) return &slot.value;
+    }
+  }
+
+  // Inserts `value` for `id` unless present; returns the entry and whether it was inserted.
+  std::pair<Open*, bool> TryInsert(std::string_view id, const Open& value) {
+    if ((size_ + 1) * 2 > slots_.size()) Grow();
+    const std::uint64_t h = Hash(id);
+    for (std::size_t k = h & mask_;; k = (k + 1) & mask_) {
+      Slot& slot = slots_[k];
+      if (!slot.used) {
+        slot = Slot{id, h, value, true};
+        ++size_;
+        return {&slot.value, true};
+      }
+      if (slot.hash == h && slot.id == id) return {&slot.value, false};
+    }
+  }
+
+  template <typename Fn>
+  void ForEach(Fn&& fn) const {
+    for (const Slot& slot : slots_) {
+      if (slot.used) fn(slot.id, slot.value);
+    }
+  }
+
+ private:
+  struct Slot {
+    std::string_view id;
+    std::uint64_t hash = 0;
+    Open value{};
+    bool used = false;
+  };
+
+  static std::uint64_t Hash(std::string_view id) {
+    std::uint64_t h = 14695981039346656037ULL;  // FNV-1a, then a final mix for the low bits
+    for (unsigned char ch : id) h = (h ^ ch) * 1099511628211ULL;
+    h ^= h >> 29;
+    h *= 0xbf58476d1ce4e5b9ULL;
+    h ^= h >> 32;
+    return h;
+  }
+
+  void Grow() {
+    std::vector<Slot> old(slots_.size() * 2);
+    old.swap(slots_);
+    mask_ = slots_.size() - 1;
+    for (const Slot& slot : old) {
+      if (!slot.used) continue;
+      std::size_t k = slot.hash & mask_;
+      while (slots_[k].used) k = (k + 1) & mask_;
+      slots_[k] = slot;
+    }
+  }
+
+  std::vector<Slot> slots_;
+  std::size_t mask_;
+  std::size_t size_ = 0;
+};
+
 Scan ScanPairs(const Transcript& t) {
   const std::size_t n = t.size();
   Scan s;
   s.cover.assign(n + 2, 0);
-  struct Open {
-    std::size_t message;
-    std::string_view name;
-    bool answered;
-  };
-  // Keyed by views into the transcript's messages, which outlive this function's use.
-  std::unordered_map<std::string_view, Open> open;
-  open.reserve(64);
+  CallTable open;
 
   auto call = [&](std::size_t i, std::string_view id, std::string_view name) {
-    auto [it, inserted] = open.try_emplace(id, Open{i, name, false});
+    auto [entry, inserted] = open.TryInsert(id, Open{i, name, false});
     if (!inserted) {
       // A second call reusing an id: results from now on answer the newer call. The older
       // one, if it never got a result, stays uncertain.
-      if (!it->second.answered) {
-        s.report.uncertain.push_back({it->second.message, std::string(id), std::string(it->second.name)});
+      if (!entry->answered) {
+        s.report.uncertain.push_back({entry->message, std::string(id), std::string(entry->name)});
       }
-      it->second = Open{i, name, false};
+      *entry = Open{i, name, false};
     }
   };
   auto result = [&](std::size_t i, std::string_view id) {
-    auto it = open.find(id);
-    if (it == open.end()) {
+    Open* entry = open.Find(id);
+    if (entry == nullptr) {
       s.report.orphans.push_back({i, std::string(id)});
       return;
     }
-    const std::size_t c = it->second.message;
-    if (!it->second.answered) ++s.report.pairs;
-    it->second.answered = true;
+    const std::size_t c = entry->message;
+    if (!entry->answered) ++s.report.pairs;
+    entry->answered = true;
     if (c < i) {  // a pair inside one message constrains nothing
       ++s.cover[c + 1];
       --s.cover[i + 1];
@@ -70,14 +144,14 @@ Scan ScanPairs(const Transcript& t) {
       }
     }
   }
-  for (const auto& [id, o] : open) {
+  open.ForEach([&](std::string_view id, const Open& o) {
     if (!o.answered) {
       s.report.uncertain.push_back({o.message, std::string(id), std::string(o.name)});
       // No result before any later position: everything after the call is unsafe.
       ++s.cover[o.message + 1];
       --s.cover[n + 1];
     }
-  }
+  });
   std::sort(s.report.uncertain.begin(), s.report.uncertain.end(),
             [](const UncertainCall& a, const UncertainCall& b) {
               return a.message != b.message ? a.message < b.message : a.call_id < b.call_id;

@@ -24,7 +24,8 @@ if(CONFIG)
 endif()
 
 run("${CMAKE_COMMAND}" -S "${RECAP_SOURCE_DIR}" -B "${build}" -G "${GENERATOR}" ${TOOLCHAIN_ARGS}
-    -DBUILD_SHARED_LIBS=ON -DRECAP_BUILD_TESTS=OFF -DRECAP_BUILD_EXAMPLES=OFF -DRECAP_INSTALL=ON)
+    -DBUILD_SHARED_LIBS=ON -DRECAP_BUILD_TESTS=OFF -DRECAP_BUILD_EXAMPLES=OFF -DRECAP_BUILD_CLI=OFF
+    -DRECAP_INSTALL=ON)
 run("${CMAKE_COMMAND}" --build "${build}" ${config_args})
 run("${CMAKE_COMMAND}" --install "${build}" --prefix "${prefix}" ${config_args})
 
