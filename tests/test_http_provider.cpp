@@ -4,8 +4,11 @@
 // Every test runs under a SecretWatch: recap's log is captured at debug level, and the fake
 // API key — which the server also echoes back in its error bodies — must appear in no log
 // record, Status message or event.
+#include <sys/wait.h>
+
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <string>
@@ -957,3 +960,52 @@ TEST_CASE(
   }
   watch.CheckLogs();
 }
+
+#ifdef RECAP_HTTP_COMPACT_EXAMPLE
+// examples/http_compact run as a user runs it: a child process with the server named by
+// environment variables. Here the server plays an OpenAI-compatible model whose model list
+// reports a context window and whose completion is a checkpoint.
+TEST_CASE("issue 5 R1.2 R4 the http_compact example compacts through a server named by the environment") {
+  HttpTestServer server;
+  server.Route("GET", "/v1/models",
+               ScriptedHttpResponse::Json(
+                   200, R"({"data": [{"id": "scripted-model", "context_length": 32768}]})"));
+  const std::string checkpoint =
+      R"({"goal": "Change the user's flight reservation", "instructions": ["Confirm before booking"], )"
+      R"("current_state": "Reservation found; waiting for the user's confirmation"})";
+  const nlohmann::json reply = {
+      {"choices", {{{"index", 0},
+                    {"message", {{"role", "assistant"}, {"content", checkpoint}}},
+                    {"finish_reason", "stop"}}}},
+      {"usage", {{"prompt_tokens", 1234}, {"completion_tokens", 56}}}};
+  server.SetDefault(ScriptedHttpResponse::Json(200, reply.dump()));
+
+  const std::string command = "env -u RECAP_API_KEY_ENV -u RECAP_PROTOCOL -u RECAP_STREAM "
+                              "RECAP_BASE_URL=" + server.BaseUrl() + "/v1 " +
+                              "RECAP_MODEL=scripted-model RECAP_API_KEY=sk-example-SECRET '" +
+                              std::string(RECAP_HTTP_COMPACT_EXAMPLE) + "' 2>&1";
+  FILE* pipe = ::popen(command.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::string output;
+  char buffer[4096];
+  std::size_t n = 0;
+  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) output.append(buffer, n);
+  const int status = ::pclose(pipe);
+  INFO("example output:\n" << output);
+
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(output.find("context window 32768 tokens") != std::string::npos);
+  CHECK(output.find("compaction_completed") != std::string::npos);
+  CHECK(output.find("Change the user's flight reservation") != std::string::npos);
+  CHECK(output.find("SECRET") == std::string::npos);
+  std::size_t posts = 0;
+  for (const RecordedHttpRequest& r : server.Requests()) {
+    if (r.method != "POST") continue;
+    ++posts;
+    CHECK(r.path == "/v1/chat/completions");
+    CHECK(r.Header("authorization") == "Bearer sk-example-SECRET");
+  }
+  CHECK(posts == 1);
+}
+#endif

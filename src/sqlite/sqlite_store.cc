@@ -438,14 +438,7 @@ class SqliteSessionStore final : public SessionStore {
         }
         InsertMessage(row.id, added[k], added.chars(k), position++, version, now);
       }
-      SQLite::Statement& bump = c_->Stmt(
-          "UPDATE sessions SET version = ?, rewrite_version = ?, compactions = ? WHERE "
-          "session_id = ?");
-      bump.bind(1, static_cast<std::int64_t>(version));
-      bump.bind(2, static_cast<std::int64_t>(version));
-      bump.bind(3, number);
-      bump.bind(4, row.id);
-      bump.exec();
+      MarkRewrite(row.id, version, CommitKind::kCompaction, number);
       LogCommit(row.id, version, "compaction", number, commit.reason, commit.replaced.size(),
                 added.size(), now);
     });
@@ -502,14 +495,7 @@ class SqliteSessionStore final : public SessionStore {
         retire.exec();
         InsertMessage(row.id, added[i], added.chars(i), targets[i].second, version, now);
       }
-      SQLite::Statement& bump = c_->Stmt(
-          "UPDATE sessions SET version = ?, rewrite_version = ?, reductions = ? WHERE "
-          "session_id = ?");
-      bump.bind(1, static_cast<std::int64_t>(version));
-      bump.bind(2, static_cast<std::int64_t>(version));
-      bump.bind(3, number);
-      bump.bind(4, row.id);
-      bump.exec();
+      MarkRewrite(row.id, version, CommitKind::kReduction, number);
       LogCommit(row.id, version, "reduction", number, "", targets.size(), targets.size(), now);
     });
     if (!s.ok()) return s;
@@ -580,14 +566,7 @@ class SqliteSessionStore final : public SessionStore {
         }
       }
       const std::int64_t number = row.recoveries + 1;
-      SQLite::Statement& bump = c_->Stmt(
-          "UPDATE sessions SET version = ?, rewrite_version = ?, recoveries = ? WHERE "
-          "session_id = ?");
-      bump.bind(1, static_cast<std::int64_t>(version));
-      bump.bind(2, static_cast<std::int64_t>(version));
-      bump.bind(3, number);
-      bump.bind(4, row.id);
-      bump.exec();
+      MarkRewrite(row.id, version, CommitKind::kRecovery, number);
       LogCommit(row.id, version, "recovery", number, "", 0, results.size(), now);
     });
     if (!s.ok()) return s;
@@ -724,6 +703,29 @@ class SqliteSessionStore final : public SessionStore {
     body.bind(1, seq);
     body.bindNoCopy(2, scratch_.data(), static_cast<int>(scratch_.size()));
     body.exec();
+  }
+
+  enum class CommitKind { kCompaction, kReduction, kRecovery };
+
+  // A commit that rewrote the active transcript: the version moves on, appends before it no
+  // longer count as "appended only" (LoadChanges), and the kind's counter becomes `number`.
+  void MarkRewrite(std::int64_t session_id, std::uint64_t version, CommitKind kind,
+                   std::int64_t number) {
+    // The counter's column cannot be a parameter: one statement per kind.
+    const char* sql =
+        kind == CommitKind::kCompaction
+            ? "UPDATE sessions SET version = ?1, rewrite_version = ?1, compactions = ?2 WHERE "
+              "session_id = ?3"
+        : kind == CommitKind::kReduction
+            ? "UPDATE sessions SET version = ?1, rewrite_version = ?1, reductions = ?2 WHERE "
+              "session_id = ?3"
+            : "UPDATE sessions SET version = ?1, rewrite_version = ?1, recoveries = ?2 WHERE "
+              "session_id = ?3";
+    SQLite::Statement& st = c_->Stmt(sql);
+    st.bind(1, static_cast<std::int64_t>(version));
+    st.bind(2, number);
+    st.bind(3, session_id);
+    st.exec();
   }
 
   void SetVersion(std::int64_t session_id, std::uint64_t version, std::uint64_t rewrite_version) {
