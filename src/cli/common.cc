@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "progress.h"
 #include "recap/sqlite/sqlite_store.h"
 #if RECAP_CLI_HAVE_HTTP
 #include "recap/http/http_provider.h"
@@ -95,6 +96,7 @@ bool ParseCount(const Args& args, const std::string& name, std::size_t* out, std
 }
 
 int UsageError(const Args& args, const std::string& message) {
+  FinishActiveProgress();
   std::cerr << "recap " << args.command << ": " << message << "\n"
             << "Run `recap " << args.command << " --help` for the options.\n";
   if (args.json()) {
@@ -104,6 +106,7 @@ int UsageError(const Args& args, const std::string& message) {
 }
 
 int Failure(const Args& args, const std::string& message) {
+  FinishActiveProgress();
   std::cerr << "recap " << args.command << ": " << message << "\n";
   if (args.json()) {
     PrintJson(Json{{"error", {{"kind", "failed"}, {"message", message}}}});
@@ -112,6 +115,7 @@ int Failure(const Args& args, const std::string& message) {
 }
 
 int Failure(const Args& args, const recap::Status& status) {
+  FinishActiveProgress();
   std::cerr << "recap " << args.command << ": " << status.message() << "\n";
   if (args.json()) {
     PrintJson(Json{{"error",

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cli.h"
+#include "progress.h"
 
 namespace recap_cli {
 namespace {
@@ -15,8 +16,13 @@ namespace {
 std::string Help() {
   return std::string(
              "usage: recap compact --session ID [--db DB] [--focus TEXT] [--auto]\n"
-             "                     [--provider P] [--config FILE] [--max-context-chars N]\n"
-             "                     [--keep-turns N] [--json]\n"
+#if RECAP_CLI_HAVE_HTTP
+             "                     [--provider P [--base-url URL --model M --api-key-env VAR]]\n"
+#else
+             "                     [--provider P]\n"
+#endif
+             "                     [--config FILE] [--max-context-chars N] [--keep-turns N]\n"
+             "                     [--json]\n"
              "\n"
              "Compacts a session now: the older part of the transcript is summarized into a\n"
              "checkpoint and the recent turns are kept verbatim, in one transaction. With --auto\n"
@@ -99,8 +105,10 @@ int RunCompact(const std::vector<std::string>& words) {
   if (*instructions) sizes.instructions_chars = recap::MessageChars(**instructions);
 
   auto collecting = std::make_shared<CollectingSink>();
-  std::shared_ptr<recap::EventSink> sink =
-      args.json() ? recap::NewJsonlSink(std::cout) : std::shared_ptr<recap::EventSink>(collecting);
+  Progress progress((automatic ? "preparing session '" : "compacting session '") + session + "'");
+  std::shared_ptr<recap::EventSink> sink = NewProgressSink(
+      &progress,
+      args.json() ? recap::NewJsonlSink(std::cout) : std::shared_ptr<recap::EventSink>(collecting));
   recap::Result<std::unique_ptr<recap::Compactor>> created =
       recap::Compactor::Create(*config, *provider, *store, {}, {sink});
   if (!created.ok()) return Failure(args, created.status());
@@ -158,6 +166,7 @@ int RunCompact(const std::vector<std::string>& words) {
     }
   }
   result["compacted"] = compacted;
+  progress.Finish();
 
   recap::Result<recap::SessionState> after = (*store)->Load(session);
   if (!after.ok()) return Failure(args, after.status());

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cli.h"
+#include "progress.h"
 
 namespace recap_cli {
 namespace {
@@ -469,6 +470,8 @@ int RunImport(const std::vector<std::string>& words) {
   const std::string db = args.Get("db", kDefaultDb);
 
   // 1. Read and decode everything; nothing is opened or written yet.
+  Progress progress("importing " + path.substr(path.find_last_of('/') + 1));
+  progress.Update("reading");
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     return Failure(args, "cannot open '" + path + "': " + std::strerror(errno) +
@@ -483,8 +486,10 @@ int RunImport(const std::vector<std::string>& words) {
   if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
     return Failure(args, "'" + path + "' is empty; nothing to import");
   }
+  progress.Update("decoding " + Num(text.size()) + " bytes as " + format);
   DecodeResult decoded = Decode(format, text, args);
   if (!decoded.first) {
+    progress.Finish();
     if (decoded.second.usage) return UsageError(args, path + ": " + decoded.second.message);
     std::string detail = decoded.second.message;
     while (!detail.empty() && (detail.back() == '.' || detail.back() == ' ')) detail.pop_back();
@@ -505,6 +510,7 @@ int RunImport(const std::vector<std::string>& words) {
                                      "was written");
   }
   // The transcript as the store will hold it (ids assigned, sizes measured).
+  progress.Update("measuring " + Num(conversation.messages.size()) + " messages");
   recap::Transcript transcript(std::move(conversation.messages));
 
   // 2. Open the database and check the session is new.
@@ -521,6 +527,7 @@ int RunImport(const std::vector<std::string>& words) {
   }
 
   // 3. One append for the transcript, then the instructions beside it.
+  progress.Update("writing " + Num(transcript.size()) + " messages to " + db);
   recap::Result<std::uint64_t> version = (*store)->AppendMessages(session, transcript.ToVector());
   if (!version.ok()) return Failure(args, version.status().WithContext("nothing was written"));
   std::size_t instruction_chars = 0;
@@ -535,6 +542,7 @@ int RunImport(const std::vector<std::string>& words) {
     }
   }
 
+  progress.Finish();
   if (args.json()) {
     Json out = {{"session", session},
                 {"db", db},

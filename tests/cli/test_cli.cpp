@@ -9,7 +9,11 @@
 //
 // The program is run as a child process (RECAP_CLI_PATH); its output is parsed with nlohmann.
 #include <catch2/catch.hpp>
+#include <fcntl.h>
+#include <poll.h>
+#include <pty.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -50,7 +54,8 @@ Ran Run(const TempDir& dir, const std::vector<std::string>& args) {
   std::string command = Quote(RECAP_CLI_PATH);
   for (const std::string& a : args) command += " " + Quote(a);
   const std::string err_path = dir.File("stderr.txt");
-  command = "cd " + Quote(dir.path()) + " && " + command + " 2>" + Quote(err_path);
+  command = "cd " + Quote(dir.path()) + " && RECAP_PROGRESS_DELAY_MS=0 " + command + " 2>" +
+            Quote(err_path);
   Ran r;
   FILE* pipe = ::popen(command.c_str(), "r");
   REQUIRE(pipe != nullptr);
@@ -60,6 +65,63 @@ Ran Run(const TempDir& dir, const std::vector<std::string>& args) {
   const int status = ::pclose(pipe);
   r.exit = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   r.err = Slurp(err_path);
+  return r;
+}
+
+// Runs the program with stderr on a pseudo-terminal (as in an interactive shell) and stdout on
+// a pipe, with RECAP_PROGRESS_DELAY_MS=0 so that progress shows at once. `err` is what the
+// terminal received.
+Ran RunOnTerminal(const TempDir& dir, const std::vector<std::string>& args) {
+  int master = -1;
+  int slave = -1;
+  REQUIRE(::openpty(&master, &slave, nullptr, nullptr, nullptr) == 0);
+  int out[2];
+  REQUIRE(::pipe(out) == 0);
+  std::vector<std::string> words = {RECAP_CLI_PATH};
+  words.insert(words.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& w : words) argv.push_back(&w[0]);
+  argv.push_back(nullptr);
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    if (::chdir(dir.path().c_str()) != 0) ::_exit(126);
+    ::dup2(out[1], 1);
+    ::dup2(slave, 2);
+    ::close(out[0]);
+    ::close(out[1]);
+    ::close(master);
+    ::close(slave);
+    ::setenv("RECAP_PROGRESS_DELAY_MS", "0", 1);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  ::close(out[1]);
+  ::close(slave);
+  Ran r;
+  pollfd fds[2] = {{out[0], POLLIN, 0}, {master, POLLIN, 0}};
+  int open_fds = 2;
+  char buffer[65536];
+  while (open_fds > 0) {
+    if (::poll(fds, 2, 30000) <= 0) break;
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || fds[i].revents == 0) continue;
+      const ssize_t n = ::read(fds[i].fd, buffer, sizeof buffer);
+      if (n > 0) {
+        (i == 0 ? r.out : r.err).append(buffer, static_cast<std::size_t>(n));
+      } else {  // EOF, or EIO once the child closed the terminal
+        ::close(fds[i].fd);
+        fds[i].fd = -1;
+        --open_fds;
+      }
+    }
+  }
+  for (pollfd& f : fds) {
+    if (f.fd >= 0) ::close(f.fd);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  r.exit = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
 }
 
@@ -353,6 +415,39 @@ TEST_CASE("bad input fails with a message and changes nothing", "[cli]") {
     std::ifstream in(dir.File("missing.db"));
     CHECK(!in.good());
   }
+}
+
+TEST_CASE("progress shows on a terminal's stderr only, and is erased at the end", "[cli]") {
+  TempDir dir("recap-cli");
+  const std::string file = Data(Sources()[3].file);  // the larger Claude Code session
+  const std::string db = dir.File("p.db");
+
+  // On a terminal: a progress line for the import and for the compaction, erased afterwards.
+  Ran r = RunOnTerminal(dir, {"import", "--format", "claude-code", file, "--db", db, "--session", "t"});
+  REQUIRE(r.exit == 0);
+  CHECK(r.out.find("imported 214 messages") != std::string::npos);
+  CHECK(r.err.find("recap: importing ") != std::string::npos);
+  const std::string erase = "\r\033[K";
+  REQUIRE(r.err.size() >= erase.size());
+  CHECK(r.err.compare(r.err.size() - erase.size(), erase.size(), erase) == 0);
+
+  r = RunOnTerminal(dir, {"compact", "--db", db, "--session", "t", "--keep-turns", "1"});
+  REQUIRE(r.exit == 0);
+  CHECK(r.out.find("the checkpoint") != std::string::npos);
+  CHECK(r.err.find("recap: compacting session 't'") != std::string::npos);
+  CHECK(r.err.compare(r.err.size() - erase.size(), erase.size(), erase) == 0);
+
+  // A failure erases the line before its message, which then stands on a line of its own.
+  r = RunOnTerminal(dir, {"import", "--format", "anthropic", file, "--db", db, "--session", "u"});
+  CHECK(r.exit == 1);
+  const std::size_t message = r.err.find("recap import: ");
+  REQUIRE(message != std::string::npos);
+  CHECK(r.err.compare(message - erase.size(), erase.size(), erase) == 0);
+
+  // Piped (stderr a file), even with the delay at 0: nothing but the command's output.
+  Ran piped = Run(dir, {"import", "--format", "claude-code", file, "--db", db, "--session", "v"});
+  REQUIRE(piped.exit == 0);
+  CHECK(piped.err.empty());
 }
 
 TEST_CASE("every subcommand has --help", "[cli]") {
