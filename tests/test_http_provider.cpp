@@ -1009,3 +1009,53 @@ TEST_CASE("issue 5 R1.2 R4 the http_compact example compacts through a server na
   CHECK(posts == 1);
 }
 #endif
+
+#ifdef RECAP_SQLITE_HOST_EXAMPLE
+// examples/sqlite_host run as a user runs it, with the scripted server named by RECAP_BASE_URL
+// and RECAP_MODEL: every checkpoint is written by the "model" over HTTP, and the session in the
+// SQLite file survives the host's restart.
+TEST_CASE("issue 6 R1 R8 the sqlite_host example compacts through a server named by the environment") {
+  HttpTestServer server;
+  server.Route("GET", "/v1/models",
+               ScriptedHttpResponse::Json(200, R"({"data": [{"id": "scripted-model"}]})"));
+  const std::string checkpoint =
+      R"({"goal": "Book a one-way flight from New York to Seattle", )"
+      R"("current_state": "Searching flights after 11 AM"})";
+  const nlohmann::json reply = {
+      {"choices", {{{"index", 0},
+                    {"message", {{"role", "assistant"}, {"content", checkpoint}}},
+                    {"finish_reason", "stop"}}}},
+      {"usage", {{"prompt_tokens", 900}, {"completion_tokens", 40}}}};
+  server.SetDefault(ScriptedHttpResponse::Json(200, reply.dump()));
+
+  const std::string command = "env -u RECAP_PROTOCOL -u RECAP_DB RECAP_BASE_URL=" +
+                              server.BaseUrl() + "/v1 RECAP_MODEL=scripted-model " +
+                              "RECAP_API_KEY_ENV=RECAP_TEST_EXAMPLE_KEY "
+                              "RECAP_TEST_EXAMPLE_KEY=sk-host-SECRET '" +
+                              std::string(RECAP_SQLITE_HOST_EXAMPLE) + "' 2>&1";
+  FILE* pipe = ::popen(command.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::string output;
+  char buffer[4096];
+  std::size_t n = 0;
+  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) output.append(buffer, n);
+  const int status = ::pclose(pipe);
+  INFO("example output:\n" << output);
+
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(output.find("summarizer openai") != std::string::npos);
+  CHECK(output.find("checkpoint by openai") != std::string::npos);
+  CHECK(output.find("checkpoint by offline") == std::string::npos);
+  CHECK(output.find("the host restarts") != std::string::npos);
+  CHECK(output.find("SECRET") == std::string::npos);
+  std::size_t posts = 0;
+  for (const RecordedHttpRequest& r : server.Requests()) {
+    if (r.method != "POST") continue;
+    ++posts;
+    CHECK(r.path == "/v1/chat/completions");
+    CHECK(r.Header("authorization") == "Bearer sk-host-SECRET");
+  }
+  CHECK(posts >= 2);  // one per compaction, before and after the restart
+}
+#endif
