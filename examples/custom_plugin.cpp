@@ -10,7 +10,7 @@
 //     report appears in the compaction_completed event).
 //
 // A plugin may fail: an error it returns, an exception it throws or a hook that overruns
-// plugins.timeoutMs is reported as a plugin_hook_failed event and the compaction goes on
+// pluginHooks.timeoutMs is reported as a plugin_hook_failed event and the compaction goes on
 // without it (SPEC R9). Here a reply whose "open_tasks" is not a list of strings is refused
 // that way.
 //

@@ -5,7 +5,7 @@
 // Implementations: the HTTP providers of the `recap::http` component (OpenAI-compatible chat
 // completions, the Responses API, Anthropic Messages), recap's offline summarizer
 // (offline_summarizer.h), and whatever a host writes — a host that already has an LLM client
-// wraps it in a Provider of a few dozen lines (see docs/writing-an-adapter.md).
+// wraps it in a Provider of a few dozen lines (see docs/adapters.md).
 //
 // Contract for implementers:
 //  * Complete() returns the model's text and why it stopped. A reply cut by

@@ -18,7 +18,7 @@
 //
 // Implementations: NewInMemorySessionStore() below (the reference: simple, exact, for tests
 // and short-lived hosts), and the SQLite store of the `recap::sqlite` component. Writing one
-// is described in docs/writing-an-adapter.md; the conformance tests in tests/ check one.
+// is described in docs/adapters.md; the conformance tests in tests/ check one.
 //
 // Thread safety: implementations must allow concurrent calls from several threads, for the
 // same session or different ones.
