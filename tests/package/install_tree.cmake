@@ -1,7 +1,9 @@
-# cmake -DBUILD_DIR=… -DPREFIX=… [-DCONFIG=…] [-DCLEAN_DIRS=a;b] -P install_tree.cmake
+# cmake -DBUILD_DIR=… -DPREFIX=… [-DCONFIG=…] [-DEXPECT_PROGRAM=recap] [-DCLEAN_DIRS=a;b]
+#       -P install_tree.cmake
 #
 # Installs the build tree BUILD_DIR into a fresh PREFIX, and removes CLEAN_DIRS (build trees
-# of consumers of an earlier install, whose caches would point at stale files).
+# of consumers of an earlier install, whose caches would point at stale files). With
+# EXPECT_PROGRAM, checks that the program was installed into bin/ and runs.
 foreach(var BUILD_DIR PREFIX)
   if(NOT DEFINED ${var})
     message(FATAL_ERROR "install_tree.cmake: ${var} is not set")
@@ -42,4 +44,14 @@ foreach(header recap.h message.h transcript.h export.h version.h)
     message(FATAL_ERROR "include/recap/${header} was not installed")
   endif()
 endforeach()
+if(EXPECT_PROGRAM)
+  set(program "${PREFIX}/${CMAKE_INSTALL_BINDIR}/${EXPECT_PROGRAM}")
+  if(NOT EXISTS "${program}")
+    message(FATAL_ERROR "${CMAKE_INSTALL_BINDIR}/${EXPECT_PROGRAM} was not installed")
+  endif()
+  execute_process(COMMAND "${program}" version RESULT_VARIABLE rc OUTPUT_VARIABLE out)
+  if(NOT rc EQUAL 0 OR NOT out MATCHES "^recap [0-9]")
+    message(FATAL_ERROR "the installed ${program} does not run: exit ${rc}, printed '${out}'")
+  endif()
+endif()
 message(STATUS "recap installed into ${PREFIX}")
