@@ -122,6 +122,12 @@ int RunPlan(const std::vector<std::string>& words);
 int RunCompact(const std::vector<std::string>& words);
 int RunSessions(const std::vector<std::string>& words);
 
+// Decodes a transcript file's text the way `recap import --format FORMAT [--run RUN]` does,
+// without touching a database (the importers' fuzz target uses it). `run` empty: no --run.
+recap::Result<recap::Conversation> DecodeTranscript(const std::string& format,
+                                                    const std::string& text,
+                                                    const std::string& run);
+
 // Session statistics, shared by `stats` and `sessions show`.
 Json SessionStatsJson(recap::SessionStore& store, const std::string& session,
                       const recap::SessionState& state);

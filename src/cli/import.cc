@@ -78,6 +78,13 @@ bool ParseJson(const std::string& text, Json* out, std::string* error) {
                          "it truncated?) — " + what
                        : "the file is not JSON — " + what;
     return false;
+  } catch (const Json::exception& e) {
+    // Syntactically JSON, but not readable as a value (e.g. a number beyond a double's range).
+    std::string what = e.what();
+    const auto id_end = what.find("] ");
+    if (id_end != std::string::npos) what.erase(0, id_end + 2);
+    *error = "the file is JSON that cannot be read as a value — " + what;
+    return false;
   }
 }
 
@@ -265,17 +272,19 @@ DecodeResult DecodeClaudeCode(const std::string& text) {
     Json& message = record["message"];
     const auto id = message.find("id");
     if (id != message.end() && id->is_string()) {
-      const auto seen = by_id.find(id->get<std::string>());
+      // A copy: the lookups below may insert into `message` and move its members.
+      const std::string key = id->get<std::string>();
+      const auto seen = by_id.find(key);
       if (seen != by_id.end()) {
         Json& into = messages[seen->second]["content"];
-        const Json& more = message["content"];
-        if (into.is_array() && more.is_array()) {
-          for (const auto& block : more) into.push_back(block);
+        const auto more = message.find("content");
+        if (into.is_array() && more != message.end() && more->is_array()) {
+          for (const auto& block : *more) into.push_back(block);
           ++joined;
           continue;
         }
       }
-      by_id.emplace(id->get<std::string>(), messages.size());
+      by_id.emplace(key, messages.size());
     }
     messages.push_back(std::move(message));
   }
@@ -432,6 +441,20 @@ DecodeResult Decode(const std::string& format, const std::string& text, const Ar
 }
 
 }  // namespace
+
+recap::Result<recap::Conversation> DecodeTranscript(const std::string& format,
+                                                    const std::string& text,
+                                                    const std::string& run) {
+  bool known = false;
+  for (const char* f : kFormats) known = known || format == f;
+  if (!known) return recap::Status::InvalidArgument("unknown format '" + format + "'");
+  Args args;
+  args.command = "import";
+  if (!run.empty()) args.values["run"] = run;
+  DecodeResult decoded = Decode(format, text, args);
+  if (!decoded.first) return recap::Status::InvalidArgument(decoded.second.message);
+  return std::move(decoded.first->conversation);
+}
 
 int RunImport(const std::vector<std::string>& words) {
   Args args;

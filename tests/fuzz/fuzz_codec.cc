@@ -1,0 +1,53 @@
+// Fuzz target for recap's three codecs — one binary per codec, chosen at compile time with
+// RECAP_FUZZ_CODEC = 0 (recap's own JSON form), 1 (OpenAI chat completions) or 2 (Anthropic
+// Messages). Any input must end in a result or a clear status; a decoded conversation must
+// encode, decode again to the same encoding (a round trip is lossless), and pass the core's
+// invariants (fuzz_common.h).
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "fuzz_common.h"
+
+namespace {
+
+#if RECAP_FUZZ_CODEC == 0
+namespace codec = recap::native;
+#elif RECAP_FUZZ_CODEC == 1
+namespace codec = recap::openai_chat;
+#else
+namespace codec = recap::anthropic;
+#endif
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::string_view input(reinterpret_cast<const char*>(data), size);
+
+  recap::Result<recap::Message> one = codec::DecodeMessage(input);
+  if (one.ok()) {
+    recap::Result<std::string> text = codec::EncodeMessage(*one);
+    RECAP_FUZZ_REQUIRE(text.ok() || text.status().code() == recap::StatusCode::kInvalidArgument,
+                       "a decoded message encodes, or says why not");
+  } else {
+    RECAP_FUZZ_REQUIRE(!one.status().message().empty(), "a refusal says what is wrong");
+  }
+
+  recap::Result<recap::Conversation> conversation = codec::DecodeMessages(input);
+  if (!conversation.ok()) {
+    RECAP_FUZZ_REQUIRE(!conversation.status().message().empty(), "a refusal says what is wrong");
+    return 0;
+  }
+  recap::Result<std::string> encoded = codec::EncodeMessages(*conversation);
+  if (encoded.ok()) {
+    recap::Result<recap::Conversation> again = codec::DecodeMessages(*encoded);
+    RECAP_FUZZ_REQUIRE(again.ok(), "what recap encoded decodes again");
+    recap::Result<std::string> reencoded = codec::EncodeMessages(*again);
+    RECAP_FUZZ_REQUIRE(reencoded.ok() && *reencoded == *encoded,
+                       "encode(decode(encode(x))) == encode(x)");
+  }
+  recap::Transcript transcript(std::move(conversation->messages));
+  recap_fuzz::CheckTranscript(transcript);
+  return 0;
+}

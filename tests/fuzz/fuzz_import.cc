@@ -1,0 +1,32 @@
+// Fuzz target for the importers of `recap import` (src/cli/import.cc): the input's first byte
+// picks the format (openai-chat with or without --run, anthropic, claude-code, swe-agent,
+// openhands, recap) and the rest is the file. Any file must end in a conversation or a message
+// saying what is wrong; a conversation must pass the core's invariants (fuzz_common.h).
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "cli.h"
+#include "fuzz_common.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  if (size == 0) return 0;
+  struct Choice {
+    const char* format;
+    const char* run;
+  };
+  static const Choice kChoices[] = {
+      {"openai-chat", ""}, {"openai-chat", "0"}, {"anthropic", ""}, {"claude-code", ""},
+      {"swe-agent", ""},   {"openhands", "0"},   {"recap", ""},     {"openhands", "1"}};
+  const Choice& choice = kChoices[data[0] % (sizeof kChoices / sizeof kChoices[0])];
+  const std::string text(reinterpret_cast<const char*>(data) + 1, size - 1);
+  recap::Result<recap::Conversation> conversation =
+      recap_cli::DecodeTranscript(choice.format, text, choice.run);
+  if (!conversation.ok()) {
+    RECAP_FUZZ_REQUIRE(!conversation.status().message().empty(), "a refusal says what is wrong");
+    return 0;
+  }
+  recap::Transcript transcript(std::move(conversation->messages));
+  recap_fuzz::CheckTranscript(transcript);
+  return 0;
+}
