@@ -269,3 +269,88 @@ TEST_CASE("R3.9 linked opaque items (server tools) pair like tool calls") {
   auto t2 = Make({U("1"), use, U("2")});
   CHECK(FindCut(t2, Keep(1)).skip == SkipReason::kUncertainToolResults);
 }
+
+TEST_CASE("R11.4 FindCut decides as the full scan whatever the transcript's pairing state") {
+  Message use;
+  use.role = Role::kAssistant;
+  use.parts.emplace_back(Opaque{"server_tool_use", R"({})", OpaqueLink::kCall, "s1"});
+  Message res;
+  res.role = Role::kAssistant;
+  res.parts.emplace_back(Opaque{"web_search_tool_result", R"({})", OpaqueLink::kResult, "s1"});
+  const std::string big(1000, 'x');
+  // A call answered within its message, then called again as an opaque item: that one is open.
+  Message reopened = Calls({"x"});
+  reopened.parts.emplace_back(ToolResult{"x", {Text{"out", {}}}, false, {}, {}});
+  reopened.parts.emplace_back(Opaque{"server_tool_use", R"({})", OpaqueLink::kCall, "x"});
+  const std::vector<std::pair<Transcript, Transcript::Pairing>> cases = {
+      {Make({U("1"), A("1"), U("2"), A("2"), U("3"), A("3"), U("4"), A("4")}), Transcript::Pairing::kClosed},
+      {Make({U("go"), Calls({"a"}), T("a"), Calls({"b"}), T("b"), Calls({"c"}), T("c")}), Transcript::Pairing::kClosed},
+      {Make({U("1"), Calls({"slow"}), U("2"), T("slow"), A("2"), U("3")}), Transcript::Pairing::kClosed},
+      {Make({Calls({"a"}), U("while waiting"), A("thinking"), T("a")}), Transcript::Pairing::kClosed},
+      {Make({Checkpoint(), U("1"), A("1"), U("2"), A("2"), U("3"), A("3")}), Transcript::Pairing::kClosed},
+      {Make({Checkpoint(), Checkpoint(), U("next")}), Transcript::Pairing::kClosed},
+      {Make({U("go"), Calls({"a", "b"}), Results({"b", "a"}), Calls({"c"}), Results({"c"})}), Transcript::Pairing::kClosed},
+      {Make({U("1"), A("1"), U("2"), Calls({"a"}), T("a", big), Calls({"b"}), T("b", big)}), Transcript::Pairing::kClosed},
+      {Make({U("1"), use, A("between"), res, U("2")}), Transcript::Pairing::kClosed},
+      {Make({A("no turns"), Calls({"a"}), T("a"), A("still none")}), Transcript::Pairing::kClosed},
+      {Make({U("1"), Calls({"done", "lost"}), T("done"), U("2"), A("2"), U("3")}), Transcript::Pairing::kOpen},
+      {Make({U("1"), Calls({"x"}), Calls({"x"}), T("x"), U("2")}), Transcript::Pairing::kUnknown},
+      {Make({T("ghost"), U("1"), Calls({"a", "b", "c"}), T("c"), T("a"), T("b"), U("2")}), Transcript::Pairing::kUnknown},
+      {Make({U("1"), Calls({"a"}), T("a"), U("2"), T("a"), U("3"), A("3")}), Transcript::Pairing::kUnknown},
+      {Make({U("1"), Calls({"b", "a"}), T("a"), A("2")}), Transcript::Pairing::kOpen},
+      {Make({U("1"), reopened, A("2")}), Transcript::Pairing::kOpen},
+  };
+  for (std::size_t c = 0; c < cases.size(); ++c) {
+    const Transcript& t = cases[c].first;
+    CHECK(t.pairing() == cases[c].second);
+    for (int k = -1; k <= 5; ++k) {
+      for (CutMode mode : {CutMode::kNormal, CutMode::kBudget}) {
+        for (std::size_t limit : {std::size_t{0}, std::size_t{1}, std::size_t{10}, std::size_t{1200},
+                                  t.chars() / 2, t.chars()}) {
+          const CutOptions o = Keep(k, mode, limit);
+          const CutDecision got = FindCut(t, o);
+          const CutDecision want = FindCutReference(t, o);
+          CAPTURE(c, k, static_cast<int>(mode), limit);
+          CHECK(got.skip == want.skip);
+          CHECK(got.position == want.position);
+          CHECK(got.summarized_chars == want.summarized_chars);
+          CHECK(got.kept_chars == want.kept_chars);
+          CHECK(got.kept_turns == want.kept_turns);
+          CHECK(got.inside_turn == want.inside_turn);
+          CHECK(got.moved_for_size == want.moved_for_size);
+          REQUIRE(got.uncertain.size() == want.uncertain.size());
+          for (std::size_t u = 0; u < got.uncertain.size(); ++u) {
+            CHECK(got.uncertain[u].message == want.uncertain[u].message);
+            CHECK(got.uncertain[u].call_id == want.uncertain[u].call_id);
+            CHECK(got.uncertain[u].name == want.uncertain[u].name);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("R11.4 a long session: the cut near the end, over many chunks") {
+  // 40 chunks of turns with tool rounds; the second-last turn starts where the cut must be.
+  Transcript t;
+  int call = 0;
+  while (t.size() < 40 * Transcript::kChunk) {
+    t.Append(U("question"));
+    for (int r = 0; r < 3; ++r) {
+      const std::string a = "c" + std::to_string(call++), b = "c" + std::to_string(call++);
+      t.Append(Calls({a, b}));
+      t.Append(Results({b, a}));
+    }
+    t.Append(A("answer"));
+  }
+  REQUIRE(t.pairing() == Transcript::Pairing::kClosed);
+  const std::size_t n = t.size();
+  const CutDecision d = FindCut(t, Keep(2));
+  REQUIRE(d.ok());
+  CHECK(d.position == n - 16);
+  CHECK(d.kept_turns == 2);
+  CHECK(d.position == FindCutReference(t, Keep(2)).position);
+  const CutDecision far = FindCut(t, Keep(2, CutMode::kNormal, 1));  // R3.8 all the way
+  CHECK(far.position == FindCutReference(t, Keep(2, CutMode::kNormal, 1)).position);
+  CHECK(far.position == n - 1);
+}

@@ -134,3 +134,159 @@ TEST_CASE("§1 chunked storage: copies stay independent across chunk boundaries"
   CHECK(empty_tail.empty());
   CHECK(empty_tail.chars() == 0);
 }
+
+// ---- what the cutter needs (SPEC R3, R11.4): Transcript::cut_facts and pairing() ----
+
+namespace {
+
+Message CallsOf(std::vector<std::string> ids) {
+  std::vector<ToolCall> calls;
+  for (auto& id : ids) calls.push_back(ToolCall{id, "tool", "{}", {}});
+  return Message::AssistantCalls(std::move(calls));
+}
+Message ResultsOf(std::vector<std::string> ids) {
+  Message m;
+  m.role = Role::kUser;
+  for (auto& id : ids) {
+    ToolResult r;
+    r.call_id = id;
+    r.content.emplace_back(Text{"out", {}});
+    m.parts.emplace_back(std::move(r));
+  }
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("R11.4 each message's cut facts are noted when it is appended") {
+  Transcript t;
+  Message checkpoint = Message::UserText("## Goal");
+  checkpoint.summary = true;
+  t.Append(checkpoint);                                        // 0
+  t.Append(Message::UserText("go"));                           // 1
+  t.Append(CallsOf({"a", "b"}));                               // 2
+  t.Append(Message::ToolOutput("b", "x"));                     // 3
+  t.Append(Message::AssistantText("thinking"));                // 4
+  t.Append(Message::ToolOutput("a", "y"));                     // 5
+  t.Append(ResultsOf({}));                                     // 6 (no parts: nothing)
+  CHECK(t.cut_facts(0).flags == Transcript::kSummaryFact);
+  CHECK(t.cut_facts(1).flags == Transcript::kTurnStartFact);
+  CHECK(t.cut_facts(2).flags == Transcript::kCallsToolFact);
+  CHECK(t.cut_facts(3).reach == 1);  // answers the call in message 2
+  CHECK(t.cut_facts(4).reach == 0);
+  CHECK(t.cut_facts(5).reach == 3);
+  CHECK(t.cut_facts(6).flags == 0);
+  CHECK(t.pairing() == Transcript::Pairing::kClosed);
+
+  // Results answering several calls: the earliest one counts. A call and its result in one
+  // message constrain nothing.
+  Transcript u;
+  u.Append(CallsOf({"p"}));                // 0
+  u.Append(CallsOf({"q"}));                // 1
+  u.Append(ResultsOf({"q", "p"}));         // 2
+  Message both;
+  both.role = Role::kAssistant;
+  both.parts.emplace_back(Opaque{"server_tool_use", "{}", OpaqueLink::kCall, "s"});
+  both.parts.emplace_back(Opaque{"server_tool_result", "{}", OpaqueLink::kResult, "s"});
+  u.Append(both);                          // 3
+  CHECK(u.cut_facts(2).reach == 2);
+  CHECK(u.cut_facts(3).reach == 0);
+  CHECK(u.cut_facts(3).flags == Transcript::kCallsToolFact);
+  CHECK(u.pairing() == Transcript::Pairing::kClosed);
+}
+
+TEST_CASE("R11.4 open calls: copies share them, and appending to a copy leaves the original") {
+  Transcript t;
+  t.Append(Message::UserText("go"));
+  t.Append(CallsOf({"a", "b"}));
+  CHECK(t.pairing() == Transcript::Pairing::kOpen);
+  Transcript copy = t;
+  copy.Append(Message::ToolOutput("a", "1"));
+  CHECK(copy.pairing() == Transcript::Pairing::kOpen);
+  copy.Append(Message::ToolOutput("b", "2"));
+  CHECK(copy.pairing() == Transcript::Pairing::kClosed);
+  CHECK(copy.cut_facts(3).reach == 2);
+  CHECK(t.pairing() == Transcript::Pairing::kOpen);  // still waiting for both
+  t.Append(Message::ToolOutput("b", "2"));
+  t.Append(Message::ToolOutput("a", "1"));
+  CHECK(t.pairing() == Transcript::Pairing::kClosed);
+  CHECK(t.cut_facts(3).reach == 2);
+
+  Transcript moved = std::move(t);
+  CHECK(moved.pairing() == Transcript::Pairing::kClosed);
+  CHECK(t.pairing() == Transcript::Pairing::kClosed);  // NOLINT(bugprone-use-after-move)
+}
+
+TEST_CASE("R11.4 what the open calls cannot settle makes the pairing unknown") {
+  SECTION("an orphan result") {
+    Transcript t;
+    t.Append(Message::ToolOutput("ghost", "x"));
+    CHECK(t.pairing() == Transcript::Pairing::kUnknown);
+    // ... for good: later messages do not make it known again.
+    t.Append(Message::UserText("hi"));
+    CHECK(t.pairing() == Transcript::Pairing::kUnknown);
+    CHECK(t.cut_facts(1).flags == Transcript::kTurnStartFact);  // flags are noted still
+  }
+  SECTION("a second result for an answered call") {
+    Transcript t;
+    t.Append(CallsOf({"a"}));
+    t.Append(Message::ToolOutput("a", "1"));
+    CHECK(t.pairing() == Transcript::Pairing::kClosed);
+    t.Append(Message::ToolOutput("a", "again"));
+    CHECK(t.pairing() == Transcript::Pairing::kUnknown);
+  }
+  SECTION("a call id reused while its call is open; reused after its result is fine") {
+    Transcript t;
+    t.Append(CallsOf({"a"}));
+    t.Append(Message::ToolOutput("a", "1"));
+    t.Append(CallsOf({"a"}));
+    CHECK(t.pairing() == Transcript::Pairing::kOpen);
+    t.Append(CallsOf({"a"}));
+    CHECK(t.pairing() == Transcript::Pairing::kUnknown);
+  }
+  SECTION("more open calls than are tracked") {
+    Transcript t;
+    for (int i = 0; i < 64; ++i) t.Append(CallsOf({"c" + std::to_string(i)}));
+    CHECK(t.pairing() == Transcript::Pairing::kOpen);
+    t.Append(CallsOf({"one more"}));
+    CHECK(t.pairing() == Transcript::Pairing::kUnknown);
+  }
+}
+
+TEST_CASE("R11.4 Set keeps the facts when calls and results stay; slices re-derive them") {
+  Transcript t;
+  t.Append(Message::UserText("go"));
+  t.Append(CallsOf({"a"}));
+  t.Append(Message::ToolOutput("a", std::string(100, 'x')));
+  t.Append(Message::UserText("next"));
+  REQUIRE(t.pairing() == Transcript::Pairing::kClosed);
+
+  Transcript clipped = t;
+  clipped.Set(2, Message::ToolOutput("a", "x"));  // as the reducer clips: same id
+  CHECK(clipped.pairing() == Transcript::Pairing::kClosed);
+  CHECK(clipped.cut_facts(2).reach == 1);
+  Message marked = t[3];
+  marked.summary = true;
+  clipped.Set(3, marked);
+  CHECK(clipped.cut_facts(3).flags == Transcript::kSummaryFact);
+  CHECK(t.cut_facts(3).flags == Transcript::kTurnStartFact);  // the original is untouched
+
+  Transcript renamed = t;
+  renamed.Set(2, Message::ToolOutput("b", "x"));
+  CHECK(renamed.pairing() == Transcript::Pairing::kUnknown);
+  CHECK(t.pairing() == Transcript::Pairing::kClosed);
+
+  // A prefix cut before a result: its call is open in the slice.
+  CHECK(t.Slice(0, 2).pairing() == Transcript::Pairing::kOpen);
+  // A slice after a call: its result is an orphan there.
+  CHECK(t.Slice(2, 4).pairing() == Transcript::Pairing::kUnknown);
+  CHECK(t.Slice(3, 4).pairing() == Transcript::Pairing::kClosed);
+  CHECK(t.Slice(0, 4).pairing() == Transcript::Pairing::kClosed);
+
+  // Sharing chunks from a later chunk start: not re-derived, so unknown.
+  Transcript big;
+  for (std::size_t i = 0; i < Transcript::kChunk + 10; ++i) big.Append(Message::UserText("m"));
+  CHECK(big.Slice(Transcript::kChunk, big.size()).pairing() == Transcript::Pairing::kUnknown);
+  CHECK(big.Slice(0, big.size()).pairing() == Transcript::Pairing::kClosed);
+  CHECK(big.Slice(1, big.size()).pairing() == Transcript::Pairing::kClosed);
+}

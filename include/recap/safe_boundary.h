@@ -13,7 +13,8 @@
 // be recovered before it is compacted.
 //
 // Everything here is a pure function of its arguments: no I/O, no allocation beyond the
-// result, thread-safe. Cost is linear in the number of messages and parts.
+// result, thread-safe. Cost is linear in the number of messages and parts, except FindCut's
+// (below).
 #ifndef RECAP_SAFE_BOUNDARY_H_
 #define RECAP_SAFE_BOUNDARY_H_
 
@@ -110,7 +111,18 @@ struct CutDecision {
 //  * A transcript with an uncertain tool call is never cut (kUncertainToolResults); a cut that
 //    would summarize nothing but earlier checkpoints is kNothingToSummarize; history with no
 //    usable safe boundary is kNoSafeBoundary. The last message is always kept.
+//
+// Cost: FindCut reads what the transcript noted of each message when it was appended
+// (Transcript::cut_facts) from the end backwards, only as far as the cut looks — the last
+// keep_turns turns, or R3.8's moves — so it does not grow with the session (SPEC R11.4). When
+// those notes cannot settle the pairing (Transcript::pairing() is not kClosed: uncertain calls,
+// orphan or repeated results, ...), it is FindCutReference: linear in messages and parts.
 RECAP_EXPORT CutDecision FindCut(const Transcript& t, const CutOptions& options);
+
+// The same decision, always from a full scan of the transcript (pairing every call and result,
+// as AnalyzePairing does). FindCut returns exactly this for every transcript and options; kept
+// as the reference its tests compare against.
+RECAP_EXPORT CutDecision FindCutReference(const Transcript& t, const CutOptions& options);
 
 }  // namespace v0
 }  // namespace recap

@@ -2,7 +2,9 @@
 //
 // Appending a message measures that message once (O(its size)); the total and the size of any
 // range of messages are then read in O(1) from cached prefix sums. This is what lets a host
-// call Compactor::Prepare on every turn without recap re-reading the session.
+// call Compactor::Prepare on every turn without recap re-reading the session. Appending also
+// notes what the cutter needs of the message (cut_facts, below), so that FindCut looks only
+// at the end of a long session.
 //
 // Messages are held as shared immutable objects: copying a Transcript copies pointers, never
 // message bytes, and the transcripts that the cutter and the tail reducer produce share every
@@ -19,6 +21,7 @@
 #define RECAP_TRANSCRIPT_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <iterator>
 #include <memory>
 #include <string>
@@ -52,7 +55,8 @@ class RECAP_EXPORT Transcript {
   // Adds a message measured earlier, as a store that keeps MessageChars() beside each message
   // does when it reads the message back: no UTF-8 check and no measuring. The caller vouches
   // that `m` came out of a Transcript (valid UTF-8, non-empty id) and that
-  // `chars == MessageChars(*m)`; builds without NDEBUG check both. Cost: O(1).
+  // `chars == MessageChars(*m)`; builds without NDEBUG check both. Cost: O(number of parts of
+  // m) to note what the cutter needs (cut_facts); no text is read.
   void AppendMeasured(std::shared_ptr<const Message> m, std::size_t chars);
 
   // Replaces message `i` (which must exist). Cost: O(size of m + size() / kChunk).
@@ -120,22 +124,80 @@ class RECAP_EXPORT Transcript {
   // a snapshot to the host every turn costs O(size() / kChunk), not O(size()).
   static constexpr std::size_t kChunk = 256;
 
+  // ---- What the cutter needs (SPEC R3, R11.4) ----
+  //
+  // Found once per message when it enters the transcript (every Append, the constructor,
+  // Slice, Set), so that FindCut (safe_boundary.h) can decide from the end backwards without
+  // pairing every call of the session again. Calls and results pair as safe_boundary.h says
+  // (a result answers the nearest earlier call with its id); the transcript carries the ids of
+  // its *open* calls (those without a result yet: usually none, a few while tools run), shared
+  // between copies until one of them changes it.
+  struct CutFacts {
+    // i - c for the earliest message c < i holding a call that a result in message i answers;
+    // 0 when message i answers no call of an earlier message. Positions c+1..i are therefore
+    // not safe boundaries. Meaningful only while pairing() != Pairing::kUnknown.
+    std::uint32_t reach = 0;
+    std::uint8_t flags = 0;  // kTurnStartFact | kCallsToolFact | kSummaryFact
+  };
+  static constexpr std::uint8_t kTurnStartFact = 1;  // IsTurnStart(message)
+  static constexpr std::uint8_t kCallsToolFact = 2;  // HasToolCalls(message)
+  static constexpr std::uint8_t kSummaryFact = 4;    // message.summary
+  const CutFacts& cut_facts(std::size_t i) const noexcept {
+    return chunks_[i / kChunk]->facts[i % kChunk];
+  }
+
+  enum class Pairing : std::uint8_t {
+    kClosed,   // every call has its result, and CutFacts::reach settles every pair
+    kOpen,     // as kClosed, but some calls have no result yet (uncertain calls, R3.7)
+    kUnknown,  // the facts cannot settle some pair: a result whose call is not open (an
+               // orphan, or a second result for an answered call), a call id reused while
+               // its call is open, many open calls, a message replaced by Set whose calls or
+               // results differ, a Slice that shares chunks but does not start at 0. The
+               // cutter then pairs by scanning the whole transcript, as AnalyzePairing does.
+  };
+  Pairing pairing() const noexcept {
+    if (!pairing_exact_) return Pairing::kUnknown;
+    return open_ != nullptr && !open_->calls.empty() ? Pairing::kOpen : Pairing::kClosed;
+  }
+
+  // A call without a result (yet): its id and the position of its message.
+  struct OpenCall {
+    std::string id;
+    std::size_t message = 0;
+  };
+  // The open calls, in no particular order, while pairing() is kOpen; empty otherwise.
+  const std::vector<OpenCall>& open_calls() const noexcept;
+
  private:
   struct Chunk {
     std::vector<std::shared_ptr<const Message>> messages;  // at most kChunk
     std::vector<std::size_t> prefix;  // prefix[j] = chars of messages [0, j) of this chunk
+    std::vector<CutFacts> facts;      // facts[j] = the cutter's facts of message j
   };
+  // The calls that have no result yet (ids owned: a message may be replaced).
+  struct OpenCalls {
+    std::vector<OpenCall> calls;
+  };
+  // At most this many open calls are tracked; with more, pairing becomes kUnknown.
+  static constexpr std::size_t kMaxOpenCalls = 64;
   std::size_t Prefix(std::size_t i) const noexcept {
     if (i == size_) return chars_;
     return base_[i / kChunk] + chunks_[i / kChunk]->prefix[i % kChunk];
   }
   Chunk& MutableChunk(std::size_t k);
   void PushMeasured(std::shared_ptr<const Message> m, std::size_t chars);
+  void Push(std::shared_ptr<const Message> m, std::size_t chars, const CutFacts& facts);
+  // The facts of `m` about to be message `i` (= size_); updates the open calls.
+  CutFacts Pair(const Message& m, std::size_t i);
+  OpenCalls& MutableOpen();
+  void LosePairing() noexcept;
 
   std::vector<std::shared_ptr<Chunk>> chunks_;
   std::vector<std::size_t> base_;  // base_[k] = chars of every message before chunk k
   std::size_t size_ = 0;
   std::size_t chars_ = 0;
+  std::shared_ptr<OpenCalls> open_;  // null when none; copy-on-write like the chunks
+  bool pairing_exact_ = true;        // false: Pairing::kUnknown
 };
 
 // A fresh message id ("m_" followed by 24 hex digits), unique with overwhelming probability.

@@ -1,8 +1,8 @@
 #include "recap/safe_boundary.h"
 
 #include <algorithm>
-#include <string_view>
 #include <cstdint>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -199,7 +199,7 @@ const char* SkipReasonName(SkipReason reason) noexcept {
   return "none";
 }
 
-CutDecision FindCut(const Transcript& t, const CutOptions& options) {
+CutDecision FindCutReference(const Transcript& t, const CutOptions& options) {
   CutDecision d;
   const std::size_t n = t.size();
   if (n == 0) {
@@ -306,6 +306,192 @@ CutDecision FindCut(const Transcript& t, const CutOptions& options) {
   d.kept_turns = static_cast<std::size_t>(
       turns.end() - std::lower_bound(turns.begin(), turns.end(), p));
   d.inside_turn = p > last_turn || turn_count == 0;
+  RECAP_LOG_DEBUG("cut at message {} of {}: summarize {} chars, keep {} chars in {} turns{}", p, n,
+                  d.summarized_chars, d.kept_chars, d.kept_turns,
+                  d.moved_for_size ? " (moved forward for size)" : "");
+  return d;
+}
+
+namespace {
+
+// The transcript seen from its end backwards, through the facts it noted of each message
+// (Transcript::cut_facts), computed only as far down as asked. Valid while t.pairing() is
+// kClosed: then position p (0 < p < n) is safe exactly when no message at or after p answers
+// a call before p (a pair (c, r) makes c+1..r unsafe, and the pairs of message r together
+// cover exactly (r - reach)+1..r).
+class Tail {
+ public:
+  explicit Tail(const Transcript& t) : t_(t), n_(t.size()), safe_lo_(n_), turn_lo_(n_) {
+    safe_.reserve(64);
+  }
+
+  // Whether position p (0 < p < n) is a safe boundary.
+  bool Safe(std::size_t p) {
+    while (safe_lo_ > p) {
+      --safe_lo_;
+      const std::uint32_t reach = t_.cut_facts(safe_lo_).reach;
+      if (reach != 0) min_call_ = std::min<std::size_t>(min_call_, safe_lo_ - reach);
+      safe_.push_back(min_call_ >= safe_lo_ ? 1 : 0);
+    }
+    return safe_[n_ - 1 - p] != 0;
+  }
+
+  // Finds turn starts from the end until `count` are known or none is left.
+  void FindTurns(std::size_t count) {
+    while (turns_.size() < count && turn_lo_ > 0) ScanTurn();
+  }
+  // Finds every turn start at or after `p`.
+  void FindTurnsFrom(std::size_t p) {
+    while (turn_lo_ > p) ScanTurn();
+  }
+  // Turn starts found so far, newest first; all of them once complete().
+  const std::vector<std::size_t>& turns() const { return turns_; }
+  bool complete() const { return turn_lo_ == 0; }
+
+ private:
+  void ScanTurn() {
+    --turn_lo_;
+    if (t_.cut_facts(turn_lo_).flags & Transcript::kTurnStartFact) turns_.push_back(turn_lo_);
+  }
+
+  const Transcript& t_;
+  const std::size_t n_;
+  std::size_t safe_lo_;                      // Safe is known for [safe_lo_, n)
+  std::size_t min_call_ = SIZE_MAX;          // earliest call answered at or after safe_lo_
+  std::vector<std::uint8_t> safe_;           // safe_[n - 1 - p] for p in [safe_lo_, n)
+  std::size_t turn_lo_;                      // [turn_lo_, n) scanned for turn starts
+  std::vector<std::size_t> turns_;           // newest first
+};
+
+// R3.7 when the transcript knows its open calls exactly (Pairing::kOpen): they are the
+// uncertain calls ScanPairs would list — each the latest call with its id, never answered —
+// in the same order, with the tool's name from the call itself.
+CutDecision UncertainFromOpenCalls(const Transcript& t) {
+  CutDecision d;
+  d.skip = SkipReason::kUncertainToolResults;
+  for (const Transcript::OpenCall& open : t.open_calls()) {
+    UncertainCall u{open.message, open.id, {}};
+    // The open call is the last call with its id in its message; an opaque call has no name.
+    for (const auto& part : t[open.message].parts) {
+      if (const auto* c = std::get_if<ToolCall>(&part); c && c->id == open.id) {
+        u.name = c->name;
+      } else if (const auto* o = std::get_if<Opaque>(&part);
+                 o && o->link == OpaqueLink::kCall && o->link_id == open.id) {
+        u.name.clear();
+      }
+    }
+    d.uncertain.push_back(std::move(u));
+  }
+  std::sort(d.uncertain.begin(), d.uncertain.end(),
+            [](const UncertainCall& a, const UncertainCall& b) {
+              return a.message != b.message ? a.message < b.message : a.call_id < b.call_id;
+            });
+  RECAP_LOG_DEBUG("cut skipped: {} ({} uncertain calls)", SkipReasonName(d.skip),
+                  d.uncertain.size());
+  return d;
+}
+
+}  // namespace
+
+// The same decisions as FindCutReference, step by step, but reading the noted facts from the
+// end instead of scanning: `turns` below is the reference's turn list seen from its end.
+CutDecision FindCut(const Transcript& t, const CutOptions& options) {
+  switch (t.pairing()) {
+    case Transcript::Pairing::kClosed: break;
+    case Transcript::Pairing::kOpen: return UncertainFromOpenCalls(t);
+    case Transcript::Pairing::kUnknown: return FindCutReference(t, options);
+  }
+  CutDecision d;
+  const std::size_t n = t.size();
+  if (n == 0) {
+    d.skip = SkipReason::kNothingToSummarize;
+    return d;
+  }
+  Tail tail(t);
+  const std::size_t keep = static_cast<std::size_t>(std::clamp(options.keep_turns, 0, 20));
+  // Enough turn starts to tell turn_count <= 1, turn_count > keep and the keep-th last turn.
+  tail.FindTurns(std::max<std::size_t>(keep + 1, 2));
+  const std::vector<std::size_t>& turns = tail.turns();  // newest first
+  // Known exactly when the scan reached the start; otherwise at least turns.size().
+  const bool all_turns = tail.complete();
+  const std::size_t last_turn = turns.empty() ? 0 : turns.front();
+  const bool no_turns = all_turns && turns.empty();
+
+  std::size_t first_non_summary = n;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!(t.cut_facts(i).flags & Transcript::kSummaryFact)) {
+      first_non_summary = i;
+      break;
+    }
+  }
+  auto usable = [&](std::size_t p) { return p > first_non_summary && p < n && tail.Safe(p); };
+
+  auto inside_last_turn = [&]() -> std::size_t {  // R3.3
+    std::size_t round = 0;
+    for (std::size_t q = n - 1; q > last_turn; --q) {
+      if (t.cut_facts(q).flags & Transcript::kCallsToolFact) {
+        round = q;
+        break;
+      }
+    }
+    for (std::size_t q = round; q > last_turn; --q) {
+      if (usable(q)) return q;
+    }
+    return usable(last_turn) ? last_turn : 0;
+  };
+  auto at_or_before = [&](std::size_t target) -> std::size_t {
+    for (std::size_t q = target; q > 0; --q) {
+      if (usable(q)) return q;
+    }
+    return 0;
+  };
+
+  std::size_t p = 0;
+  if (options.mode == CutMode::kBudget || keep == 0 || (all_turns && turns.size() <= 1)) {
+    p = inside_last_turn();                       // R3.3
+  } else if (turns.size() > keep) {
+    p = at_or_before(turns[keep - 1]);            // R3.1: the keep-th last turn start
+  } else {
+    p = at_or_before(last_turn);                  // R3.2: the last turn alone is kept
+  }
+
+  // R3.8, as in FindCutReference: later turn starts first, oldest first, then the safe
+  // boundaries inside the last turn.
+  if (options.kept_chars_limit > 0 && t.chars(p, n) >= options.kept_chars_limit) {
+    std::size_t best = p;
+    auto consider = [&](std::size_t q) {
+      if (q <= best || !usable(q)) return false;
+      best = q;
+      return t.chars(q, n) < options.kept_chars_limit;
+    };
+    tail.FindTurnsFrom(p + 1);
+    bool done = false;
+    for (std::size_t k = turns.size(); k-- > 0 && !done;) {
+      if (turns[k] <= p) continue;
+      std::size_t q = turns[k];
+      while (q > p && !usable(q)) --q;
+      if (q > p) done = consider(q);
+    }
+    for (std::size_t q = last_turn + 1; q < n && !done; ++q) done = consider(q);
+    d.moved_for_size = best != p;
+    p = best;
+  }
+
+  if (p == 0) {
+    d.skip = (first_non_summary + 1 >= n || first_non_summary >= last_turn)
+                 ? SkipReason::kNothingToSummarize
+                 : SkipReason::kNoSafeBoundary;
+    d.moved_for_size = false;
+    RECAP_LOG_DEBUG("cut skipped: {} ({} messages)", SkipReasonName(d.skip), n);
+    return d;
+  }
+  d.position = p;
+  d.summarized_chars = t.chars(0, p);
+  d.kept_chars = t.chars(p, n);
+  tail.FindTurnsFrom(p);
+  d.kept_turns = static_cast<std::size_t>(
+      std::count_if(turns.begin(), turns.end(), [p](std::size_t q) { return q >= p; }));
+  d.inside_turn = p > last_turn || no_turns;
   RECAP_LOG_DEBUG("cut at message {} of {}: summarize {} chars, keep {} chars in {} turns{}", p, n,
                   d.summarized_chars, d.kept_chars, d.kept_turns,
                   d.moved_for_size ? " (moved forward for size)" : "");

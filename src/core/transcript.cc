@@ -4,9 +4,14 @@
 #include <atomic>
 #include <cassert>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <random>
+#include <string>
 #include <thread>
+#include <type_traits>
+#include <utility>
+#include <vector>
 
 #include "recap/measure.h"
 
@@ -56,6 +61,48 @@ void RepairUtf8(Message& m) {
   }
 }
 
+// Calls `fn(is_call, id)` for each call and result of `m` in part order, as the cutter pairs
+// them (safe_boundary.cc): tool calls, tool results, and opaque items linked as either side.
+template <typename Fn>
+void ForEachLink(const Message& m, Fn&& fn) {
+  for (const auto& part : m.parts) {
+    if (const auto* c = std::get_if<ToolCall>(&part)) {
+      fn(true, c->id);
+    } else if (const auto* r = std::get_if<ToolResult>(&part)) {
+      fn(false, r->call_id);
+    } else if (const auto* o = std::get_if<Opaque>(&part)) {
+      if (o->link == OpaqueLink::kCall) fn(true, o->link_id);
+      if (o->link == OpaqueLink::kResult) fn(false, o->link_id);
+    }
+  }
+}
+
+// Whether `a` and `b` have the same calls and results in the same order (so that replacing
+// one by the other pairs every call and result of a transcript exactly as before).
+bool SameLinks(const Message& a, const Message& b) {
+  std::vector<std::pair<bool, const std::string*>> la;
+  ForEachLink(a, [&](bool is_call, const std::string& id) { la.emplace_back(is_call, &id); });
+  std::size_t k = 0;
+  bool same = true;
+  ForEachLink(b, [&](bool is_call, const std::string& id) {
+    if (!same) return;
+    if (k >= la.size() || la[k].first != is_call || *la[k].second != id) {
+      same = false;
+      return;
+    }
+    ++k;
+  });
+  return same && k == la.size();
+}
+
+std::uint8_t FlagsOf(const Message& m) noexcept {
+  std::uint8_t flags = 0;
+  if (IsTurnStart(m)) flags |= Transcript::kTurnStartFact;
+  if (HasToolCalls(m)) flags |= Transcript::kCallsToolFact;
+  if (m.summary) flags |= Transcript::kSummaryFact;
+  return flags;
+}
+
 }  // namespace
 
 std::string NewMessageId() {
@@ -91,11 +138,15 @@ Transcript::Transcript(Transcript&& other) noexcept
     : chunks_(std::move(other.chunks_)),
       base_(std::move(other.base_)),
       size_(other.size_),
-      chars_(other.chars_) {
+      chars_(other.chars_),
+      open_(std::move(other.open_)),
+      pairing_exact_(other.pairing_exact_) {
   other.chunks_.clear();  // a moved-from transcript is a valid empty one
   other.base_.clear();
   other.size_ = 0;
   other.chars_ = 0;
+  other.open_.reset();
+  other.pairing_exact_ = true;
 }
 Transcript& Transcript::operator=(Transcript&& other) noexcept {
   if (this != &other) {
@@ -103,10 +154,14 @@ Transcript& Transcript::operator=(Transcript&& other) noexcept {
     base_ = std::move(other.base_);
     size_ = other.size_;
     chars_ = other.chars_;
+    open_ = std::move(other.open_);
+    pairing_exact_ = other.pairing_exact_;
     other.chunks_.clear();
     other.base_.clear();
     other.size_ = 0;
     other.chars_ = 0;
+    other.open_.reset();
+    other.pairing_exact_ = true;
   }
   return *this;
 }
@@ -118,32 +173,147 @@ Transcript::Chunk& Transcript::MutableChunk(std::size_t k) {
   return *chunks_[k];
 }
 
+Transcript::OpenCalls& Transcript::MutableOpen() {
+  if (open_ == nullptr) {
+    open_ = std::make_shared<OpenCalls>();
+  } else if (open_.use_count() > 1) {
+    open_ = std::make_shared<OpenCalls>(*open_);
+  }
+  return *open_;
+}
+
+const std::vector<Transcript::OpenCall>& Transcript::open_calls() const noexcept {
+  static const std::vector<OpenCall> kNone;
+  return pairing_exact_ && open_ != nullptr ? open_->calls : kNone;
+}
+
+void Transcript::LosePairing() noexcept {
+  pairing_exact_ = false;
+  open_.reset();  // no longer kept up to date
+}
+
+static_assert(std::is_same_v<std::variant_alternative_t<0, Part>, Text> &&
+                  std::is_same_v<std::variant_alternative_t<1, Part>, ToolCall> &&
+                  std::is_same_v<std::variant_alternative_t<2, Part>, ToolResult> &&
+                  std::is_same_v<std::variant_alternative_t<3, Part>, Opaque>,
+              "Pair switches on Part's alternatives in this order");
+
+// Pairs the calls and results of `m` (to become message i) with the open calls, in part order,
+// exactly as the cutter's scan does (ScanPairs in safe_boundary.cc): a call opens its id; a
+// result answers the open call with its id. What the open calls alone cannot settle makes the
+// pairing kUnknown, and the cutter scans instead.
+
+Transcript::CutFacts Transcript::Pair(const Message& m, std::size_t i) {
+  // One walk over the parts notes the flags (as IsTurnStart and HasToolCalls decide them) and
+  // pairs the links (as ForEachLink lists them).
+  bool person = false;  // a text or an unlinked opaque item
+  bool calls_tool = false;
+  std::size_t earliest = i;
+  auto link = [&](bool is_call, const std::string& id) {
+    if (!pairing_exact_) return;
+    const std::vector<OpenCall>* calls = open_ != nullptr ? &open_->calls : nullptr;
+    std::size_t k = 0;
+    const std::size_t count = calls != nullptr ? calls->size() : 0;
+    while (k < count && (*calls)[k].id != id) ++k;
+    if (is_call) {
+      // An id reused while its call is open: the older call can never be answered (it is
+      // uncertain for good, and the scan lists it). Or too many open calls to search.
+      if (k < count || count >= kMaxOpenCalls) {
+        LosePairing();
+        return;
+      }
+      MutableOpen().calls.push_back(OpenCall{id, i});
+    } else {
+      // A result whose id is not open: an orphan, or a second result for a call already
+      // answered. Telling them apart needs every id ever called.
+      if (k == count) {
+        LosePairing();
+        return;
+      }
+      earliest = std::min(earliest, (*calls)[k].message);
+      auto& mutable_calls = MutableOpen().calls;
+      if (k + 1 != mutable_calls.size()) mutable_calls[k] = std::move(mutable_calls.back());
+      mutable_calls.pop_back();
+    }
+  };
+  for (const auto& part : m.parts) {
+    switch (part.index()) {
+      case 0:  // Text
+        person = true;
+        break;
+      case 1:  // ToolCall
+        calls_tool = true;
+        link(true, std::get_if<ToolCall>(&part)->id);
+        break;
+      case 2:  // ToolResult
+        link(false, std::get_if<ToolResult>(&part)->call_id);
+        break;
+      default: {
+        const auto& o = std::get<Opaque>(part);
+        if (o.link == OpaqueLink::kNone) person = true;
+        if (o.link == OpaqueLink::kCall) {
+          calls_tool = true;
+          link(true, o.link_id);
+        }
+        if (o.link == OpaqueLink::kResult) link(false, o.link_id);
+        break;
+      }
+    }
+  }
+  CutFacts f;
+  if (m.role == Role::kUser && !m.summary && person) f.flags |= kTurnStartFact;
+  if (calls_tool) f.flags |= kCallsToolFact;
+  if (m.summary) f.flags |= kSummaryFact;
+  assert(f.flags == FlagsOf(m));
+  if (!pairing_exact_) return f;
+  if (earliest < i) {
+    const std::size_t reach = i - earliest;
+    if (reach > UINT32_MAX) {
+      LosePairing();
+      return f;
+    }
+    f.reach = static_cast<std::uint32_t>(reach);
+  }
+  return f;
+}
+
 void Transcript::PushMeasured(std::shared_ptr<const Message> m, std::size_t chars) {
+  const CutFacts facts = Pair(*m, size_);
+  Push(std::move(m), chars, facts);
+}
+
+void Transcript::Push(std::shared_ptr<const Message> m, std::size_t chars, const CutFacts& facts) {
   if (size_ % kChunk == 0) {
     auto chunk = std::make_shared<Chunk>();
     chunk->messages.reserve(kChunk);
     chunk->prefix.reserve(kChunk);
+    chunk->facts.reserve(kChunk);
     chunks_.push_back(std::move(chunk));
     base_.push_back(chars_);
   }
   Chunk& c = MutableChunk(chunks_.size() - 1);
   c.prefix.push_back(chars_ - base_.back());
+  c.facts.push_back(facts);
   c.messages.push_back(std::move(m));
   ++size_;
   chars_ += chars;
 }
 
+// The facts are noted before the message is measured: measuring streams the message's texts
+// through the cache, after which its parts would have to be fetched again.
 void Transcript::Append(Message m) {
   RepairUtf8(m);
   if (m.id.empty()) m.id = NewMessageId();
+  const CutFacts facts = Pair(m, size_);
   const std::size_t chars = MessageChars(m);
-  PushMeasured(std::make_shared<const Message>(std::move(m)), chars);
+  Push(std::make_shared<const Message>(std::move(m)), chars, facts);
 }
 
 void Transcript::Append(std::shared_ptr<const Message> m) {
   assert(m && !m->id.empty());
+  const CutFacts facts = Pair(*m, size_);
   const std::size_t chars = MessageChars(*m);
-  PushMeasured(std::move(m), chars);
+  Push(std::move(m), chars, facts);
 }
 
 void Transcript::AppendMeasured(std::shared_ptr<const Message> m, std::size_t chars) {
@@ -169,6 +339,10 @@ void Transcript::Set(std::vector<std::pair<std::size_t, Message>> replacements) 
     const std::size_t old_chars = chars(i);
     const std::size_t new_chars = MessageChars(m);
     Chunk& c = MutableChunk(k);
+    // Same calls and results in the same order: every pair, and so every message's reach and
+    // the open calls, stay as they are. Otherwise the cutter scans (Pairing::kUnknown).
+    if (pairing_exact_ && !SameLinks(*c.messages[j], m)) LosePairing();
+    c.facts[j].flags = FlagsOf(m);
     c.messages[j] = std::make_shared<const Message>(std::move(m));
     for (std::size_t q = j + 1; q < c.prefix.size(); ++q) c.prefix[q] = c.prefix[q] - old_chars + new_chars;
     // Later chunks' bases move by the same amount.
@@ -190,6 +364,16 @@ Transcript Transcript::Slice(std::size_t begin, std::size_t end) const {
     for (std::size_t k = k0; k < base_.size(); ++k) out.base_.push_back(base_[k] - shift);
     out.size_ = end - begin;
     out.chars_ = chars_ - shift;
+    if (begin == 0) {
+      out.open_ = open_;
+      out.pairing_exact_ = pairing_exact_;
+    } else if (out.size_ > 0) {
+      // The shared facts were found with the messages before `begin` present: a result there
+      // may answer a call that is not in the slice. Not re-derived here (that would walk every
+      // message's parts, and Slice shares chunks to stay O(size() / kChunk)); the cutter scans
+      // such a slice.
+      out.pairing_exact_ = false;
+    }
     return out;
   }
   for (std::size_t i = begin; i < end; ++i) out.PushMeasured(shared(i), chars(i));

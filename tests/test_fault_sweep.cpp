@@ -1,0 +1,310 @@
+// Fault sweep (issue 8): real sessions replayed turn by turn through Prepare (as in
+// test_long_session.cpp), once without faults to count the steps, then once per step with a
+// fault injected exactly there:
+//
+//   * the store refuses the k-th write (an append, a compaction or a reduction commit) — or
+//     applies it and then reports a failure, as when a connection drops after the commit;
+//   * the provider fails, throws, answers garbage or answers nothing at its k-th call;
+//   * plugins that throw, hang past their limit and return garbage take part in every
+//     compaction of a whole replay.
+//
+// The host does what a host does: retries a refused append once, and retries Prepare once when
+// it failed for a reason other than the budget. After every replay the store's history holds
+// every message the host appended exactly once, as appended, and the active transcript is a
+// valid conversation: no tool result lost its call and no call its result, beyond what the
+// source itself had.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "recap/codec.h"
+#include "recap/compactor.h"
+#include "recap/measure.h"
+#include "support/fake_provider.h"
+#include "support/recording_hook.h"
+#include "support/recording_sink.h"
+#include "support/test_data.h"
+
+using namespace recap;
+using recap::testing::RecordingHook;
+using recap::testing::RecordingSink;
+using recap::testing::ScriptedProvider;
+using recap::testing::ScriptedStep;
+
+namespace {
+
+enum class StoreFault { kNone, kRefuse, kLostAcknowledgement };
+
+// Counts every write and injects one fault at the chosen one (1-based).
+class FaultyStore : public SessionStore {
+ public:
+  FaultyStore(std::shared_ptr<SessionStore> inner, std::size_t fail_at, StoreFault fault)
+      : inner_(std::move(inner)), fail_at_(fail_at), fault_(fault) {}
+  std::size_t writes() const { return writes_; }
+  bool fired() const { return fired_; }
+
+  Result<SessionState> Load(const std::string& s) override { return inner_->Load(s); }
+  Result<SessionChanges> LoadChanges(const std::string& s, std::uint64_t v) override {
+    return inner_->LoadChanges(s, v);
+  }
+  Result<std::uint64_t> AppendMessages(const std::string& s, std::vector<Message> m) override {
+    // An append whose acknowledgement is lost would be appended twice by any host that retries;
+    // that is the host's idempotency problem, not the store's, so appends are only refused.
+    if (Fault() != StoreFault::kNone) return Status::IOError("injected: the disk is full");
+    return inner_->AppendMessages(s, std::move(m));
+  }
+  Result<std::uint64_t> CommitCompaction(const std::string& s, const CompactionCommit& c) override {
+    return Apply(Fault(), [&] { return inner_->CommitCompaction(s, c); });
+  }
+  Result<std::uint64_t> CommitReduction(const std::string& s, const ReductionCommit& c) override {
+    return Apply(Fault(), [&] { return inner_->CommitReduction(s, c); });
+  }
+  Result<std::uint64_t> CommitRecovery(const std::string& s, const RecoveryCommit& c) override {
+    return inner_->CommitRecovery(s, c);
+  }
+  Result<std::vector<HistoryEntry>> History(const std::string& s) override {
+    return inner_->History(s);
+  }
+  Result<std::vector<std::string>> ListSessions() override { return inner_->ListSessions(); }
+
+ private:
+  StoreFault Fault() {
+    if (++writes_ != fail_at_) return StoreFault::kNone;
+    fired_ = true;
+    return fault_;
+  }
+  template <typename F>
+  Result<std::uint64_t> Apply(StoreFault fault, F commit) {
+    if (fault == StoreFault::kRefuse) return Status::IOError("injected: the commit failed");
+    Result<std::uint64_t> done = commit();
+    if (fault == StoreFault::kLostAcknowledgement && done.ok()) {
+      return Status::Unavailable("injected: the connection dropped after the commit");
+    }
+    return done;
+  }
+
+  std::shared_ptr<SessionStore> inner_;
+  std::size_t fail_at_;
+  StoreFault fault_;
+  std::size_t writes_ = 0;
+  bool fired_ = false;
+};
+
+std::set<std::string> OrphanIds(const Transcript& t) {
+  std::set<std::string> ids;
+  for (const auto& o : AnalyzePairing(t).orphans) ids.insert(o.call_id);
+  return ids;
+}
+std::set<std::string> UncertainIds(const Transcript& t) {
+  std::set<std::string> ids;
+  for (const auto& u : AnalyzePairing(t).uncertain) ids.insert(u.call_id);
+  return ids;
+}
+
+bool Subset(const std::set<std::string>& a, const std::set<std::string>& b) {
+  for (const auto& x : a) {
+    if (!b.count(x)) return false;
+  }
+  return true;
+}
+
+struct Outcome {
+  std::size_t writes = 0;
+  std::size_t provider_calls = 0;
+  std::size_t compactions = 0;
+  std::size_t hook_failures = 0;
+  bool fired = false;
+};
+
+// Replays `source` through a Compactor on a FaultyStore, checking at every request and at the
+// end. `provider` is scripted by the caller.
+Outcome Replay(const recap::testing::NamedTranscript& source, std::size_t headroom,
+               std::size_t fail_at, StoreFault fault, std::shared_ptr<ScriptedProvider> provider,
+               std::vector<std::shared_ptr<PluginHook>> hooks = {}) {
+  INFO("transcript " << source.name << ", fault at write " << fail_at << " ("
+                     << (fault == StoreFault::kRefuse ? "refused" : "lost acknowledgement")
+                     << ")");
+  const std::size_t instructions =
+      source.conversation.instructions ? MessageChars(*source.conversation.instructions) : 0;
+  Config config;
+  config.limits.max_context_chars = std::max<std::size_t>(4000, instructions + headroom);
+  config.compaction.keep_turns = 1;
+  config.plugin_hooks.timeout_ms = 30;
+  auto store = std::make_shared<FaultyStore>(NewInMemorySessionStore(), fail_at, fault);
+  auto sink = std::make_shared<RecordingSink>();
+  auto made = Compactor::Create(config, provider, store, std::move(hooks), {sink});
+  REQUIRE(made.ok());
+  Compactor& compactor = **made;
+  const std::string session = "sweep";
+  RequestSizes sizes;
+  sizes.instructions_chars = instructions;
+
+  const Transcript whole(source.conversation.messages);
+  const std::set<std::string> source_orphans = OrphanIds(whole);
+  const std::set<std::string> source_uncertain = UncertainIds(whole);
+  std::map<std::string, std::string> originals;  // id -> the message as appended
+
+  for (std::size_t i = 0; i < source.conversation.messages.size(); ++i) {
+    Message m = source.conversation.messages[i];
+    m.id = "orig-" + std::to_string(i);
+    auto encoded = native::EncodeMessage(m);
+    REQUIRE(encoded.ok());
+    originals[m.id] = *encoded;
+    if (m.role == Role::kAssistant && i > 0) {
+      Result<Prepared> prepared = compactor.Prepare(session, sizes);
+      if (!prepared.ok() && prepared.status().code() != StatusCode::kContextBudgetExceeded) {
+        INFO("Prepare failed: " << prepared.status().ToString());
+        prepared = compactor.Prepare(session, sizes);  // the host tries once more
+      }
+      if (prepared.ok()) {
+        REQUIRE(instructions + prepared->messages.chars() <= config.limits.max_context_chars);
+        REQUIRE(Subset(OrphanIds(prepared->messages), source_orphans));
+        REQUIRE(UncertainIds(prepared->messages).empty());
+      } else {
+        REQUIRE(prepared.status().code() == StatusCode::kContextBudgetExceeded);
+      }
+    }
+    Result<std::uint64_t> appended = store->Append(session, m);
+    if (!appended.ok()) appended = store->Append(session, m);  // the host retries once
+    REQUIRE(appended.ok());
+  }
+
+  // Every original exactly once in the history, as appended.
+  auto history = store->History(session);
+  REQUIRE(history.ok());
+  std::map<std::string, int> seen;
+  for (const auto& e : *history) {
+    auto it = originals.find(e.message.id);
+    if (it == originals.end()) continue;
+    auto enc = native::EncodeMessage(e.message);
+    REQUIRE(enc.ok());
+    if (*enc == it->second) ++seen[e.message.id];
+  }
+  for (const auto& [id, json] : originals) {
+    INFO("message " << id);
+    REQUIRE(seen[id] == 1);
+  }
+  // The active transcript is a conversation: pairing as in the source, the last message the
+  // source's last, at most one checkpoint and it comes first.
+  auto state = store->Load(session);
+  REQUIRE(state.ok());
+  const Transcript& active = state->transcript;
+  REQUIRE(!active.empty());
+  CHECK(Subset(OrphanIds(active), source_orphans));
+  CHECK(Subset(UncertainIds(active), source_uncertain));
+  CHECK(active.back().id == "orig-" + std::to_string(source.conversation.messages.size() - 1));
+  for (std::size_t i = 1; i < active.size(); ++i) {
+    if (active[i].summary) {
+      // Injected plugin context follows the checkpoint; nothing recap wrote comes later.
+      CHECK(active[i - 1].summary);
+    }
+  }
+
+  Outcome out;
+  out.writes = store->writes();
+  out.provider_calls = provider->calls();
+  out.compactions = sink->OfType("compaction_completed").size();
+  out.hook_failures = sink->OfType("plugin_hook_failed").size();
+  out.fired = store->fired();
+  return out;
+}
+
+std::vector<recap::testing::NamedTranscript> Sources() {
+  std::vector<recap::testing::NamedTranscript> picked;
+  for (auto& t : recap::testing::AllRealTranscripts()) {
+    if (t.name == "tau-bench/run-000" || t.name == "tau-bench/run-017" ||
+        t.name.rfind("claude-code/ef958aa1", 0) == 0 || t.format == "swe_agent") {
+      picked.push_back(std::move(t));
+    }
+  }
+  return picked;
+}
+
+std::size_t Headroom(const recap::testing::NamedTranscript& t) {
+  return t.format == "openai_chat" ? 3000 : 12000;
+}
+
+}  // namespace
+
+TEST_CASE("issue 8 R7 R8.1 fault sweep: the store fails at every write of a long session") {
+  const auto sources = Sources();
+  REQUIRE(sources.size() >= 4);
+  std::size_t runs = 0, fired = 0;
+  for (const auto& source : sources) {
+    const Outcome clean = Replay(source, Headroom(source), 0, StoreFault::kNone,
+                                 std::make_shared<ScriptedProvider>());
+    REQUIRE(clean.compactions > 0);
+    // Every write, or every few on the long sessions: at least 40 injection points each.
+    const std::size_t stride = std::max<std::size_t>(1, clean.writes / 40);
+    for (StoreFault fault : {StoreFault::kRefuse, StoreFault::kLostAcknowledgement}) {
+      for (std::size_t k = 1; k <= clean.writes; k += stride) {
+        const Outcome o = Replay(source, Headroom(source), k, fault,
+                                 std::make_shared<ScriptedProvider>());
+        ++runs;
+        fired += o.fired ? 1 : 0;
+      }
+    }
+  }
+  CHECK(fired == runs);  // every run really met its fault
+  WARN("store fault sweep: " << runs << " replays, one injected fault each");
+}
+
+TEST_CASE("issue 8 R1.3 R5 fault sweep: the summarizer fails at every call of a long session") {
+  const auto sources = Sources();
+  std::size_t runs = 0;
+  for (const auto& source : sources) {
+    const Outcome clean = Replay(source, Headroom(source), 0, StoreFault::kNone,
+                                 std::make_shared<ScriptedProvider>());
+    REQUIRE(clean.provider_calls > 0);
+    const std::vector<ScriptedStep> faults = {
+        ScriptedStep::Fail(Status::Unavailable("injected: HTTP 503")),
+        ScriptedStep::Throw("injected: the client threw"),
+        ScriptedStep::Reply("{\"goal\": 42, \"next_steps\": \"not a list\""),
+        ScriptedStep::Reply(std::string("\xFF\xFE not UTF-8 \xC3", 17)),
+        ScriptedStep::Truncated(""),
+    };
+    for (std::size_t k = 1; k <= clean.provider_calls; ++k) {
+      for (const ScriptedStep& fault : faults) {
+        auto provider = std::make_shared<ScriptedProvider>();
+        for (std::size_t before = 1; before < k; ++before) {
+          provider->Push(ScriptedStep::Reply(recap::testing::ValidCheckpointJson("Go on")));
+        }
+        provider->Push(fault);
+        Replay(source, Headroom(source), 0, StoreFault::kNone, provider);
+        ++runs;
+      }
+    }
+  }
+  WARN("provider fault sweep: " << runs << " replays");
+}
+
+TEST_CASE("issue 8 R9.2 fault sweep: hooks that throw, hang or return garbage in every compaction") {
+  auto thrower = std::make_shared<RecordingHook>("thrower");
+  thrower->before().throw_std = true;
+  thrower->after().throw_other = true;
+  auto sleeper = std::make_shared<RecordingHook>("sleeper");
+  sleeper->after().sleep = std::chrono::milliseconds(200);  // past the 30 ms limit
+  sleeper->after().honour_cancel = true;
+  auto garbage = std::make_shared<RecordingHook>("garbage");
+  garbage->after().result.inject_context = std::string("\xC3\x28 invalid UTF-8", 17);
+  garbage->before().result.output_fields.push_back({"", "a field without a name", "not a schema"});
+  auto fine = std::make_shared<RecordingHook>("fine");
+  fine->after().result.report = "ok";
+
+  std::size_t compactions = 0, hook_failures = 0;
+  for (const auto& source : Sources()) {
+    const Outcome o = Replay(source, Headroom(source), 0, StoreFault::kNone,
+                             std::make_shared<ScriptedProvider>(),
+                             {thrower, sleeper, garbage, fine});
+    compactions += o.compactions;
+    hook_failures += o.hook_failures;
+  }
+  CHECK(compactions > 0);
+  CHECK(hook_failures >= compactions * 3);  // the three bad hooks fail in every compaction
+  CHECK(sleeper->WaitForFinished(sleeper->started(), std::chrono::seconds(5)));
+}
