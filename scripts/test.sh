@@ -4,8 +4,8 @@
 #   scripts/test.sh                  install missing Debian packages, then
 #                                      build/       Release (-O2), ctest
 #                                      build-asan/  AddressSanitizer + UBSan, ctest
-#                                      build-tsan/  ThreadSanitizer: the store, plugin and
-#                                                   compactor tests (hook timeouts, threads)
+#                                      build-tsan/  ThreadSanitizer: the store, plugin,
+#                                                   compactor and fault-sweep tests (threads)
 #   scripts/test.sh --no-sanitize    only build/ (quicker, for local runs)
 #
 # Environment: RECAP_SEED=N is passed to the property tests (replays a failure's seed).
@@ -98,9 +98,9 @@ if [[ $sanitize -eq 1 ]]; then
   # that may be abandoned, and the stores are shared between threads.
   if step tsan-configure cmake -S . -B build-tsan "${gen_tsan[@]}" -DCMAKE_BUILD_TYPE=Debug \
       -DCMAKE_CXX_FLAGS_DEBUG="-Og -g1" -DRECAP_SANITIZE_THREAD=ON -DRECAP_BUILD_EXAMPLES=OFF; then
-    if step tsan-build cmake --build build-tsan -j "$jobs" --target store_tests compactor_tests; then
+    if step tsan-build cmake --build build-tsan -j "$jobs" --target store_tests compactor_tests fault_tests; then
       TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
-        step tsan-ctest ctest --test-dir build-tsan --output-on-failure -j2 -L 'store|compactor' || true
+        step tsan-ctest ctest --test-dir build-tsan --output-on-failure -j2 -L 'store|compactor|fault' || true
     fi
   fi
 else
