@@ -106,7 +106,8 @@ struct CutDecision {
 //  * With one turn, keep_turns == 0, or mode == kBudget, the cut falls inside the last turn at
 //    the last safe boundary at or before its newest tool-call round (the last message calling
 //    a tool), so that round and what follows it are kept (R3.3). A last turn without a
-//    tool-call round, or without such a boundary, is kept whole.
+//    tool-call round, or without such a boundary, is kept whole: the cut is at its start, or
+//    the nearest safe boundary before it when the start is not one.
 //  * Then R3.8 may move the cut forward (see CutOptions::kept_chars_limit).
 //  * A transcript with an uncertain tool call is never cut (kUncertainToolResults); a cut that
 //    would summarize nothing but earlier checkpoints is kNothingToSummarize; history with no

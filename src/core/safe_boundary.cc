@@ -233,6 +233,17 @@ CutDecision FindCutReference(const Transcript& t, const CutOptions& options) {
   // R3.3: inside the last turn, the last safe boundary at or before its newest tool-call
   // round (the last message that calls a tool), so that round and everything after it is
   // kept. A last turn without a tool-call round is kept whole.
+  // The nearest usable position at or before `target`. Never after it: a later cut would keep
+  // fewer turns than asked (R3.1); only R3.8 moves a cut forward.
+  auto at_or_before = [&](std::size_t target) -> std::size_t {
+    for (std::size_t q = target; q > 0; --q) {
+      if (usable(q)) return q;
+    }
+    return 0;
+  };
+  // When the last turn is kept whole but its start is not a safe boundary (its first message
+  // also answers the previous round's calls), the cut snaps back to the nearest one before it,
+  // as R3.1 and R3.2 do: R3.6 skips only when no safe boundary leaves anything to summarize.
   auto inside_last_turn = [&]() -> std::size_t {
     std::size_t round = 0;
     for (std::size_t q = n - 1; q > last_turn; --q) {
@@ -244,15 +255,7 @@ CutDecision FindCutReference(const Transcript& t, const CutOptions& options) {
     for (std::size_t q = round; q > last_turn; --q) {
       if (usable(q)) return q;
     }
-    return usable(last_turn) ? last_turn : 0;
-  };
-  // The nearest usable position at or before `target`. Never after it: a later cut would keep
-  // fewer turns than asked (R3.1); only R3.8 moves a cut forward.
-  auto at_or_before = [&](std::size_t target) -> std::size_t {
-    for (std::size_t q = target; q > 0; --q) {
-      if (usable(q)) return q;
-    }
-    return 0;
+    return at_or_before(last_turn);
   };
 
   std::size_t p = 0;
@@ -426,7 +429,13 @@ CutDecision FindCut(const Transcript& t, const CutOptions& options) {
   }
   auto usable = [&](std::size_t p) { return p > first_non_summary && p < n && tail.Safe(p); };
 
-  auto inside_last_turn = [&]() -> std::size_t {  // R3.3
+  auto at_or_before = [&](std::size_t target) -> std::size_t {
+    for (std::size_t q = target; q > 0; --q) {
+      if (usable(q)) return q;
+    }
+    return 0;
+  };
+  auto inside_last_turn = [&]() -> std::size_t {  // R3.3, as in FindCutReference
     std::size_t round = 0;
     for (std::size_t q = n - 1; q > last_turn; --q) {
       if (t.cut_facts(q).flags & Transcript::kCallsToolFact) {
@@ -437,13 +446,7 @@ CutDecision FindCut(const Transcript& t, const CutOptions& options) {
     for (std::size_t q = round; q > last_turn; --q) {
       if (usable(q)) return q;
     }
-    return usable(last_turn) ? last_turn : 0;
-  };
-  auto at_or_before = [&](std::size_t target) -> std::size_t {
-    for (std::size_t q = target; q > 0; --q) {
-      if (usable(q)) return q;
-    }
-    return 0;
+    return at_or_before(last_turn);
   };
 
   std::size_t p = 0;
