@@ -37,6 +37,21 @@ RECAP_EXPORT std::string ToValidUtf8(std::string_view text);
 RECAP_EXPORT std::size_t PrefixBytesForCodePoints(std::string_view text,
                                                   std::size_t max_code_points) noexcept;
 
+// What ScanCodePoints read.
+struct Utf8Scan {
+  std::size_t end = 0;          // the byte offset where it stopped
+  std::size_t code_points = 0;  // code points read
+  bool valid = true;            // every byte read belongs to a well-formed sequence
+};
+
+// Reads `text` from byte `begin` (the start of a code point: 0, or an `end` of an earlier scan
+// of the same text) until `max_code_points` code points are read or the text ends, counting
+// as CountCodePoints does. With begin == 0: end == PrefixBytesForCodePoints(text, max),
+// code_points == min(CountCodePoints(text), max), valid == IsValidUtf8(text.substr(0, end)).
+// One pass, and the fast one: blocks of valid multi-byte UTF-8 are taken 16 bytes at a time.
+RECAP_EXPORT Utf8Scan ScanCodePoints(std::string_view text, std::size_t begin,
+                                     std::size_t max_code_points) noexcept;
+
 // Characters the message contributes (see above).
 RECAP_EXPORT std::size_t MessageChars(const Message& m) noexcept;
 
