@@ -265,7 +265,7 @@ TEST_CASE("issue 8 R1.3 R5 fault sweep: the summarizer fails at every call of a 
         ScriptedStep::Fail(Status::Unavailable("injected: HTTP 503")),
         ScriptedStep::Throw("injected: the client threw"),
         ScriptedStep::Reply("{\"goal\": 42, \"next_steps\": \"not a list\""),
-        ScriptedStep::Reply(std::string("\xFF\xFE not UTF-8 \xC3", 17)),
+        ScriptedStep::Reply(std::string("\xFF\xFE not UTF-8 \xC3")),
         ScriptedStep::Truncated(""),
     };
     for (std::size_t k = 1; k <= clean.provider_calls; ++k) {
@@ -291,7 +291,7 @@ TEST_CASE("issue 8 R9.2 fault sweep: hooks that throw, hang or return garbage in
   sleeper->after().sleep = std::chrono::milliseconds(200);  // past the 30 ms limit
   sleeper->after().honour_cancel = true;
   auto garbage = std::make_shared<RecordingHook>("garbage");
-  garbage->after().result.inject_context = std::string("\xC3\x28 invalid UTF-8", 17);
+  garbage->after().result.inject_context = std::string("\xC3\x28 invalid UTF-8");
   garbage->before().result.output_fields.push_back({"", "a field without a name", "not a schema"});
   auto fine = std::make_shared<RecordingHook>("fine");
   fine->after().result.report = "ok";
