@@ -23,6 +23,7 @@
 #include "recap/tail_reducer.h"
 #include "support/generator.h"
 #include "support/invariants.h"
+#include "../src/core/utf8.h"  // the core's private ScanWellFormed
 
 namespace old_impl {
 
@@ -507,6 +508,27 @@ TEST_CASE("ScanCodePoints reads as CountCodePoints, PrefixBytesForCodePoints and
   });
 }
 
+TEST_CASE("ScanWellFormed reads well-formed text as ScanCodePoints does") {
+  // The reducer counts the texts of messages the transcript checked by their lead bytes only.
+  ForEachSeed(0x5CAAu, 4000, [&](std::uint64_t seed) {
+    Rng rng(seed);
+    std::string text = RandomBytes(rng);
+    if (!IsValidUtf8(text)) text = ToValidUtf8(text);
+    if (rng.OneIn(4)) text = std::string(rng.Size(0, 300), 'a') + text;  // long ASCII runs
+    const std::size_t total = CountCodePoints(text);
+    for (int k = 0; k < 4; ++k) {
+      const std::size_t max = k == 0 ? SIZE_MAX : rng.Size(0, total + 3);
+      const Utf8Scan want = ScanCodePoints(text, 0, max);
+      const Utf8Scan got = utf8::ScanWellFormed(text, max);
+      if (got.end != want.end || got.code_points != want.code_points || !got.valid) {
+        FAIL("RECAP_SEED=" << seed << " max " << max << ": end " << got.end << " (want "
+                           << want.end << "), code points " << got.code_points << " (want "
+                           << want.code_points << ")\ntext: " << Hex(text));
+      }
+    }
+  });
+}
+
 TEST_CASE("R6.3 ClipArguments matches the reference on generated JSON, byte for byte") {
   std::size_t cases = 0;
   ForEachSeed(0xA59u, 3000, [&](std::uint64_t seed) {
@@ -706,8 +728,15 @@ void CheckSameReduce(const Transcript& t, std::size_t target, std::uint64_t seed
 TEST_CASE("R6.2-R6.4 ReduceTail matches the reference on generated transcripts") {
   ForEachSeed(0x7A11u, 150, [&](std::uint64_t seed) {
     const Transcript t = DiffTranscript(seed);
+    // The same messages appended as shared objects: the transcript did not check them itself
+    // (no Transcript::kWellFormedFact), so the reducer checks what it copies.
+    Transcript vouched;
+    for (std::size_t i = 0; i < t.size(); ++i) vouched.Append(t.shared(i));
     Rng rng(MixSeed(seed, 99));
-    for (std::size_t target : Targets(rng, t.chars())) CheckSameReduce(t, target, seed);
+    for (std::size_t target : Targets(rng, t.chars())) {
+      CheckSameReduce(t, target, seed);
+      CheckSameReduce(vouched, target, seed);
+    }
   });
 }
 

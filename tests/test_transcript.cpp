@@ -169,13 +169,15 @@ TEST_CASE("R11.4 each message's cut facts are noted when it is appended") {
   t.Append(Message::AssistantText("thinking"));                // 4
   t.Append(Message::ToolOutput("a", "y"));                     // 5
   t.Append(ResultsOf({}));                                     // 6 (no parts: nothing)
-  CHECK(t.cut_facts(0).flags == Transcript::kSummaryFact);
-  CHECK(t.cut_facts(1).flags == Transcript::kTurnStartFact);
-  CHECK(t.cut_facts(2).flags == Transcript::kCallsToolFact);
+  // Append(Message) checks every string: each message is noted well-formed as well.
+  constexpr std::uint8_t kChecked = Transcript::kWellFormedFact;
+  CHECK(t.cut_facts(0).flags == (Transcript::kSummaryFact | kChecked));
+  CHECK(t.cut_facts(1).flags == (Transcript::kTurnStartFact | kChecked));
+  CHECK(t.cut_facts(2).flags == (Transcript::kCallsToolFact | kChecked));
   CHECK(t.cut_facts(3).reach == 1);  // answers the call in message 2
   CHECK(t.cut_facts(4).reach == 0);
   CHECK(t.cut_facts(5).reach == 3);
-  CHECK(t.cut_facts(6).flags == 0);
+  CHECK(t.cut_facts(6).flags == kChecked);
   CHECK(t.pairing() == Transcript::Pairing::kClosed);
 
   // Results answering several calls: the earliest one counts. A call and its result in one
@@ -191,8 +193,29 @@ TEST_CASE("R11.4 each message's cut facts are noted when it is appended") {
   u.Append(both);                          // 3
   CHECK(u.cut_facts(2).reach == 2);
   CHECK(u.cut_facts(3).reach == 0);
-  CHECK(u.cut_facts(3).flags == Transcript::kCallsToolFact);
+  CHECK(u.cut_facts(3).flags == (Transcript::kCallsToolFact | kChecked));
   CHECK(u.pairing() == Transcript::Pairing::kClosed);
+}
+
+TEST_CASE("R6 a message is noted well-formed only when the transcript checked it itself") {
+  Transcript t;
+  t.Append(Message::UserText("bad \xFF byte"));  // repaired on the way in
+  t.Append(std::make_shared<const Message>(Message::UserText("vouched for")));
+  Message measured = Message::UserText("measured");
+  measured.id = "m1";
+  t.AppendMeasured(std::make_shared<const Message>(measured), MessageChars(measured));
+  CHECK((t.cut_facts(0).flags & Transcript::kWellFormedFact) != 0);
+  CHECK(IsValidUtf8(JoinedText(t[0])));
+  CHECK((t.cut_facts(1).flags & Transcript::kWellFormedFact) == 0);
+  CHECK((t.cut_facts(2).flags & Transcript::kWellFormedFact) == 0);
+  // Set checks (and repairs) the message it is given.
+  t.Set(1, Message::UserText("replaced \xC3"));
+  CHECK((t.cut_facts(1).flags & Transcript::kWellFormedFact) != 0);
+  CHECK(IsValidUtf8(JoinedText(t[1])));
+  // A slice keeps what was noted.
+  const Transcript s = t.Slice(1, 3);
+  CHECK((s.cut_facts(0).flags & Transcript::kWellFormedFact) != 0);
+  CHECK((s.cut_facts(1).flags & Transcript::kWellFormedFact) == 0);
 }
 
 TEST_CASE("R11.4 open calls: copies share them, and appending to a copy leaves the original") {
@@ -225,7 +248,7 @@ TEST_CASE("R11.4 what the open calls cannot settle makes the pairing unknown") {
     // ... for good: later messages do not make it known again.
     t.Append(Message::UserText("hi"));
     CHECK(t.pairing() == Transcript::Pairing::kUnknown);
-    CHECK(t.cut_facts(1).flags == Transcript::kTurnStartFact);  // flags are noted still
+    CHECK((t.cut_facts(1).flags & ~Transcript::kWellFormedFact) == Transcript::kTurnStartFact);  // flags are noted still
   }
   SECTION("a second result for an answered call") {
     Transcript t;
@@ -268,8 +291,8 @@ TEST_CASE("R11.4 Set keeps the facts when calls and results stay; slices re-deri
   Message marked = t[3];
   marked.summary = true;
   clipped.Set(3, marked);
-  CHECK(clipped.cut_facts(3).flags == Transcript::kSummaryFact);
-  CHECK(t.cut_facts(3).flags == Transcript::kTurnStartFact);  // the original is untouched
+  CHECK((clipped.cut_facts(3).flags & ~Transcript::kWellFormedFact) == Transcript::kSummaryFact);
+  CHECK((t.cut_facts(3).flags & ~Transcript::kWellFormedFact) == Transcript::kTurnStartFact);  // the original is untouched
 
   Transcript renamed = t;
   renamed.Set(2, Message::ToolOutput("b", "x"));

@@ -34,6 +34,10 @@
 namespace recap {
 inline namespace v0 {
 
+namespace internal {
+struct TranscriptAccess;  // recap's own code (src/core/transcript_access.h)
+}  // namespace internal
+
 class RECAP_EXPORT Transcript {
  public:
   Transcript();
@@ -137,11 +141,16 @@ class RECAP_EXPORT Transcript {
     // 0 when message i answers no call of an earlier message. Positions c+1..i are therefore
     // not safe boundaries. Meaningful only while pairing() != Pairing::kUnknown.
     std::uint32_t reach = 0;
-    std::uint8_t flags = 0;  // kTurnStartFact | kCallsToolFact | kSummaryFact
+    std::uint8_t flags = 0;  // kTurnStartFact | kCallsToolFact | kSummaryFact | kWellFormedFact
   };
   static constexpr std::uint8_t kTurnStartFact = 1;  // IsTurnStart(message)
   static constexpr std::uint8_t kCallsToolFact = 2;  // HasToolCalls(message)
   static constexpr std::uint8_t kSummaryFact = 4;    // message.summary
+  // Every string of the message was checked (and if need be repaired) to be well-formed UTF-8
+  // by the transcript itself: set by Append(Message), the constructor and Set; not by
+  // Append(shared_ptr) and AppendMeasured, whose callers vouch for it. The tail reducer reads
+  // such a message without checking it again.
+  static constexpr std::uint8_t kWellFormedFact = 8;
   const CutFacts& cut_facts(std::size_t i) const noexcept {
     return chunks_[i / kChunk]->facts[i % kChunk];
   }
@@ -169,6 +178,8 @@ class RECAP_EXPORT Transcript {
   const std::vector<OpenCall>& open_calls() const noexcept;
 
  private:
+  friend struct internal::TranscriptAccess;
+
   struct Chunk {
     std::vector<std::shared_ptr<const Message>> messages;  // at most kChunk
     std::vector<std::size_t> prefix;  // prefix[j] = chars of messages [0, j) of this chunk
@@ -191,6 +202,15 @@ class RECAP_EXPORT Transcript {
   CutFacts Pair(const Message& m, std::size_t i);
   OpenCalls& MutableOpen();
   void LosePairing() noexcept;
+  // See TranscriptAccess::AppendFrom.
+  void AppendFrom(const Transcript& from, std::size_t i);
+  // See TranscriptAccess::ReplaceContent.
+  struct ContentReplacement {
+    std::size_t position = 0;
+    std::shared_ptr<const Message> message;
+    std::size_t chars = 0;
+  };
+  void ReplaceContent(std::vector<ContentReplacement>& replacements);
 
   std::vector<std::shared_ptr<Chunk>> chunks_;
   std::vector<std::size_t> base_;  // base_[k] = chars of every message before chunk k

@@ -14,6 +14,7 @@
 #include "recap/offline_summarizer.h"
 #include "recap/tail_reducer.h"
 #include "summarize.h"
+#include "transcript_access.h"
 
 namespace recap {
 inline namespace v0 {
@@ -365,7 +366,9 @@ struct Compactor::Impl {
     Transcript next;
     next.Append(commit.checkpoint);
     for (const auto& m : commit.injected) next.Append(m);
-    for (std::size_t i = cut.position; i < t.size(); ++i) next.Append(t.shared(i));
+    for (std::size_t i = cut.position; i < t.size(); ++i) {
+      internal::TranscriptAccess::AppendFrom(next, t, i);  // as measured and checked
+    }
     const std::size_t before_t = t.chars();
     c.transcript = std::move(next);
     c.version = *committed;

@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "recap/measure.h"
+#include "transcript_access.h"
 
 namespace recap {
 inline namespace v0 {
@@ -264,7 +265,7 @@ class InMemorySessionStore final : public SessionStore {
     for (Message& m : injected) next.Append(std::move(m));
     for (std::size_t i = 0; i < next.size(); ++i) s.AddToHistory(next.shared(i));
     for (std::size_t i = commit.replaced.size(); i < s.transcript.size(); ++i) {
-      next.Append(s.transcript.shared(i));
+      internal::TranscriptAccess::AppendFrom(next, s.transcript, i);
     }
     s.transcript = std::move(next);
     return s.MarkRewrite();
@@ -347,7 +348,7 @@ class InMemorySessionStore final : public SessionStore {
     ++s.recoveries;
     Transcript next;
     for (std::size_t i = 0; i < s.transcript.size(); ++i) {
-      next.Append(s.transcript.shared(i));
+      internal::TranscriptAccess::AppendFrom(next, s.transcript, i);
       auto it = after.find(s.transcript[i].id);
       if (it == after.end()) continue;
       for (std::size_t r : it->second) {

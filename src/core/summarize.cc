@@ -11,6 +11,7 @@
 #include "recap/tail_reducer.h"
 
 #include "json_util.h"
+#include "transcript_access.h"
 
 namespace recap {
 inline namespace v0 {
@@ -363,7 +364,7 @@ Result<SummarizeOutput> Summarize(Provider& provider, const SummarizeInput& in,
     if (in.span[i].summary) {
       summaries.push_back(i);
     } else {
-      body.Append(in.span.shared(i));
+      internal::TranscriptAccess::AppendFrom(body, in.span, i);
     }
   }
   std::optional<std::size_t> prior_at;

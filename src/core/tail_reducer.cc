@@ -13,6 +13,7 @@
 
 #include "log_internal.h"
 #include "recap/measure.h"
+#include "transcript_access.h"
 #include "utf8.h"
 
 namespace recap {
@@ -233,8 +234,11 @@ class ArgScanner {
  public:
   // Reads `in` (which must outlive the scanner's use of it); the scanner's buffers are reused
   // from one call to the next.
-  bool Run(std::string_view in) {
+  // `well_formed`: `in` is known to be well-formed UTF-8 (its message was checked), so
+  // strings are counted without being checked again.
+  bool Run(std::string_view in, bool well_formed) {
     in_ = in;
+    well_formed_ = well_formed;
     p_ = reinterpret_cast<const unsigned char*>(in.data());
     n_ = in.size();
     pos_ = 0;
@@ -480,9 +484,13 @@ class ArgScanner {
           chars += run_end - pos_;
         } else {
           s.ascii = false;
-          const Utf8Scan run = ScanCodePoints(in_.substr(0, run_end), pos_, SIZE_MAX);
-          if (!run.valid) return false;  // invalid UTF-8
-          chars += run.code_points;
+          if (well_formed_) {
+            chars += utf8::ScanWellFormed(in_.substr(pos_, run_end - pos_), SIZE_MAX).code_points;
+          } else {
+            const Utf8Scan run = ScanCodePoints(in_.substr(0, run_end), pos_, SIZE_MAX);
+            if (!run.valid) return false;  // invalid UTF-8
+            chars += run.code_points;
+          }
         }
         if (decoded) decoded->append(in_.data() + pos_, run_end - pos_);
         pos_ = run_end;
@@ -560,23 +568,26 @@ class ArgScanner {
       // Up to the next escape the content is its own rendering.
       const void* bs = std::memchr(p_ + i, '\\', b - i);
       const std::size_t run_end = bs ? static_cast<std::size_t>(static_cast<const unsigned char*>(bs) - p_) : b;
-      const Utf8Scan run = ScanCodePoints(in_.substr(0, run_end), i, k - count);
-      out.append(in_.data() + i, run.end - i);
+      // String() accepted it: well-formed.
+      const Utf8Scan run = utf8::ScanWellFormed(in_.substr(i, run_end - i), k - count);
+      out.append(in_.data() + i, run.end);
       count += run.code_points;
-      i = run.end;
+      i += run.end;
     }
   }
 
   void AppendContent(std::string& out, const ArgString& s, std::size_t k) const {
     if (!s.escaped) {  // the content is its own rendering
       const std::string_view raw = in_.substr(s.begin, s.end - s.begin);
-      out.append(raw.data(), k >= s.chars ? raw.size() : s.ascii ? k : PrefixBytes(raw, k));
+      out.append(raw.data(),  // String() accepted it: well-formed
+                 k >= s.chars ? raw.size() : s.ascii ? k : utf8::ScanWellFormed(raw, k).end);
       return;
     }
     AppendCanonical(out, s.begin, s.end, k);
   }
 
   std::string_view in_;
+  bool well_formed_ = false;
   const unsigned char* p_ = nullptr;
   std::size_t n_ = 0;
   std::size_t pos_ = 0;
@@ -746,8 +757,9 @@ ClippedArgs ClipParsed(std::string_view arguments, std::size_t cap) {
 }
 
 // ClipArguments for arguments known to be over `cap`, with the result's size.
-ClippedArgs ClipOverArguments(std::string_view arguments, std::size_t cap, ArgScanner& scan) {
-  if (scan.Run(arguments)) return ClipScanned(scan, arguments, cap);
+ClippedArgs ClipOverArguments(std::string_view arguments, std::size_t cap, ArgScanner& scan,
+                              bool well_formed) {
+  if (scan.Run(arguments, well_formed)) return ClipScanned(scan, arguments, cap);
   return ClipParsed(arguments, cap);
 }
 
@@ -778,6 +790,7 @@ struct Slot {
   bool valid = true;     // arguments, and texts counted whole: well-formed UTF-8
   bool counted = true;   // exact bounds came from reading the whole text (so `valid` holds)
   bool replaced = false;  // arguments: `text` is a clipped version, in the reducer's store
+  bool well_formed = false;  // its message is Transcript::kWellFormedFact: nothing to check
 
   std::size_t Cap(std::size_t round) const noexcept {
     return kind == kResult ? kToolResultCaps[round] : kContentCaps[round];
@@ -791,7 +804,7 @@ struct Slot {
   bool Over(std::size_t cap) noexcept {
     if (hi <= cap) return false;
     if (lo > cap) return true;
-    const Utf8Scan s = ScanCodePoints(*text, 0, cap + 1);
+    const Utf8Scan s = Scan(cap + 1);
     if (s.code_points <= cap) {  // read whole
       lo = hi = s.code_points;
       valid = s.valid;
@@ -801,10 +814,14 @@ struct Slot {
     lo = cap + 1;
     return true;
   }
+  // The current text read from its start up to `max` code points.
+  Utf8Scan Scan(std::size_t max) const noexcept {
+    return well_formed ? utf8::ScanWellFormed(*text, max) : ScanCodePoints(*text, 0, max);
+  }
   // The current text's code points, known to be within a cap.
   std::size_t Exact() noexcept {
     if (lo != hi) {
-      const Utf8Scan s = ScanCodePoints(*text, 0, SIZE_MAX);
+      const Utf8Scan s = Scan(SIZE_MAX);
       lo = hi = s.code_points;
       valid = s.valid;
       counted = true;
@@ -820,6 +837,7 @@ struct Item {
   std::size_t slot_begin = kUnknown;  // its texts: slots [slot_begin, slot_end)
   std::size_t slot_end = 0;
   bool summary = false;
+  bool well_formed = false;  // Transcript::kWellFormedFact
   bool fixed_valid = true;
   bool edited = false;
 };
@@ -848,7 +866,7 @@ void CountFixed(const Message& m, Item& item, std::size_t max_bytes) {
   auto count = [&](const std::string& s) {
     bytes += s.size();
     if (bytes > max_bytes) return false;
-    const Utf8Scan scan = ScanCodePoints(s, 0, SIZE_MAX);
+    const Utf8Scan scan = item.well_formed ? utf8::ScanWellFormed(s, SIZE_MAX) : ScanCodePoints(s, 0, SIZE_MAX);
     chars += scan.code_points;
     valid = valid && scan.valid;
     return true;
@@ -891,27 +909,65 @@ void Resolve(const Item& item, Slot* begin, Slot* end) {
   }
 }
 
+// Bytes of what is never clipped (tool names, opaque payloads): with the texts' bytes, every
+// byte MessageChars reads.
+std::size_t FixedBytes(const Message& m) noexcept {
+  std::size_t bytes = 0;
+  for (const auto& part : m.parts) {
+    if (const auto* c = std::get_if<ToolCall>(&part)) {
+      bytes += c->name.size();
+    } else if (const auto* r = std::get_if<ToolResult>(&part)) {
+      for (const auto& it : r->content) {
+        if (const auto* o = std::get_if<Opaque>(&it)) bytes += o->payload.size();
+      }
+    } else if (const auto* o = std::get_if<Opaque>(&part)) {
+      bytes += o->payload.size();
+    }
+  }
+  return bytes;
+}
+
 void InitSlots(const Message& m, Item& item, std::vector<Slot>& slots) {
   item.summary = m.summary;
   item.slot_begin = slots.size();
+  std::size_t bytes = 0;
   ForEachClippable(m, [&](const std::string& s, Slot::Kind kind) {
     Slot slot;
     slot.text = &s;
     slot.kind = kind;
+    slot.well_formed = item.well_formed;
     slot.Reset(s.size());
     slots.push_back(slot);
+    bytes += s.size();
   });
   item.slot_end = slots.size();
+  // A string has at most as many code points as bytes, so a message with as many characters
+  // as bytes has that many in every string: each text's size is known without reading it (as
+  // most messages are, in ASCII). Whether it is well-formed is not (counted stays false).
+  if (item.chars == bytes + FixedBytes(m)) {
+    for (std::size_t j = item.slot_begin; j < item.slot_end; ++j) {
+      Slot& slot = slots[j];
+      slot.lo = slot.hi = slot.text->size();
+    }
+  }
   CountFixed(m, item, 1024);
   Resolve(item, slots.data() + item.slot_begin, slots.data() + item.slot_end);
 }
 
-// Whether a text of the message is over its cap in round `round`.
-bool OverCaps(Slot* begin, Slot* end, std::size_t round) {
+// Whether a text of the message is over its cap in round `round`, and if so, at most how many
+// characters clipping it in that round can save (`saving`): a text over its cap comes down to
+// the cap; arguments, at most to nothing.
+bool OverCaps(Slot* begin, Slot* end, std::size_t round, std::size_t& saving) {
+  bool over = false;
+  saving = 0;
   for (Slot* s = begin; s != end; ++s) {
-    if (s->Over(s->Cap(round))) return true;
+    const std::size_t cap = s->Cap(round);
+    if (s->Over(cap)) {
+      over = true;
+      saving += s->kind == Slot::kArguments ? s->hi : s->hi - cap;
+    }
   }
-  return false;
+  return over;
 }
 
 // How one text of a message changes in a round.
@@ -941,7 +997,7 @@ std::size_t MakePlan(const Item& item, Slot* begin, Slot* end, std::size_t round
       step.kind = Step::kClip;
       step.chars = cap;
     } else {
-      ClippedArgs clipped = ClipOverArguments(*s->text, cap, scanner);
+      ClippedArgs clipped = ClipOverArguments(*s->text, cap, scanner, s->well_formed);
       step.kind = Step::kReplace;
       step.chars = clipped.chars;
       step.valid = clipped.valid;
@@ -977,7 +1033,11 @@ void CommitSlots(Slot* begin, std::vector<Step>& steps, std::size_t round,
 void PrefetchAhead(const Transcript& t, const std::vector<std::size_t>& positions,
                    std::size_t k) {
   const std::size_t n = positions.size();
-  if (k + 24 < n) Prefetch(t.shared(positions[k + 24]).get());
+  if (k + 24 < n) {  // the message, and its parts vector (often on the next cache line)
+    const Message* m = t.shared(positions[k + 24]).get();
+    Prefetch(m);
+    Prefetch(&m->parts);
+  }
   if (k + 12 < n) {
     const Message& m = t[positions[k + 12]];
     const char* parts = reinterpret_cast<const char*>(m.parts.data());
@@ -1022,11 +1082,14 @@ inline bool ValidUtf8(const std::string& s) noexcept {
 
 // Builds the clipped copy of `src` its slots describe, copying only what is kept. `valid`
 // is cleared unless every string in it is known to be well-formed UTF-8.
-std::shared_ptr<Message> BuildClipped(const Message& src, Slot* slots, bool& valid) {
+std::shared_ptr<Message> BuildClipped(const Message& src, Slot* slots, bool well_formed,
+                                      bool& valid) {
   auto out = std::make_shared<Message>();
   Message& m = *out;
+  // A message the transcript checked needs no check; the copy of any other is checked as it
+  // is made (the copies of what was read before take what that read found).
   auto copy = [&](std::string& to, const std::string& from) {
-    valid = valid && ValidUtf8(from);
+    valid = valid && (well_formed || ValidUtf8(from));
     to = from;
   };
   copy(m.id, src.id);
@@ -1041,7 +1104,7 @@ std::shared_ptr<Message> BuildClipped(const Message& src, Slot* slots, bool& val
     const Slot& slot = *s++;
     if (slot.clipped == kNotClipped) {
       out_text.text = t.text;
-      valid = valid && (slot.counted ? slot.valid : ValidUtf8(out_text.text));
+      valid = valid && (well_formed || (slot.counted ? slot.valid : ValidUtf8(out_text.text)));
     } else {
       // The first cap - marker code points. Mostly ASCII: then they are as many bytes, which
       // a check of the copy (in cache) confirms; otherwise the text is read for the cut.
@@ -1050,9 +1113,13 @@ std::shared_ptr<Message> BuildClipped(const Message& src, Slot* slots, bool& val
       out_str.reserve(kept + kTruncationMarker.size());
       out_str.append(t.text.data(), kept);
       if (!AllAscii(out_str)) {
-        const Utf8Scan keep = ScanCodePoints(t.text, 0, kept);
-        valid = valid && keep.valid;
-        out_str.assign(t.text.data(), keep.end);
+        if (well_formed || (slot.counted && slot.valid)) {  // well-formed
+          out_str.assign(t.text.data(), utf8::ScanWellFormed(t.text, kept).end);
+        } else {
+          const Utf8Scan keep = ScanCodePoints(t.text, 0, kept);
+          valid = valid && keep.valid;
+          out_str.assign(t.text.data(), keep.end);
+        }
       }
       out_str.append(kTruncationMarker);
     }
@@ -1060,14 +1127,15 @@ std::shared_ptr<Message> BuildClipped(const Message& src, Slot* slots, bool& val
     return out_text;
   };
   auto opaque_valid = [&](const Opaque& o) {
-    valid = valid && ValidUtf8(o.kind) && ValidUtf8(o.link_id);
+    valid = valid && (well_formed || (ValidUtf8(o.kind) && ValidUtf8(o.link_id)));
   };
   for (const auto& part : src.parts) {
     if (const auto* t = std::get_if<Text>(&part)) {
       m.parts.emplace_back(text_of(*t));
     } else if (const auto* c = std::get_if<ToolCall>(&part)) {
       const Slot& slot = *s++;
-      valid = valid && (slot.counted || slot.replaced ? slot.valid : ValidUtf8(c->arguments));
+      valid = valid &&
+              (well_formed || (slot.counted || slot.replaced ? slot.valid : ValidUtf8(c->arguments)));
       ToolCall call;
       copy(call.id, c->id);
       call.name = c->name;  // counted and checked with the fixed characters
@@ -1103,53 +1171,30 @@ std::shared_ptr<Message> BuildClipped(const Message& src, Slot* slots, bool& val
 // Builds the clipped messages and the result's transcript.
 void CommitClipped(const Transcript& t, const std::vector<Item>& items, std::vector<Slot>& slots,
                    ReduceResult& result) {
-  const std::size_t n = t.size();
-  std::vector<std::size_t>& clipped = result.clipped;
-  std::sort(clipped.begin(), clipped.end());
+  const std::vector<std::size_t>& clipped = result.clipped;  // ascending
   std::vector<std::shared_ptr<Message>> built(clipped.size());
   // Whether every clipped copy is known to be well-formed UTF-8 with an id, so that it can
   // join the result as measured here (else Transcript::Set checks, repairs and measures it,
   // as it would for any message: a transcript's messages are well-formed, so this is for
   // messages handed over with Append(shared_ptr) that were not).
   bool checked = true;
-  // The texts to copy, fetched ahead: their string objects, then their bytes.
-  auto texts_ahead = [&](std::size_t k, bool data) {
-    if (k >= built.size()) return;
-    const Item& a = items[clipped[k]];
-    for (std::size_t j = a.slot_begin; j < a.slot_end; ++j) {
-      const Slot& s = slots[j];
-      if (!data) {
-        Prefetch(s.text);
-        continue;
-      }
-      const std::size_t bytes =
-          s.clipped == kNotClipped ? s.text->size() : 4 * s.Cap(s.clipped);
-      const char* p = s.text->data();
-      for (std::size_t b = 0; b < bytes && b < 512; b += 64) Prefetch(p + b);
-    }
-  };
   for (std::size_t k = 0; k < built.size(); ++k) {
     PrefetchAhead(t, clipped, k);
-    texts_ahead(k + 6, false);
-    texts_ahead(k + 3, true);
     const Item& item = items[clipped[k]];
-    built[k] = BuildClipped(t[clipped[k]], slots.data() + item.slot_begin, checked);
+    built[k] = BuildClipped(t[clipped[k]], slots.data() + item.slot_begin, item.well_formed,
+                            checked);
     checked = checked && item.fixed_valid && !built[k]->id.empty();
   }
   if (checked) {
-    // Rebuilt around the clipped copies, whose sizes are known: no text is read again.
-    Transcript out;
-    std::size_t k = 0;
-    for (std::size_t i = 0; i < n; ++i) {
-      if (i + 16 < n) Prefetch(t.shared(i + 16).get());
-      if (i + 8 < n) Prefetch(t[i + 8].parts.data());
-      if (k < built.size() && clipped[k] == i) {
-        out.AppendMeasured(std::move(built[k++]), items[i].chars);
-      } else {
-        out.AppendMeasured(t.shared(i), t.chars(i));
-      }
+    // Clipping changes content only (R6.4): the transcript keeps what the cutter noted of
+    // every message, and takes the clipped copies at the sizes computed here.
+    std::vector<internal::TranscriptAccess::ContentReplacement> replacements(built.size());
+    for (std::size_t k = 0; k < built.size(); ++k) {
+      replacements[k].position = clipped[k];
+      replacements[k].message = std::move(built[k]);
+      replacements[k].chars = items[clipped[k]].chars;
     }
-    result.transcript = std::move(out);
+    internal::TranscriptAccess::ReplaceContent(result.transcript, replacements);
   } else {
     std::vector<std::pair<std::size_t, Message>> replacements;
     replacements.reserve(built.size());
@@ -1188,7 +1233,7 @@ std::string ClipArguments(std::string_view arguments, std::size_t cap) {
     return std::string(arguments);
   }
   ArgScanner scanner;
-  return ClipOverArguments(arguments, cap, scanner).text;
+  return ClipOverArguments(arguments, cap, scanner, false).text;
 }
 
 // The reducer works as SPEC R6.2 says, but reads as little as it can: the rounds decide from
@@ -1208,7 +1253,10 @@ ReduceResult ReduceTail(const Transcript& t, std::size_t target_chars) {
 
   const std::size_t n = t.size();
   std::vector<Item> items(n);
-  for (std::size_t i = 0; i < n; ++i) items[i].chars = t.chars(i);
+  for (std::size_t i = 0; i < n; ++i) {
+    items[i].chars = t.chars(i);
+    items[i].well_formed = (t.cut_facts(i).flags & Transcript::kWellFormedFact) != 0;
+  }
   std::vector<Slot> slots;
   std::deque<std::string> store;  // clipped arguments (stable addresses)
   std::size_t total = result.before_chars;
@@ -1234,21 +1282,28 @@ ReduceResult ReduceTail(const Transcript& t, std::size_t target_chars) {
     }
     // Which messages have a text over this round's cap.
     over.clear();
+    std::size_t most_saved = 0;  // at most this many characters fewer after the round
     for (std::size_t i = 0; i < n; ++i) {
       const Item& item = items[i];
       if (item.chars <= smallest_cap) continue;  // no part of it can be over a cap
       if (item.summary) continue;  // checkpoints are bounded by design (R4.4)
-      if (OverCaps(slots.data() + item.slot_begin, slots.data() + item.slot_end, round)) {
+      std::size_t saving = 0;
+      if (OverCaps(slots.data() + item.slot_begin, slots.data() + item.slot_end, round, saving)) {
         over.push_back(i);
+        most_saved += std::min(saving, item.chars);
       }
     }
-    // Largest first; ties keep the earlier position first.
-    order.clear();
-    for (std::size_t i : over) order.emplace_back(items[i].chars, i);
-    std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
-      return a.first != b.first ? a.first > b.first : a.second < b.second;
-    });
-    for (std::size_t k = 0; k < order.size(); ++k) over[k] = order[k].second;
+    // Largest first; ties keep the earlier position first. The order matters only when the
+    // transcript may come to fit during the round: otherwise every message listed is clipped,
+    // each as it would be in any order, and they are taken as they come.
+    if (total - std::min(total, most_saved) <= target_chars) {
+      order.clear();
+      for (std::size_t i : over) order.emplace_back(items[i].chars, i);
+      std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
+        return a.first != b.first ? a.first > b.first : a.second < b.second;
+      });
+      for (std::size_t k = 0; k < order.size(); ++k) over[k] = order[k].second;
+    }
 
     for (std::size_t k = 0; k < over.size(); ++k) {
       if (total <= target_chars) break;
@@ -1279,16 +1334,16 @@ ReduceResult ReduceTail(const Transcript& t, std::size_t target_chars) {
       // is left as it is rather than reported as cut.
       if (new_chars >= item.chars) continue;
       CommitSlots(begin, steps, round, store);
-      if (!item.edited) {
-        item.edited = true;
-        result.clipped.push_back(i);
-      }
+      item.edited = true;
       total = total - item.chars + new_chars;
       item.chars = new_chars;
       ++result.clips;
     }
   }
 
+  for (std::size_t i = 0; i < n; ++i) {
+    if (items[i].edited) result.clipped.push_back(i);
+  }
   if (!result.clipped.empty()) CommitClipped(t, items, slots, result);  // else `t`, shared
   result.after_chars = result.transcript.chars();
   result.fits = result.after_chars <= target_chars;

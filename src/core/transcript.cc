@@ -304,7 +304,8 @@ void Transcript::Push(std::shared_ptr<const Message> m, std::size_t chars, const
 void Transcript::Append(Message m) {
   RepairUtf8(m);
   if (m.id.empty()) m.id = NewMessageId();
-  const CutFacts facts = Pair(m, size_);
+  CutFacts facts = Pair(m, size_);
+  facts.flags |= kWellFormedFact;
   const std::size_t chars = MessageChars(m);
   Push(std::make_shared<const Message>(std::move(m)), chars, facts);
 }
@@ -342,13 +343,59 @@ void Transcript::Set(std::vector<std::pair<std::size_t, Message>> replacements) 
     // Same calls and results in the same order: every pair, and so every message's reach and
     // the open calls, stay as they are. Otherwise the cutter scans (Pairing::kUnknown).
     if (pairing_exact_ && !SameLinks(*c.messages[j], m)) LosePairing();
-    c.facts[j].flags = FlagsOf(m);
+    c.facts[j].flags = FlagsOf(m) | kWellFormedFact;
     c.messages[j] = std::make_shared<const Message>(std::move(m));
     for (std::size_t q = j + 1; q < c.prefix.size(); ++q) c.prefix[q] = c.prefix[q] - old_chars + new_chars;
     // Later chunks' bases move by the same amount.
     for (std::size_t q = k + 1; q < base_.size(); ++q) base_[q] = base_[q] - old_chars + new_chars;
     chars_ = chars_ - old_chars + new_chars;
   }
+}
+
+// One pass over the chunks: a chunk holding a replacement is rebuilt (sharing its other
+// messages, copying its facts, summing its prefix again); the others are shared as they are.
+void Transcript::ReplaceContent(std::vector<ContentReplacement>& replacements) {
+  if (replacements.empty()) return;
+  std::size_t q = 0;
+  std::size_t running = 0;  // characters of every message before chunk k, after the change
+  for (std::size_t k = 0; k < chunks_.size(); ++k) {
+    const std::size_t chunk_begin = k * kChunk;
+    const std::size_t old_total = (k + 1 < chunks_.size() ? base_[k + 1] : chars_) - base_[k];
+    const Chunk& old = *chunks_[k];
+    const std::size_t count = old.messages.size();
+    base_[k] = running;
+    if (q == replacements.size() || replacements[q].position >= chunk_begin + count) {
+      running += old_total;
+      continue;
+    }
+    auto fresh = std::make_shared<Chunk>();
+    fresh->messages.reserve(kChunk);
+    fresh->prefix.reserve(kChunk);
+    fresh->facts.reserve(kChunk);
+    fresh->facts = old.facts;
+    std::size_t sum = 0;
+    for (std::size_t j = 0; j < count; ++j) {
+      fresh->prefix.push_back(sum);
+      if (q < replacements.size() && replacements[q].position == chunk_begin + j) {
+        ContentReplacement& r = replacements[q++];
+        assert(r.message && r.message->id == old.messages[j]->id);
+        assert(r.message->role == old.messages[j]->role);
+        assert(FlagsOf(*r.message) == (old.facts[j].flags & ~kWellFormedFact));
+        assert(SameLinks(*old.messages[j], *r.message));
+        assert(MessageChars(*r.message) == r.chars);
+        fresh->messages.push_back(std::move(r.message));
+        sum += r.chars;
+      } else {
+        const std::size_t next = j + 1 < count ? old.prefix[j + 1] : old_total;
+        fresh->messages.push_back(old.messages[j]);
+        sum += next - old.prefix[j];
+      }
+    }
+    chunks_[k] = std::move(fresh);
+    running += sum;
+  }
+  assert(q == replacements.size());
+  chars_ = running;
 }
 
 std::size_t Transcript::tokens() const noexcept { return EstimateTokens(chars()); }
@@ -376,8 +423,16 @@ Transcript Transcript::Slice(std::size_t begin, std::size_t end) const {
     }
     return out;
   }
-  for (std::size_t i = begin; i < end; ++i) out.PushMeasured(shared(i), chars(i));
+  for (std::size_t i = begin; i < end; ++i) out.AppendFrom(*this, i);
   return out;
+}
+
+void Transcript::AppendFrom(const Transcript& from, std::size_t i) {
+  const std::shared_ptr<const Message>& m = from.shared(i);
+  CutFacts facts = Pair(*m, size_);
+  facts.flags = static_cast<std::uint8_t>(facts.flags |
+                                          (from.cut_facts(i).flags & kWellFormedFact));
+  Push(m, from.chars(i), facts);
 }
 
 std::vector<Message> Transcript::ToVector() const {
