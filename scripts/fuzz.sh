@@ -24,7 +24,7 @@ if [[ $# -gt 0 && "$1" =~ ^[0-9]+$ ]]; then
   seconds=$1
   shift
 fi
-all_targets=(fuzz_native fuzz_openai_chat fuzz_anthropic fuzz_checkpoint fuzz_config fuzz_sse
+all_targets=(fuzz_native fuzz_openai_chat fuzz_anthropic fuzz_openai_responses fuzz_checkpoint fuzz_config fuzz_sse
   fuzz_model_list fuzz_import)
 targets=("$@")
 [[ ${#targets[@]} -gt 0 ]] || targets=("${all_targets[@]}")

@@ -200,7 +200,9 @@ TEST_CASE("R11.4 each message's cut facts are noted when it is appended") {
 TEST_CASE("R6 a message is noted well-formed only when the transcript checked it itself") {
   Transcript t;
   t.Append(Message::UserText("bad \xFF byte"));  // repaired on the way in
-  t.Append(std::make_shared<const Message>(Message::UserText("vouched for")));
+  Message vouched = Message::UserText("vouched for");
+  vouched.id = "v1";  // Append(shared_ptr) takes a message with an id
+  t.Append(std::make_shared<const Message>(vouched));
   Message measured = Message::UserText("measured");
   measured.id = "m1";
   t.AppendMeasured(std::make_shared<const Message>(measured), MessageChars(measured));

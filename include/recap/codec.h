@@ -1,6 +1,6 @@
 // recap — codecs between the neutral message model and foreign message formats.
 //
-// Three formats, one shape. Each namespace offers:
+// Four formats, one shape. Each namespace offers:
 //
 //   DecodeMessages(json)  a JSON array of messages -> Conversation
 //   DecodeMessage(json)   one JSON message object -> Message
@@ -15,6 +15,11 @@
 //   recap::anthropic    Anthropic Messages API `messages` (content blocks `text`, `tool_use`,
 //                       `tool_result`, `thinking`, `redacted_thinking`, images, documents and
 //                       server tool blocks).
+//   recap::openai_responses
+//                       OpenAI Responses API input items (`message`, `function_call`,
+//                       `function_call_output`, `reasoning` with its `encrypted_content`, and
+//                       every other item type carried whole). One item is one message, except
+//                       that reasoning items travel with the model's item they precede.
 //
 // Decoding and then encoding in the same format gives back an equal JSON value (the same
 // members with the same values; whitespace and key order may differ): fields recap does not
@@ -77,6 +82,21 @@ RECAP_EXPORT Result<Message> DecodeMessage(std::string_view json,
 RECAP_EXPORT Result<std::string> EncodeMessages(const Conversation& conversation);
 RECAP_EXPORT Result<std::string> EncodeMessage(const Message& message);
 }  // namespace anthropic
+
+namespace openai_responses {
+// A JSON array of input items (the value of a request's `input`). Item types recap does not
+// model are kept as opaque items whatever DecodeOptions says; the calls and outputs of the
+// computer, custom and local shell tools and MCP approvals are paired like function calls.
+// DecodeOptions::keep_unknown_blocks applies to content part types inside a message.
+RECAP_EXPORT Result<Conversation> DecodeMessages(std::string_view json,
+                                                 const DecodeOptions& options = {});
+RECAP_EXPORT Result<Message> DecodeMessage(std::string_view json,
+                                           const DecodeOptions& options = {});
+RECAP_EXPORT Result<std::string> EncodeMessages(const Conversation& conversation);
+// A message that encodes as several items (reasoning with its call, several calls) makes
+// EncodeMessage fail and say to use EncodeMessages.
+RECAP_EXPORT Result<std::string> EncodeMessage(const Message& message);
+}  // namespace openai_responses
 
 }  // namespace v0
 }  // namespace recap

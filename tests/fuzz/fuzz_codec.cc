@@ -1,6 +1,6 @@
-// Fuzz target for recap's three codecs — one binary per codec, chosen at compile time with
-// RECAP_FUZZ_CODEC = 0 (recap's own JSON form), 1 (OpenAI chat completions) or 2 (Anthropic
-// Messages). Any input must end in a result or a clear status; a decoded conversation must
+// Fuzz target for recap's four codecs — one binary per codec, chosen at compile time with
+// RECAP_FUZZ_CODEC = 0 (recap's own JSON form), 1 (OpenAI chat completions), 2 (Anthropic
+// Messages) or 3 (OpenAI Responses items). Any input must end in a result or a clear status; a decoded conversation must
 // encode, decode again to the same encoding (a round trip is lossless), and pass the core's
 // invariants (fuzz_common.h).
 #include <cstddef>
@@ -16,8 +16,10 @@ namespace {
 namespace codec = recap::native;
 #elif RECAP_FUZZ_CODEC == 1
 namespace codec = recap::openai_chat;
-#else
+#elif RECAP_FUZZ_CODEC == 2
 namespace codec = recap::anthropic;
+#else
+namespace codec = recap::openai_responses;
 #endif
 
 }  // namespace
