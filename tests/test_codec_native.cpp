@@ -151,7 +151,7 @@ TEST_CASE("native opaque payloads come back byte-identical whatever their bytes"
   CHECK(std::get<Opaque>(Decode(json).parts[0]).payload == compact);
 }
 
-TEST_CASE("native conversations carry instructions; a bare array is accepted", "[native]") {
+TEST_CASE("native conversations carry instructions, a bare array is accepted", "[native]") {
   recap::Conversation conv;
   conv.instructions = Message::SystemText("rules");
   conv.messages.push_back(Message::UserText("hi"));

@@ -321,7 +321,7 @@ TEST_CASE("R3.7 uncertain tool results block compaction until recovered (R8.3)")
   CHECK(HasType(h.Types(), "compaction_completed"));
 }
 
-TEST_CASE("R4.4 R4.5 the checkpoint is one summary message; summarized opaque items go with it") {
+TEST_CASE("R4.4 R4.5 the checkpoint is one summary message, summarized opaque items go with it") {
   Harness h(SmallConfig(10000));
   Message thinking;
   thinking.role = Role::kAssistant;

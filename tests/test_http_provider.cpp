@@ -357,7 +357,7 @@ TEST_CASE("issue 5 R2.6 a 400 overflow in Anthropic's wording is kResourceExhaus
   CHECK(server.request_count() == 1);
 }
 
-TEST_CASE("issue 5 R5 other 4xx are kInvalidArgument and not retried; redirects are not followed") {
+TEST_CASE("issue 5 R5 other 4xx are kInvalidArgument and not retried, redirects are not followed") {
   SecretWatch watch;
   HttpTestServer server;
   server.Push(ScriptedHttpResponse::Json(
@@ -808,7 +808,7 @@ TEST_CASE("issue 5 options are checked when the provider is created, with clear 
   CHECK_FALSE(ParseHttpProtocol("soap").ok());
 }
 
-TEST_CASE("issue 5 api_key_env and extra headers reach the server; secret headers are scrubbed") {
+TEST_CASE("issue 5 api_key_env and extra headers reach the server, secret headers are scrubbed") {
   SecretWatch watch;
   HttpTestServer server;
   ::setenv("RECAP_HTTP_TEST_KEY", kKey.c_str(), 1);

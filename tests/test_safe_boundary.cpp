@@ -202,7 +202,7 @@ TEST_CASE("R3.7 a tool call without a result blocks compaction and is listed") {
   for (std::size_t p = 2; p <= t.size(); ++p) CHECK_FALSE(safe[p]);
 }
 
-TEST_CASE("R3.7 a reused call id answers the newest call; the older unanswered one is uncertain") {
+TEST_CASE("R3.7 a reused call id answers the newest call, the older unanswered one is uncertain") {
   auto t = Make({U("1"), Calls({"x"}), Calls({"x"}), T("x"), U("2")});
   auto report = AnalyzePairing(t);
   REQUIRE(report.uncertain.size() == 1);
@@ -241,7 +241,7 @@ TEST_CASE("R3.8 the cut moves forward until the kept part is below the limit") {
   }
 }
 
-TEST_CASE("R3.9 an orphan result is a plain message; parallel calls stay with all results") {
+TEST_CASE("R3.9 an orphan result is a plain message, parallel calls stay with all results") {
   //             0                1        2                   3        4        5       6
   auto t = Make({T("ghost"), U("1"), Calls({"a", "b", "c"}), T("c"), T("a"), T("b"), U("2")});
   auto report = AnalyzePairing(t);

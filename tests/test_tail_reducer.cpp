@@ -139,7 +139,7 @@ TEST_CASE("R6.2 largest first, ties by position, stop the moment it fits") {
   }
 }
 
-TEST_CASE("R6.2 user and assistant content use the larger caps; it stops at the smallest") {
+TEST_CASE("R6.2 user and assistant content use the larger caps, it stops at the smallest") {
   Transcript t;
   t.Append(Message::UserText(std::string(20000, 'u')));
   t.Append(Message::AssistantText(std::string(20000, 'v')));
@@ -155,7 +155,7 @@ TEST_CASE("R6.2 user and assistant content use the larger caps; it stops at the 
   CHECK(r.before_chars == 60000);
 }
 
-TEST_CASE("R6.4 only content changes; checkpoints and opaque items are never touched") {
+TEST_CASE("R6.4 only content changes, checkpoints and opaque items are never touched") {
   Transcript t;
   Message checkpoint = Message::UserText(std::string(30000, 's'));
   checkpoint.summary = true;

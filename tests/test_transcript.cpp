@@ -28,7 +28,7 @@ TEST_CASE("§1 transcript totals and ranges follow the cached per-message sizes"
   CHECK(sum == t.chars());
 }
 
-TEST_CASE("§1 every appended message gets a stable unique id; given ids are kept") {
+TEST_CASE("§1 every appended message gets a stable unique id, given ids are kept") {
   Transcript t;
   std::set<std::string> ids;
   for (int i = 0; i < 1000; ++i) t.Append(Message::UserText("m"));
@@ -54,7 +54,7 @@ TEST_CASE("§1 invalid UTF-8 entering a transcript is replaced, not rejected") {
   CHECK(t.chars() == CountCodePoints("binary \xFF\xFE output"));
 }
 
-TEST_CASE("§1 copies and slices share messages; Set replaces one and updates the sums") {
+TEST_CASE("§1 copies and slices share messages, Set replaces one and updates the sums") {
   Transcript t;
   for (int i = 0; i < 5; ++i) t.Append(Message::UserText(std::string(static_cast<std::size_t>(i + 1), 'a')));
   Transcript copy = t;
@@ -278,7 +278,7 @@ TEST_CASE("R11.4 what the open calls cannot settle makes the pairing unknown") {
   }
 }
 
-TEST_CASE("R11.4 Set keeps the facts when calls and results stay; slices re-derive them") {
+TEST_CASE("R11.4 Set keeps the facts when calls and results stay, slices re-derive them") {
   Transcript t;
   t.Append(Message::UserText("go"));
   t.Append(CallsOf({"a"}));
