@@ -363,6 +363,11 @@ TEST_CASE("issue 9 Responses decoding errors name the item and what is expected"
       R"([{"role":"user","content":[{"type":"hologram"}]}])");
   REQUIRE_FALSE(bad_part.ok());
   CHECK_THAT(bad_part.status().message(), Catch::Contains("keep_unknown_blocks"));
+  // A content part where an item belongs (found by fuzzing: carried as an opaque item, it came
+  // back as a message's content and did not decode again).
+  auto part_as_item = recap::openai_responses::DecodeMessages(R"([{"type":"output_text","text":"x"}])");
+  REQUIRE_FALSE(part_as_item.ok());
+  CHECK_THAT(part_as_item.status().message(), Catch::Contains("a content part type, not an item type"));
   // A thinking block of the Anthropic format has no Responses equivalent.
   Message m;
   m.role = Role::kAssistant;

@@ -242,6 +242,13 @@ Status DecodeItem(Json& item, const JsonPath& path, const DecodeOptions& options
     if (!s.ok()) return s;
     result.extra = jsonutil::ExtraText(jsonutil::TakeUnknown(item, {"type", "call_id", "output"}));
     msg.parts.emplace_back(std::move(result));
+  } else if (IsContentKind(type)) {
+    // A content part where an item belongs: carried as an opaque item, it would come back as
+    // the content of a message on the way out.
+    return Status::InvalidArgument(
+        Where(path.Member("type")) + " is " + jsonutil::Quote(type) +
+        ", a content part type, not an item type; content parts go in a message item's "
+        "`content` ({\"role\": ..., \"content\": [...]}).");
   } else {
     // reasoning (with its encrypted_content), the other tools' calls and outputs, item
     // references and item types recap does not know: carried whole, byte for byte.
