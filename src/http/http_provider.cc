@@ -506,6 +506,7 @@ const char* HttpProtocolName(HttpProtocol protocol) noexcept {
   switch (protocol) {
     case HttpProtocol::kOpenAiChat: return "openai_chat";
     case HttpProtocol::kAnthropic: return "anthropic";
+    case HttpProtocol::kOpenAiResponses: return "openai_responses";
   }
   return "unknown";
 }
@@ -514,8 +515,10 @@ Result<HttpProtocol> ParseHttpProtocol(const std::string& name) {
   const std::string n = Lower(name);
   if (n == "openai_chat" || n == "openai") return HttpProtocol::kOpenAiChat;
   if (n == "anthropic") return HttpProtocol::kAnthropic;
+  if (n == "openai_responses" || n == "responses") return HttpProtocol::kOpenAiResponses;
   return Status::InvalidArgument("unknown HTTP protocol \"" + internal::http::Excerpt(name, 40) +
-                                 "\": use \"openai_chat\" (also \"openai\") or \"anthropic\"");
+                                 "\": use \"openai_chat\" (also \"openai\"), \"anthropic\" or "
+                                 "\"openai_responses\" (also \"responses\")");
 }
 
 Result<std::shared_ptr<Provider>> NewHttpProvider(HttpProviderOptions options) {

@@ -64,12 +64,13 @@ inline namespace v0 {
 enum class HttpProtocol : std::uint8_t {
   kOpenAiChat,  // OpenAI chat completions and compatible servers
   kAnthropic,   // Anthropic Messages API
+  kOpenAiResponses,  // OpenAI Responses API (POST {base_url}/responses)
 };
 
-// "openai_chat", "anthropic".
+// "openai_chat", "anthropic", "openai_responses".
 RECAP_EXPORT const char* HttpProtocolName(HttpProtocol protocol) noexcept;
-// Parses "openai_chat" (also "openai"), "anthropic". Fails with kInvalidArgument naming the
-// accepted values.
+// Parses "openai_chat" (also "openai"), "anthropic", "openai_responses" (also "responses").
+// Fails with kInvalidArgument naming the accepted values.
 RECAP_EXPORT Result<HttpProtocol> ParseHttpProtocol(const std::string& name);
 
 struct HttpProviderOptions {
