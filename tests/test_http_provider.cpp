@@ -861,8 +861,12 @@ struct CompactorRig {
   std::unique_ptr<Compactor> compactor;
   const std::string session = "http-session";
 
-  explicit CompactorRig(Config config = {}, HttpProviderOptions options = {}) {
-    if (options.base_url.empty()) options = OpenAi(server);
+  explicit CompactorRig(Config config = {}, HttpProviderOptions options = {},
+                        HttpProtocol protocol = HttpProtocol::kOpenAiChat) {
+    if (options.base_url.empty()) {
+      options = OpenAi(server);
+      options.protocol = protocol;
+    }
     config.limits.max_context_chars = 20000;
     server.Route(
         "GET", "/v1/models",
@@ -1059,3 +1063,315 @@ TEST_CASE("issue 6 R1 R8 the sqlite_host example compacts through a server named
   CHECK(posts >= 2);  // one per compaction, before and after the restart
 }
 #endif
+
+// --- the OpenAI Responses protocol (issue 9) ---------------------------------------------------
+
+namespace {
+
+HttpProviderOptions Responses(const HttpTestServer& server) {
+  HttpProviderOptions o = OpenAi(server);
+  o.protocol = HttpProtocol::kOpenAiResponses;
+  return o;
+}
+
+// A Responses `response` object: a reasoning item, then the assistant's message.
+std::string ResponsesReply(const std::string& text, const std::string& status = "completed",
+                           const std::string& incomplete_reason = "") {
+  nlohmann::json j = {
+      {"id", "resp_1"},
+      {"object", "response"},
+      {"status", status},
+      {"error", nullptr},
+      {"incomplete_details", nullptr},
+      {"output",
+       {{{"type", "reasoning"},
+         {"id", "rs_1"},
+         {"summary", nlohmann::json::array()},
+         {"encrypted_content", "gAAAA-opaque"}},
+        {{"type", "message"},
+         {"id", "msg_1"},
+         {"role", "assistant"},
+         {"status", status},
+         {"content",
+          {{{"type", "output_text"}, {"text", text}, {"annotations", nlohmann::json::array()}}}}}}},
+      {"usage", {{"input_tokens", 321}, {"output_tokens", 54}, {"total_tokens", 375}}}};
+  if (!incomplete_reason.empty()) j["incomplete_details"] = {{"reason", incomplete_reason}};
+  return j.dump();
+}
+
+std::string ResponsesEvent(const std::string& type, nlohmann::json data) {
+  data["type"] = type;
+  return "event: " + type + "\ndata: " + data.dump();
+}
+
+}  // namespace
+
+TEST_CASE("issue 9 R5 Responses success: path, instructions, input items, store false, usage") {
+  SecretWatch watch;
+  HttpTestServer server;
+  server.Push(ScriptedHttpResponse::Json(200, ResponsesReply("{\"goal\":\"ship\"}")));
+  auto p = Make(Responses(server));
+  auto r = Run(*p, watch);
+  REQUIRE(r.ok());
+  CHECK(r->text == "{\"goal\":\"ship\"}");  // the reasoning item is not text
+  CHECK(r->finish_reason == FinishReason::kStop);
+  CHECK(r->usage.prompt_tokens == 321);
+  CHECK(r->usage.completion_tokens == 54);
+  CHECK(p->Name() == "openai-responses");
+
+  auto reqs = server.Requests();
+  REQUIRE(reqs.size() == 1);
+  CHECK(reqs[0].method == "POST");
+  CHECK(reqs[0].path == "/v1/responses");
+  CHECK(reqs[0].Header("authorization") == "Bearer " + kKey);
+  auto body = nlohmann::json::parse(reqs[0].body);
+  CHECK(body["model"] == "test-model");
+  CHECK(body["instructions"] == "You write checkpoints.");
+  CHECK(body["max_output_tokens"] == 1000);
+  CHECK(body["store"] == false);
+  CHECK_FALSE(body.contains("max_tokens"));
+  CHECK_FALSE(body.contains("messages"));
+  CHECK_FALSE(body.contains("text"));  // structured_output is off by default
+  CHECK_FALSE(body.contains("stream"));
+  REQUIRE(body["input"].is_array());
+  REQUIRE(body["input"].size() == 1);  // the system prompt is not an input item
+  CHECK(body["input"][0].value("type", "message") == "message");  // type may be left out
+  CHECK(body["input"][0]["role"] == "user");
+  CHECK(body["input"][0]["content"].dump().find("summarize this") != std::string::npos);
+  watch.CheckLogs();
+}
+
+TEST_CASE("issue 9 R5.2 Responses: incomplete for max_output_tokens is a cut reply, other reasons kOther") {
+  SecretWatch watch;
+  HttpTestServer server;
+  server.Push(ScriptedHttpResponse::Json(
+      200, ResponsesReply("{\"goal\":\"sh", "incomplete", "max_output_tokens")));
+  server.Push(ScriptedHttpResponse::Json(
+      200, ResponsesReply("partial", "incomplete", "content_filter")));
+  nlohmann::json refusal = nlohmann::json::parse(ResponsesReply(""));
+  refusal["output"][1]["content"] = {{{"type", "refusal"}, {"refusal", "I can't help."}}};
+  server.Push(ScriptedHttpResponse::Json(200, refusal.dump()));
+  auto p = Make(Responses(server));
+  auto cut = Run(*p, watch);
+  REQUIRE(cut.ok());
+  CHECK(cut->finish_reason == FinishReason::kLength);
+  CHECK(cut->text == "{\"goal\":\"sh");
+  auto filtered = Run(*p, watch);
+  REQUIRE(filtered.ok());
+  CHECK(filtered->finish_reason == FinishReason::kOther);
+  auto refused = Run(*p, watch);
+  REQUIRE(refused.ok());
+  CHECK(refused->text.empty());
+  CHECK(refused->finish_reason == FinishReason::kOther);
+  watch.CheckLogs();
+}
+
+TEST_CASE("issue 9 R5 R2.6 Responses error bodies: failed status, overflow, bad request, garbage") {
+  SecretWatch watch;
+  HttpTestServer server;
+  // A 200 whose status is failed, with the error in the response: retried, then a success.
+  nlohmann::json failed = nlohmann::json::parse(ResponsesReply(""));
+  failed["status"] = "failed";
+  failed["output"] = nlohmann::json::array();
+  failed["error"] = {{"code", "server_error"}, {"message", "The model failed (key " + kKey + ")"}};
+  server.Push(ScriptedHttpResponse::Json(200, failed.dump()));
+  server.Push(ScriptedHttpResponse::Json(200, ResponsesReply("after the failure")));
+  auto p = Make(Responses(server));
+  auto r1 = Run(*p, watch);
+  REQUIRE(r1.ok());
+  CHECK(r1->text == "after the failure");
+  CHECK(server.request_count() == 2);
+
+  // The same failure beyond the retries names the code and the server's message.
+  HttpProviderOptions once = Responses(server);
+  once.max_retries = 0;
+  auto p0 = Make(once);
+  server.Push(ScriptedHttpResponse::Json(200, failed.dump()));
+  auto r2 = Run(*p0, watch);
+  REQUIRE_FALSE(r2.ok());
+  CHECK(r2.status().code() == StatusCode::kUnavailable);
+  CHECK(r2.status().message().find("server_error") != std::string::npos);
+  CHECK(r2.status().message().find("The model failed") != std::string::npos);
+  CHECK(r2.status().message().find("/v1/responses") != std::string::npos);
+
+  // A 400 in the Responses error shape saying the input is too long: context overflow.
+  nlohmann::json overflow = {
+      {"error",
+       {{"message", "Your input exceeds the context window of this model."},
+        {"type", "invalid_request_error"},
+        {"param", "input"},
+        {"code", "context_length_exceeded"}}}};
+  server.Push(ScriptedHttpResponse::Json(400, overflow.dump()));
+  auto r3 = Run(*p, watch);
+  REQUIRE_FALSE(r3.ok());
+  CHECK(r3.status().code() == StatusCode::kResourceExhausted);
+
+  // Any other 400: kInvalidArgument, not retried, with the server's words.
+  const std::size_t before = server.request_count();
+  nlohmann::json bad = {{"error",
+                         {{"message", "Unsupported parameter: 'temperature'."},
+                          {"type", "invalid_request_error"},
+                          {"param", "temperature"},
+                          {"code", "unsupported_parameter"}}}};
+  server.Push(ScriptedHttpResponse::Json(400, bad.dump()));
+  auto r4 = Run(*p, watch);
+  REQUIRE_FALSE(r4.ok());
+  CHECK(r4.status().code() == StatusCode::kInvalidArgument);
+  CHECK(r4.status().message().find("Unsupported parameter") != std::string::npos);
+  CHECK(server.request_count() == before + 1);
+
+  // A 200 that is JSON but not a response (a chat completion, say): malformed, named.
+  server.Push(ScriptedHttpResponse::Json(200, OpenAiReply("wrong endpoint")));
+  auto r5 = Run(*p0, watch);
+  REQUIRE_FALSE(r5.ok());
+  CHECK(r5.status().code() == StatusCode::kUnavailable);
+  CHECK(r5.status().message().find("`output`") != std::string::npos);
+
+  // A background response that is still running is not taken as a reply.
+  nlohmann::json running = nlohmann::json::parse(ResponsesReply(""));
+  running["status"] = "in_progress";
+  server.Push(ScriptedHttpResponse::Json(200, running.dump()));
+  auto r6 = Run(*p0, watch);
+  REQUIRE_FALSE(r6.ok());
+  CHECK(r6.status().message().find("in_progress") != std::string::npos);
+  watch.CheckLogs();
+}
+
+TEST_CASE("issue 9 R5 a Responses SSE stream: deltas, completed with usage, incomplete, cut, error") {
+  SecretWatch watch;
+  HttpTestServer server;
+  const nlohmann::json created = {{"response", {{"id", "resp_1"}, {"status", "in_progress"}}}};
+  server.Push(ScriptedHttpResponse::Sse(
+      {ResponsesEvent("response.created", created),
+       ResponsesEvent("response.output_item.added",
+                      {{"output_index", 0}, {"item", {{"type", "message"}, {"id", "msg_1"}}}}),
+       ResponsesEvent("response.output_text.delta",
+                      {{"item_id", "msg_1"}, {"output_index", 0}, {"delta", "{\"goal\":"}}),
+       ResponsesEvent("response.output_text.delta",
+                      {{"item_id", "msg_1"}, {"output_index", 0}, {"delta", "\"ship it\"}"}}),
+       ResponsesEvent("response.output_text.done",
+                      {{"item_id", "msg_1"}, {"text", "{\"goal\":\"ship it\"}"}}),
+       ResponsesEvent("response.completed",
+                      {{"response",
+                        {{"id", "resp_1"},
+                         {"status", "completed"},
+                         {"usage", {{"input_tokens", 17}, {"output_tokens", 6}}}}}})},
+      milliseconds(20)));
+  HttpProviderOptions o = Responses(server);
+  o.stream = true;
+  std::vector<std::size_t> progress;
+  o.on_progress = [&progress](std::size_t n) { progress.push_back(n); };
+  auto p = Make(o);
+  auto r = Run(*p, watch);
+  REQUIRE(r.ok());
+  CHECK(r->text == R"({"goal":"ship it"})");  // the .done event's text is not added again
+  CHECK(r->finish_reason == FinishReason::kStop);
+  CHECK(r->usage.prompt_tokens == 17);
+  CHECK(r->usage.completion_tokens == 6);
+  REQUIRE_FALSE(progress.empty());
+  CHECK(progress.back() == r->text.size());
+  auto body = nlohmann::json::parse(server.Requests().at(0).body);
+  CHECK(body["stream"] == true);
+  CHECK(server.Requests().at(0).Header("accept") == "text/event-stream");
+
+  // Cut by max_output_tokens: response.incomplete ends the stream as a kLength reply.
+  server.Push(ScriptedHttpResponse::Sse(
+      {ResponsesEvent("response.output_text.delta", {{"delta", "{\"goal\":\"sh"}}),
+       ResponsesEvent("response.incomplete",
+                      {{"response",
+                        {{"status", "incomplete"},
+                         {"incomplete_details", {{"reason", "max_output_tokens"}}}}}})}));
+  auto cut = Run(*p, watch);
+  REQUIRE(cut.ok());
+  CHECK(cut->finish_reason == FinishReason::kLength);
+  CHECK(cut->text == "{\"goal\":\"sh");
+
+  // The connection closes before a terminal event: never a reply.
+  HttpProviderOptions no_retry = o;
+  no_retry.max_retries = 0;
+  auto p0 = Make(no_retry);
+  server.Push(ScriptedHttpResponse::Sse(
+      {ResponsesEvent("response.created", created),
+       ResponsesEvent("response.output_text.delta", {{"delta", "{\"goal\":\"half"}})}));
+  auto broken = Run(*p0, watch);
+  REQUIRE_FALSE(broken.ok());
+  CHECK(broken.status().code() == StatusCode::kUnavailable);
+  CHECK(broken.status().message().find("response.completed") != std::string::npos);
+
+  // An error event, and a response.failed event: both retried; the next stream succeeds.
+  server.Push(ScriptedHttpResponse::Sse(
+      {ResponsesEvent("error", {{"code", "server_error"}, {"message", "Something broke"}})}));
+  server.Push(ScriptedHttpResponse::Sse(
+      {ResponsesEvent("response.failed",
+                      {{"response",
+                        {{"status", "failed"},
+                         {"error", {{"code", "rate_limit_exceeded"}, {"message", "Slow down"}}}}}})}));
+  server.Push(ScriptedHttpResponse::Sse(
+      {ResponsesEvent("response.output_text.delta", {{"delta", "third time"}}),
+       ResponsesEvent("response.completed", {{"response", {{"status", "completed"}}}})}));
+  auto again = Run(*p, watch);  // max_retries = 2
+  INFO(again.status().ToString());
+  REQUIRE(again.ok());
+  CHECK(again->text == "third time");
+
+  // Without retries the error event's words and code reach the caller.
+  server.Push(ScriptedHttpResponse::Sse(
+      {ResponsesEvent("error", {{"code", "server_error"}, {"message", "Something broke"}})}));
+  auto failed = Run(*p0, watch);
+  REQUIRE_FALSE(failed.ok());
+  CHECK(failed.status().code() == StatusCode::kUnavailable);
+  CHECK(failed.status().message().find("Something broke") != std::string::npos);
+  CHECK(failed.status().message().find("server_error") != std::string::npos);
+  watch.CheckLogs();
+}
+
+TEST_CASE("issue 9 R5 Responses structured output is sent as text.format, dropped when rejected") {
+  SecretWatch watch;
+  HttpTestServer server;
+  server.Push(ScriptedHttpResponse::Json(
+      400, R"({"error":{"message":"Invalid parameter: 'text.format' is not supported with this model.","type":"invalid_request_error","param":"text.format","code":null}})"));
+  server.Push(ScriptedHttpResponse::Json(200, ResponsesReply("{\"goal\":\"ok\"}")));
+  HttpProviderOptions o = Responses(server);
+  o.structured_output = true;
+  auto p = Make(o);
+  auto r = Run(*p, watch);
+  REQUIRE(r.ok());
+  auto reqs = server.Requests();
+  REQUIRE(reqs.size() == 2);
+  auto first = nlohmann::json::parse(reqs[0].body);
+  CHECK(first["text"]["format"]["type"] == "json_schema");
+  CHECK(first["text"]["format"]["name"] == "recap_checkpoint");
+  CHECK(first["text"]["format"]["schema"]["properties"].contains("goal"));
+  CHECK_FALSE(nlohmann::json::parse(reqs[1].body).contains("text"));
+  watch.CheckLogs();
+}
+
+TEST_CASE("issue 9 R5.2 R4 the Compactor over the Responses protocol keeps a cut checkpoint") {
+  SecretWatch watch;
+  CompactorRig rig({}, {}, HttpProtocol::kOpenAiResponses);
+  // The checkpoint is cut partway by max_output_tokens: R5.2 keeps what can be recovered.
+  const std::string whole = recap::testing::ValidCheckpointJson("Ship the Responses protocol");
+  const std::string cut = whole.substr(0, whole.size() * 3 / 4);
+  rig.server.Push(ScriptedHttpResponse::Json(
+      200, ResponsesReply(cut, "incomplete", "max_output_tokens")));
+  auto outcome = rig.compactor->Compact(rig.session);
+  INFO((outcome.ok() ? std::string() : outcome.status().ToString()));
+  REQUIRE(outcome.ok());
+  CHECK(outcome->compacted);
+  CHECK(outcome->partial);
+  CHECK(outcome->writer == "openai-responses");
+  CHECK(outcome->checkpoint.goal == "Ship the Responses protocol");
+  const RecordedHttpRequest* post = nullptr;
+  auto requests = rig.server.Requests();
+  for (const auto& r : requests) {
+    if (r.method == "POST") post = &r;
+  }
+  REQUIRE(post != nullptr);
+  CHECK(post->path == "/v1/responses");
+  auto body = nlohmann::json::parse(post->body);
+  CHECK(body["store"] == false);
+  CHECK_FALSE(body["instructions"].get<std::string>().empty());
+  CHECK(body["input"].dump().find("request 1") != std::string::npos);
+  for (const auto& e : rig.sink->events()) watch.Check(e.json);
+  watch.CheckLogs();
+}

@@ -41,6 +41,7 @@ bool SaysTooLong(const std::string& lower) {
 
 bool MentionsStructuredOutput(const std::string& lower) {
   return Contains(lower, "response_format") || Contains(lower, "json_schema") ||
+         Contains(lower, "text.format") ||
          Contains(lower, "response format") || Contains(lower, "structured output");
 }
 
@@ -156,7 +157,7 @@ HttpFailure ClassifyHttpStatus(const std::string& what, long status, std::string
   if (structured_sent && (status == 400 || status == 422) && MentionsStructuredOutput(lower)) {
     f.structured_rejected = true;
     f.status = Status::InvalidArgument(
-        Join(what, status, "the server rejected the structured-output request (response_format).",
+        Join(what, status, "the server rejected the structured-output request (response_format or text.format).",
              says, "Turn off HttpProviderOptions.structured_output for this server."));
     return f;
   }

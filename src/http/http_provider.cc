@@ -95,6 +95,16 @@ bool SleepUnlessCancelled(milliseconds delay, const CancellationToken& cancel) {
   return !cancel.IsCancelled();
 }
 
+// What ends a complete stream, for messages.
+std::string EndMarker(HttpProtocol protocol) {
+  switch (protocol) {
+    case HttpProtocol::kAnthropic: return "message_stop";
+    case HttpProtocol::kOpenAiResponses: return "response.completed or response.incomplete";
+    case HttpProtocol::kOpenAiChat: break;
+  }
+  return "data: [DONE]";
+}
+
 // One attempt's outcome.
 struct Attempt {
   Result<Completion> result = Status::Unavailable("no attempt was made");
@@ -114,6 +124,9 @@ class HttpProvider final : public Provider {
     if (options_.protocol == HttpProtocol::kAnthropic) {
       completion_url_ = options_.base_url + "/v1/messages";
       models_url_ = options_.base_url + "/v1/models";
+    } else if (options_.protocol == HttpProtocol::kOpenAiResponses) {
+      completion_url_ = options_.base_url + "/responses";
+      models_url_ = options_.base_url + "/models";
     } else {
       completion_url_ = options_.base_url + "/chat/completions";
       models_url_ = options_.base_url + "/models";
@@ -121,7 +134,11 @@ class HttpProvider final : public Provider {
     if (!options_.name.empty()) {
       name_ = options_.name;
     } else {
-      name_ = options_.protocol == HttpProtocol::kAnthropic ? "anthropic" : "openai";
+      switch (options_.protocol) {
+        case HttpProtocol::kAnthropic: name_ = "anthropic"; break;
+        case HttpProtocol::kOpenAiResponses: name_ = "openai-responses"; break;
+        case HttpProtocol::kOpenAiChat: name_ = "openai"; break;
+      }
     }
     if (!options_.verify_tls) {
       RECAP_HTTP_LOG_WARN("http provider {}: TLS certificate verification is OFF for {}", name_,
@@ -206,7 +223,7 @@ class HttpProvider final : public Provider {
                                   const CancellationToken& cancel) {
     const std::string what = "POST " + DisplayUrl(completion_url_);
     bool structured = options_.structured_output && request.json_schema.has_value() &&
-                      options_.protocol == HttpProtocol::kOpenAiChat &&
+                      options_.protocol != HttpProtocol::kAnthropic &&
                       !structured_rejected_.load(std::memory_order_relaxed);
     bool structured_retry_done = false;
     std::uint32_t retries = 0;
@@ -396,7 +413,7 @@ class HttpProvider final : public Provider {
         a.result = Status::Unavailable(
             what + " answered HTTP " + std::to_string(status) +
             " but the stream ended before its end marker (" +
-            (options_.protocol == HttpProtocol::kAnthropic ? "message_stop" : "data: [DONE]") +
+            EndMarker(options_.protocol) +
             ") after " + std::to_string(stream.events()) + " events and " +
             std::to_string(stream.text_chars()) +
             " characters of text; the partial reply was dropped.");

@@ -148,6 +148,78 @@ bool EntryIs(const json& entry, const std::string& model) {
   return false;
 }
 
+// The text of a Responses `output` list: the `output_text` parts of its `message` items, in
+// order. `refused` is set when a message holds a refusal part.
+std::string ResponseOutputText(const json& output, bool* refused) {
+  std::string text;
+  for (const json& item : output) {
+    if (StringOr(Member(item, "type")) != "message") continue;
+    const json* content = Member(item, "content");
+    if (!content) continue;
+    if (content->is_string()) {
+      text += content->get<std::string>();
+      continue;
+    }
+    if (!content->is_array()) continue;
+    for (const json& part : *content) {
+      const std::string type = StringOr(Member(part, "type"));
+      if (type == "output_text" || type == "text") {
+        text += StringOr(Member(part, "text"));
+      } else if (type == "refusal") {
+        *refused = true;
+      }
+    }
+  }
+  return text;
+}
+
+void ReadResponsesUsage(const json* usage, Usage* out) {
+  if (!usage || !usage->is_object()) return;
+  out->prompt_tokens = CountOf(Member(*usage, "input_tokens"));
+  out->completion_tokens = CountOf(Member(*usage, "output_tokens"));
+}
+
+// How a Responses `response` object ended: "completed" is a natural end; "incomplete" because
+// of max_output_tokens is a reply cut at the limit (R5); any other incomplete reason (a
+// content filter) is kOther.
+FinishReason ResponseFinish(const json& response, bool refused) {
+  const std::string status = StringOr(Member(response, "status"), "completed");
+  if (status == "incomplete") {
+    std::string reason;
+    if (const json* details = Member(response, "incomplete_details")) {
+      reason = StringOr(Member(*details, "reason"));
+    }
+    return MapFinishReason(reason) == FinishReason::kLength ? FinishReason::kLength
+                                                            : FinishReason::kOther;
+  }
+  return refused ? FinishReason::kOther : FinishReason::kStop;
+}
+
+Result<Completion> ParseResponse(const json& body) {
+  const std::string status = StringOr(Member(body, "status"), "completed");
+  if (status == "failed" || status == "cancelled") {
+    return Status::Unavailable("the response's status is \"" + status + "\" and it names no error");
+  }
+  if (status == "queued" || status == "in_progress") {
+    return Status::Unavailable("the response's status is \"" + status +
+                               "\": recap asks for a finished response and does not poll "
+                               "background ones");
+  }
+  Completion c;
+  bool refused = false;
+  const json* output = Member(body, "output");
+  if (output && output->is_array()) {
+    c.text = ResponseOutputText(*output, &refused);
+  } else if (const json* text = Member(body, "output_text"); text && text->is_string()) {
+    c.text = text->get<std::string>();  // the SDKs' convenience field, echoed by some proxies
+  } else {
+    return Status::Unavailable("the reply has no `output` array");
+  }
+  c.finish_reason = ResponseFinish(body, refused);
+  ReadResponsesUsage(Member(body, "usage"), &c.usage);
+  return c;
+}
+
 }  // namespace
 
 FinishReason MapFinishReason(const std::string& reason) {
@@ -167,6 +239,30 @@ Result<std::string> BuildRequestBody(HttpProtocol protocol, const std::string& m
   conversation.messages = request.messages;
   ordered_json body = ordered_json::object();
   body["model"] = model;
+  if (protocol == HttpProtocol::kOpenAiResponses) {
+    // The system prompt travels as `instructions`; nothing is stored on the server, so the
+    // request carries the whole input each time and leaves no conversation state behind.
+    Result<std::string> items = openai_responses::EncodeMessages(conversation);
+    if (!items.ok()) return items.status();
+    if (!request.system_prompt.empty()) body["instructions"] = request.system_prompt;
+    body["input"] = ordered_json::parse(*items, nullptr, false);
+    if (body["input"].is_discarded()) {
+      return Status::Internal("recap's message codec wrote JSON that does not parse");
+    }
+    body["max_output_tokens"] = request.max_output_tokens;
+    body["store"] = false;
+    if (stream) body["stream"] = true;
+    if (structured && request.json_schema) {
+      ordered_json schema = ordered_json::parse(*request.json_schema, nullptr, false);
+      if (!schema.is_discarded() && schema.is_object()) {
+        body["text"] = {{"format",
+                         {{"type", "json_schema"},
+                          {"name", "recap_checkpoint"},
+                          {"schema", std::move(schema)}}}};
+      }
+    }
+    return body.dump(-1, ' ', false, ordered_json::error_handler_t::replace);
+  }
   if (protocol == HttpProtocol::kAnthropic) {
     Result<std::string> messages = anthropic::EncodeMessages(conversation);
     if (!messages.ok()) return messages.status();
@@ -203,6 +299,7 @@ Result<std::string> BuildRequestBody(HttpProtocol protocol, const std::string& m
 
 Result<Completion> ParseReply(HttpProtocol protocol, const json& body) {
   if (!body.is_object()) return Status::Unavailable("the body is JSON but not an object");
+  if (protocol == HttpProtocol::kOpenAiResponses) return ParseResponse(body);
   Completion c;
   if (protocol == HttpProtocol::kAnthropic) {
     const json* content = Member(body, "content");
@@ -285,6 +382,9 @@ bool StreamAccumulator::OnEvent(const SseEvent& event) {
     error_kind_ = ErrorKind(j);
     return false;
   }
+  if (protocol_ == HttpProtocol::kOpenAiResponses) {
+    return OnResponses(j);
+  }
   if (protocol_ == HttpProtocol::kAnthropic) {
     OnAnthropic(j);
   } else {
@@ -339,6 +439,47 @@ void StreamAccumulator::OnAnthropic(const json& event) {
   } else if (type == "message_stop") {
     done_ = true;
   }
+}
+
+bool StreamAccumulator::OnResponses(const json& event) {
+  const std::string type = StringOr(Member(event, "type"));
+  if (type == "response.output_text.delta") {
+    AddText(StringOr(Member(event, "delta")));
+  } else if (type == "response.refusal.delta" || type == "response.refusal.done") {
+    refused_ = true;
+  } else if (type == "response.completed" || type == "response.incomplete") {
+    const json* response = Member(event, "response");
+    static const json kEmpty = json::object();
+    const json& r = response && response->is_object() ? *response : kEmpty;
+    ReadResponsesUsage(Member(r, "usage"), &completion_.usage);
+    if (type == "response.incomplete") {
+      std::string reason = "incomplete";
+      if (const json* details = Member(r, "incomplete_details")) {
+        reason = StringOr(Member(*details, "reason"), reason);
+      }
+      finish_reason_ = reason;  // max_output_tokens -> kLength, anything else kOther
+    } else {
+      finish_reason_ = refused_ ? "refusal" : "stop";
+    }
+    done_ = true;
+  } else if (type == "response.failed" || type == "error") {
+    // `error` events carry code and message at the top; a failed response in `response.error`.
+    const json* where = &event;
+    if (type == "response.failed") {
+      if (const json* response = Member(event, "response")) {
+        if (const json* error = Member(*response, "error"); error && error->is_object())
+          where = error;
+      }
+    }
+    error_ = StringOr(Member(*where, "message"));
+    if (error_.empty()) error_ = "the stream carried a " + type + " event";
+    std::string kind = StringOr(Member(*where, "code"));
+    const std::string t = StringOr(Member(*where, "type"));
+    if (!t.empty() && t != "error") kind = kind.empty() ? t : t + " " + kind;
+    error_kind_ = kind;
+    return false;
+  }
+  return true;
 }
 
 Completion StreamAccumulator::Take() {

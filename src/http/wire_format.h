@@ -1,4 +1,4 @@
-// Private: the two wire protocols — request bodies, replies, streamed replies, error bodies
+// Private: the three wire protocols — request bodies, replies, streamed replies, error bodies
 // and model lists — as JSON, with nlohmann::json (a private dependency of recap::http).
 //
 // Every function here is tolerant in what it reads (missing fields take defaults, unknown
@@ -58,7 +58,8 @@ class StreamAccumulator {
   // is not JSON (see error()).
   bool OnEvent(const SseEvent& event);
 
-  // The stream's end marker arrived (`[DONE]`, `message_stop`), or a finish reason did.
+  // The stream's end marker arrived (`[DONE]`, `message_stop`, `response.completed` or
+  // `response.incomplete`), or a finish reason did.
   bool finished() const { return done_ || finish_seen_; }
   bool saw_end_marker() const { return done_; }
   // Non-empty when the stream failed: the server's error text or what was malformed.
@@ -74,12 +75,14 @@ class StreamAccumulator {
   void AddText(const std::string& text);
   void OnOpenAi(const nlohmann::json& chunk);
   void OnAnthropic(const nlohmann::json& event);
+  bool OnResponses(const nlohmann::json& event);
 
   HttpProtocol protocol_;
   Completion completion_;
   std::string finish_reason_;
   bool done_ = false;
   bool finish_seen_ = false;
+  bool refused_ = false;
   bool malformed_ = false;
   std::string error_;
   std::string error_kind_;

@@ -28,7 +28,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
   }
   for (recap::HttpProtocol protocol :
-       {recap::HttpProtocol::kOpenAiChat, recap::HttpProtocol::kAnthropic}) {
+       {recap::HttpProtocol::kOpenAiChat, recap::HttpProtocol::kAnthropic,
+        recap::HttpProtocol::kOpenAiResponses}) {
     recap::Result<recap::Completion> reply = http::ParseReply(protocol, body);
     if (!reply.ok()) {
       RECAP_FUZZ_REQUIRE(!reply.status().message().empty(), "a refused reply says why");

@@ -46,7 +46,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
 
   for (recap::HttpProtocol protocol :
-       {recap::HttpProtocol::kOpenAiChat, recap::HttpProtocol::kAnthropic}) {
+       {recap::HttpProtocol::kOpenAiChat, recap::HttpProtocol::kAnthropic,
+        recap::HttpProtocol::kOpenAiResponses}) {
     http::StreamAccumulator accumulator(protocol);
     for (const http::SseEvent& e : whole) {
       if (!accumulator.OnEvent(e)) break;

@@ -12,18 +12,24 @@
 //   if (!provider.ok()) return fail(provider.status().message());  // says which option is wrong
 //   auto compactor = recap::Compactor::Create(config, *provider, store);
 //
-// Two wire protocols, each a Provider (provider.h) that writes checkpoints with a model:
+// Three wire protocols, each a Provider (provider.h) that writes checkpoints with a model:
 //
 //   kOpenAiChat   POST {base_url}/chat/completions, model list GET {base_url}/models. OpenAI
 //                 and every OpenAI-compatible server: llama.cpp's server, vLLM, LM Studio,
 //                 Ollama's /v1, OpenRouter, proxies. `Authorization: Bearer <key>`.
 //   kAnthropic    POST {base_url}/v1/messages, model list GET {base_url}/v1/models.
 //                 `x-api-key: <key>` and `anthropic-version`.
+//   kOpenAiResponses
+//                 POST {base_url}/responses (OpenAI's Responses API), model list GET
+//                 {base_url}/models. The system prompt is sent as `instructions`, the span as
+//                 `input` items, the limit as `max_output_tokens`, with `store: false` so the
+//                 server keeps nothing. A response whose status is `incomplete` because of
+//                 max_output_tokens is a cut reply (FinishReason::kLength).
 //
 // What a call returns (docs/http-provider.md has the full table):
 //
 //   * the reply's text, FinishReason::kLength when the model stopped at max_output_tokens
-//     (`length`, `max_tokens`), kStop for a natural end, kOther for anything else; usage in
+//     (`length`, `max_tokens`, status `incomplete` for `max_output_tokens`), kStop for a natural end, kOther for anything else; usage in
 //     prompt and completion tokens (zero when the server does not say);
 //   * kResourceExhausted when the server says the prompt is longer than the model's context;
 //   * kUnavailable for what may pass — 408, 409, 429, 5xx, 529, connection failures, a stream
@@ -120,24 +126,27 @@ struct HttpProviderOptions {
   std::string ca_path;
 
   // Ask the model for JSON that follows recap's checkpoint schema (CompletionRequest::
-  // json_schema). OpenAI protocol: sent as `response_format` {type: json_schema}. If the
-  // server rejects it (a 400 that mentions response_format or json_schema), the request is
-  // retried once without it and it is not sent again by this provider. Anthropic protocol:
+  // json_schema). OpenAI chat protocol: sent as `response_format` {type: json_schema};
+  // Responses protocol: as `text.format` {type: json_schema}. If the server rejects it (a 400
+  // that mentions response_format, text.format or json_schema), the request is retried once
+  // without it and it is not sent again by this provider. Anthropic protocol:
   // ignored (recap's prompt already asks for the JSON, and its parser is forgiving).
   bool structured_output = false;
 
   // The `anthropic-version` header (Anthropic protocol).
   std::string anthropic_version = "2023-06-01";
 
-  // OpenAI protocol: the name of the output limit field. Newer OpenAI reasoning models want
-  // "max_completion_tokens"; most compatible servers only know "max_tokens".
+  // OpenAI chat protocol: the name of the output limit field. Newer OpenAI reasoning models
+  // want "max_completion_tokens"; most compatible servers only know "max_tokens". (The
+  // Responses protocol always sends max_output_tokens.)
   std::string max_tokens_field = "max_tokens";
 
   // Stream the reply (server-sent events) instead of waiting for the whole body. The text is
   // the same; `on_progress`, if set, is called as it arrives. A stream that stops before its
-  // end marker (`data: [DONE]`, `message_stop`) is a failure that may pass — kUnavailable,
-  // retried — never a reply taken as complete: recap must not mistake a cut connection for a
-  // finished (or a length-limited) checkpoint.
+  // end marker (`data: [DONE]`, `message_stop`, `response.completed` or
+  // `response.incomplete`) is a failure that may pass — kUnavailable, retried — never a reply
+  // taken as complete: recap must not mistake a cut connection for a finished (or a
+  // length-limited) checkpoint.
   bool stream = false;
   // Called on the calling thread with the number of characters of reply text received so
   // far, at most every 100 ms and once at the end. Must not throw.
@@ -147,8 +156,8 @@ struct HttpProviderOptions {
   // reads the model list once (see below).
   std::optional<std::size_t> context_window;
 
-  // Name() of the provider, used in events (`checkpoint.writer`) and logs. Empty: "openai"
-  // or "anthropic".
+  // Name() of the provider, used in events (`checkpoint.writer`) and logs. Empty: "openai",
+  // "anthropic" or "openai-responses".
   std::string name;
 };
 
