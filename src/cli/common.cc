@@ -277,10 +277,11 @@ recap::Result<recap::Config> BuildConfig(const Args& args, bool* usage) {
 #if RECAP_CLI_HAVE_HTTP
 const char* const kProviderHelp =
     "  --provider P              who writes the checkpoint: offline (default; no network),\n"
-    "                            openai (OpenAI-compatible chat completions) or anthropic\n"
-    "  --base-url URL            the API's base URL (openai, anthropic), e.g.\n"
+    "                            openai (OpenAI-compatible chat completions),\n"
+    "                            openai-responses (the OpenAI Responses API) or anthropic\n"
+    "  --base-url URL            the API's base URL (not for offline), e.g.\n"
     "                            https://api.openai.com/v1 or http://127.0.0.1:8080/v1\n"
-    "  --model M                 the model to ask (openai, anthropic)\n"
+    "  --model M                 the model to ask (not for offline)\n"
     "  --api-key-env VAR         the environment variable holding the API key (optional\n"
     "                            for servers that need none)\n";
 std::vector<OptionSpec> ProviderOptions() {
@@ -289,8 +290,9 @@ std::vector<OptionSpec> ProviderOptions() {
 #else
 const char* const kProviderHelp =
     "  --provider P              who writes the checkpoint: offline (default; no network).\n"
-    "                            This build has no HTTP component, so openai and anthropic\n"
-    "                            are not available (build recap with RECAP_BUILD_HTTP=ON)\n";
+    "                            This build has no HTTP component, so openai,\n"
+    "                            openai-responses and anthropic are not available (build\n"
+    "                            recap with RECAP_BUILD_HTTP=ON)\n";
 std::vector<OptionSpec> ProviderOptions() { return {{"provider", true}}; }
 #endif
 
@@ -301,23 +303,32 @@ recap::Result<std::shared_ptr<recap::Provider>> BuildProvider(const Args& args, 
     if (args.Has("base-url") || args.Has("model") || args.Has("api-key-env")) {
       *usage = true;
       return recap::Status::InvalidArgument(
-          "--base-url, --model and --api-key-env are for --provider openai or anthropic; the "
-          "offline summarizer needs none of them");
+          "--base-url, --model and --api-key-env are for --provider openai, openai-responses "
+          "or anthropic; the offline summarizer needs none of them");
     }
     return std::shared_ptr<recap::Provider>();
   }
 #if RECAP_CLI_HAVE_HTTP
-  if (name == "openai" || name == "anthropic") {
+  if (name == "openai" || name == "openai-responses" || name == "anthropic") {
     recap::HttpProviderOptions options;
-    options.protocol =
-        name == "openai" ? recap::HttpProtocol::kOpenAiChat : recap::HttpProtocol::kAnthropic;
+    options.protocol = name == "openai"             ? recap::HttpProtocol::kOpenAiChat
+                       : name == "openai-responses" ? recap::HttpProtocol::kOpenAiResponses
+                                                    : recap::HttpProtocol::kAnthropic;
     options.base_url = args.Get("base-url");
     options.model = args.Get("model");
     options.api_key_env = args.Get("api-key-env");
     if (options.base_url.empty() || options.model.empty()) {
       *usage = true;
-      return recap::Status::InvalidArgument("--provider " + name +
-                                            " needs --base-url URL and --model M");
+      std::string missing;
+      if (options.base_url.empty()) {
+        missing =
+            std::string("--base-url URL (where the API lives, e.g. ") +
+            (name == "anthropic" ? "https://api.anthropic.com" : "https://api.openai.com/v1") + ")";
+      }
+      if (options.model.empty()) {
+        missing += (missing.empty() ? "" : " and ") + std::string("--model M (the model to ask)");
+      }
+      return recap::Status::InvalidArgument("--provider " + name + " needs " + missing);
     }
     recap::Result<std::shared_ptr<recap::Provider>> provider =
         recap::NewHttpProvider(std::move(options));
@@ -326,13 +337,14 @@ recap::Result<std::shared_ptr<recap::Provider>> BuildProvider(const Args& args, 
   }
   *usage = true;
   return recap::Status::InvalidArgument("unknown provider '" + name +
-                                        "'; use offline, openai or anthropic");
+                                        "'; use offline, openai, openai-responses or anthropic");
 #else
   *usage = true;
   return recap::Status::InvalidArgument(
       "unknown provider '" + name +
-      "'; this build only has the offline summarizer (--provider offline). openai and "
-      "anthropic need recap built with its HTTP component (RECAP_BUILD_HTTP=ON, libcurl)");
+      "'; this build only has the offline summarizer (--provider offline). openai, "
+      "openai-responses and anthropic need recap built with its HTTP component "
+      "(RECAP_BUILD_HTTP=ON, libcurl)");
 #endif
 }
 

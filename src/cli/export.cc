@@ -2,6 +2,7 @@
 // history with compacted messages marked.
 #include <iostream>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "cli.h"
@@ -16,30 +17,64 @@ const char* const kHelp =
     "\n"
     "options:\n"
     "  --session ID      the session (required)\n"
-    "  --format F        openai-chat, anthropic or recap (required)\n"
+    "  --format F        openai-chat, anthropic, openai-responses or recap (required)\n"
     "                      openai-chat  a messages array; the instructions come first as the\n"
     "                                   system message\n"
     "                      anthropic    a messages array, or {\"system\": ..., \"messages\": [...]}\n"
     "                                   when the session has instructions\n"
+    "                      openai-responses\n"
+    "                                   an array of input items, or {\"instructions\": ...,\n"
+    "                                   \"input\": [...]} when the session has instructions\n"
     "                      recap        recap's own JSON {\"instructions\": ..., \"messages\": [...]}\n"
     "                                   (keeps ids and the checkpoint flag; `recap import\n"
     "                                   --format recap` reads it back)\n"
     "  --history         the full history instead of the active transcript: an object\n"
     "                    {\"session\", \"instructions\", \"history\": [{\"seq\", \"id\", \"state\"\n"
     "                    (active|compacted), \"replaced_by\", \"summary\", \"messages\": [...]}]},\n"
-    "                    each entry's message encoded in the format (one OpenAI message may\n"
-    "                    become several `tool` messages, hence a list)\n"
+    "                    each entry's message encoded in the format (one message may become\n"
+    "                    several OpenAI `tool` messages or Responses items, hence a list)\n"
     "  --db DB           the database file (default ./recap.db)\n"
     "  --json            write the JSON on one line (default: indented)\n"
     "  --help            this text\n";
 
+bool KnownFormat(const std::string& format) {
+  return format == "openai-chat" || format == "anthropic" || format == "openai-responses" ||
+         format == "recap";
+}
+
 recap::Result<std::string> Encode(const std::string& format, const recap::Conversation& conv) {
   if (format == "openai-chat") return recap::openai_chat::EncodeMessages(conv);
   if (format == "recap") return recap::native::EncodeMessages(conv);
-  // Anthropic carries the system prompt outside the messages.
+  // Anthropic carries the system prompt outside the messages, and so does a Responses request
+  // (its `instructions`).
   recap::Conversation without = conv;
   without.instructions.reset();
+  if (format == "openai-responses") return recap::openai_responses::EncodeMessages(without);
   return recap::anthropic::EncodeMessages(without);
+}
+
+// The instructions as the string the format carries them in beside the messages (anthropic's
+// `system`, a Responses request's `instructions`). Their texts, joined; anything else in them
+// (an image, say) has no place in a string and is refused rather than left out.
+recap::Result<std::string> InstructionsText(const std::string& format,
+                                            const recap::Message& instructions) {
+  for (const recap::Part& part : instructions.parts) {
+    if (!std::holds_alternative<recap::Text>(part)) {
+      const auto* opaque = std::get_if<recap::Opaque>(&part);
+      return recap::Status::InvalidArgument(
+          "the instructions hold " +
+          (opaque != nullptr ? "an opaque `" + opaque->kind + "` part"
+                             : std::string("a tool part")) +
+          ", and " + format + " carries the instructions as a string of text");
+    }
+  }
+  return recap::JoinedText(instructions);
+}
+
+// A codec's message as a sentence of ours: one final period, whether or not it had one.
+std::string Sentence(std::string message) {
+  while (!message.empty() && (message.back() == '.' || message.back() == ' ')) message.pop_back();
+  return message + ".";
 }
 
 // The encoded conversation as a JSON value in the format's document shape.
@@ -47,8 +82,11 @@ recap::Result<Json> Document(const std::string& format, const recap::Conversatio
   recap::Result<std::string> text = Encode(format, conv);
   if (!text.ok()) return text.status();
   Json doc = Json::parse(*text);
-  if (format == "anthropic" && conv.instructions) {
-    doc = Json{{"system", recap::JoinedText(*conv.instructions)}, {"messages", std::move(doc)}};
+  if ((format == "anthropic" || format == "openai-responses") && conv.instructions) {
+    recap::Result<std::string> instructions = InstructionsText(format, *conv.instructions);
+    if (!instructions.ok()) return instructions.status();
+    doc = format == "anthropic" ? Json{{"system", *instructions}, {"messages", std::move(doc)}}
+                                : Json{{"instructions", *instructions}, {"input", std::move(doc)}};
   }
   return doc;
 }
@@ -69,9 +107,13 @@ int RunExport(const std::vector<std::string>& words) {
   }
   if (!args.positional.empty()) return UsageError(args, "unexpected argument '" + args.positional[0] + "'");
   const std::string format = args.Get("format");
-  if (format.empty()) return UsageError(args, "--format is required (openai-chat, anthropic or recap)");
-  if (format != "openai-chat" && format != "anthropic" && format != "recap") {
-    return UsageError(args, "unknown format '" + format + "'; use openai-chat, anthropic or recap");
+  if (format.empty()) {
+    return UsageError(args,
+                      "--format is required (openai-chat, anthropic, openai-responses or recap)");
+  }
+  if (!KnownFormat(format)) {
+    return UsageError(args, "unknown format '" + format +
+                                "'; use openai-chat, anthropic, openai-responses or recap");
   }
   if (!args.Has("session")) return UsageError(args, "--session ID is required");
   const std::string session = args.Get("session");
@@ -94,7 +136,7 @@ int RunExport(const std::vector<std::string>& words) {
     recap::Result<Json> doc = Document(format, conv);
     if (!doc.ok()) {
       return Failure(args, "session '" + session + "' cannot be written as " + format + ": " +
-                               doc.status().message() + "." + hint);
+                               Sentence(doc.status().message()) + hint);
     }
     out = std::move(doc).value();
   } else {
@@ -105,15 +147,19 @@ int RunExport(const std::vector<std::string>& words) {
     out["format"] = format;
     out["instructions"] = nullptr;
     if (*instructions) {
-      recap::Result<std::string> text = format == "openai-chat"
-                                            ? recap::openai_chat::EncodeMessage(**instructions)
-                                            : recap::native::EncodeMessage(**instructions);
-      if (format == "anthropic") {
-        out["instructions"] = recap::JoinedText(**instructions);
-      } else if (text.ok()) {
-        out["instructions"] = Json::parse(*text);
+      if (format == "anthropic" || format == "openai-responses") {
+        recap::Result<std::string> text = InstructionsText(format, **instructions);
+        if (!text.ok()) {
+          return Failure(args, "session '" + session + "' cannot be written as " + format + ": " +
+                                   Sentence(text.status().message()) + hint);
+        }
+        out["instructions"] = *text;
       } else {
-        return Failure(args, text.status());
+        recap::Result<std::string> text = format == "openai-chat"
+                                              ? recap::openai_chat::EncodeMessage(**instructions)
+                                              : recap::native::EncodeMessage(**instructions);
+        if (!text.ok()) return Failure(args, text.status());
+        out["instructions"] = Json::parse(*text);
       }
     }
     Json entries = Json::array();
@@ -124,7 +170,7 @@ int RunExport(const std::vector<std::string>& words) {
       if (!text.ok()) {
         return Failure(args, "history entry " + std::to_string(e.seq) + " of session '" +
                                  session + "' cannot be written as " + format + ": " +
-                                 text.status().message() + "." + hint);
+                                 Sentence(text.status().message()) + hint);
       }
       entries.push_back({{"seq", e.seq},
                          {"id", e.message.id},

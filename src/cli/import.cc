@@ -1,5 +1,5 @@
-// recap CLI — `recap import`: reads a transcript file in one of six formats and appends it to
-// a new session. Everything is decoded first; the database is opened and written only when
+// recap CLI — `recap import`: reads a transcript file in one of seven formats and appends it
+// to a new session. Everything is decoded first; the database is opened and written only when
 // the whole file decoded (one AppendMessages call), so a bad file changes nothing.
 #include <cstring>
 #include <fstream>
@@ -21,8 +21,9 @@ const char* const kHelp =
     "\n"
     "Imports a transcript file into a new session of the database. The whole file is decoded\n"
     "before anything is written: a file that does not decode changes nothing. A leading\n"
-    "system message becomes the session's instructions: kept apart from the transcript,\n"
-    "never summarized, counted as instructions.\n"
+    "system message (or the file's `system` or `instructions`) becomes the session's\n"
+    "instructions: kept apart from the transcript, never summarized, counted as\n"
+    "instructions.\n"
     "\n"
     "options:\n"
     "  --format F        the file's format (required), one of:\n"
@@ -31,6 +32,10 @@ const char* const kHelp =
     "                                   {\"traj\": [...]} (pick one with --run N)\n"
     "                      anthropic    an Anthropic Messages messages array, or an object\n"
     "                                   {\"system\": ..., \"messages\": [...]}\n"
+    "                      openai-responses\n"
+    "                                   OpenAI Responses input items: an array of items, or\n"
+    "                                   a request body {\"instructions\": ..., \"input\": [...]}\n"
+    "                                   (its other members, such as tools, are not imported)\n"
     "                      claude-code  a Claude Code session .jsonl (lines sharing message.id\n"
     "                                   are joined; records without a message are skipped)\n"
     "                      swe-agent    a SWE-agent .traj (its `history`)\n"
@@ -44,8 +49,8 @@ const char* const kHelp =
     "  --json            print the result as one JSON object\n"
     "  --help            this text\n";
 
-const char* const kFormats[] = {"openai-chat", "anthropic", "claude-code",
-                                "swe-agent",   "openhands", "recap"};
+const char* const kFormats[] = {"openai-chat", "anthropic", "openai-responses", "claude-code",
+                                "swe-agent", "openhands", "recap"};
 
 struct Decoded {
   recap::Conversation conversation;
@@ -111,12 +116,15 @@ std::string GuessFormat(const std::string& text) {
       if (doc.empty() || !doc[0].is_object()) return "";
       if (doc[0].contains("traj")) return "openai-chat";
       if (doc[0].contains("parts")) return "recap";
+      std::string guess;  // from what does not decide alone
       for (const Json& m : doc) {
         if (!m.is_object()) return "";
-        if (m.contains("tool_calls") || m.value("role", "") == "tool" ||
-            m.value("role", "") == "system") {
-          return "openai-chat";
+        const std::string item_type = m.value("type", "");
+        if (item_type == "function_call" || item_type == "function_call_output" ||
+            item_type == "reasoning") {
+          return "openai-responses";
         }
+        if (m.contains("tool_calls") || m.value("role", "") == "tool") return "openai-chat";
         const auto content = m.find("content");
         if (content != m.end() && content->is_array()) {
           for (const Json& block : *content) {
@@ -124,10 +132,15 @@ std::string GuessFormat(const std::string& text) {
             if (type == "tool_use" || type == "tool_result" || type == "thinking") {
               return "anthropic";
             }
+            if (type == "input_text" || type == "output_text") return "openai-responses";
           }
         }
+        // An Anthropic response kept as a message also has `type: "message"`, and a system
+        // message starts chat and Responses transcripts alike.
+        if (guess.empty() && item_type == "message") guess = "openai-responses";
+        if (guess.empty() && m.value("role", "") == "system") guess = "openai-chat";
       }
-      return "";
+      return guess;
     }
     if (doc.is_object()) {
       if (doc.contains("history") && (doc.contains("trajectory") || doc.contains("info"))) {
@@ -136,6 +149,9 @@ std::string GuessFormat(const std::string& text) {
       if (doc.contains("instructions") && doc.contains("messages")) return "recap";
       if (doc.contains("history") && doc.contains("instance_id")) return "openhands";
       if (doc.contains("system") && doc.contains("messages")) return "anthropic";
+      if (doc.contains("input") && (doc["input"].is_array() || doc["input"].is_string())) {
+        return "openai-responses";
+      }
     }
     return "";
   }
@@ -247,6 +263,50 @@ DecodeResult DecodeAnthropic(const std::string& text) {
   DecodeResult r = FromCodec(recap::anthropic::DecodeMessages(messages->dump(), options),
                              "the messages are not Anthropic messages");
   if (r.first && system) r.first->conversation.instructions = std::move(system);
+  return r;
+}
+
+// OpenAI Responses: the items array, or a request body whose `input` holds it (a string
+// `input` is one user message, as the API reads it) and whose `instructions` string becomes
+// the session's instructions. Without `instructions`, a leading system or developer message
+// becomes them, as in a chat transcript; with it, the items are kept as they are.
+DecodeResult DecodeOpenAiResponses(const std::string& text) {
+  Json doc;
+  std::string error;
+  if (!ParseJson(text, &doc, &error)) return Fail(error);
+  std::optional<recap::Message> instructions;
+  const Json* items = &doc;
+  Json one_message;
+  if (doc.is_object() && doc.contains("input")) {
+    items = &doc["input"];
+    if (items->is_string()) {
+      one_message = Json::array({{{"role", "user"}, {"content", *items}}});
+      items = &one_message;
+    } else if (!items->is_array()) {
+      return Fail("`input` must be an array of input items (or a string, one user message); it "
+                  "is a JSON " +
+                  std::string(items->type_name()));
+    }
+    const auto s = doc.find("instructions");
+    if (s != doc.end() && !s->is_null()) {
+      if (!s->is_string()) {
+        return Fail("`instructions` must be a string (the system prompt); it is a JSON " +
+                    std::string(s->type_name()));
+      }
+      instructions = recap::Message::SystemText(s->get<std::string>());
+    }
+  } else if (!doc.is_array()) {
+    const std::string what =
+        doc.is_object() ? std::string("object without \"input\"") : std::string(doc.type_name());
+    return Fail("an openai-responses file holds a JSON array of input items or an object with "
+                "\"input\" (a request body); this file holds a JSON " + what);
+  }
+  recap::DecodeOptions options;
+  options.keep_unknown_blocks = true;  // content part types newer than this recap
+  options.split_instructions = !instructions.has_value();
+  DecodeResult r = FromCodec(recap::openai_responses::DecodeMessages(items->dump(), options),
+                             "the items are not OpenAI Responses input items");
+  if (r.first && instructions) r.first->conversation.instructions = std::move(instructions);
   return r;
 }
 
@@ -434,6 +494,7 @@ DecodeResult Decode(const std::string& format, const std::string& text, const Ar
   }
   if (format == "openai-chat") return DecodeOpenAiChat(text, args);
   if (format == "anthropic") return DecodeAnthropic(text);
+  if (format == "openai-responses") return DecodeOpenAiResponses(text);
   if (format == "claude-code") return DecodeClaudeCode(text);
   if (format == "swe-agent") return DecodeSweAgent(text);
   if (format == "openhands") return DecodeOpenHands(text, args);
@@ -469,16 +530,16 @@ int RunImport(const std::vector<std::string>& words) {
     return kExitOk;
   }
   if (!args.Has("format")) {
-    return UsageError(args, "--format is required (openai-chat, anthropic, claude-code, "
-                            "swe-agent, openhands or recap)");
+    return UsageError(args, "--format is required (openai-chat, anthropic, openai-responses, "
+                            "claude-code, swe-agent, openhands or recap)");
   }
   const std::string format = args.Get("format");
   bool known = false;
   for (const char* f : kFormats) known = known || format == f;
   if (!known) {
     return UsageError(args, "unknown format '" + format +
-                                "'; use one of openai-chat, anthropic, claude-code, swe-agent, "
-                                "openhands, recap");
+                                "'; use one of openai-chat, anthropic, openai-responses, "
+                                "claude-code, swe-agent, openhands, recap");
   }
   if (args.positional.size() != 1) {
     return UsageError(args, args.positional.empty()
@@ -586,7 +647,7 @@ int RunImport(const std::vector<std::string>& words) {
     if (!decoded.first->note.empty()) std::cout << "  source        " << decoded.first->note << "\n";
     if (conversation.instructions) {
       std::cout << "  instructions  " << Num(instruction_chars)
-                << " chars (the leading system message, kept apart)\n";
+                << " chars (kept apart from the transcript)\n";
     }
     std::cout << "next: recap plan --db " << db << " --session " << session << "\n";
   }

@@ -5,7 +5,10 @@
 //    --history` still holds every imported message, and the recap format reads back;
 //  * bad input — an unknown format, an unreadable, truncated or wrongly claimed file, a missing
 //    session, a database that is not recap's — exits with 1 or 2, says what was wrong, and
-//    leaves the database byte for byte as it was.
+//    leaves the database byte for byte as it was;
+//  * OpenAI Responses items (issue 9): import and export give the items back item by item,
+//    reasoning byte-exact, with or without a request body's `instructions`, and after a
+//    compaction every function call still has its output.
 //
 // The program is run as a child process (RECAP_CLI_PATH); its output is parsed with nlohmann.
 #include <catch2/catch.hpp>
@@ -19,6 +22,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <set>
 #include <sstream>
 #include <string>
@@ -157,9 +161,14 @@ struct Pairing {
 
 Pairing PairingOf(const Json& doc, const std::string& format) {
   Pairing p;
-  const Json& messages = doc.is_object() ? doc.at("messages") : doc;
+  const Json& messages =
+      doc.is_object() ? doc.at(format == "openai-responses" ? "input" : "messages") : doc;
   for (const Json& m : messages) {
-    if (format == "openai-chat") {
+    if (format == "openai-responses") {
+      const std::string type = m.value("type", "");
+      if (type == "function_call") p.calls.insert(m.at("call_id").get<std::string>());
+      if (type == "function_call_output") p.results.insert(m.at("call_id").get<std::string>());
+    } else if (format == "openai-chat") {
       if (m.contains("tool_calls") && m["tool_calls"].is_array()) {
         for (const Json& c : m["tool_calls"]) p.calls.insert(c.at("id").get<std::string>());
       }
@@ -206,6 +215,8 @@ const std::vector<Source>& Sources() {
       {"openhands run 0", "openhands", "multi_swe_bench_llama4_output.jsonl", "0", "openai-chat"},
       {"openhands run 1", "openhands", "multi_swe_bench_llama4_output.jsonl", "1", "openai-chat"},
       {"openhands run 2", "openhands", "multi_swe_bench_llama4_output.jsonl", "2", "openai-chat"},
+      {"responses tau-bench run 5", "openai-responses",
+       "tau-bench_gpt-4o-airline_run5.responses.json", "", "openai-responses"},
   };
   return sources;
 }
@@ -479,4 +490,398 @@ TEST_CASE("docs/cli.md holds every --help text verbatim", "[cli]") {
     INFO("recap " << args[0] << " --help is not in docs/cli.md as printed:\n" << r.out);
     CHECK(doc.find(r.out) != std::string::npos);
   }
+}
+
+// --- OpenAI Responses items (issue 9) ----------------------------------------------------------
+
+namespace {
+
+// tau-bench run 5 as Responses input items, with reasoning before each of the model's turns
+// (tests/data/SOURCES.md): a leading system message, then 38 items.
+const char* const kResponsesFile = "tau-bench_gpt-4o-airline_run5.responses.json";
+
+using OrderedJson = nlohmann::ordered_json;
+
+// The fixture's items after its leading system message, in the file's member order (files the
+// tests write from them keep the reasoning items byte for byte).
+OrderedJson OrderedResponsesItems() {
+  const OrderedJson items = OrderedJson::parse(Slurp(Data(kResponsesFile)));
+  REQUIRE(items.size() > 2);
+  REQUIRE(items[0].at("role") == "system");
+  return OrderedJson(items.begin() + 1, items.end());
+}
+
+// The same, as values to compare.
+Json ResponsesItems() { return Json::parse(OrderedResponsesItems().dump()); }
+
+std::string ResponsesInstructions() {
+  return Json::parse(Slurp(Data(kResponsesFile)))[0].at("content").get<std::string>();
+}
+
+// The same items, each the same JSON value (member order aside).
+void CheckSameItems(const Json& got, const Json& want, const std::string& what) {
+  REQUIRE(got.is_array());
+  CHECK(got.size() == want.size());
+  for (std::size_t i = 0; i < got.size() && i < want.size(); ++i) {
+    INFO(what << ": item " << i << "\nwant " << want[i].dump().substr(0, 300) << "\ngot  "
+              << got[i].dump().substr(0, 300));
+    CHECK(got[i] == want[i]);
+  }
+}
+
+// Each reasoning item of `exported` (the CLI's output, member order as written) exactly as in
+// the fixture, byte for byte in its compact form, and followed by the item it preceded there.
+// Returns how many there were.
+std::size_t CheckReasoningExact(const std::string& exported) {
+  const OrderedJson file = OrderedJson::parse(Slurp(Data(kResponsesFile)));
+  std::map<std::string, std::size_t> at;
+  for (std::size_t i = 0; i < file.size(); ++i) {
+    if (file[i].value("type", "") == "reasoning") at[file[i].at("id").get<std::string>()] = i;
+  }
+  REQUIRE(!at.empty());
+  const OrderedJson doc = OrderedJson::parse(exported);
+  const OrderedJson& items = doc.is_object() ? doc.at("input") : doc;
+  std::size_t seen = 0;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (items[i].value("type", "") != "reasoning") continue;
+    ++seen;
+    const std::string id = items[i].at("id").get<std::string>();
+    REQUIRE(at.count(id) == 1);
+    const OrderedJson& original = file[at[id]];
+    INFO("reasoning item " << id);
+    CHECK(items[i].dump() == original.dump());
+    CHECK(items[i].at("encrypted_content") == original.at("encrypted_content"));
+    REQUIRE(i + 1 < items.size());
+    CHECK(Json::parse(items[i + 1].dump()) == Json::parse(file[at[id] + 1].dump()));
+  }
+  return seen;
+}
+
+}  // namespace
+
+TEST_CASE("issue 9 import and export --format openai-responses give the items back, reasoning byte-exact", "[cli]") {
+  TempDir dir("recap-cli");
+  const std::string db = dir.File("r.db");
+  const Json items = ResponsesItems();
+  std::size_t reasoning = 0;
+  for (const Json& it : items) reasoning += it.value("type", "") == "reasoning" ? 1 : 0;
+  REQUIRE(reasoning > 0);
+
+  Ran r = Run(dir, {"import", "--format", "openai-responses", Data(kResponsesFile), "--session",
+                    "r", "--db", db, "--json"});
+  INFO(r.err);
+  REQUIRE(r.exit == 0);
+  const Json imported = LastJsonLine(r.out);
+  CHECK(imported.at("format") == "openai-responses");
+  CHECK(imported.at("instructions") == true);  // the leading system message
+  // One message an item, except that reasoning goes into the message of the item after it.
+  CHECK(imported.at("messages").get<std::size_t>() == items.size() - reasoning);
+
+  // The instructions as the request's `instructions`, the items as its `input`.
+  r = Run(dir, {"export", "--session", "r", "--db", db, "--format", "openai-responses", "--json"});
+  REQUIRE(r.exit == 0);
+  const Json doc = Json::parse(r.out);
+  REQUIRE(doc.is_object());
+  CHECK(doc.size() == 2);
+  CHECK(doc.at("instructions") == ResponsesInstructions());
+  CheckSameItems(doc.at("input"), items, "export");
+  CHECK(CheckReasoningExact(r.out) == reasoning);
+  // Indented (without --json), the same value.
+  r = Run(dir, {"export", "--session", "r", "--db", db, "--format", "openai-responses"});
+  REQUIRE(r.exit == 0);
+  CHECK(Json::parse(r.out) == doc);
+
+  // --history: each entry's message as its items (a call with its reasoning is two), which
+  // joined are the transcript's items.
+  r = Run(dir, {"export", "--session", "r", "--db", db, "--format", "openai-responses",
+                "--history", "--json"});
+  REQUIRE(r.exit == 0);
+  const Json history = Json::parse(r.out);
+  CHECK(history.at("format") == "openai-responses");
+  CHECK(history.at("instructions") == ResponsesInstructions());
+  Json joined = Json::array();
+  bool several = false;
+  for (const Json& e : history.at("history")) {
+    CHECK(e.at("state") == "active");
+    several = several || e.at("messages").size() > 1;
+    for (const Json& it : e.at("messages")) joined.push_back(it);
+  }
+  CHECK(several);
+  CheckSameItems(joined, items, "history");
+
+  // Exported as items, imported again: the same items once more.
+  r = Run(dir, {"export", "--session", "r", "--db", db, "--format", "openai-responses"});
+  REQUIRE(r.exit == 0);
+  {
+    std::ofstream(dir.File("again.json")) << r.out;
+  }
+  r = Run(dir, {"import", "--format", "openai-responses", dir.File("again.json"), "--session",
+                "again", "--db", db});
+  REQUIRE(r.exit == 0);
+  r = Run(dir, {"export", "--session", "again", "--db", db, "--format", "openai-responses"});
+  REQUIRE(r.exit == 0);
+  CHECK(Json::parse(r.out) == doc);
+}
+
+TEST_CASE("issue 9 a Responses request body imports, and its instructions and items export back", "[cli]") {
+  TempDir dir("recap-cli");
+  const std::string db = dir.File("b.db");
+  const OrderedJson ordered = OrderedResponsesItems();
+  const Json items = ResponsesItems();
+
+  SECTION("instructions and input, with members recap does not keep") {
+    const OrderedJson body = {
+        {"model", "gpt-5"},
+        {"instructions", ResponsesInstructions()},
+        {"input", ordered},
+        {"tools", OrderedJson::array({{{"type", "function"}, {"name", "calculate"}}})},
+        {"store", false}};
+    std::ofstream(dir.File("body.json")) << body.dump(2);
+    Ran r = Run(dir, {"import", "--format", "openai-responses", dir.File("body.json"),
+                      "--session", "b", "--db", db, "--json"});
+    INFO(r.err);
+    REQUIRE(r.exit == 0);
+    CHECK(LastJsonLine(r.out).at("instructions") == true);
+    r = Run(dir, {"export", "--session", "b", "--db", db, "--format", "openai-responses"});
+    REQUIRE(r.exit == 0);
+    const Json doc = Json::parse(r.out);
+    CHECK(doc == Json({{"instructions", ResponsesInstructions()}, {"input", items}}));
+    CHECK(CheckReasoningExact(r.out) > 0);
+  }
+
+  SECTION("with `instructions`, a developer message at the start of input stays an item") {
+    OrderedJson input = OrderedJson::array(
+        {{{"type", "message"},
+          {"role", "developer"},
+          {"content",
+           OrderedJson::array({{{"type", "input_text"}, {"text", "Answer in English."}}})}}});
+    for (const OrderedJson& it : ordered) input.push_back(it);
+    const OrderedJson body = {{"instructions", "Be brief."}, {"input", input}};
+    std::ofstream(dir.File("body.json")) << body.dump();
+    Ran r = Run(dir, {"import", "--format", "openai-responses", dir.File("body.json"),
+                      "--session", "b", "--db", db, "--json"});
+    INFO(r.err);
+    REQUIRE(r.exit == 0);
+    CHECK(LastJsonLine(r.out).at("instructions_chars") == 9);
+    r = Run(dir, {"export", "--session", "b", "--db", db, "--format", "openai-responses"});
+    REQUIRE(r.exit == 0);
+    CHECK(Json::parse(r.out) == Json::parse(body.dump()));
+    CHECK(CheckReasoningExact(r.out) > 0);
+  }
+
+  SECTION("without `instructions`, a leading developer message becomes them") {
+    OrderedJson input = OrderedJson::array({{{"role", "developer"}, {"content", "Be brief."}}});
+    for (const OrderedJson& it : ordered) input.push_back(it);
+    std::ofstream(dir.File("items.json")) << input.dump();
+    Ran r = Run(dir, {"import", "--format", "openai-responses", dir.File("items.json"),
+                      "--session", "b", "--db", db, "--json"});
+    INFO(r.err);
+    REQUIRE(r.exit == 0);
+    CHECK(LastJsonLine(r.out).at("instructions") == true);
+    r = Run(dir, {"export", "--session", "b", "--db", db, "--format", "openai-responses"});
+    REQUIRE(r.exit == 0);
+    CHECK(Json::parse(r.out) == Json({{"instructions", "Be brief."}, {"input", items}}));
+  }
+
+  SECTION("no instructions: an array out, as it came in") {
+    std::ofstream(dir.File("items.json")) << ordered.dump();
+    Ran r = Run(dir, {"import", "--format", "openai-responses", dir.File("items.json"),
+                      "--session", "b", "--db", db, "--json"});
+    REQUIRE(r.exit == 0);
+    CHECK(LastJsonLine(r.out).at("instructions") == false);
+    r = Run(dir, {"export", "--session", "b", "--db", db, "--format", "openai-responses"});
+    REQUIRE(r.exit == 0);
+    CheckSameItems(Json::parse(r.out), items, "export");
+  }
+
+  SECTION("`input` as a string is one user message") {
+    std::ofstream(dir.File("body.json")) << R"({"model": "gpt-5", "input": "Hello there"})";
+    Ran r = Run(dir, {"import", "--format", "openai-responses", dir.File("body.json"),
+                      "--session", "b", "--db", db, "--json"});
+    INFO(r.err);
+    REQUIRE(r.exit == 0);
+    CHECK(LastJsonLine(r.out).at("messages") == 1);
+    r = Run(dir, {"export", "--session", "b", "--db", db, "--format", "openai-responses"});
+    REQUIRE(r.exit == 0);
+    CHECK(Json::parse(r.out) == Json::parse(R"([{"role": "user", "content": "Hello there"}])"));
+  }
+}
+
+TEST_CASE("issue 9 R3.4 R4.5 compact then export as Responses items: every call keeps its output, kept reasoning unchanged", "[cli]") {
+  TempDir dir("recap-cli");
+  const std::string db = dir.File("c.db");
+  const Json items = ResponsesItems();
+  Ran r = Run(dir, {"import", "--format", "openai-responses", Data(kResponsesFile), "--session",
+                    "c", "--db", db});
+  INFO(r.err);
+  REQUIRE(r.exit == 0);
+
+  for (const char* keep_turns : {"2", "1", "0"}) {
+    INFO("--keep-turns " << keep_turns);
+    r = Run(dir, {"compact", "--session", "c", "--db", db, "--provider", "offline",
+                  "--keep-turns", keep_turns, "--json"});
+    REQUIRE(r.exit == 0);
+    r = Run(dir, {"export", "--session", "c", "--db", db, "--format", "openai-responses",
+                  "--json"});
+    REQUIRE(r.exit == 0);
+    const Json doc = Json::parse(r.out);
+    CHECK(doc.at("instructions") == ResponsesInstructions());
+    const Json& input = doc.at("input");
+    CHECK(input.size() < items.size());
+    // In order: every output answers a call before it, and every call is answered.
+    std::multiset<std::string> open;
+    std::set<std::string> calls, outputs;
+    for (const Json& it : input) {
+      const std::string type = it.value("type", "");
+      if (type == "function_call") {
+        open.insert(it.at("call_id").get<std::string>());
+        calls.insert(it.at("call_id").get<std::string>());
+      } else if (type == "function_call_output") {
+        const std::string id = it.at("call_id").get<std::string>();
+        outputs.insert(id);
+        const auto found = open.find(id);
+        CHECK(found != open.end());  // no output without its call
+        if (found != open.end()) open.erase(found);
+      }
+    }
+    CHECK(open.empty());  // no call without its output
+    CHECK(calls == outputs);
+    // The kept items are the fixture's last ones (after the checkpoint), reasoning included.
+    CheckReasoningExact(r.out);
+    const std::size_t kept = input.size() - 1;
+    REQUIRE(kept <= items.size());
+    CheckSameItems(Json(input.begin() + 1, input.end()), Json(items.end() - kept, items.end()),
+                   "kept");
+    // The history still has every item, the compacted ones marked.
+    r = Run(dir, {"export", "--session", "c", "--db", db, "--format", "openai-responses",
+                  "--history", "--json"});
+    REQUIRE(r.exit == 0);
+    std::size_t compacted = 0;
+    const Json history = Json::parse(r.out);
+    for (const Json& e : history.at("history")) {
+      compacted += e.at("state") == "compacted" ? 1 : 0;
+    }
+    CHECK(compacted > 0);
+  }
+}
+
+TEST_CASE("issue 9 a Responses file under another --format is told to use openai-responses, and the reverse", "[cli]") {
+  TempDir dir("recap-cli");
+  const std::string db = dir.File("s.db");
+  Ran r = Run(dir, {"import", "--format", "openai-responses", Data(kResponsesFile), "--session",
+                    "s", "--db", db});
+  REQUIRE(r.exit == 0);
+  const std::string snapshot = Slurp(db);
+
+  std::ofstream(dir.File("body.json"))
+      << Json({{"model", "gpt-5"}, {"input", ResponsesItems()}}).dump();
+  std::ofstream(dir.File("bad-instructions.json"))
+      << R"({"instructions": ["Be brief."], "input": []})";
+  std::ofstream(dir.File("bad-input.json")) << R"({"input": {"role": "user", "content": "hi"}})";
+  std::ofstream(dir.File("chat-tool.json")) << R"([
+      {"role": "user", "content": "hi"},
+      {"role": "tool", "tool_call_id": "c", "content": "x"}])";
+
+  struct Case {
+    const char* what;
+    std::vector<std::string> args;
+    int exit;
+    const char* says;
+  };
+  const std::string items = Data(kResponsesFile);
+  const std::vector<Case> cases = {
+      {"items as openai-chat", {"import", "--format", "openai-chat", items, "--session", "x"}, 1, "--format openai-responses"},
+      {"items as anthropic", {"import", "--format", "anthropic", items, "--session", "x"}, 1, "--format openai-responses"},
+      {"items as recap", {"import", "--format", "recap", items, "--session", "x"}, 1, "--format openai-responses"},
+      {"request body as openai-chat", {"import", "--format", "openai-chat", dir.File("body.json"), "--session", "x"}, 1, "--format openai-responses"},
+      {"request body as anthropic", {"import", "--format", "anthropic", dir.File("body.json"), "--session", "x"}, 1, "--format openai-responses"},
+      {"tau-bench as openai-responses", {"import", "--format", "openai-responses", Data("tau-bench_gpt-4o-airline.json"), "--session", "x"}, 1, "--format openai-chat"},
+      {"chat with a tool message as openai-responses", {"import", "--format", "openai-responses", dir.File("chat-tool.json"), "--session", "x"}, 1, "input[1].role"},
+      {"swe-agent as openai-responses", {"import", "--format", "openai-responses", Data("marshmallow-1867_function_calling.traj"), "--session", "x"}, 1, "--format swe-agent"},
+      {"instructions not a string", {"import", "--format", "openai-responses", dir.File("bad-instructions.json"), "--session", "x"}, 1, "`instructions` must be a string"},
+      {"input not an array", {"import", "--format", "openai-responses", dir.File("bad-input.json"), "--session", "x"}, 1, "`input` must be an array"},
+      {"--run with openai-responses", {"import", "--format", "openai-responses", items, "--run", "1", "--session", "x"}, 2, "--run is for"},
+      {"unknown import format lists it", {"import", "--format", "responses", items, "--session", "x"}, 2, "openai-responses"},
+      {"unknown export format lists it", {"export", "--format", "responses", "--session", "s"}, 2, "openai-responses"},
+  };
+  for (const Case& c : cases) {
+    DYNAMIC_SECTION(c.what) {
+      std::vector<std::string> args = c.args;
+      args.push_back("--db");
+      args.push_back(db);
+      r = Run(dir, args);
+      INFO(r.err);
+      CHECK(r.exit == c.exit);
+      CHECK(r.err.find(c.says) != std::string::npos);
+      CHECK(Slurp(db) == snapshot);
+      args.push_back("--json");
+      r = Run(dir, args);
+      CHECK(r.exit == c.exit);
+      CHECK(LastJsonLine(r.out).contains("error"));
+      CHECK(Slurp(db) == snapshot);
+    }
+  }
+
+  SECTION("a session with Anthropic thinking cannot be written as items, and says what to use") {
+    std::ofstream(dir.File("thinking.json")) << R"([
+      {"role": "user", "content": "hi"},
+      {"role": "assistant", "content": [{"type": "thinking", "thinking": "hm", "signature": "c2ln"},
+                                        {"type": "text", "text": "hello"}]}])";
+    r = Run(dir, {"import", "--format", "anthropic", dir.File("thinking.json"), "--session", "t",
+                  "--db", db});
+    REQUIRE(r.exit == 0);
+    r = Run(dir, {"export", "--format", "openai-responses", "--session", "t", "--db", db});
+    INFO(r.err);
+    CHECK(r.exit == 1);
+    CHECK(r.err.find("thinking") != std::string::npos);
+    CHECK(r.err.find("--format recap") != std::string::npos);
+  }
+}
+
+TEST_CASE("issue 9 compact --provider openai-responses without --base-url or --model is a usage error naming what is missing", "[cli]") {
+  TempDir dir("recap-cli");
+  const std::string db = dir.File("p.db");
+  Ran r = Run(dir, {"import", "--format", "openai-responses", Data(kResponsesFile), "--session",
+                    "p", "--db", db});
+  REQUIRE(r.exit == 0);
+  const std::string snapshot = Slurp(db);
+  r = Run(dir, {"compact", "--help"});
+  REQUIRE(r.exit == 0);
+  CHECK(r.out.find("openai-responses") != std::string::npos);
+  const bool http = r.out.find("--base-url") != std::string::npos;
+
+  struct Case {
+    std::vector<std::string> options;
+    std::vector<std::string> says;
+    std::vector<std::string> not_says;
+  };
+  const std::vector<Case> cases = {
+      {{"--model", "gpt-5"}, {"--provider openai-responses needs --base-url URL"}, {"--model M"}},
+      {{"--base-url", "https://api.openai.com/v1"}, {"--provider openai-responses needs --model M"}, {"--base-url URL"}},
+      {{}, {"--base-url URL", "--model M"}, {}},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> args = {"compact", "--session", "p", "--db", db, "--provider",
+                                     "openai-responses"};
+    args.insert(args.end(), c.options.begin(), c.options.end());
+    r = Run(dir, args);
+    INFO(r.err);
+    CHECK(r.exit == 2);
+    if (http) {
+      for (const std::string& s : c.says) CHECK(r.err.find(s) != std::string::npos);
+      for (const std::string& s : c.not_says) CHECK(r.err.find(s) == std::string::npos);
+    } else {
+      CHECK(r.err.find("HTTP component") != std::string::npos);
+    }
+    args.push_back("--json");
+    r = Run(dir, args);
+    CHECK(r.exit == 2);
+    CHECK(LastJsonLine(r.out).at("error").at("kind") == "usage");
+    CHECK(Slurp(db) == snapshot);
+  }
+  // The offline summarizer's refusal of the HTTP options names it too.
+  r = Run(dir, {"compact", "--session", "p", "--db", db, "--model", "gpt-5"});
+  CHECK(r.exit == 2);
+  CHECK(r.err.find("openai-responses") != std::string::npos);
+  CHECK(Slurp(db) == snapshot);
 }

@@ -1,7 +1,8 @@
 // Fuzz target for the importers of `recap import` (src/cli/import.cc): the input's first byte
 // picks the format (openai-chat with or without --run, anthropic, claude-code, swe-agent,
-// openhands, recap) and the rest is the file. Any file must end in a conversation or a message
-// saying what is wrong; a conversation must pass the core's invariants (fuzz_common.h).
+// openhands, recap, openai-responses) and the rest is the file. Any file must end in a
+// conversation or a message saying what is wrong; a conversation must pass the core's
+// invariants (fuzz_common.h).
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -17,7 +18,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   };
   static const Choice kChoices[] = {
       {"openai-chat", ""}, {"openai-chat", "0"}, {"anthropic", ""}, {"claude-code", ""},
-      {"swe-agent", ""},   {"openhands", "0"},   {"recap", ""},     {"openhands", "1"}};
+      {"swe-agent", ""},   {"openhands", "0"},   {"recap", ""},     {"openhands", "1"},
+      // Added last, so that the seeds' first bytes (0..7) still pick what they picked.
+      {"openai-responses", ""}};
   const Choice& choice = kChoices[data[0] % (sizeof kChoices / sizeof kChoices[0])];
   const std::string text(reinterpret_cast<const char*>(data) + 1, size - 1);
   recap::Result<recap::Conversation> conversation =
