@@ -25,7 +25,7 @@
 #include <utility>
 #include <vector>
 
-#include "message_codec.h"
+#include "body_codec.h"
 #include "recap/measure.h"
 #include "recap/transcript.h"
 #include "schema.h"
@@ -34,8 +34,8 @@ namespace recap {
 inline namespace v0 {
 namespace {
 
-using sqlite_internal::DecodeBody;
-using sqlite_internal::EncodeBody;
+using internal::DecodeBody;
+using internal::EncodeBody;
 using sqlite_internal::kMigrations;
 using sqlite_internal::kSchemaVersion;
 

@@ -1,8 +1,10 @@
-// The binary form of a Message in the SQLite store's `bodies` table. Private to recap::sqlite.
+// The binary form of a Message that recap's database stores keep (the SQLite store's `bodies`
+// table, the PostgreSQL store's `body` column). Private to recap: exported from recap::core
+// only so that the store components can share it; no installed header declares it.
 //
 // Compact and fast to read back: loading a session decodes every body, so this is a
 // length-prefixed layout that decodes at close to the speed of copying its bytes, not JSON.
-// docs/sqlite-store.md describes it byte by byte.
+// docs/sqlite-store.md describes it byte by byte; both stores write the same bytes.
 //
 //   body     = format(1 byte, = 1) id role(1) summary(1) form(1) extra nparts part*
 //   part     = tag(1) fields          tag 0 Text:       text extra
@@ -13,25 +15,28 @@
 //   item     = tag(1) fields          tag 0 Text, tag 3 Opaque, as above
 //   string   = length(varint) bytes   (UTF-8)
 //   n*       = varint                  (unsigned LEB128)
-#ifndef RECAP_SQLITE_MESSAGE_CODEC_H_
-#define RECAP_SQLITE_MESSAGE_CODEC_H_
+#ifndef RECAP_SRC_CORE_BODY_CODEC_H_
+#define RECAP_SRC_CORE_BODY_CODEC_H_
 
 #include <string>
 #include <string_view>
 
+#include "recap/export.h"
 #include "recap/message.h"
 #include "recap/status.h"
 
 namespace recap {
-namespace sqlite_internal {
+inline namespace v0 {
+namespace internal {
 
 // Appends the encoding of `m` to `out`.
-void EncodeBody(const Message& m, std::string& out);
+RECAP_EXPORT void EncodeBody(const Message& m, std::string& out);
 
 // Decodes one body. A truncated or malformed body is StatusCode::kCorruption.
-Result<Message> DecodeBody(std::string_view body);
+RECAP_EXPORT Result<Message> DecodeBody(std::string_view body);
 
-}  // namespace sqlite_internal
+}  // namespace internal
+}  // namespace v0
 }  // namespace recap
 
-#endif  // RECAP_SQLITE_MESSAGE_CODEC_H_
+#endif  // RECAP_SRC_CORE_BODY_CODEC_H_

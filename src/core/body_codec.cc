@@ -1,10 +1,11 @@
-#include "message_codec.h"
+#include "body_codec.h"
 
 #include <cstdint>
 #include <utility>
 
 namespace recap {
-namespace sqlite_internal {
+inline namespace v0 {
+namespace internal {
 namespace {
 
 constexpr unsigned char kFormat = 1;
@@ -235,5 +236,6 @@ Result<Message> DecodeBody(std::string_view body) {
   return m;
 }
 
-}  // namespace sqlite_internal
+}  // namespace internal
+}  // namespace v0
 }  // namespace recap

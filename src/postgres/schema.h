@@ -1,0 +1,93 @@
+// The PostgreSQL store's tables (docs/postgres.md). Private to recap::postgres.
+//
+// Versioned by the one row of `recap_schema`. kMigrations[i] moves a schema from version i to
+// version i + 1; opening a store runs the ones it lacks in one transaction, under an advisory
+// lock. "{S}" stands for the quoted schema name.
+#ifndef RECAP_SRC_POSTGRES_SCHEMA_H_
+#define RECAP_SRC_POSTGRES_SCHEMA_H_
+
+namespace recap {
+namespace postgres_internal {
+
+// The tables recap creates in its schema. One of these names in a schema without
+// `recap_schema` means the schema is somebody else's: recap refuses it and changes nothing.
+inline constexpr const char* kTables[] = {"recap_schema", "sessions", "messages", "commits",
+                                          "memories"};
+
+// Version 1.
+//
+// recap_schema  one row: the schema's version and the recap that last migrated it.
+// sessions      one row per session: its name, version (moves by one on every write),
+//               rewrite_version (the last version that did more than append), and how many
+//               compactions / reductions / recoveries it has had, and the next free position
+//               (kept here, not computed, so that a writer that waited for the row's lock
+//               reads it as the previous writer left it). Writers lock this row.
+// messages      one row per stored message, in store order (seq). `position` orders the
+//               active transcript and is NULL once a message is retired; `replaced_by` then
+//               says what retired it ("compaction:3", "reduction:1"). `stored_version` is the
+//               session version that stored it (what LoadChanges reads). `body` is the message
+//               in recap's binary form (src/core/body_codec.h), the same bytes the SQLite
+//               store writes; role, summary and chars are there for people reading the table.
+// commits       every compaction, reduction and recovery: what it did, when, at which version.
+// memories      the memory plugin's memories by scope (unique by the text's md5, so that long
+//               texts fit the index).
+inline constexpr const char* kMigrations[] = {
+    R"sql(
+CREATE TABLE {S}.sessions (
+  session_id      bigserial   PRIMARY KEY,
+  name            text        NOT NULL UNIQUE,
+  version         bigint      NOT NULL DEFAULT 0,
+  rewrite_version bigint      NOT NULL DEFAULT 0,
+  compactions     bigint      NOT NULL DEFAULT 0,
+  reductions      bigint      NOT NULL DEFAULT 0,
+  recoveries      bigint      NOT NULL DEFAULT 0,
+  next_position   bigint      NOT NULL DEFAULT 0,
+  created_at      timestamptz NOT NULL DEFAULT now()
+);
+CREATE TABLE {S}.messages (
+  seq            bigserial   PRIMARY KEY,
+  session_id     bigint      NOT NULL REFERENCES {S}.sessions (session_id),
+  message_id     text        NOT NULL,
+  position       bigint,
+  stored_version bigint      NOT NULL,
+  replaced_by    text,
+  role           text        NOT NULL,
+  summary        boolean     NOT NULL,
+  chars          bigint      NOT NULL,
+  stored_at      timestamptz NOT NULL DEFAULT now(),
+  body           bytea       NOT NULL
+);
+CREATE UNIQUE INDEX messages_active_position ON {S}.messages (session_id, position)
+  WHERE position IS NOT NULL;
+CREATE UNIQUE INDEX messages_active_id ON {S}.messages (session_id, message_id)
+  WHERE position IS NOT NULL;
+CREATE INDEX messages_active_stored ON {S}.messages (session_id, stored_version)
+  WHERE position IS NOT NULL;
+CREATE INDEX messages_history ON {S}.messages (session_id, seq);
+CREATE TABLE {S}.commits (
+  commit_id  bigserial   PRIMARY KEY,
+  session_id bigint      NOT NULL REFERENCES {S}.sessions (session_id),
+  version    bigint      NOT NULL,
+  kind       text        NOT NULL,
+  number     bigint      NOT NULL,
+  reason     text,
+  retired    bigint      NOT NULL,
+  added      bigint      NOT NULL,
+  at         timestamptz NOT NULL DEFAULT now()
+);
+CREATE TABLE {S}.memories (
+  memory_id bigserial   PRIMARY KEY,
+  scope     text        NOT NULL,
+  text      text        NOT NULL,
+  added_at  timestamptz NOT NULL DEFAULT now()
+);
+CREATE UNIQUE INDEX memories_scope_text ON {S}.memories (scope, md5(text));
+)sql",
+};
+
+inline constexpr int kSchemaVersion = static_cast<int>(sizeof(kMigrations) / sizeof(kMigrations[0]));
+
+}  // namespace postgres_internal
+}  // namespace recap
+
+#endif  // RECAP_SRC_POSTGRES_SCHEMA_H_
