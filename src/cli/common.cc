@@ -11,6 +11,9 @@
 #include "cli.h"
 #include "progress.h"
 #include "recap/sqlite/sqlite_store.h"
+#if RECAP_CLI_HAVE_POSTGRES
+#include "recap/postgres/postgres_store.h"
+#endif
 #if RECAP_CLI_HAVE_HTTP
 #include "recap/http/http_provider.h"
 #endif
@@ -166,11 +169,152 @@ std::string Preview(const recap::Message& m, std::size_t width) {
   return text;
 }
 
+bool IsPostgresUrl(const std::string& db) {
+  return db.compare(0, 13, "postgresql://") == 0 || db.compare(0, 11, "postgres://") == 0;
+}
+
+namespace {
+
+bool IsSecretKey(const std::string& key) {
+  std::string lower;
+  for (char c : key) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return lower.find("password") != std::string::npos;  // password, sslpassword
+}
+
+// %XX sequences decoded (a password in a URL may be percent-encoded).
+std::string PercentDecoded(const std::string& s) {
+  std::string out;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '%' && i + 2 < s.size() && std::isxdigit(static_cast<unsigned char>(s[i + 1])) &&
+        std::isxdigit(static_cast<unsigned char>(s[i + 2]))) {
+      out += static_cast<char>(std::stoi(s.substr(i + 1, 2), nullptr, 16));
+      i += 2;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+// The passwords a URL holds, as written (the user info's, and each password= parameter's).
+std::vector<std::string> UrlPasswords(const std::string& url) {
+  std::vector<std::string> out;
+  const std::string shown = ShownDb(url);
+  // Walk both strings: where ShownDb put *** the original holds a password.
+  std::size_t i = 0, j = 0;
+  while (i < url.size() && j < shown.size()) {
+    if (url[i] == shown[j]) {
+      ++i, ++j;
+      continue;
+    }
+    // shown[j..j+3) is "***"; the password runs in url until the text after it resumes.
+    const std::size_t after = j + 3;
+    std::size_t end = url.size();
+    if (after < shown.size()) {
+      const std::string rest = shown.substr(after);
+      // The rest of the shown URL equals the rest of the original minus later passwords;
+      // match the next separator character.
+      end = url.find(rest[0], i);
+      if (rest[0] == '@') end = url.rfind('@', url.find_first_of("?#", i));
+      if (end == std::string::npos) end = url.size();
+    }
+    out.push_back(url.substr(i, end - i));
+    i = end;
+    j = after;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string ShownDb(const std::string& db) {
+  if (!IsPostgresUrl(db)) return db;
+  std::string url = db;
+  const std::size_t authority = url.find("://") + 3;
+  // The user info ends at the last '@' before the query; its password after the first ':'.
+  // (Taking the last '@' also hides a password that holds an unencoded '@' or '/'.)
+  const std::size_t query = url.find_first_of("?#", authority);
+  const std::size_t at = url.rfind('@', query == std::string::npos ? std::string::npos : query);
+  if (at != std::string::npos && at >= authority) {
+    const std::size_t colon = url.find(':', authority);
+    if (colon != std::string::npos && colon < at) {
+      url.replace(colon + 1, at - colon - 1, "***");
+    }
+  }
+  // password=... (and sslpassword=...) among the query parameters.
+  std::size_t q = url.find('?', authority);
+  while (q != std::string::npos && q < url.size()) {
+    const std::size_t start = q + 1;
+    const std::size_t end = std::min(url.find('&', start), url.find('#', start));
+    const std::size_t stop = end == std::string::npos ? url.size() : end;
+    const std::size_t eq = url.find('=', start);
+    std::size_t next = stop;
+    if (eq != std::string::npos && eq < stop && IsSecretKey(url.substr(start, eq - start)) &&
+        stop > eq + 1) {
+      url.replace(eq + 1, stop - eq - 1, "***");
+      next = eq + 4;
+    }
+    if (next >= url.size() || url[next] == '#') break;
+    q = next;
+  }
+  return url;
+}
+
+bool CheckDb(const std::string& db, std::string* error) {
+#if RECAP_CLI_HAVE_POSTGRES
+  (void)db;
+  (void)error;
+  return true;
+#else
+  if (!IsPostgresUrl(db)) return true;
+  *error = "--db " + ShownDb(db) +
+           " is a PostgreSQL URL, but this build of recap has no PostgreSQL component. Build "
+           "recap with it (-DRECAP_BUILD_POSTGRES=ON; needs libpq: Debian's libpq-dev), or "
+           "pass the path of a SQLite database file";
+  return false;
+#endif
+}
+
 recap::Result<std::shared_ptr<recap::SessionStore>> OpenStore(const std::string& path,
                                                                bool create) {
   if (path.empty()) {
-    return recap::Status::InvalidArgument("--db is empty; pass the path of the database file");
+    return recap::Status::InvalidArgument(
+        "--db is empty; pass the path of the database file or a postgresql:// URL");
   }
+  if (IsPostgresUrl(path)) {
+    std::string error;
+    if (!CheckDb(path, &error)) return recap::Status::InvalidArgument(error);
+#if RECAP_CLI_HAVE_POSTGRES
+    // A database without recap's schema gets it (and is then empty), whatever `create` says:
+    // there is no file to look for, and a missing session says so by itself.
+    recap::PostgresStoreOptions options;
+    options.connection = path;
+    options.schema = "recap";
+    options.application_name = "recap-cli";
+    recap::Result<std::shared_ptr<recap::SessionStore>> store =
+        recap::OpenPostgresSessionStore(options);
+    if (store.ok()) return store;
+    // The store never writes the password; the CLI makes sure of it anyway.
+    std::string message = store.status().message();
+    for (const std::string& secret : UrlPasswords(path)) {
+      for (const std::string& s : {secret, PercentDecoded(secret)}) {
+        if (s.size() < 3) continue;  // too short to tell from the rest of the text
+        for (std::size_t p = message.find(s); p != std::string::npos; p = message.find(s, p + 3)) {
+          message.replace(p, s.size(), "***");
+        }
+      }
+    }
+    if (store.status().code() == recap::StatusCode::kFailedPrecondition &&
+        message.find("password") != std::string::npos) {
+      message += ". With the recap command, give the password in the URL "
+                 "(postgresql://USER:PASSWORD@HOST/DBNAME), in the PGPASSWORD environment "
+                 "variable or in ~/.pgpass";
+    }
+    return recap::Status(store.status().code(),
+                         "cannot open the PostgreSQL database " + ShownDb(path) + ": " + message);
+#endif
+  }
+  (void)create;
   struct stat st {};
   if (!create && ::stat(path.c_str(), &st) != 0) {
     return recap::Status::NotFound(
@@ -190,9 +334,11 @@ recap::Result<recap::SessionState> LoadExisting(recap::SessionStore& store, cons
   recap::Result<recap::SessionState> state = store.Load(session);
   if (!state.ok()) return state.status();
   if (state->version == 0) {
-    return recap::Status::NotFound("the database '" + db + "' has no session '" + session +
-                                   "'. `recap sessions list --db " + db +
-                                   "` lists the sessions it holds");
+    const std::string shown = ShownDb(db);
+    return recap::Status::NotFound(
+        std::string(IsPostgresUrl(db) ? "the PostgreSQL database " : "the database ") + "'" +
+        shown + "' has no session '" + session + "'. `recap sessions list --db " +
+        QuotedForShell(shown) + "` lists the sessions it holds");
   }
   return state;
 }
