@@ -711,6 +711,12 @@ PostgresTestServer& PostgresTestServer::Shared() {
   std::call_once(once, [] {
     try {
       const char* state_dir = std::getenv(kStateEnv);
+      const bool from_environment = state_dir != nullptr && *state_dir != '\0';
+#ifdef RECAP_TEST_PG_DEFAULT_STATE
+      // The build tree's fixture server, when ctest did not say (a test registered without
+      // the variable, or a binary run by hand while the fixture's server is up).
+      if (!from_environment) state_dir = RECAP_TEST_PG_DEFAULT_STATE;
+#endif
       if (state_dir != nullptr && *state_dir != '\0') {
         const std::string file = StateFile(state_dir);
         const nlohmann::json state = nlohmann::json::parse(ReadFile(file), nullptr, false);
@@ -723,9 +729,11 @@ PostgresTestServer& PostgresTestServer::Shared() {
             return;
           }
         }
-        std::cerr << "PostgresTestServer: " << kStateEnv << "=" << state_dir
-                  << " names no running server (" << file << "); starting a private one"
-                  << std::endl;
+        if (from_environment) {
+          std::cerr << "PostgresTestServer: " << kStateEnv << "=" << state_dir
+                    << " names no running server (" << file << "); starting a private one"
+                    << std::endl;
+        }
       }
       server = std::make_unique<PostgresTestServer>();
     } catch (const std::exception& e) {

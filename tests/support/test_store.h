@@ -5,7 +5,9 @@
 // store on a new file in a fresh temporary directory, removed when the last reference to the
 // store goes. That needs the test executable built with RECAP_TEST_HAVE_SQLITE (linking
 // recap::sqlite); without it RECAP_TEST_STORE=sqlite aborts with a message instead of silently
-// testing the in-memory store again.
+// testing the in-memory store again. RECAP_TEST_STORE=postgres (label `postgres`) gives a
+// PostgreSQL store in a schema of its own on the test server (support/pg_server.h), with
+// RECAP_TEST_HAVE_POSTGRES.
 #ifndef RECAP_TESTS_SUPPORT_TEST_STORE_H_
 #define RECAP_TESTS_SUPPORT_TEST_STORE_H_
 
@@ -16,7 +18,7 @@
 
 namespace recap::testing {
 
-// "memory" or "sqlite", from RECAP_TEST_STORE (unset or empty: "memory").
+// "memory", "sqlite" or "postgres", from RECAP_TEST_STORE (unset or empty: "memory").
 std::string TestStoreKind();
 
 // A fresh, empty store of that kind.
