@@ -81,12 +81,31 @@ std::string Preview(const recap::Message& m, std::size_t width);
 
 // --- the database ------------------------------------------------------------------------------
 
-// Opens the SQLite database. With create == false a missing file is an error that says to
-// import first. Messages name the file and what to do.
+// --db names either a SQLite database file or, as a postgresql:// or postgres:// URL, a
+// PostgreSQL database (recap's tables in its schema `recap`; docs/cli.md, "A shared PostgreSQL
+// store").
+bool IsPostgresUrl(const std::string& db);
+
+// The --db value as messages and output show it: a URL's password (in its user info, or a
+// password= parameter) replaced by ***. A file path is returned as it is.
+std::string ShownDb(const std::string& db);
+
+// `word` as one shell word, single-quoted when it holds anything but plain characters (for
+// the commands that messages suggest).
+std::string QuotedForShell(const std::string& word);
+
+// Whether this build can open `db`: false (and `error`, a usage error) for a PostgreSQL URL
+// when recap was built without its PostgreSQL component.
+bool CheckDb(const std::string& db, std::string* error);
+
+// Opens the database --db names. A SQLite file: with create == false a missing file is an
+// error that says to import first. A PostgreSQL URL: the store creates its schema in a
+// database that has none yet, whatever `create` says. Messages name the database (never its
+// password) and what to do.
 recap::Result<std::shared_ptr<recap::SessionStore>> OpenStore(const std::string& path,
                                                                bool create);
 
-// Loads a session that must exist (version > 0).
+// Loads a session that must exist (version > 0); `db` is the --db value, as given.
 recap::Result<recap::SessionState> LoadExisting(recap::SessionStore& store, const std::string& db,
                                                 const std::string& session);
 

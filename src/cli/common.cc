@@ -1,4 +1,5 @@
 // recap CLI — option parsing, reporting, the database and the configuration.
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -182,7 +183,7 @@ bool IsSecretKey(const std::string& key) {
 }
 
 // %XX sequences decoded (a password in a URL may be percent-encoded).
-std::string PercentDecoded(const std::string& s) {
+[[maybe_unused]] std::string PercentDecoded(const std::string& s) {
   std::string out;
   for (std::size_t i = 0; i < s.size(); ++i) {
     if (s[i] == '%' && i + 2 < s.size() && std::isxdigit(static_cast<unsigned char>(s[i + 1])) &&
@@ -196,68 +197,62 @@ std::string PercentDecoded(const std::string& s) {
   return out;
 }
 
-// The passwords a URL holds, as written (the user info's, and each password= parameter's).
-std::vector<std::string> UrlPasswords(const std::string& url) {
-  std::vector<std::string> out;
-  const std::string shown = ShownDb(url);
-  // Walk both strings: where ShownDb put *** the original holds a password.
-  std::size_t i = 0, j = 0;
-  while (i < url.size() && j < shown.size()) {
-    if (url[i] == shown[j]) {
-      ++i, ++j;
-      continue;
-    }
-    // shown[j..j+3) is "***"; the password runs in url until the text after it resumes.
-    const std::size_t after = j + 3;
-    std::size_t end = url.size();
-    if (after < shown.size()) {
-      const std::string rest = shown.substr(after);
-      // The rest of the shown URL equals the rest of the original minus later passwords;
-      // match the next separator character.
-      end = url.find(rest[0], i);
-      if (rest[0] == '@') end = url.rfind('@', url.find_first_of("?#", i));
-      if (end == std::string::npos) end = url.size();
-    }
-    out.push_back(url.substr(i, end - i));
-    i = end;
-    j = after;
+// The --db value with each password in it replaced by ***; `secrets` (when given) receives the
+// passwords as written.
+std::string Redacted(const std::string& db, std::vector<std::string>* secrets) {
+  if (!IsPostgresUrl(db)) return db;
+  std::string url = db;
+  auto hide = [&](std::size_t from, std::size_t count) {
+    if (secrets) secrets->push_back(url.substr(from, count));
+    url.replace(from, count, "***");
+  };
+  const std::size_t authority = url.find("://") + 3;
+  // The user info ends at an '@', its password after the first ':'. libpq takes the first
+  // '@' before any '/'; the last '@' before the query also covers a password that holds an
+  // unencoded '@' or '/'. Whichever reaches further is hidden.
+  const std::size_t query = url.find_first_of("?#", authority);
+  std::size_t at = url.rfind('@', query == std::string::npos ? std::string::npos : query);
+  if (at != std::string::npos && at < authority) at = std::string::npos;
+  const std::size_t libpq_at = url.find_first_of("@/", authority);
+  if (libpq_at != std::string::npos && url[libpq_at] == '@' &&
+      (at == std::string::npos || libpq_at > at)) {
+    at = libpq_at;
   }
-  return out;
+  if (at != std::string::npos) {
+    const std::size_t colon = url.find(':', authority);
+    if (colon != std::string::npos && colon < at) hide(colon + 1, at - colon - 1);
+  }
+  // password=... (and sslpassword=...) among the query parameters.
+  const std::size_t q = url.find('?', authority);
+  if (q == std::string::npos) return url;
+  std::size_t start = q + 1;
+  while (start < url.size()) {
+    std::size_t stop = url.find_first_of("&#", start);
+    if (stop == std::string::npos) stop = url.size();
+    const std::size_t eq = url.find('=', start);
+    if (eq != std::string::npos && eq < stop && stop > eq + 1 &&
+        IsSecretKey(url.substr(start, eq - start))) {
+      hide(eq + 1, stop - eq - 1);
+      stop = eq + 4;
+    }
+    if (stop >= url.size() || url[stop] == '#') break;
+    start = stop + 1;
+  }
+  return url;
 }
 
 }  // namespace
 
-std::string ShownDb(const std::string& db) {
-  if (!IsPostgresUrl(db)) return db;
-  std::string url = db;
-  const std::size_t authority = url.find("://") + 3;
-  // The user info ends at the last '@' before the query; its password after the first ':'.
-  // (Taking the last '@' also hides a password that holds an unencoded '@' or '/'.)
-  const std::size_t query = url.find_first_of("?#", authority);
-  const std::size_t at = url.rfind('@', query == std::string::npos ? std::string::npos : query);
-  if (at != std::string::npos && at >= authority) {
-    const std::size_t colon = url.find(':', authority);
-    if (colon != std::string::npos && colon < at) {
-      url.replace(colon + 1, at - colon - 1, "***");
-    }
-  }
-  // password=... (and sslpassword=...) among the query parameters.
-  std::size_t q = url.find('?', authority);
-  while (q != std::string::npos && q < url.size()) {
-    const std::size_t start = q + 1;
-    const std::size_t end = std::min(url.find('&', start), url.find('#', start));
-    const std::size_t stop = end == std::string::npos ? url.size() : end;
-    const std::size_t eq = url.find('=', start);
-    std::size_t next = stop;
-    if (eq != std::string::npos && eq < stop && IsSecretKey(url.substr(start, eq - start)) &&
-        stop > eq + 1) {
-      url.replace(eq + 1, stop - eq - 1, "***");
-      next = eq + 4;
-    }
-    if (next >= url.size() || url[next] == '#') break;
-    q = next;
-  }
-  return url;
+std::string ShownDb(const std::string& db) { return Redacted(db, nullptr); }
+
+std::string QuotedForShell(const std::string& word) {
+  const bool plain = !word.empty() && word.find_first_not_of(
+                                          "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                          "0123456789_./:@%+=,-") == std::string::npos;
+  if (plain) return word;
+  std::string q = "'";
+  for (char c : word) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
 }
 
 bool CheckDb(const std::string& db, std::string* error) {
@@ -296,7 +291,9 @@ recap::Result<std::shared_ptr<recap::SessionStore>> OpenStore(const std::string&
     if (store.ok()) return store;
     // The store never writes the password; the CLI makes sure of it anyway.
     std::string message = store.status().message();
-    for (const std::string& secret : UrlPasswords(path)) {
+    std::vector<std::string> secrets;
+    Redacted(path, &secrets);
+    for (const std::string& secret : secrets) {
       for (const std::string& s : {secret, PercentDecoded(secret)}) {
         if (s.size() < 3) continue;  // too short to tell from the rest of the text
         for (std::size_t p = message.find(s); p != std::string::npos; p = message.find(s, p + 3)) {
@@ -311,10 +308,9 @@ recap::Result<std::shared_ptr<recap::SessionStore>> OpenStore(const std::string&
                  "variable or in ~/.pgpass";
     }
     return recap::Status(store.status().code(),
-                         "cannot open the PostgreSQL database " + ShownDb(path) + ": " + message);
+                         "cannot open the PostgreSQL database '" + ShownDb(path) + "': " + message);
 #endif
   }
-  (void)create;
   struct stat st {};
   if (!create && ::stat(path.c_str(), &st) != 0) {
     return recap::Status::NotFound(

@@ -33,7 +33,8 @@ std::string Help() {
              "\n"
              "options:\n"
              "  --session ID              the session (required)\n"
-             "  --db DB                   the database file (default ./recap.db)\n"
+             "  --db DB                   the database file (default ./recap.db) or a\n"
+             "                            postgresql:// URL\n"
              "  --focus TEXT              what the summary should pay attention to (manual\n"
              "                            compaction only)\n"
              "  --auto                    run `prepare` instead of a manual compaction\n") +
@@ -95,6 +96,7 @@ int RunCompact(const std::vector<std::string>& words) {
 
   const std::string session = args.Get("session");
   const std::string db = args.Get("db", kDefaultDb);
+  if (!CheckDb(db, &error)) return UsageError(args, error);
   recap::Result<std::shared_ptr<recap::SessionStore>> store = OpenStore(db, false);
   if (!store.ok()) return Failure(args, store.status());
   recap::Result<recap::SessionState> before = LoadExisting(**store, db, session);
@@ -153,7 +155,8 @@ int RunCompact(const std::vector<std::string>& words) {
                                  "' has tool calls without a result, so it cannot be compacted "
                                  "(recap never separates a call from its result). Record them "
                                  "as not repeated with `recap sessions recover " + session +
-                                 " --acknowledge --db " + db + "`, then compact again. Nothing "
+                                 " --acknowledge --db " + QuotedForShell(ShownDb(db)) +
+                                 "`, then compact again. Nothing "
                                  "was changed");
       }
     } else {
@@ -188,7 +191,7 @@ int RunCompact(const std::vector<std::string>& words) {
   }
 
   std::printf("%s of session '%s' in %s\n", automatic ? "prepare" : "compaction", session.c_str(),
-              db.c_str());
+              ShownDb(db).c_str());
   if (!compacted && !automatic) {
     std::printf("  nothing compacted: %s\n", skipped.c_str());
     if (skipped == "nothing_to_summarize") {

@@ -33,7 +33,7 @@ const char* const kHelp =
     "                    (active|compacted), \"replaced_by\", \"summary\", \"messages\": [...]}]},\n"
     "                    each entry's message encoded in the format (one message may become\n"
     "                    several OpenAI `tool` messages or Responses items, hence a list)\n"
-    "  --db DB           the database file (default ./recap.db)\n"
+    "  --db DB           the database file (default ./recap.db) or a postgresql:// URL\n"
     "  --json            write the JSON on one line (default: indented)\n"
     "  --help            this text\n";
 
@@ -118,6 +118,7 @@ int RunExport(const std::vector<std::string>& words) {
   if (!args.Has("session")) return UsageError(args, "--session ID is required");
   const std::string session = args.Get("session");
   const std::string db = args.Get("db", kDefaultDb);
+  if (!CheckDb(db, &error)) return UsageError(args, error);
 
   recap::Result<std::shared_ptr<recap::SessionStore>> store = OpenStore(db, /*create=*/false);
   if (!store.ok()) return Failure(args, store.status());

@@ -45,7 +45,8 @@ const char* const kHelp =
     "                                   writes)\n"
     "  --session ID      the new session's id (required; it must not exist yet)\n"
     "  --run N           which run of a file holding several (tau-bench, openhands), from 0\n"
-    "  --db DB           the database file (default ./recap.db; created if missing)\n"
+    "  --db DB           the database file (default ./recap.db; created if missing) or a\n"
+    "                    postgresql:// URL (recap's tables are created in its schema `recap`)\n"
     "  --json            print the result as one JSON object\n"
     "  --help            this text\n";
 
@@ -552,6 +553,8 @@ int RunImport(const std::vector<std::string>& words) {
   if (!ValidSessionId(session, &error)) return UsageError(args, error);
   const std::string path = args.positional.front();
   const std::string db = args.Get("db", kDefaultDb);
+  if (!CheckDb(db, &error)) return UsageError(args, error);
+  const std::string shown_db = ShownDb(db);  // what messages and output show: no password
 
   // 1. Read and decode everything; nothing is opened or written yet.
   Progress progress("importing " + path.substr(path.find_last_of('/') + 1));
@@ -604,14 +607,14 @@ int RunImport(const std::vector<std::string>& words) {
     recap::Result<recap::SessionState> existing = (*store)->Load(id);
     if (!existing.ok()) return Failure(args, existing.status());
     if (existing->version != 0) {
-      return Failure(args, "the database '" + db + "' already has a session '" + session +
+      return Failure(args, "the database '" + shown_db + "' already has a session '" + session +
                                "'; import into a new session (another --session ID). "
                                "Nothing was written");
     }
   }
 
   // 3. One append for the transcript, then the instructions beside it.
-  progress.Update("writing " + Num(transcript.size()) + " messages to " + db);
+  progress.Update("writing " + Num(transcript.size()) + " messages to " + shown_db);
   recap::Result<std::uint64_t> version = (*store)->AppendMessages(session, transcript.ToVector());
   if (!version.ok()) return Failure(args, version.status().WithContext("nothing was written"));
   std::size_t instruction_chars = 0;
@@ -629,7 +632,7 @@ int RunImport(const std::vector<std::string>& words) {
   progress.Finish();
   if (args.json()) {
     Json out = {{"session", session},
-                {"db", db},
+                {"db", shown_db},
                 {"file", path},
                 {"format", format},
                 {"messages", transcript.size()},
@@ -643,13 +646,13 @@ int RunImport(const std::vector<std::string>& words) {
   } else {
     std::cout << "imported " << Num(transcript.size()) << " messages (" << Num(transcript.chars())
               << " chars, ~" << Num(transcript.tokens()) << " tokens) into session '" << session
-              << "' of " << db << "\n";
+              << "' of " << shown_db << "\n";
     if (!decoded.first->note.empty()) std::cout << "  source        " << decoded.first->note << "\n";
     if (conversation.instructions) {
       std::cout << "  instructions  " << Num(instruction_chars)
                 << " chars (kept apart from the transcript)\n";
     }
-    std::cout << "next: recap plan --db " << db << " --session " << session << "\n";
+    std::cout << "next: recap plan --db " << QuotedForShell(shown_db) << " --session " << session << "\n";
   }
   return kExitOk;
 }

@@ -29,8 +29,8 @@ const char* const kUsage =
     "  sessions   list, show, history, recover\n"
     "  version    print recap's version\n"
     "\n"
-    "Every command takes --help, --json (machine-readable output on stdout) and --db DB\n"
-    "(default ./recap.db).\n"
+    "Every command takes --help, --json (machine-readable output on stdout) and --db DB:\n"
+    "the database file (default ./recap.db) or a postgresql:// URL.\n"
     "Exit codes: 0 done, 1 the work failed (the message says why and what to do), 2 usage error.\n";
 
 int Main(int argc, char** argv) {

@@ -25,7 +25,7 @@ const char* const kHelp =
     "            and exits with 1.\n"
     "\n"
     "options:\n"
-    "  --db DB           the database file (default ./recap.db)\n"
+    "  --db DB           the database file (default ./recap.db) or a postgresql:// URL\n"
     "  --acknowledge     (recover) confirm that the calls' results are to be recorded as unknown\n"
     "  --json            machine-readable output: one JSON object\n"
     "  --help            this text\n";
@@ -144,7 +144,8 @@ int Recover(const Args& args, std::shared_ptr<recap::SessionStore> store, const 
   if (!outcome.ok()) {
     std::string message = outcome.status().message();
     if (!acknowledge) {
-      message += " (run `recap sessions recover " + session + " --acknowledge --db " + db +
+      message += " (run `recap sessions recover " + session + " --acknowledge --db " +
+                 QuotedForShell(ShownDb(db)) +
                  "` to record them; nothing was changed)";
     }
     return Failure(args, message);
@@ -206,6 +207,7 @@ int RunSessions(const std::vector<std::string>& words) {
   if (what != "recover" && args.flags.count("acknowledge")) {
     return UsageError(args, "--acknowledge is for `recap sessions recover`");
   }
+  if (!CheckDb(db, &error)) return UsageError(args, error);
   recap::Result<std::shared_ptr<recap::SessionStore>> store = OpenStore(db, false);
   if (!store.ok()) return Failure(args, store.status());
   if (what == "list") return List(args, **store);

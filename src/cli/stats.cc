@@ -18,7 +18,7 @@ const char* const kStatsHelp =
     "\n"
     "options:\n"
     "  --session ID      the session (required)\n"
-    "  --db DB           the database file (default ./recap.db)\n"
+    "  --db DB           the database file (default ./recap.db) or a postgresql:// URL\n"
     "  --json            print the figures as one JSON object\n"
     "  --help            this text\n";
 
@@ -34,7 +34,8 @@ std::string PlanHelp() {
              "\n"
              "options:\n"
              "  --session ID              the session (required)\n"
-             "  --db DB                   the database file (default ./recap.db)\n") +
+             "  --db DB                   the database file (default ./recap.db) or a\n"
+             "                            postgresql:// URL\n") +
          kConfigHelp +
          "  --json                    print the plan as one JSON object\n"
          "  --help                    this text\n";
@@ -66,6 +67,7 @@ int Open(const std::vector<std::string>& words, const char* command,
   }
   if (!args->Has("session")) return UsageError(*args, "--session ID is required");
   const std::string db = args->Get("db", kDefaultDb);
+  if (!CheckDb(db, &error)) return UsageError(*args, error);
   recap::Result<std::shared_ptr<recap::SessionStore>> opened = OpenStore(db, false);
   if (!opened.ok()) return Failure(*args, opened.status());
   *store = *opened;

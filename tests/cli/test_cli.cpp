@@ -9,6 +9,10 @@
 //  * OpenAI Responses items (issue 9): import and export give the items back item by item,
 //    reasoning byte-exact, with or without a request body's `instructions`, and after a
 //    compaction every function call still has its output.
+//  * A PostgreSQL URL as --db (issue 10): every subcommand on a fresh database of the test
+//    server (support/pg_server.h; tag [postgres], run with the `pg` ctest fixture), the URL's
+//    password in no output, a wrong password refused without being repeated; and, with no
+//    server at all, a URL's password is never shown.
 //
 // The program is run as a child process (RECAP_CLI_PATH); its output is parsed with nlohmann.
 #include <catch2/catch.hpp>
@@ -31,6 +35,9 @@
 #include <nlohmann/json.hpp>
 
 #include "support/temp_dir.h"
+#if RECAP_TEST_HAVE_POSTGRES
+#include "support/pg_server.h"
+#endif
 
 namespace {
 
@@ -54,11 +61,14 @@ std::string Slurp(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
-Ran Run(const TempDir& dir, const std::vector<std::string>& args) {
+// `env`: more NAME=VALUE settings for the program's environment.
+Ran Run(const TempDir& dir, const std::vector<std::string>& args,
+        const std::vector<std::string>& env = {}) {
   std::string command = Quote(RECAP_CLI_PATH);
   for (const std::string& a : args) command += " " + Quote(a);
+  for (const std::string& e : env) command = Quote(e) + " " + command;
   const std::string err_path = dir.File("stderr.txt");
-  command = "cd " + Quote(dir.path()) + " && RECAP_PROGRESS_DELAY_MS=0 " + command + " 2>" +
+  command = "cd " + Quote(dir.path()) + " && env RECAP_PROGRESS_DELAY_MS=0 " + command + " 2>" +
             Quote(err_path);
   Ran r;
   FILE* pipe = ::popen(command.c_str(), "r");
@@ -885,3 +895,294 @@ TEST_CASE("issue 9 compact --provider openai-responses without --base-url or --m
   CHECK(r.err.find("openai-responses") != std::string::npos);
   CHECK(Slurp(db) == snapshot);
 }
+
+// --- a PostgreSQL URL as --db (issue 10) --------------------------------------------------------
+
+namespace {
+
+// `url` with its user info's password taken out ("postgresql://user:pw@..." -> "user@").
+std::string WithoutPassword(const std::string& url, const std::string& password) {
+  std::string out = url;
+  const std::string pw = ":" + password + "@";
+  const std::size_t at = out.find(pw);
+  REQUIRE(at != std::string::npos);
+  out.replace(at, pw.size(), "@");
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("issue 10 a --db URL is shown without its password, even when no server answers", "[cli]") {
+  TempDir dir("recap-cli");
+  // Nothing listens on a socket in a directory that does not exist: connecting fails at once.
+  const std::string where = "host=" + dir.File("no-server") + "&port=1";
+  struct Case {
+    std::string url;
+    std::string secret;
+    std::string shown;  // how the message shows the URL
+  };
+  const std::vector<Case> cases = {
+      {"postgresql://agent:s3cret-in-userinfo@/agents?" + where, "s3cret-in-userinfo",
+       "postgresql://agent:***@/agents?"},
+      {"postgres://agent:p%40ss%2Fword-x@/agents?" + where, "p%40ss%2Fword-x",
+       "postgres://agent:***@/agents?"},
+      {"postgresql:///agents?user=agent&password=s3cret-in-query&" + where, "s3cret-in-query",
+       "&password=***&"},
+  };
+  for (const Case& c : cases) {
+    for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+             {"sessions", "list", "--db", c.url},
+             {"stats", "--session", "s", "--db", c.url, "--json"},
+             {"import", "--format", "swe-agent", Data("marshmallow-1867_function_calling.traj"),
+              "--session", "s", "--db", c.url, "--json"}}) {
+      const Ran r = Run(dir, args);
+      INFO(args[0] << " on " << c.url << "\nstderr: " << r.err << "\nstdout: " << r.out);
+#if RECAP_TEST_HAVE_POSTGRES
+      CHECK(r.exit == 1);
+      CHECK(r.err.find("cannot open the PostgreSQL database") != std::string::npos);
+#else
+      // Built without the component: a usage error that says how to build it.
+      CHECK(r.exit == 2);
+      CHECK(r.err.find("RECAP_BUILD_POSTGRES=ON") != std::string::npos);
+#endif
+      CHECK(r.err.find(c.shown) != std::string::npos);
+      CHECK(r.err.find(c.secret) == std::string::npos);
+      CHECK(r.out.find(c.secret) == std::string::npos);
+      CHECK(r.err.find("p@ss/word-x") == std::string::npos);
+    }
+  }
+  // Nothing was created in the working directory: a URL is no file name.
+  CHECK(!std::ifstream(dir.File("recap.db")).good());
+}
+
+#if RECAP_TEST_HAVE_POSTGRES
+
+TEST_CASE("issue 10 every subcommand works on a PostgreSQL URL given as --db", "[cli][postgres]") {
+  recap::testing::PostgresTestServer& server = recap::testing::PostgresTestServer::Shared();
+  const std::string database = recap::testing::PostgresTestServer::UniqueName("cli");
+  server.CreateDatabase(database);
+  const std::string password = server.password();
+  const std::string url = server.Url(database);  // postgresql://recap:PASSWORD@/DB?host=...
+  REQUIRE(url.find(password) != std::string::npos);
+  TempDir dir("recap-cli");
+
+  // Every run's output, to look for the password in at the end.
+  std::vector<std::pair<std::string, Ran>> runs;
+  auto run = [&](const std::vector<std::string>& args,
+                 const std::vector<std::string>& env = {}) -> Ran {
+    Ran r = Run(dir, args, env);
+    std::string what;
+    for (const std::string& a : args) what += (a == url ? std::string("URL") : a) + " ";
+    runs.emplace_back(what, r);
+    return r;
+  };
+
+  struct Imported {
+    const Source* source;
+    std::string session;
+    std::size_t messages = 0;
+  };
+  std::vector<Imported> imported;
+  // Two sessions in the same database: tau-bench (OpenAI chat, with tool calls and
+  // instructions) and a Claude Code session (Anthropic blocks).
+  for (const Source& s : Sources()) {
+    if (s.name != "tau-bench run 17" && s.name != "claude-code sample") continue;
+    const std::string session = s.format + "-session";
+    std::vector<std::string> import = {"import", "--format", s.format, Data(s.file),
+                                       "--session", session, "--db", url, "--json"};
+    if (!s.run.empty()) {
+      import.push_back("--run");
+      import.push_back(s.run);
+    }
+    Ran r = run(import);
+    INFO(r.err);
+    REQUIRE(r.exit == 0);
+    const Json out = LastJsonLine(r.out);
+    CHECK(out.at("session") == session);
+    CHECK(out.at("db").get<std::string>().find("postgresql://recap:***@/" + database) == 0);
+    imported.push_back({&s, session, out.at("messages").get<std::size_t>()});
+    REQUIRE(imported.back().messages > 0);
+  }
+  REQUIRE(imported.size() == 2);
+  // recap's tables are in the schema `recap` of that database.
+  CHECK_NOTHROW(server.Exec(database,
+                            "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM information_schema.tables "
+                            "WHERE table_schema = 'recap' AND table_name = 'sessions') THEN "
+                            "RAISE EXCEPTION 'no recap.sessions'; END IF; END $$"));
+
+  // The same session again: refused, naming the database without its password.
+  {
+    const Imported& first = imported[0];
+    std::vector<std::string> again = {"import", "--format", first.source->format,
+                                      Data(first.source->file), "--session", first.session,
+                                      "--db", url, "--run", "3"};
+    Ran r = run(again);
+    CHECK(r.exit == 1);
+    CHECK(r.err.find("already has a session") != std::string::npos);
+    CHECK(r.err.find("postgresql://recap:***@") != std::string::npos);
+  }
+
+  Ran r = run({"sessions", "list", "--db", url, "--json"});
+  REQUIRE(r.exit == 0);
+  {
+    const Json sessions = LastJsonLine(r.out).at("sessions");
+    REQUIRE(sessions.size() == 2);  // the instructions' companion session hidden
+    std::map<std::string, std::size_t> counts;
+    for (const Json& s : sessions) {
+      counts[s.at("session").get<std::string>()] = s.at("messages").get<std::size_t>();
+    }
+    for (const Imported& i : imported) CHECK(counts[i.session] == i.messages);
+  }
+  r = run({"sessions", "list", "--db", url});
+  REQUIRE(r.exit == 0);
+  for (const Imported& i : imported) CHECK(r.out.find(i.session) != std::string::npos);
+
+  for (const Imported& i : imported) {
+    INFO(i.source->name);
+    const std::string& format = i.source->export_format;
+    r = run({"stats", "--session", i.session, "--db", url, "--json"});
+    REQUIRE(r.exit == 0);
+    Json stats = LastJsonLine(r.out);
+    CHECK(stats.at("messages").get<std::size_t>() == i.messages);
+    CHECK(stats.at("history_entries").get<std::size_t>() == i.messages);
+    CHECK(stats.at("version").get<std::uint64_t>() == 1);
+    CHECK(stats.at("tool_pairs").get<std::size_t>() > 0);
+    // tau-bench's leading system message was kept apart, as the instructions.
+    CHECK((stats.at("instructions_chars").get<std::size_t>() > 0) ==
+          (i.source->format == "openai-chat"));
+    r = run({"sessions", "show", i.session, "--db", url, "--json"});
+    REQUIRE(r.exit == 0);
+    CHECK(LastJsonLine(r.out).at("active").size() == i.messages);
+
+    r = run({"export", "--session", i.session, "--db", url, "--format", format, "--json"});
+    REQUIRE(r.exit == 0);
+    const Pairing before = PairingOf(Json::parse(r.out), format);
+
+    r = run({"plan", "--session", i.session, "--db", url, "--json", "--keep-turns", "1"});
+    REQUIRE(r.exit == 0);
+    const Json plan = LastJsonLine(r.out);
+    if (plan.at("cut").at("skip") == "uncertain_tool_results") {
+      r = run({"sessions", "recover", i.session, "--db", url, "--acknowledge", "--json"});
+      REQUIRE(r.exit == 0);
+    }
+    r = run({"compact", "--session", i.session, "--db", url, "--provider", "offline",
+             "--keep-turns", "1", "--json"});
+    INFO(r.err);
+    REQUIRE(r.exit == 0);
+    const Json result = LastJsonLine(r.out);
+    CHECK(result.at("type") == "result");
+    REQUIRE(plan.at("cut").at("ok").get<bool>());
+    CHECK(result.at("compacted").get<bool>());
+    CHECK(result.at("before").at("messages").get<std::size_t>() == i.messages);
+    CHECK(result.at("after").at("messages").get<std::size_t>() < i.messages);
+    CHECK(result.at("after").at("chars").get<std::size_t>() <
+          result.at("before").at("chars").get<std::size_t>());
+    CHECK(result.at("after").at("version").get<std::uint64_t>() >
+          result.at("before").at("version").get<std::uint64_t>());
+
+    // Every tool call keeps its result, every result its call.
+    r = run({"export", "--session", i.session, "--db", url, "--format", format, "--json"});
+    REQUIRE(r.exit == 0);
+    const Pairing after = PairingOf(Json::parse(r.out), format);
+    CHECK(after.Unanswered().empty());
+    CHECK(Subset(after.Orphans(), before.Orphans()));
+
+    // The history still holds every imported message, and the checkpoint.
+    r = run({"export", "--session", i.session, "--db", url, "--format", "recap", "--history",
+             "--json"});
+    REQUIRE(r.exit == 0);
+    std::set<std::string> ids;
+    std::size_t checkpoints = 0;
+    const Json history = Json::parse(r.out);
+    for (const Json& e : history.at("history")) {
+      if (e.at("summary").get<bool>()) {
+        ++checkpoints;
+      } else {
+        ids.insert(e.at("id").get<std::string>());
+      }
+    }
+    CHECK(ids.size() == i.messages);
+    CHECK(checkpoints == 1);
+    r = run({"stats", "--session", i.session, "--db", url, "--json"});
+    REQUIRE(r.exit == 0);
+    stats = LastJsonLine(r.out);
+    CHECK(stats.at("checkpoints").get<std::size_t>() == 1);
+    CHECK(stats.at("messages").get<std::size_t>() ==
+          result.at("after").at("messages").get<std::size_t>());
+    CHECK(stats.at("history_compacted").get<std::size_t>() ==
+          result.at("summarized_messages").get<std::size_t>());
+    r = run({"sessions", "history", i.session, "--db", url});
+    CHECK(r.exit == 0);
+    CHECK(r.out.find("compacted") != std::string::npos);
+  }
+
+  // Text output names the database, without the password.
+  r = run({"compact", "--session", imported[0].session, "--db", url, "--keep-turns", "0"});
+  CHECK(r.exit == 0);
+  CHECK(r.out.find(" in postgresql://recap:***@/" + database) != std::string::npos);
+
+  // A session that is not there: the usual message, nothing about a file.
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"export", "--session", "nope", "--format", "recap", "--db", url},
+           {"plan", "--session", "nope", "--db", url},
+           {"compact", "--session", "nope", "--db", url},
+           {"sessions", "show", "nope", "--db", url}}) {
+    r = run(args);
+    INFO(r.err);
+    CHECK(r.exit == 1);
+    CHECK(r.err.find("no session 'nope'") != std::string::npos);
+    CHECK(r.err.find("no database") == std::string::npos);
+    CHECK(r.err.find("recap sessions list --db 'postgresql://recap:***@") != std::string::npos);
+  }
+
+  // The password from PGPASSWORD instead of the URL, or in a password= parameter.
+  const std::string bare = WithoutPassword(url, password);
+  r = run({"sessions", "list", "--db", bare, "--json"}, {"PGPASSWORD=" + password});
+  INFO(r.err);
+  CHECK(r.exit == 0);
+  CHECK(LastJsonLine(r.out).at("sessions").size() == 2);
+  r = run({"stats", "--session", imported[1].session, "--db", bare + "&password=" + password,
+           "--json"});
+  CHECK(r.exit == 0);
+  r = run({"import", "--format", "swe-agent", Data("marshmallow-1867_function_calling.traj"),
+           "--session", "swe", "--db", bare + "&password=" + password, "--json"});
+  REQUIRE(r.exit == 0);
+  CHECK(LastJsonLine(r.out).at("db").get<std::string>().find("&password=***") !=
+        std::string::npos);
+  r = run({"sessions", "list", "--db", url, "--json"});
+  CHECK(LastJsonLine(r.out).at("sessions").size() == 3);
+
+  // A wrong password: refused, saying so, and the wrong password is not repeated either.
+  const std::string wrong = "wrong-" + recap::testing::PostgresTestServer::UniqueName("pw");
+  std::string bad_url = url;
+  bad_url.replace(bad_url.find(password), password.size(), wrong);
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"sessions", "list", "--db", bad_url},
+           {"stats", "--session", imported[0].session, "--db", bad_url, "--json"},
+           {"import", "--format", "swe-agent", Data("marshmallow-1867_function_calling.traj"),
+            "--session", "other", "--db", bad_url}}) {
+    r = run(args);
+    INFO(r.err);
+    CHECK(r.exit == 1);
+    CHECK(r.err.find("password authentication failed") != std::string::npos);
+    CHECK(r.err.find("PGPASSWORD") != std::string::npos);
+    CHECK(r.err.find("postgresql://recap:***@/" + database) != std::string::npos);
+    CHECK(r.err.find(wrong) == std::string::npos);
+    CHECK(r.out.find(wrong) == std::string::npos);
+  }
+  // Nothing was imported by the refused import.
+  r = run({"sessions", "list", "--db", url, "--json"});
+  CHECK(LastJsonLine(r.out).at("sessions").size() == 3);
+
+  // The password appears in no output of any run.
+  for (const auto& [what, ran] : runs) {
+    INFO("recap " << what);
+    CHECK(ran.out.find(password) == std::string::npos);
+    CHECK(ran.err.find(password) == std::string::npos);
+  }
+  // A URL is no file name: nothing was created in the working directory.
+  CHECK(!std::ifstream(dir.File("recap.db")).good());
+  server.DropDatabase(database);
+}
+
+#endif  // RECAP_TEST_HAVE_POSTGRES
