@@ -14,8 +14,15 @@
 #   scripts/bench.sh -- ARGS    pass ARGS to the benchmark executables (e.g.
 #                               --recap_repetitions=5, --benchmark_filter=load)
 #
+# When the build has the postgres component (RECAP_BUILD_POSTGRES, on by default), the budget
+# tables are followed by recap_bench_postgres: the PostgreSQL store against the SQLite store on
+# W1, on a private PostgreSQL server it starts and stops itself — a comparison table (figure,
+# postgres, sqlite, ratio), no budget. With --json, FILE then also holds its figures under
+# "comparisons": [{"id": "postgres/append_durable", "postgres": …, "sqlite": …, "ratio": …}, …].
+#
 # The temporary database files go to build-bench/ (a real disk: the durable figures measure
-# fsync). Exits 0 when every budget is met, 1 when one is missed, 2 when something failed.
+# fsync); RECAP_BENCH_BUILD=DIR builds in DIR instead, RECAP_BENCH_JOBS=N builds with N jobs.
+# Exits 0 when every budget is met, 1 when one is missed, 2 when something failed.
 set -uo pipefail
 
 CALLER_PWD=$PWD
@@ -34,14 +41,15 @@ while [[ $# -gt 0 ]]; do
       json=$2; shift 2 ;;
     --json=*) json=${1#--json=}; shift ;;
     --) shift; extra+=("$@"); break ;;
-    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "scripts/bench.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
   esac
 done
 
 if [[ -n $json && $json != /* ]]; then json=$CALLER_PWD/$json; fi
 
-BUILD=build-bench
+BUILD=${RECAP_BENCH_BUILD:-build-bench}  # relative to the repository, or absolute
+if [[ $BUILD == /* ]]; then BUILD=$(realpath -m --relative-to="$ROOT" "$BUILD"); fi
 BENCHES=(recap_bench_core recap_bench_sqlite)
 
 recap_ensure_packages "${RECAP_DEBIAN_PACKAGES[@]}" || exit 2
@@ -50,8 +58,14 @@ gen=(); [[ -f $BUILD/CMakeCache.txt ]] || gen=(-G Ninja)
 echo "==> configure $BUILD (Release, RECAP_BUILD_BENCH=ON)"
 cmake -S . -B "$BUILD" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DRECAP_BUILD_BENCH=ON \
   -DRECAP_BUILD_TESTS=OFF -DRECAP_BUILD_EXAMPLES=OFF -DRECAP_INSTALL=OFF >/dev/null || exit 2
-echo "==> build ${BENCHES[*]}"
-cmake --build "$BUILD" -j "${RECAP_BENCH_JOBS:-$(recap_jobs)}" --target "${BENCHES[@]}" || exit 2
+# The PostgreSQL comparison, when the postgres component is part of the build.
+COMPARISONS=()
+if grep -q '^RECAP_BUILD_POSTGRES:BOOL=ON$' "$BUILD/CMakeCache.txt" 2>/dev/null; then
+  COMPARISONS=(recap_bench_postgres)
+fi
+echo "==> build ${BENCHES[*]} ${COMPARISONS[*]}"
+cmake --build "$BUILD" -j "${RECAP_BENCH_JOBS:-$(recap_jobs)}" \
+  --target "${BENCHES[@]}" "${COMPARISONS[@]}" || exit 2
 
 status=0
 parts=()
@@ -69,22 +83,44 @@ for bench in "${BENCHES[@]}"; do
   if [[ $rc -gt $status ]]; then status=$rc; fi
 done
 
-# Each executable writes {"budgets": [ ... ]} with one budget object a line; the merged file
-# is their budget lines joined by commas.
+# Comparisons, no budget: after the budget tables, which stay as they are. Exit 2 (an operation
+# failed) counts; there is no 1.
+comparison_parts=()
+for bench in "${COMPARISONS[@]}"; do
+  echo
+  echo "==> $bench ${extra[*]}"
+  part=()
+  if [[ -n $json ]]; then
+    comparison_parts+=("$ROOT/$BUILD/$bench.comparisons.json")
+    rm -f "${comparison_parts[-1]}"
+    part=(--recap_json="${comparison_parts[-1]}")
+  fi
+  "$BUILD/bench/$bench" --recap_dir="$ROOT/$BUILD" "${part[@]}" "${extra[@]}"
+  rc=$?
+  if [[ $rc -ne 0 && $rc -gt $status ]]; then status=2; fi
+done
+
+# Each executable writes {"budgets": [ ... ]} (or {"comparisons": [ ... ]}) with one object a
+# line; the merged file is their object lines joined by commas, under the same keys.
+merge_lines() {  # merge_lines FILE...: the objects of FILE..., joined by commas
+  local part line first=1
+  for part in "$@"; do
+    [[ -f $part ]] || { echo "scripts/bench.sh: $part was not written" >&2; status=2; continue; }
+    while IFS= read -r line; do
+      [[ $line == '  {"id": '* ]] || continue
+      line=${line%,}
+      if [[ $first -eq 0 ]]; then printf ',\n'; fi
+      printf '%s' "$line"
+      first=0
+    done <"$part"
+  done
+}
 if [[ -n $json ]]; then
   {
     echo '{"budgets": ['
-    first=1
-    for part in "${parts[@]}"; do
-      [[ -f $part ]] || { echo "scripts/bench.sh: $part was not written" >&2; status=2; continue; }
-      while IFS= read -r line; do
-        [[ $line == '  {"id": '* ]] || continue
-        line=${line%,}
-        if [[ $first -eq 0 ]]; then printf ',\n'; fi
-        printf '%s' "$line"
-        first=0
-      done <"$part"
-    done
+    merge_lines "${parts[@]}"
+    printf '\n],\n"comparisons": [\n'
+    merge_lines "${comparison_parts[@]}"
     printf '\n]}\n'
   } >"$json" || status=2
   echo
