@@ -515,6 +515,10 @@ Status ConnectFailure(const std::string& server, const std::string& message) {
     return Status::Unavailable(where + ". The server has no connection to spare; retry later "
                                "or lower PostgresStoreOptions.pool_size");
   }
+  // libpq often asks the question itself ("Is the server running locally …?").
+  if (Contains(lower, "is the server running")) {
+    return Status::Unavailable(where + " Retry when it is");
+  }
   return Status::Unavailable(where + ". Is the server running and reachable at that address? "
                              "Retry when it is");
 }
