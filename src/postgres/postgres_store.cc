@@ -238,11 +238,14 @@ enum Q : int {
 
 constexpr const char* kStatementText[kStatementCount] = {
     // kLoad: $1 name, $2 since (-1: everything). One statement: one snapshot. Since a rewrite
-    // after `since`, the whole active transcript comes back (appended_only false).
-    "SELECT s.version, s.rewrite_version, m.seq, m.chars, m.body FROM {S}.sessions s LEFT JOIN "
-    "{S}.messages m ON m.session_id = s.session_id AND m.position IS NOT NULL AND "
+    // after `since`, the whole active transcript comes back (appended_only false). The rows
+    // come in any order, with their positions: the store sorts them itself, which costs
+    // microseconds, where a server-side sort of a long session spills to disk under the
+    // default work_mem.
+    "SELECT s.version, s.rewrite_version, m.seq, m.chars, m.body, m.position FROM {S}.sessions s "
+    "LEFT JOIN {S}.messages m ON m.session_id = s.session_id AND m.position IS NOT NULL AND "
     "m.stored_version > (CASE WHEN $2::bigint >= s.rewrite_version THEN $2::bigint ELSE -1 END) "
-    "WHERE s.name = $1 ORDER BY m.position",
+    "WHERE s.name = $1",
     // kFindForUpdate: the session's row, locked. A writer that waited for the lock reads the
     // row as the previous writer left it (only the row: a subquery here would see the
     // statement's older snapshot, hence next_position lives in the row).
@@ -1124,8 +1127,14 @@ class PostgresSessionStore final : public SessionStore {
     *version = static_cast<std::uint64_t>(GetInt(r.get(), 0, 0));
     const std::int64_t rewrite = GetInt(r.get(), 0, 1);
     *appended_only = since >= rewrite;
+    std::vector<std::pair<std::int64_t, int>> order;  // position, row
+    order.reserve(static_cast<std::size_t>(n));
     for (int i = 0; i < n; ++i) {
       if (IsNull(r.get(), i, 2)) continue;  // the session row without messages
+      order.emplace_back(GetInt(r.get(), i, 5), i);
+    }
+    std::sort(order.begin(), order.end());
+    for (const auto& [position, i] : order) {
       const auto seq = static_cast<std::uint64_t>(GetInt(r.get(), i, 2));
       const std::int64_t chars = GetInt(r.get(), i, 3);
       auto m = std::make_shared<const Message>(Decode(GetView(r.get(), i, 4), seq));
