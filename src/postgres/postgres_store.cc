@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "body_codec.h"
+#include "store_rules.h"
 #include "recap/transcript.h"
 #include "recap/version.h"
 #include "schema.h"
@@ -740,9 +741,7 @@ Status EnsureSchema(Pool& pool) {
 }
 
 Status CheckName(const std::string& session) {
-  if (session.empty()) {
-    return Status::InvalidArgument("the session id is empty; give every session a name");
-  }
+  if (Status s = internal::CheckSessionName(session); !s.ok()) return s;
   if (session.find('\0') != std::string::npos) {
     return Status::InvalidArgument("the session id holds a NUL character, which PostgreSQL "
                                    "cannot store; use another name");
@@ -793,12 +792,10 @@ class PostgresSessionStore final : public SessionStore {
                       bool appended_only = true;
                       Transcript t = ReadActive(c, session, static_cast<std::int64_t>(since_version),
                                                 &changes.version, &appended_only);
-                      if (since_version > changes.version) {
-                        throw Abort{Status::InvalidArgument(
-                            "session " + Quoted(session) + " is at version " +
-                            std::to_string(changes.version) + "; version " +
-                            std::to_string(since_version) +
-                            " is in its future (was it read from another store?)")};
+                      if (Status future = internal::CheckSinceVersion(session, since_version,
+                                                                      changes.version);
+                          !future.ok()) {
+                        throw Abort{future};
                       }
                       changes.appended_only = appended_only;
                       if (appended_only) {
@@ -814,19 +811,9 @@ class PostgresSessionStore final : public SessionStore {
   Result<std::uint64_t> AppendMessages(const std::string& session,
                                        std::vector<Message> messages) override {
     if (Status s = CheckName(session); !s.ok()) return s;
-    Transcript batch;
-    std::unordered_set<std::string> ids;
-    for (std::size_t i = 0; i < messages.size(); ++i) {
-      Message& m = messages[i];
-      if (m.id.empty()) m.id = NewMessageId();
-      batch.Append(std::move(m));
-      if (!ids.insert(batch[i].id).second) {
-        return Status::InvalidArgument(
-            "message " + std::to_string(i) + " of the append has id " + Quoted(batch[i].id) +
-            ", which an earlier message of the same append has; ids must be unique. Leave the "
-            "id empty to get a fresh one");
-      }
-    }
+    Result<Transcript> prepared = internal::PrepareAppend(std::move(messages));
+    if (!prepared.ok()) return prepared.status();
+    const Transcript& batch = *prepared;
     if (batch.empty()) {
       std::uint64_t version = 0;
       Status s = Call(*pool_, "reading the version of session " + Quoted(session), false,
@@ -854,11 +841,8 @@ class PostgresSessionStore final : public SessionStore {
       version = row->version + 1;
       std::int64_t position = row->next_position;
       for (std::size_t i = 0; i < batch.size(); ++i) {
-        InsertMessage(c, row->id, batch[i], batch.chars(i), position++, version, [&] {
-          return "message " + std::to_string(i) + " of the append has id " + Quoted(batch[i].id) +
-                 ", which an active message of session " + Quoted(session) +
-                 " already has; ids must be unique. Leave the id empty to get a fresh one";
-        });
+        InsertMessage(c, row->id, batch[i], batch.chars(i), position++, version,
+                      [&] { return internal::AppendIdTaken(session, i, batch[i].id); });
       }
       Params p;
       p.Int(row->id).Int(static_cast<std::int64_t>(version)).Int(position);
@@ -875,15 +859,8 @@ class PostgresSessionStore final : public SessionStore {
     Status s = Call(*pool_, "committing a compaction of session " + Quoted(session), true,
                     [&](Connection& c) {
       SessionRow row = CheckVersion(c, session, commit.expected_version);
-      if (commit.replaced.empty()) {
-        throw Abort{Status::InvalidArgument("a compaction of session " + Quoted(session) +
-                                            " must replace at least one message; `replaced` is "
-                                            "empty")};
-      }
-      if (!commit.checkpoint.summary) {
-        throw Abort{Status::InvalidArgument(
-            "the checkpoint of a compaction must be flagged summary (SPEC R4.4); the one given "
-            "for session " + Quoted(session) + " is not")};
+      if (Status shape = internal::CheckCompactionShape(session, commit); !shape.ok()) {
+        throw Abort{shape};
       }
       Params hp;
       hp.Int(row.id).Int(static_cast<std::int64_t>(commit.replaced.size()));
@@ -926,16 +903,11 @@ class PostgresSessionStore final : public SessionStore {
       std::unordered_set<std::string> ids;
       std::int64_t position = last_position - static_cast<std::int64_t>(added.size()) + 1;
       for (std::size_t k = 0; k < added.size(); ++k) {
-        const std::string which =
-            k == 0 ? std::string("the checkpoint")
-                   : commit.injected.size() == 1 ? std::string("injected message")
-                                                 : "injected message " + std::to_string(k - 1);
         auto duplicate = [&] {
-          return which + " has id " + Quoted(added[k].id) + ", which an active message of "
-                 "session " + Quoted(session) + " or another message of the same commit "
-                 "already has; ids must be unique. Leave the id empty to get a fresh one";
+          return internal::CommitIdTaken(session, internal::CompactionAddedName(commit, k),
+                                         added[k].id);
         };
-        if (!ids.insert(added[k].id).second) throw Abort{Status::InvalidArgument(duplicate())};
+        if (!ids.insert(added[k].id).second) throw Abort{duplicate()};
         InsertMessage(c, row.id, added[k], added.chars(k), position++, version, duplicate);
       }
       MarkRewrite(c, kMarkCompaction, row.id, version, number);
@@ -988,7 +960,8 @@ class PostgresSessionStore final : public SessionStore {
         rp.Int(targets[i].first).Text(by);
         c.Run(kRetireSeq, pool_->texts(), rp);
         InsertMessage(c, row.id, added[i], added.chars(i), targets[i].second, version, [&] {
-          return "replacement " + std::to_string(i) + " collides with an active message";
+          return Status::InvalidArgument("replacement " + std::to_string(i) +
+                                         " collides with an active message");
         });
       }
       MarkRewrite(c, kMarkReduction, row.id, version, number);
@@ -1005,46 +978,21 @@ class PostgresSessionStore final : public SessionStore {
     Status s = Call(*pool_, "committing a recovery of session " + Quoted(session), true,
                     [&](Connection& c) {
       SessionRow row = CheckVersion(c, session, commit.expected_version);
-      if (commit.results.empty()) {
-        throw Abort{Status::InvalidArgument("a recovery of session " + Quoted(session) +
-                                            " must record at least one result; `results` is "
-                                            "empty")};
-      }
       std::vector<std::pair<std::int64_t, std::string>> active;  // seq, message_id
-      std::unordered_map<std::string, std::size_t> index;
+      std::vector<std::string> active_ids;
       {
         Params ap;
         ap.Int(row.id);
         ResultPtr all = c.Run(kActiveIds, pool_->texts(), ap);
         for (int i = 0; i < PQntuples(all.get()); ++i) {
-          std::string id(GetView(all.get(), i, 1));
-          index.emplace(id, active.size());
-          active.emplace_back(GetInt(all.get(), i, 0), std::move(id));
+          active_ids.emplace_back(GetView(all.get(), i, 1));
+          active.emplace_back(GetInt(all.get(), i, 0), active_ids.back());
         }
       }
-      Transcript results;
-      std::unordered_map<std::string, std::vector<std::size_t>> after;
-      std::unordered_set<std::string> ids;
-      for (std::size_t i = 0; i < commit.results.size(); ++i) {
-        const std::string& anchor = commit.results[i].after;
-        if (index.count(anchor) == 0) {
-          throw Abort{Status::InvalidArgument(
-              "recovered result " + std::to_string(i) + " goes after " + Quoted(anchor) +
-              ", which is not an active message of session " + Quoted(session))};
-        }
-        results.Append(commit.results[i].result);
-        const std::string& id = results[i].id;
-        if (index.count(id) != 0 || !ids.insert(id).second) {
-          const std::string which = commit.results.size() == 1
-                                        ? std::string("recovered result")
-                                        : "recovered result " + std::to_string(i);
-          throw Abort{Status::InvalidArgument(
-              which + " has id " + Quoted(id) + ", which an active message of session " +
-              Quoted(session) + " or another message of the same commit already has; ids must "
-              "be unique. Leave the id empty to get a fresh one")};
-        }
-        after[anchor].push_back(i);
-      }
+      Result<internal::RecoveryPlan> plan = internal::PlanRecovery(session, active_ids, commit);
+      if (!plan.ok()) throw Abort{plan.status()};
+      const Transcript& results = plan->results;
+      const auto& after = plan->after;
       // New positions above every current one, so no two rows ever share one mid-update.
       std::int64_t position = row.next_position;
       version = row.version + 1;
@@ -1065,7 +1013,10 @@ class PostgresSessionStore final : public SessionStore {
       c.Run(kMovePositions, pool_->texts(), mp);
       for (const auto& [r, at] : inserts) {
         InsertMessage(c, row.id, results[r], results.chars(r), at, version,
-                      [&] { return "recovered result collides with an active message"; });
+                      [&] {
+                        return Status::InvalidArgument(
+                            "recovered result collides with an active message");
+                      });
       }
       const std::int64_t number = row.recoveries + 1;
       MarkRewrite(c, kMarkRecovery, row.id, version, number, position);
@@ -1167,22 +1118,11 @@ class PostgresSessionStore final : public SessionStore {
 
   SessionRow CheckVersion(Connection& c, const std::string& session, std::uint64_t expected) {
     std::optional<SessionRow> row = Lock(c, session);
-    const std::uint64_t now = row ? row->version : 0;
-    if (expected > now) {
-      throw Abort{Status::Conflict("session " + Quoted(session) + " is at version " +
-                                   std::to_string(now) + ", not " + std::to_string(expected) +
-                                   " (was that version read from another store?); reload and "
-                                   "retry")};
+    if (Status s = internal::CheckExpectedVersion(session, expected, row ? row->version : 0);
+        !s.ok()) {
+      throw Abort{s};
     }
-    if (expected < now) {
-      throw Abort{Status::Conflict("session " + Quoted(session) + " changed since version " +
-                                   std::to_string(expected) + " (now " + std::to_string(now) +
-                                   "); reload and retry")};
-    }
-    if (!row) {
-      throw Abort{Status::InvalidArgument("session " + Quoted(session) +
-                                          " has no messages; there is nothing to commit against")};
-    }
+    if (!row) throw Abort{internal::NothingToCommitAgainst(session)};
     return *row;
   }
 
@@ -1192,7 +1132,7 @@ class PostgresSessionStore final : public SessionStore {
     return PQntuples(c.Run(kIsActiveId, pool_->texts(), p).get()) > 0;
   }
 
-  // Inserts one message; an id already active in the session is reported with `duplicate()`.
+  // Inserts one message; an id already active in the session fails with `duplicate()`.
   template <typename Describe>
   void InsertMessage(Connection& c, std::int64_t session_id, const Message& m, std::size_t chars,
                      std::int64_t position, std::uint64_t version, Describe&& duplicate) {
@@ -1211,7 +1151,7 @@ class PostgresSessionStore final : public SessionStore {
       c.Run(kInsertMessage, pool_->texts(), p);
     } catch (const PgFailure& f) {
       if (f.sqlstate == "23505" && f.constraint == "messages_active_id") {
-        throw Abort{Status::InvalidArgument(duplicate())};
+        throw Abort{duplicate()};
       }
       throw;
     }

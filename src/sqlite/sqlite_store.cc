@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "body_codec.h"
+#include "store_rules.h"
 #include "recap/measure.h"
 #include "recap/transcript.h"
 #include "schema.h"
@@ -248,12 +249,7 @@ class Connection {
   std::unordered_map<const char*, std::unique_ptr<SQLite::Statement>> statements_;
 };
 
-Status CheckName(const std::string& session) {
-  if (session.empty()) {
-    return Status::InvalidArgument("the session id is empty; give every session a name");
-  }
-  return Status::OK();
-}
+Status CheckName(const std::string& session) { return internal::CheckSessionName(session); }
 
 struct SessionRow {
   std::int64_t id = 0;
@@ -290,11 +286,9 @@ class SqliteSessionStore final : public SessionStore {
     Status s = c_->Transaction("loading the changes of session " + Quoted(session), false, [&] {
       std::optional<SessionRow> row = FindSession(session);
       const std::uint64_t version = row ? row->version : 0;
-      if (since_version > version) {
-        throw Abort{Status::InvalidArgument(
-            "session " + Quoted(session) + " is at version " + std::to_string(version) +
-            "; version " + std::to_string(since_version) +
-            " is in its future (was it read from another store?)")};
+      if (Status future = internal::CheckSinceVersion(session, since_version, version);
+          !future.ok()) {
+        throw Abort{future};
       }
       changes.version = version;
       if (!row) return;
@@ -315,19 +309,9 @@ class SqliteSessionStore final : public SessionStore {
                                        std::vector<Message> messages) override {
     if (Status s = CheckName(session); !s.ok()) return s;
     // Ids, UTF-8 repair and sizes exactly as the in-memory store and Transcript do them.
-    Transcript batch;
-    std::unordered_set<std::string> ids;
-    for (std::size_t i = 0; i < messages.size(); ++i) {
-      Message& m = messages[i];
-      if (m.id.empty()) m.id = NewMessageId();
-      batch.Append(std::move(m));
-      if (!ids.insert(batch[i].id).second) {
-        return Status::InvalidArgument(
-            "message " + std::to_string(i) + " of the append has id " + Quoted(batch[i].id) +
-            ", which an earlier message of the same append has; ids must be unique. Leave the "
-            "id empty to get a fresh one");
-      }
-    }
+    Result<Transcript> prepared = internal::PrepareAppend(std::move(messages));
+    if (!prepared.ok()) return prepared.status();
+    const Transcript& batch = *prepared;
     std::lock_guard<std::mutex> lock(mu_);
     std::uint64_t version = 0;
     Status s = c_->Transaction("appending to session " + Quoted(session), !batch.empty(), [&] {
@@ -342,10 +326,7 @@ class SqliteSessionStore final : public SessionStore {
       std::int64_t position = NextPosition(row->id);
       for (std::size_t i = 0; i < batch.size(); ++i) {
         if (IsActiveId(row->id, batch[i].id)) {
-          throw Abort{Status::InvalidArgument(
-              "message " + std::to_string(i) + " of the append has id " + Quoted(batch[i].id) +
-              ", which an active message of session " + Quoted(session) +
-              " already has; ids must be unique. Leave the id empty to get a fresh one")};
+          throw Abort{internal::AppendIdTaken(session, i, batch[i].id)};
         }
         InsertMessage(row->id, batch[i], batch.chars(i), position++, version, now);
       }
@@ -362,15 +343,8 @@ class SqliteSessionStore final : public SessionStore {
     std::uint64_t version = 0;
     Status s = c_->Transaction("committing a compaction of session " + Quoted(session), true, [&] {
       SessionRow row = CheckVersion(session, commit.expected_version);
-      if (commit.replaced.empty()) {
-        throw Abort{Status::InvalidArgument("a compaction of session " + Quoted(session) +
-                                            " must replace at least one message; `replaced` is "
-                                            "empty")};
-      }
-      if (!commit.checkpoint.summary) {
-        throw Abort{Status::InvalidArgument(
-            "the checkpoint of a compaction must be flagged summary (SPEC R4.4); the one given "
-            "for session " + Quoted(session) + " is not")};
+      if (Status shape = internal::CheckCompactionShape(session, commit); !shape.ok()) {
+        throw Abort{shape};
       }
       // The replaced ids must be the leading active messages, in order.
       SQLite::Statement& head = c_->Stmt(
@@ -425,16 +399,9 @@ class SqliteSessionStore final : public SessionStore {
       const std::string now = NowUtc();
       std::int64_t position = last_position - static_cast<std::int64_t>(added.size()) + 1;
       for (std::size_t k = 0; k < added.size(); ++k) {
-        const char* what = k == 0 ? "the checkpoint" : "injected message";
-        const std::string which =
-            k == 0 ? std::string(what)
-                   : commit.injected.size() == 1 ? std::string(what)
-                                                 : std::string(what) + " " + std::to_string(k - 1);
         if (!ids.insert(added[k].id).second || IsActiveId(row.id, added[k].id)) {
-          throw Abort{Status::InvalidArgument(
-              which + " has id " + Quoted(added[k].id) + ", which an active message of session " +
-              Quoted(session) + " or another message of the same commit already has; ids must "
-              "be unique. Leave the id empty to get a fresh one")};
+          throw Abort{internal::CommitIdTaken(
+              session, internal::CompactionAddedName(commit, k), added[k].id)};
         }
         InsertMessage(row.id, added[k], added.chars(k), position++, version, now);
       }
@@ -509,47 +476,23 @@ class SqliteSessionStore final : public SessionStore {
     std::uint64_t version = 0;
     Status s = c_->Transaction("committing a recovery of session " + Quoted(session), true, [&] {
       SessionRow row = CheckVersion(session, commit.expected_version);
-      if (commit.results.empty()) {
-        throw Abort{Status::InvalidArgument("a recovery of session " + Quoted(session) +
-                                            " must record at least one result; `results` is "
-                                            "empty")};
-      }
       // The active transcript's rows, in order.
       std::vector<std::pair<std::int64_t, std::string>> active;  // seq, message_id
-      std::unordered_map<std::string, std::size_t> index;
+      std::vector<std::string> active_ids;
       {
         SQLite::Statement& all = c_->Stmt(
             "SELECT seq, message_id FROM messages WHERE session_id = ? AND position IS NOT NULL "
             "ORDER BY position");
         all.bind(1, row.id);
         while (all.executeStep()) {
-          index.emplace(all.getColumn(1).getString(), active.size());
-          active.emplace_back(all.getColumn(0).getInt64(), all.getColumn(1).getString());
+          active_ids.push_back(all.getColumn(1).getString());
+          active.emplace_back(all.getColumn(0).getInt64(), active_ids.back());
         }
       }
-      Transcript results;
-      std::unordered_map<std::string, std::vector<std::size_t>> after;
-      std::unordered_set<std::string> ids;
-      for (std::size_t i = 0; i < commit.results.size(); ++i) {
-        const std::string& anchor = commit.results[i].after;
-        if (index.count(anchor) == 0) {
-          throw Abort{Status::InvalidArgument(
-              "recovered result " + std::to_string(i) + " goes after " + Quoted(anchor) +
-              ", which is not an active message of session " + Quoted(session))};
-        }
-        results.Append(commit.results[i].result);
-        const std::string& id = results[i].id;
-        if (index.count(id) != 0 || !ids.insert(id).second) {
-          const std::string which = commit.results.size() == 1
-                                        ? std::string("recovered result")
-                                        : "recovered result " + std::to_string(i);
-          throw Abort{Status::InvalidArgument(
-              which + " has id " + Quoted(id) + ", which an active message of session " +
-              Quoted(session) + " or another message of the same commit already has; ids must "
-              "be unique. Leave the id empty to get a fresh one")};
-        }
-        after[anchor].push_back(i);
-      }
+      Result<internal::RecoveryPlan> plan = internal::PlanRecovery(session, active_ids, commit);
+      if (!plan.ok()) throw Abort{plan.status()};
+      const Transcript& results = plan->results;
+      const auto& after = plan->after;
       // New positions above every current one, so no two rows ever share one mid-update.
       std::int64_t position = NextPosition(row.id);
       version = row.version + 1;
@@ -641,23 +584,11 @@ class SqliteSessionStore final : public SessionStore {
 
   SessionRow CheckVersion(const std::string& session, std::uint64_t expected) {
     std::optional<SessionRow> row = FindSession(session);
-    const std::uint64_t now = row ? row->version : 0;
-    if (expected > now) {
-      throw Abort{Status::Conflict("session " + Quoted(session) + " is at version " +
-                                   std::to_string(now) + ", not " + std::to_string(expected) +
-                                   " (was that version read from another store?); reload and "
-                                   "retry")};
+    if (Status s = internal::CheckExpectedVersion(session, expected, row ? row->version : 0);
+        !s.ok()) {
+      throw Abort{s};
     }
-    if (expected < now) {
-      throw Abort{Status::Conflict("session " + Quoted(session) + " changed since version " +
-                                   std::to_string(expected) + " (now " + std::to_string(now) +
-                                   "); reload and retry")};
-    }
-    if (!row) {
-      // Version 0 of a session never written: there is nothing to replace.
-      throw Abort{Status::InvalidArgument("session " + Quoted(session) +
-                                          " has no messages; there is nothing to commit against")};
-    }
+    if (!row) throw Abort{internal::NothingToCommitAgainst(session)};
     return *row;
   }
 

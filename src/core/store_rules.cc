@@ -1,0 +1,130 @@
+#include "store_rules.h"
+
+#include <unordered_set>
+#include <utility>
+
+namespace recap {
+inline namespace v0 {
+namespace internal {
+
+std::string QuotedName(const std::string& s) { return "\"" + s + "\""; }
+
+Status CheckSessionName(const std::string& session) {
+  if (session.empty()) {
+    return Status::InvalidArgument("the session id is empty; give every session a name");
+  }
+  return Status::OK();
+}
+
+Result<Transcript> PrepareAppend(std::vector<Message> messages) {
+  Transcript batch;
+  std::unordered_set<std::string> ids;
+  for (std::size_t i = 0; i < messages.size(); ++i) {
+    Message& m = messages[i];
+    if (m.id.empty()) m.id = NewMessageId();
+    batch.Append(std::move(m));
+    if (!ids.insert(batch[i].id).second) {
+      return Status::InvalidArgument(
+          "message " + std::to_string(i) + " of the append has id " + QuotedName(batch[i].id) +
+          ", which an earlier message of the same append has; ids must be unique. Leave the "
+          "id empty to get a fresh one");
+    }
+  }
+  return batch;
+}
+
+Status AppendIdTaken(const std::string& session, std::size_t i, const std::string& id) {
+  return Status::InvalidArgument("message " + std::to_string(i) + " of the append has id " +
+                                 QuotedName(id) + ", which an active message of session " +
+                                 QuotedName(session) +
+                                 " already has; ids must be unique. Leave the id empty to get a "
+                                 "fresh one");
+}
+
+Status CommitIdTaken(const std::string& session, const std::string& which, const std::string& id) {
+  return Status::InvalidArgument(
+      which + " has id " + QuotedName(id) + ", which an active message of session " +
+      QuotedName(session) + " or another message of the same commit already has; ids must be "
+      "unique. Leave the id empty to get a fresh one");
+}
+
+std::string CompactionAddedName(const CompactionCommit& commit, std::size_t k) {
+  if (k == 0) return "the checkpoint";
+  if (commit.injected.size() == 1) return "injected message";
+  return "injected message " + std::to_string(k - 1);
+}
+
+Status CheckExpectedVersion(const std::string& session, std::uint64_t expected,
+                            std::uint64_t now) {
+  if (expected > now) {
+    return Status::Conflict("session " + QuotedName(session) + " is at version " +
+                            std::to_string(now) + ", not " + std::to_string(expected) +
+                            " (was that version read from another store?); reload and retry");
+  }
+  if (expected < now) {
+    return Status::Conflict("session " + QuotedName(session) + " changed since version " +
+                            std::to_string(expected) + " (now " + std::to_string(now) +
+                            "); reload and retry");
+  }
+  return Status::OK();
+}
+
+Status CheckSinceVersion(const std::string& session, std::uint64_t since, std::uint64_t version) {
+  if (since <= version) return Status::OK();
+  return Status::InvalidArgument("session " + QuotedName(session) + " is at version " +
+                                 std::to_string(version) + "; version " + std::to_string(since) +
+                                 " is in its future (was it read from another store?)");
+}
+
+Status NothingToCommitAgainst(const std::string& session) {
+  return Status::InvalidArgument("session " + QuotedName(session) +
+                                 " has no messages; there is nothing to commit against");
+}
+
+Status CheckCompactionShape(const std::string& session, const CompactionCommit& commit) {
+  if (commit.replaced.empty()) {
+    return Status::InvalidArgument("a compaction of session " + QuotedName(session) +
+                                   " must replace at least one message; `replaced` is empty");
+  }
+  if (!commit.checkpoint.summary) {
+    return Status::InvalidArgument(
+        "the checkpoint of a compaction must be flagged summary (SPEC R4.4); the one given for "
+        "session " + QuotedName(session) + " is not");
+  }
+  return Status::OK();
+}
+
+Result<RecoveryPlan> PlanRecovery(const std::string& session,
+                                  const std::vector<std::string>& active_ids,
+                                  const RecoveryCommit& commit) {
+  if (commit.results.empty()) {
+    return Status::InvalidArgument("a recovery of session " + QuotedName(session) +
+                                   " must record at least one result; `results` is empty");
+  }
+  const std::unordered_set<std::string> active(active_ids.begin(), active_ids.end());
+  RecoveryPlan plan;
+  std::unordered_set<std::string> ids;
+  for (std::size_t i = 0; i < commit.results.size(); ++i) {
+    const std::string& anchor = commit.results[i].after;
+    if (active.count(anchor) == 0) {
+      return Status::InvalidArgument("recovered result " + std::to_string(i) + " goes after " +
+                                     QuotedName(anchor) +
+                                     ", which is not an active message of session " +
+                                     QuotedName(session));
+    }
+    plan.results.Append(commit.results[i].result);
+    const std::string& id = plan.results[i].id;
+    if (active.count(id) != 0 || !ids.insert(id).second) {
+      const std::string which = commit.results.size() == 1
+                                    ? std::string("recovered result")
+                                    : "recovered result " + std::to_string(i);
+      return CommitIdTaken(session, which, id);
+    }
+    plan.after[anchor].push_back(i);
+  }
+  return plan;
+}
+
+}  // namespace internal
+}  // namespace v0
+}  // namespace recap

@@ -1,0 +1,76 @@
+// The rules every database store checks the same way, with the same messages: what an append,
+// a compaction and a recovery must look like before they touch a table, and the conflict and
+// duplicate-id statuses (SPEC R8; session_store.h and the conformance suite pin them down).
+// Private to recap: exported from recap::core only so that recap::sqlite and recap::postgres
+// share one copy; no installed header declares it.
+#ifndef RECAP_SRC_CORE_STORE_RULES_H_
+#define RECAP_SRC_CORE_STORE_RULES_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "recap/export.h"
+#include "recap/message.h"
+#include "recap/session_store.h"
+#include "recap/status.h"
+#include "recap/transcript.h"
+
+namespace recap {
+inline namespace v0 {
+namespace internal {
+
+// `"<s>"`, as the stores' messages quote names and ids.
+RECAP_EXPORT std::string QuotedName(const std::string& s);
+
+// An empty session id is kInvalidArgument.
+RECAP_EXPORT Status CheckSessionName(const std::string& session);
+
+// The messages of an append as the store will write them: empty ids filled with fresh ones,
+// UTF-8 repaired and sizes measured (Transcript::Append). Two messages of the batch with one
+// id are kInvalidArgument.
+RECAP_EXPORT Result<Transcript> PrepareAppend(std::vector<Message> messages);
+
+// An append's message `i` whose id an active message already has.
+RECAP_EXPORT Status AppendIdTaken(const std::string& session, std::size_t i, const std::string& id);
+
+// A commit's added message (`which`: "the checkpoint", "injected message 2", …) whose id an
+// active message or another message of the commit already has.
+RECAP_EXPORT Status CommitIdTaken(const std::string& session, const std::string& which,
+                                  const std::string& id);
+
+// What to call added message k of a compaction (0: the checkpoint) in messages.
+RECAP_EXPORT std::string CompactionAddedName(const CompactionCommit& commit, std::size_t k);
+
+// kConflict when `expected` is not `now` (the session's version); OK otherwise.
+RECAP_EXPORT Status CheckExpectedVersion(const std::string& session, std::uint64_t expected,
+                                         std::uint64_t now);
+
+// kInvalidArgument when LoadChanges asks for a version beyond the session's.
+RECAP_EXPORT Status CheckSinceVersion(const std::string& session, std::uint64_t since,
+                                      std::uint64_t version);
+
+// A commit against version 0 of a session never written: there is nothing to replace.
+RECAP_EXPORT Status NothingToCommitAgainst(const std::string& session);
+
+// The checks of a compaction that need no table: something replaced, a summary checkpoint.
+RECAP_EXPORT Status CheckCompactionShape(const std::string& session,
+                                         const CompactionCommit& commit);
+
+// Where a recovery's results go, against the active transcript's ids in order.
+struct RecoveryPlan {
+  Transcript results;  // the recovered results, measured, in the commit's order
+  // anchor id -> the indexes of the results that follow it, in order
+  std::unordered_map<std::string, std::vector<std::size_t>> after;
+};
+RECAP_EXPORT Result<RecoveryPlan> PlanRecovery(const std::string& session,
+                                               const std::vector<std::string>& active_ids,
+                                               const RecoveryCommit& commit);
+
+}  // namespace internal
+}  // namespace v0
+}  // namespace recap
+
+#endif  // RECAP_SRC_CORE_STORE_RULES_H_
