@@ -82,7 +82,11 @@
 #include "recap/transcript.h"
 #include "support/test_data.h"
 
+#include "bench_support.h"
 #include "w1_workload.h"
+
+using recap_bench::JsonString;
+using recap_bench::TakeFlag;
 
 namespace {
 
@@ -784,14 +788,6 @@ std::string JsonNumber(std::optional<double> v) {
   return buf;
 }
 
-std::string JsonString(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out + "\"";
-}
 
 // One budget object a line, so that scripts/bench.sh can merge files line by line.
 bool WriteJson(const std::string& path, const std::vector<Budget>& budgets, bool smoke) {
@@ -814,18 +810,6 @@ bool WriteJson(const std::string& path, const std::vector<Budget>& budgets, bool
   return static_cast<bool>(out);
 }
 
-bool TakeFlag(const std::string& arg, const char* name, std::string* value) {
-  const std::string prefix = std::string("--") + name;
-  if (arg == prefix) {
-    value->clear();
-    return true;
-  }
-  if (arg.rfind(prefix + "=", 0) == 0) {
-    *value = arg.substr(prefix.size() + 1);
-    return true;
-  }
-  return false;
-}
 
 }  // namespace
 

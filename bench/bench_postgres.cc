@@ -96,7 +96,15 @@
 #include "recap/sqlite/sqlite_store.h"
 #include "support/pg_server.h"
 
+#include "bench_support.h"
 #include "w1_workload.h"
+
+using recap_bench::CollectingReporter;
+using recap_bench::Grouped;
+using recap_bench::JsonString;
+using recap_bench::OnTmpfs;
+using recap_bench::RemoveDb;
+using recap_bench::TakeFlag;
 
 namespace {
 
@@ -204,10 +212,6 @@ void Guarded(benchmark::State& state, const std::string& name, Fn&& fn) {
   }
 }
 
-bool OnTmpfs(const std::string& path) {
-  struct statfs s {};
-  return ::statfs(path.c_str(), &s) == 0 && s.f_type == 0x01021994;  // TMPFS_MAGIC
-}
 
 // ---- PostgreSQL -----------------------------------------------------------------------------
 
@@ -278,10 +282,6 @@ std::string NewPath(const char* what) {
   return g.tmp + "/" + what + "-" + std::to_string(g_counter++) + ".db";
 }
 
-void RemoveDb(const std::string& path) {
-  std::error_code ec;
-  for (const char* suffix : {"", "-wal", "-shm", "-journal"}) fs::remove(path + suffix, ec);
-}
 
 std::shared_ptr<recap::SessionStore> OpenSqlite(const std::string& path, SqliteSynchronous sync) {
   recap::SqliteStoreOptions options;
@@ -523,23 +523,6 @@ void BuildTemplates() {
 
 // Google Benchmark's console output, plus the median time of each benchmark (the single run's
 // when there is one repetition), in seconds.
-class CollectingReporter : public benchmark::ConsoleReporter {
- public:
-  CollectingReporter() : ConsoleReporter(::isatty(STDOUT_FILENO) ? OO_Defaults : OO_Tabular) {}
-  void ReportRuns(const std::vector<Run>& runs) override {
-    ConsoleReporter::ReportRuns(runs);
-    for (const Run& r : runs) {
-      if (r.error_occurred) continue;
-      const bool single = r.run_type == Run::RT_Iteration && r.repetitions <= 1;
-      const bool median = r.run_type == Run::RT_Aggregate && r.aggregate_name == "median";
-      if (single || median) {
-        seconds[r.run_name.function_name] =
-            r.GetAdjustedRealTime() / benchmark::GetTimeUnitMultiplier(r.time_unit);
-      }
-    }
-  }
-  std::map<std::string, double> seconds;
-};
 
 struct Figure {
   std::string id;
@@ -550,15 +533,6 @@ struct Figure {
   bool rate;  // shown as messages per second
 };
 
-std::string Grouped(double v) {  // 12345.6 -> "12,346"
-  std::string digits = std::to_string(static_cast<long long>(v + 0.5));
-  std::string out;
-  for (std::size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return out;
-}
 
 std::string Shown(double seconds, bool rate) {
   char buf[64];
@@ -625,14 +599,6 @@ void PrintTable(const CollectingReporter& reporter, const std::vector<Figure>& f
   }
 }
 
-std::string JsonString(const std::string& s) {
-  std::string out = "\"";
-  for (char ch : s) {
-    if (ch == '"' || ch == '\\') out += '\\';
-    out += ch;
-  }
-  return out + "\"";
-}
 
 // One comparison object a line, so that scripts/bench.sh can merge files line by line.
 bool WriteJson(const std::string& path, bool smoke) {
@@ -679,18 +645,6 @@ void StopServerOnSignal(const std::string& server_dir, const std::string& tmp, b
   }).detach();
 }
 
-bool TakeFlag(const std::string& arg, const char* name, std::string* value) {
-  const std::string prefix = std::string("--") + name;
-  if (arg == prefix) {
-    value->clear();
-    return true;
-  }
-  if (arg.rfind(prefix + "=", 0) == 0) {
-    *value = arg.substr(prefix.size() + 1);
-    return true;
-  }
-  return false;
-}
 
 void Register() {
   const Config& c = g.config;

@@ -66,7 +66,15 @@
 #include "recap/session_store.h"
 #include "recap/sqlite/sqlite_store.h"
 
+#include "bench_support.h"
 #include "w1_workload.h"
+
+using recap_bench::CollectingReporter;
+using recap_bench::Grouped;
+using recap_bench::JsonString;
+using recap_bench::OnTmpfs;
+using recap_bench::RemoveDb;
+using recap_bench::TakeFlag;
 
 namespace {
 
@@ -138,10 +146,6 @@ std::string NewPath(const char* what) {
   return g.tmp + "/" + what + "-" + std::to_string(g_file_counter++) + ".db";
 }
 
-void RemoveDb(const std::string& path) {
-  std::error_code ec;
-  for (const char* suffix : {"", "-wal", "-shm", "-journal"}) fs::remove(path + suffix, ec);
-}
 
 void FsyncFile(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY);
@@ -159,10 +163,6 @@ std::string FreshCopy(const char* what) {
   return path;
 }
 
-bool OnTmpfs(const std::string& path) {
-  struct statfs s {};
-  return ::statfs(path.c_str(), &s) == 0 && s.f_type == 0x01021994;  // TMPFS_MAGIC
-}
 
 // ---- the bare sqlite3 side ------------------------------------------------------------------
 
@@ -538,24 +538,6 @@ void BuildTemplate() {
 
 // Google Benchmark's console output, plus the median real time of each benchmark (the single
 // run's time when there is one repetition), in seconds.
-class CollectingReporter : public benchmark::ConsoleReporter {
- public:
-  // Google Benchmark 1.7 colours by $TERM alone, even into a pipe or a log file.
-  CollectingReporter() : ConsoleReporter(::isatty(STDOUT_FILENO) ? OO_Defaults : OO_Tabular) {}
-  void ReportRuns(const std::vector<Run>& runs) override {
-    ConsoleReporter::ReportRuns(runs);
-    for (const Run& r : runs) {
-      if (r.error_occurred) continue;
-      const bool single = r.run_type == Run::RT_Iteration && r.repetitions <= 1;
-      const bool median = r.run_type == Run::RT_Aggregate && r.aggregate_name == "median";
-      if (single || median) {
-        seconds[r.run_name.function_name] =
-            r.GetAdjustedRealTime() / benchmark::GetTimeUnitMultiplier(r.time_unit);
-      }
-    }
-  }
-  std::map<std::string, double> seconds;
-};
 
 struct Figure {
   std::string id;  // in the JSON
@@ -566,15 +548,6 @@ struct Figure {
   double budget;  // rate: ratio ≥ budget; time: ratio ≤ budget
 };
 
-std::string Grouped(double v) {  // 12345.6 -> "12,346"
-  std::string digits = std::to_string(static_cast<long long>(v + 0.5));
-  std::string out;
-  for (std::size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return out;
-}
 
 std::string Shown(double seconds, bool rate) {
   char buf[64];
@@ -643,14 +616,6 @@ int PrintTable(const CollectingReporter& reporter, const std::vector<Figure>& fi
   return missed;
 }
 
-std::string JsonString(const std::string& s) {
-  std::string out = "\"";
-  for (char ch : s) {
-    if (ch == '"' || ch == '\\') out += '\\';
-    out += ch;
-  }
-  return out + "\"";
-}
 
 // One budget object a line, so that scripts/bench.sh can merge files line by line.
 bool WriteJson(const std::string& path, bool smoke) {
@@ -672,18 +637,6 @@ bool WriteJson(const std::string& path, bool smoke) {
 
 // ---- main ---------------------------------------------------------------------------------
 
-bool TakeFlag(const std::string& arg, const char* name, std::string* value) {
-  const std::string prefix = std::string("--") + name;
-  if (arg == prefix) {
-    value->clear();
-    return true;
-  }
-  if (arg.rfind(prefix + "=", 0) == 0) {
-    *value = arg.substr(prefix.size() + 1);
-    return true;
-  }
-  return false;
-}
 
 }  // namespace
 
