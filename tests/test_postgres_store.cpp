@@ -36,12 +36,15 @@
 #include "recap/session_store.h"
 
 #include "support/pg_server.h"
+#include "support/pipe_io.h"
 #include "support/store_conformance.h"
 #include "support/temp_dir.h"
 
 using namespace recap;
 using recap::testing::PostgresTestServer;
+using recap::testing::ReadAllFd;
 using recap::testing::TempDir;
+using recap::testing::WriteAll;
 
 namespace {
 
@@ -291,28 +294,6 @@ TEST_CASE("issue 10 R8 a statement that waits past statement_timeout_ms fails an
 
 namespace {
 
-void WriteAll(int fd, const std::string& s) {
-  std::size_t done = 0;
-  while (done < s.size()) {
-    const ssize_t n = ::write(fd, s.data() + done, s.size() - done);
-    if (n <= 0) return;
-    done += static_cast<std::size_t>(n);
-  }
-}
-
-std::string ReadAll(int fd) {
-  std::string text;
-  char buf[4096];
-  for (;;) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n > 0) {
-      text.append(buf, static_cast<std::size_t>(n));
-    } else if (n == 0 || errno != EINTR) {
-      return text;
-    }
-  }
-}
-
 // Forks `fn(write_fd)` in a child that exits with 0 (or 1 if fn throws) and returns the pid and
 // the read end of its pipe.
 template <typename Fn>
@@ -361,7 +342,7 @@ TEST_CASE("issue 10 R8 hosts opening a new schema at once create it once, under 
     }));
   }
   for (auto& [pid, fd] : children) {
-    const std::string said = ReadAll(fd);
+    const std::string said = ReadAllFd(fd);
     ::close(fd);
     Wait(pid);
     CHECK(said == "ok");
@@ -436,7 +417,7 @@ TEST_CASE("issue 10 R8.2 several processes commit one session at once: one wins 
   std::map<std::uint64_t, int> wins_at;
   int wins = 0, conflicts = 0;
   for (auto& [pid, fd] : children) {
-    std::istringstream lines(ReadAll(fd));
+    std::istringstream lines(ReadAllFd(fd));
     ::close(fd);
     const int status = Wait(pid);
     CHECK(WIFEXITED(status));
@@ -513,7 +494,7 @@ TEST_CASE("issue 10 R8.1 a writer killed mid-transaction leaves the session as i
     REQUIRE(::read(fd, &c, 1) == 1);  // the child's store is open
     std::this_thread::sleep_for(std::chrono::microseconds(rng() % 60000));
     ::kill(pid, SIGKILL);
-    const std::string rest = ReadAll(fd);
+    const std::string rest = ReadAllFd(fd);
     ::close(fd);
     Wait(pid);
     // The session holds all of the batch or none of it.
@@ -648,7 +629,7 @@ TEST_CASE("issue 10 R8 fleet: four processes run the per-turn loop on twenty sha
   std::vector<std::string> failure_examples;
   std::vector<std::string> errors;
   for (auto& [pid, fd] : children) {
-    std::istringstream lines(ReadAll(fd));
+    std::istringstream lines(ReadAllFd(fd));
     ::close(fd);
     const int status = Wait(pid);
     CHECK(WIFEXITED(status));

@@ -38,6 +38,7 @@
 #include "recap/codec.h"
 #include "recap/session_store.h"
 #include "recap/sqlite/sqlite_store.h"
+#include "support/pipe_io.h"
 #include "support/crash_ops.h"
 #include "support/temp_dir.h"
 
@@ -49,7 +50,9 @@ extern char** environ;
 
 using namespace recap;
 namespace crash = recap::testing::crash;
+using recap::testing::ReadAllFd;
 using recap::testing::TempDir;
+using recap::testing::WriteAll;
 
 namespace {
 
@@ -330,29 +333,6 @@ TEST_CASE("R8.1 a process killed at any instant leaves the state before or after
 }
 
 namespace {
-
-void WriteAll(int fd, const std::string& s) {
-  std::size_t done = 0;
-  while (done < s.size()) {
-    const ssize_t n = ::write(fd, s.data() + done, s.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
-    done += static_cast<std::size_t>(n);
-  }
-}
-
-std::string ReadAllFd(int fd) {
-  std::string text;
-  char buf[4096];
-  for (;;) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n > 0) {
-      text.append(buf, static_cast<std::size_t>(n));
-    } else if (n == 0 || errno != EINTR) {
-      return text;
-    }
-  }
-}
 
 // A forked racer: opens the store, loads the session, says it is ready, waits for the start
 // (the parent closing `go`), compacts the first `prefix` messages and reports
