@@ -17,8 +17,9 @@
 // session that was never written reads as empty with version 0.
 //
 // Implementations: NewInMemorySessionStore() below (the reference: simple, exact, for tests
-// and short-lived hosts), and the SQLite store of the `recap::sqlite` component. Writing one
-// is described in docs/adapters.md; the conformance tests in tests/ check one.
+// and short-lived hosts), the SQLite store of the `recap::sqlite` component, and the
+// PostgreSQL store of the `recap::postgres` component (sessions shared by many hosts).
+// Writing one is described in docs/adapters.md; the conformance tests in tests/ check one.
 //
 // Thread safety: implementations must allow concurrent calls from several threads, for the
 // same session or different ones.

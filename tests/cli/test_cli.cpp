@@ -569,7 +569,7 @@ std::size_t CheckReasoningExact(const std::string& exported) {
 
 }  // namespace
 
-TEST_CASE("issue 9 import and export --format openai-responses give the items back, reasoning byte-exact", "[cli]") {
+TEST_CASE("issue 9 R4.5 R6.4 import and export --format openai-responses give the items back, reasoning byte-exact", "[cli]") {
   TempDir dir("recap-cli");
   const std::string db = dir.File("r.db");
   const Json items = ResponsesItems();
@@ -633,7 +633,7 @@ TEST_CASE("issue 9 import and export --format openai-responses give the items ba
   CHECK(Json::parse(r.out) == doc);
 }
 
-TEST_CASE("issue 9 a Responses request body imports, and its instructions and items export back", "[cli]") {
+TEST_CASE("issue 9 R4.5 a Responses request body imports, and its instructions and items export back", "[cli]") {
   TempDir dir("recap-cli");
   const std::string db = dir.File("b.db");
   const OrderedJson ordered = OrderedResponsesItems();
@@ -775,7 +775,7 @@ TEST_CASE("issue 9 R3.4 R4.5 compact then export as Responses items: every call 
   }
 }
 
-TEST_CASE("issue 9 a Responses file under another --format is told to use openai-responses, and the reverse", "[cli]") {
+TEST_CASE("issue 9 R8.1 a Responses file under another --format is told to use openai-responses, and the reverse", "[cli]") {
   TempDir dir("recap-cli");
   const std::string db = dir.File("s.db");
   Ran r = Run(dir, {"import", "--format", "openai-responses", Data(kResponsesFile), "--session",
@@ -848,7 +848,7 @@ TEST_CASE("issue 9 a Responses file under another --format is told to use openai
   }
 }
 
-TEST_CASE("issue 9 compact --provider openai-responses without --base-url or --model is a usage error naming what is missing", "[cli]") {
+TEST_CASE("issue 9 R1 compact --provider openai-responses without --base-url or --model is a usage error naming what is missing", "[cli]") {
   TempDir dir("recap-cli");
   const std::string db = dir.File("p.db");
   Ran r = Run(dir, {"import", "--format", "openai-responses", Data(kResponsesFile), "--session",
@@ -912,7 +912,7 @@ std::string WithoutPassword(const std::string& url, const std::string& password)
 
 }  // namespace
 
-TEST_CASE("issue 10 a --db URL is shown without its password, even when no server answers", "[cli]") {
+TEST_CASE("issue 10 R8 a --db URL is shown without its password, even when no server answers", "[cli]") {
   TempDir dir("recap-cli");
   // Nothing listens on a socket in a directory that does not exist: connecting fails at once.
   const std::string where = "host=" + dir.File("no-server") + "&port=1";
@@ -957,7 +957,7 @@ TEST_CASE("issue 10 a --db URL is shown without its password, even when no serve
 
 #if RECAP_TEST_HAVE_POSTGRES
 
-TEST_CASE("issue 10 every subcommand works on a PostgreSQL URL given as --db", "[cli][postgres]") {
+TEST_CASE("issue 10 R8 every subcommand works on a PostgreSQL URL given as --db", "[cli][postgres]") {
   recap::testing::PostgresTestServer& server = recap::testing::PostgresTestServer::Shared();
   const std::string database = recap::testing::PostgresTestServer::UniqueName("cli");
   server.CreateDatabase(database);
