@@ -50,10 +50,46 @@ step() {  # step NAME COMMAND...: runs a step, records its result
   return 1
 }
 
+# run_ctest DIR ARGS...: ctest in DIR; a failure's test names are kept for the summary, so the
+# last lines of the output say which tests failed even when the log above them is long.
+failed_tests=()
+failure_tails=$(mktemp)
+trap 'rm -f "$failure_tails"' EXIT
+run_ctest() {
+  local dir=$1; shift
+  rm -f "$dir/Testing/Temporary/LastTestsFailed.log"
+  if ctest --test-dir "$dir" "$@"; then
+    return 0
+  fi
+  local line name
+  if [[ -f "$dir/Testing/Temporary/LastTestsFailed.log" ]]; then
+    while IFS= read -r line; do
+      name=${line#*:}
+      failed_tests+=("$dir: $name")
+      # The end of the test's output, from ctest's log, for the summary.
+      awk -v name="$name" -v dir="$dir" '
+        $0 ~ /^[0-9]+\/[0-9]+ Test: / { sub(/^[0-9]+\/[0-9]+ Test: /, ""); mine = ($0 == name) }
+        mine && inside && /<end of output>$/ {
+          sub(/<end of output>$/, ""); if ($0 != "") out[n++] = $0; inside = 0; mine = 0 }
+        mine && inside { out[n++] = $0 }
+        mine && /^Output:$/ { inside = 1; n = 0; getline }  # skips the dashed line
+        END { if (n > 0) { print "--- " dir ": " name " (last lines of its output)";
+                           for (i = (n > 30 ? n - 30 : 0); i < n; i++) print "    " substr(out[i], 1, 400) } }
+      ' "$dir/Testing/Temporary/LastTest.log" >> "$failure_tails"
+    done < "$dir/Testing/Temporary/LastTestsFailed.log"
+  fi
+  return 1
+}
+
 summary() {
   local status=$1
   local took=$(( $(date +%s) - start ))
   echo
+  if [[ ${#failed_tests[@]} -gt 0 ]]; then
+    echo "scripts/test.sh: tests that failed (their output is above, after 'Start' with the name):"
+    printf '  %s\n' "${failed_tests[@]}"
+    cat "$failure_tails"
+  fi
   local IFS=';'
   local line="${results[*]}"
   line=${line//;/, }
@@ -78,7 +114,7 @@ gen_tsan=(); [[ -f build-tsan/CMakeCache.txt ]] || gen_tsan=(-G Ninja)
 if step configure cmake -S . -B build "${gen_build[@]}" -DCMAKE_BUILD_TYPE=Release \
     -DCMAKE_CXX_FLAGS_RELEASE="-O2 -DNDEBUG"; then
   if step build cmake --build build -j "$jobs"; then
-    step ctest ctest --test-dir build --output-on-failure -j2 || true
+    step ctest run_ctest build --output-on-failure -j2 || true
   fi
 fi
 
@@ -91,7 +127,7 @@ if [[ $sanitize -eq 1 ]]; then
     if step asan-build cmake --build build-asan -j "$jobs"; then
       ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
       UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-        step asan-ctest ctest --test-dir build-asan --output-on-failure -j2 || true
+        step asan-ctest run_ctest build-asan --output-on-failure -j2 || true
     fi
   fi
   # ThreadSanitizer only where threads are: plugin hooks run under a timeout on a worker thread
@@ -100,7 +136,7 @@ if [[ $sanitize -eq 1 ]]; then
       -DCMAKE_CXX_FLAGS_DEBUG="-Og -g1" -DRECAP_SANITIZE_THREAD=ON -DRECAP_BUILD_EXAMPLES=OFF; then
     if step tsan-build cmake --build build-tsan -j "$jobs" --target store_tests compactor_tests fault_tests; then
       TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
-        step tsan-ctest ctest --test-dir build-tsan --output-on-failure -j2 -L 'store|compactor|fault' || true
+        step tsan-ctest run_ctest build-tsan --output-on-failure -j2 -L 'store|compactor|fault' || true
     fi
   fi
 else
