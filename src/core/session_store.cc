@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "recap/measure.h"
+#include "store_rules.h"
 #include "transcript_access.h"
 
 namespace recap {
@@ -36,8 +37,6 @@ Result<std::vector<UncertainCall>> SessionStore::UncertainToolCalls(const std::s
 }
 
 namespace {
-
-std::string Quoted(const std::string& s) { return "\"" + ToValidUtf8(s) + "\""; }
 
 struct Entry {
   std::uint64_t seq = 0;
@@ -93,40 +92,10 @@ struct Session {
   }
 };
 
-// Gives `m` a fresh id when it has none. Ids are repaired like the rest of the message is by
-// Transcript, so that uniqueness is checked on the id that will actually be stored.
-void AssignId(Message& m) {
-  if (m.id.empty()) {
-    m.id = NewMessageId();
-  } else if (!IsValidUtf8(m.id)) {
-    m.id = ToValidUtf8(m.id);
-  }
-}
-
-// Assigns ids to `incoming` and checks that none collides with an id in `taken` or with
-// another incoming message; adds the new ids to `taken`. `what` names the messages for the
-// error ("the checkpoint", "injected message").
-Status ClaimIds(std::vector<Message*> incoming, std::unordered_set<std::string>& taken,
-                const std::string& session, const char* what) {
-  for (std::size_t i = 0; i < incoming.size(); ++i) {
-    Message& m = *incoming[i];
-    AssignId(m);
-    if (!taken.insert(m.id).second) {
-      const std::string which =
-          incoming.size() == 1 ? std::string(what) : std::string(what) + " " + std::to_string(i);
-      return Status::InvalidArgument(
-          which + " has id " + Quoted(m.id) + ", which an active message of session " +
-          Quoted(session) + " or another message of the same commit already has; ids must be " +
-          "unique. Leave the id empty to get a fresh one");
-    }
-  }
-  return Status::OK();
-}
-
 class InMemorySessionStore final : public SessionStore {
  public:
   Result<SessionState> Load(const std::string& session) override {
-    if (Status s = CheckName(session); !s.ok()) return s;
+    if (Status s = internal::CheckSessionName(session); !s.ok()) return s;
     std::lock_guard<std::mutex> lock(mu_);
     SessionState state;
     if (const Session* s = Find(session)) {
@@ -138,16 +107,13 @@ class InMemorySessionStore final : public SessionStore {
 
   Result<SessionChanges> LoadChanges(const std::string& session,
                                      std::uint64_t since_version) override {
-    if (Status s = CheckName(session); !s.ok()) return s;
+    if (Status s = internal::CheckSessionName(session); !s.ok()) return s;
     std::lock_guard<std::mutex> lock(mu_);
     static const Session kEmpty;
     const Session* found = Find(session);
     const Session& s = found ? *found : kEmpty;
-    if (since_version > s.version) {
-      return Status::InvalidArgument("session " + Quoted(session) + " is at version " +
-                                     std::to_string(s.version) + "; version " +
-                                     std::to_string(since_version) +
-                                     " is in its future (was it read from another store?)");
+    if (Status st = internal::CheckSinceVersion(session, since_version, s.version); !st.ok()) {
+      return st;
     }
     SessionChanges changes;
     changes.version = s.version;
@@ -172,30 +138,25 @@ class InMemorySessionStore final : public SessionStore {
 
   Result<std::uint64_t> AppendMessages(const std::string& session,
                                        std::vector<Message> messages) override {
-    if (Status s = CheckName(session); !s.ok()) return s;
+    if (Status s = internal::CheckSessionName(session); !s.ok()) return s;
     std::lock_guard<std::mutex> lock(mu_);
     Session* existing = Find(session);
     if (messages.empty()) return existing ? existing->version : 0;
 
     // Validate the whole batch before anything is stored: an append is all-or-nothing too.
-    std::unordered_set<std::string> batch;
-    for (std::size_t i = 0; i < messages.size(); ++i) {
-      Message& m = messages[i];
-      AssignId(m);
-      const bool in_session = existing && existing->active.count(m.id) != 0;
-      if (in_session || !batch.insert(m.id).second) {
-        return Status::InvalidArgument(
-            "message " + std::to_string(i) + " of the append has id " + Quoted(m.id) + ", which " +
-            (in_session ? "an active message of session " + Quoted(session) + " already has"
-                        : std::string("an earlier message of the same append has")) +
-            "; ids must be unique. Leave the id empty to get a fresh one");
+    Result<Transcript> prepared = internal::PrepareAppend(std::move(messages));
+    if (!prepared.ok()) return prepared.status();
+    const Transcript& batch = *prepared;
+    for (std::size_t i = 0; existing && i < batch.size(); ++i) {
+      if (existing->active.count(batch[i].id) != 0) {
+        return internal::AppendIdTaken(session, i, batch[i].id);
       }
     }
 
     Session& s = existing ? *existing : sessions_[session];
     const std::size_t first = s.transcript.size();
-    for (Message& m : messages) {
-      s.transcript.Append(std::move(m));
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      internal::TranscriptAccess::AppendFrom(s.transcript, batch, i);
       s.AddToHistory(s.transcript.shared(s.transcript.size() - 1));
     }
     ++s.version;
@@ -205,64 +166,43 @@ class InMemorySessionStore final : public SessionStore {
 
   Result<std::uint64_t> CommitCompaction(const std::string& session,
                                          const CompactionCommit& commit) override {
-    if (Status s = CheckName(session); !s.ok()) return s;
+    if (Status s = internal::CheckSessionName(session); !s.ok()) return s;
     std::lock_guard<std::mutex> lock(mu_);
     Session* found = Find(session);
     if (Status st = CheckVersion(session, found, commit.expected_version); !st.ok()) return st;
-    static const Session kEmpty;
-    const Session& cur = found ? *found : kEmpty;
-    const Transcript& t = cur.transcript;
-
-    if (commit.replaced.empty()) {
-      return Status::InvalidArgument("a compaction of session " + Quoted(session) +
-                                     " must replace at least one message; `replaced` is empty");
-    }
-    if (!commit.checkpoint.summary) {
-      return Status::InvalidArgument(
-          "the checkpoint of a compaction must be flagged summary (SPEC R4.4); the one given "
-          "for session " +
-          Quoted(session) + " is not");
-    }
+    if (Status st = internal::CheckCompactionShape(session, commit); !st.ok()) return st;
+    const Transcript& t = found->transcript;
     // The version matched, so the caller saw this very transcript: a wrong prefix is a bug
     // in the caller, not a race.
-    if (commit.replaced.size() > t.size()) {
-      return Status::InvalidArgument("the compaction replaces " +
-                                     std::to_string(commit.replaced.size()) +
-                                     " messages but session " + Quoted(session) + " has only " +
-                                     std::to_string(t.size()) + " active messages");
-    }
-    for (std::size_t i = 0; i < commit.replaced.size(); ++i) {
+    const std::size_t head = std::min(commit.replaced.size(), t.size());
+    for (std::size_t i = 0; i < head; ++i) {
       const std::string& id = commit.replaced[i];
       if (t[i].id == id) continue;
-      if (cur.active.count(id) == 0) {
-        return Status::InvalidArgument("replaced[" + std::to_string(i) + "] is " + Quoted(id) +
-                                       ", which is not an active message of session " +
-                                       Quoted(session));
-      }
-      return Status::InvalidArgument(
-          "replaced[" + std::to_string(i) + "] is " + Quoted(id) + " but active message " +
-          std::to_string(i) + " of session " + Quoted(session) + " is " + Quoted(t[i].id) +
-          "; a compaction replaces the leading messages of the transcript, in order");
+      if (found->active.count(id) == 0) return internal::ReplacedNotActive(session, i, id);
+      return internal::ReplacedOutOfOrder(session, i, id, t[i].id);
+    }
+    if (commit.replaced.size() > t.size()) {
+      return internal::ReplacesTooMany(session, commit.replaced.size(), t.size());
     }
 
-    Message checkpoint = commit.checkpoint;
-    std::vector<Message> injected = commit.injected;
+    // The checkpoint and the injected messages, with ids unique among what stays active.
+    Transcript added;
+    added.Append(commit.checkpoint);
+    for (const Message& m : commit.injected) added.Append(m);
     std::unordered_set<std::string> taken;
     for (std::size_t i = commit.replaced.size(); i < t.size(); ++i) taken.insert(t[i].id);
-    if (Status st = ClaimIds({&checkpoint}, taken, session, "the checkpoint"); !st.ok()) {
-      return st;
+    for (std::size_t k = 0; k < added.size(); ++k) {
+      if (!taken.insert(added[k].id).second) {
+        return internal::CommitIdTaken(session, internal::CompactionAddedName(commit, k),
+                                       added[k].id);
+      }
     }
-    std::vector<Message*> inj;
-    for (Message& m : injected) inj.push_back(&m);
-    if (Status st = ClaimIds(inj, taken, session, "injected message"); !st.ok()) return st;
 
-    // Everything is valid: apply. (`found` is set: an unknown session has nothing to replace.)
+    // Everything is valid: apply.
     Session& s = *found;
     const std::string by = "compaction:" + std::to_string(++s.compactions);
     for (const std::string& id : commit.replaced) s.Retire(id, by);
-    Transcript next;
-    next.Append(std::move(checkpoint));
-    for (Message& m : injected) next.Append(std::move(m));
+    Transcript next = std::move(added);
     for (std::size_t i = 0; i < next.size(); ++i) s.AddToHistory(next.shared(i));
     for (std::size_t i = commit.replaced.size(); i < s.transcript.size(); ++i) {
       internal::TranscriptAccess::AppendFrom(next, s.transcript, i);
@@ -273,28 +213,16 @@ class InMemorySessionStore final : public SessionStore {
 
   Result<std::uint64_t> CommitReduction(const std::string& session,
                                         const ReductionCommit& commit) override {
-    if (Status s = CheckName(session); !s.ok()) return s;
+    if (Status s = internal::CheckSessionName(session); !s.ok()) return s;
     std::lock_guard<std::mutex> lock(mu_);
     Session* found = Find(session);
     if (Status st = CheckVersion(session, found, commit.expected_version); !st.ok()) return st;
-    if (commit.replacements.empty()) {
-      return Status::InvalidArgument("a reduction of session " + Quoted(session) +
-                                     " must replace at least one message; `replacements` is "
-                                     "empty");
-    }
+    if (commit.replacements.empty()) return internal::NoReplacements(session);
     std::unordered_set<std::string> seen;
     for (std::size_t i = 0; i < commit.replacements.size(); ++i) {
       const std::string& id = commit.replacements[i].id;
-      if (!found || found->active.count(id) == 0) {
-        return Status::InvalidArgument("replacement " + std::to_string(i) + " has id " +
-                                       Quoted(id) + ", which is not an active message of session " +
-                                       Quoted(session) +
-                                       "; a replacement keeps the id of the message it replaces");
-      }
-      if (!seen.insert(id).second) {
-        return Status::InvalidArgument("replacement " + std::to_string(i) + " replaces " +
-                                       Quoted(id) + " a second time in the same reduction");
-      }
+      if (found->active.count(id) == 0) return internal::ReplacementNotActive(session, i, id);
+      if (!seen.insert(id).second) return internal::ReplacedTwice(session, i, id);
     }
 
     Session& s = *found;
@@ -317,42 +245,27 @@ class InMemorySessionStore final : public SessionStore {
 
   Result<std::uint64_t> CommitRecovery(const std::string& session,
                                        const RecoveryCommit& commit) override {
-    if (Status s = CheckName(session); !s.ok()) return s;
+    if (Status s = internal::CheckSessionName(session); !s.ok()) return s;
     std::lock_guard<std::mutex> lock(mu_);
     Session* found = Find(session);
     if (Status st = CheckVersion(session, found, commit.expected_version); !st.ok()) return st;
-    if (commit.results.empty()) {
-      return Status::InvalidArgument("a recovery of session " + Quoted(session) +
-                                     " must record at least one result; `results` is empty");
+    std::vector<std::string> active_ids;
+    active_ids.reserve(found->transcript.size());
+    for (std::size_t i = 0; i < found->transcript.size(); ++i) {
+      active_ids.push_back(found->transcript[i].id);
     }
-    std::vector<Message> results;
-    results.reserve(commit.results.size());
-    std::unordered_map<std::string, std::vector<std::size_t>> after;  // id -> results, in order
-    for (std::size_t i = 0; i < commit.results.size(); ++i) {
-      const std::string& anchor = commit.results[i].after;
-      if (!found || found->active.count(anchor) == 0) {
-        return Status::InvalidArgument(
-            "recovered result " + std::to_string(i) + " goes after " + Quoted(anchor) +
-            ", which is not an active message of session " + Quoted(session));
-      }
-      results.push_back(commit.results[i].result);
-      after[anchor].push_back(i);
-    }
-    std::unordered_set<std::string> taken;
-    for (const auto& kv : found->active) taken.insert(kv.first);
-    std::vector<Message*> incoming;
-    for (Message& m : results) incoming.push_back(&m);
-    if (Status st = ClaimIds(incoming, taken, session, "recovered result"); !st.ok()) return st;
+    Result<internal::RecoveryPlan> plan = internal::PlanRecovery(session, active_ids, commit);
+    if (!plan.ok()) return plan.status();
 
     Session& s = *found;
     ++s.recoveries;
     Transcript next;
     for (std::size_t i = 0; i < s.transcript.size(); ++i) {
       internal::TranscriptAccess::AppendFrom(next, s.transcript, i);
-      auto it = after.find(s.transcript[i].id);
-      if (it == after.end()) continue;
+      auto it = plan->after.find(s.transcript[i].id);
+      if (it == plan->after.end()) continue;
       for (std::size_t r : it->second) {
-        next.Append(std::move(results[r]));
+        internal::TranscriptAccess::AppendFrom(next, plan->results, r);
         s.AddToHistory(next.shared(next.size() - 1));
       }
     }
@@ -361,7 +274,7 @@ class InMemorySessionStore final : public SessionStore {
   }
 
   Result<std::vector<HistoryEntry>> History(const std::string& session) override {
-    if (Status s = CheckName(session); !s.ok()) return s;
+    if (Status s = internal::CheckSessionName(session); !s.ok()) return s;
     std::lock_guard<std::mutex> lock(mu_);
     std::vector<HistoryEntry> out;
     const Session* s = Find(session);
@@ -387,24 +300,15 @@ class InMemorySessionStore final : public SessionStore {
   }
 
  private:
-  static Status CheckName(const std::string& session) {
-    if (session.empty()) {
-      return Status::InvalidArgument("the session id is empty; give every session a name");
-    }
-    return Status::OK();
-  }
-
+  // kConflict unless `expected` is the session's version; a session never written has
+  // nothing to commit against.
   static Status CheckVersion(const std::string& session, const Session* s, std::uint64_t expected) {
-    const std::uint64_t now = s ? s->version : 0;
-    if (expected == now) return Status::OK();
-    if (expected > now) {
-      return Status::Conflict("session " + Quoted(session) + " is at version " +
-                              std::to_string(now) + ", not " + std::to_string(expected) +
-                              " (was that version read from another store?); reload and retry");
+    if (Status st = internal::CheckExpectedVersion(session, expected, s ? s->version : 0);
+        !st.ok()) {
+      return st;
     }
-    return Status::Conflict("session " + Quoted(session) + " changed since version " +
-                            std::to_string(expected) + " (now " + std::to_string(now) +
-                            "); reload and retry");
+    if (!s) return internal::NothingToCommitAgainst(session);
+    return Status::OK();
   }
 
   Session* Find(const std::string& session) {

@@ -3,11 +3,13 @@
 #include <unordered_set>
 #include <utility>
 
+#include "recap/measure.h"
+
 namespace recap {
 inline namespace v0 {
 namespace internal {
 
-std::string QuotedName(const std::string& s) { return "\"" + s + "\""; }
+std::string QuotedName(const std::string& s) { return "\"" + ToValidUtf8(s) + "\""; }
 
 Status CheckSessionName(const std::string& session) {
   if (session.empty()) {
@@ -92,6 +94,44 @@ Status CheckCompactionShape(const std::string& session, const CompactionCommit& 
         "session " + QuotedName(session) + " is not");
   }
   return Status::OK();
+}
+
+Status ReplacedNotActive(const std::string& session, std::size_t i, const std::string& id) {
+  return Status::InvalidArgument("replaced[" + std::to_string(i) + "] is " + QuotedName(id) +
+                                 ", which is not an active message of session " +
+                                 QuotedName(session));
+}
+
+Status ReplacedOutOfOrder(const std::string& session, std::size_t i, const std::string& id,
+                          const std::string& active_id) {
+  return Status::InvalidArgument(
+      "replaced[" + std::to_string(i) + "] is " + QuotedName(id) + " but active message " +
+      std::to_string(i) + " of session " + QuotedName(session) + " is " + QuotedName(active_id) +
+      "; a compaction replaces the leading messages of the transcript, in order");
+}
+
+Status ReplacesTooMany(const std::string& session, std::size_t replaced, std::size_t active) {
+  return Status::InvalidArgument("the compaction replaces " + std::to_string(replaced) +
+                                 " messages but session " + QuotedName(session) + " has only " +
+                                 std::to_string(active) + " active messages");
+}
+
+Status NoReplacements(const std::string& session) {
+  return Status::InvalidArgument("a reduction of session " + QuotedName(session) +
+                                 " must replace at least one message; `replacements` is empty");
+}
+
+Status ReplacementNotActive(const std::string& session, std::size_t i, const std::string& id) {
+  return Status::InvalidArgument("replacement " + std::to_string(i) + " has id " +
+                                 QuotedName(id) + ", which is not an active message of session " +
+                                 QuotedName(session) +
+                                 "; a replacement keeps the id of the message it replaces");
+}
+
+Status ReplacedTwice(const std::string& session, std::size_t i, const std::string& id) {
+  return Status::InvalidArgument("replacement " + std::to_string(i) + " replaces " +
+                                 QuotedName(id) + " of session " + QuotedName(session) +
+                                 " a second time in the same reduction");
 }
 
 Result<RecoveryPlan> PlanRecovery(const std::string& session,

@@ -22,7 +22,8 @@ namespace recap {
 inline namespace v0 {
 namespace internal {
 
-// `"<s>"`, as the stores' messages quote names and ids.
+// `"<s>"`, as the stores' messages quote names and ids (invalid UTF-8 repaired: a status
+// message is always valid UTF-8).
 RECAP_EXPORT std::string QuotedName(const std::string& s);
 
 // An empty session id is kInvalidArgument.
@@ -58,6 +59,29 @@ RECAP_EXPORT Status NothingToCommitAgainst(const std::string& session);
 // The checks of a compaction that need no table: something replaced, a summary checkpoint.
 RECAP_EXPORT Status CheckCompactionShape(const std::string& session,
                                          const CompactionCommit& commit);
+
+// A compaction's replaced[i] that is not an active message of the session.
+RECAP_EXPORT Status ReplacedNotActive(const std::string& session, std::size_t i,
+                                      const std::string& id);
+
+// A compaction's replaced[i] that is active but not the active message at place i.
+RECAP_EXPORT Status ReplacedOutOfOrder(const std::string& session, std::size_t i,
+                                       const std::string& id, const std::string& active_id);
+
+// A compaction that replaces more messages than the session has active.
+RECAP_EXPORT Status ReplacesTooMany(const std::string& session, std::size_t replaced,
+                                    std::size_t active);
+
+// A reduction with no replacements.
+RECAP_EXPORT Status NoReplacements(const std::string& session);
+
+// Replacement i of a reduction whose id is not an active message of the session.
+RECAP_EXPORT Status ReplacementNotActive(const std::string& session, std::size_t i,
+                                         const std::string& id);
+
+// Replacement i of a reduction that replaces a message an earlier one already replaces.
+RECAP_EXPORT Status ReplacedTwice(const std::string& session, std::size_t i,
+                                  const std::string& id);
 
 // Where a recovery's results go, against the active transcript's ids in order.
 struct RecoveryPlan {

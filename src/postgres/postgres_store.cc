@@ -46,7 +46,7 @@ using postgres_internal::kMigrations;
 using postgres_internal::kSchemaVersion;
 using postgres_internal::kTables;
 
-std::string Quoted(const std::string& s) { return "\"" + s + "\""; }
+std::string Quoted(const std::string& s) { return internal::QuotedName(s); }
 
 std::string Lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -871,24 +871,17 @@ class PostgresSessionStore final : public SessionStore {
         const std::string_view id = GetView(head.get(), i, 0);
         const std::string& want = commit.replaced[static_cast<std::size_t>(i)];
         if (want != id) {
+          const auto at = static_cast<std::size_t>(i);
           if (!IsActiveId(c, row.id, want)) {
-            throw Abort{Status::InvalidArgument(
-                "replaced[" + std::to_string(i) + "] is " + Quoted(want) +
-                ", which is not an active message of session " + Quoted(session))};
+            throw Abort{internal::ReplacedNotActive(session, at, want)};
           }
-          throw Abort{Status::InvalidArgument(
-              "replaced[" + std::to_string(i) + "] is " + Quoted(want) + " but active message " +
-              std::to_string(i) + " of session " + Quoted(session) + " is " +
-              Quoted(std::string(id)) +
-              "; a compaction replaces the leading messages of the transcript, in order")};
+          throw Abort{internal::ReplacedOutOfOrder(session, at, want, std::string(id))};
         }
         last_position = GetInt(head.get(), i, 1);
       }
       if (static_cast<std::size_t>(n) < commit.replaced.size()) {
-        throw Abort{Status::InvalidArgument(
-            "the compaction replaces " + std::to_string(commit.replaced.size()) +
-            " messages but session " + Quoted(session) + " has only " + std::to_string(n) +
-            " active messages")};
+        throw Abort{
+            internal::ReplacesTooMany(session, commit.replaced.size(), static_cast<std::size_t>(n))};
       }
       version = row.version + 1;
       const std::int64_t number = row.compactions + 1;
@@ -926,9 +919,7 @@ class PostgresSessionStore final : public SessionStore {
                     [&](Connection& c) {
       SessionRow row = CheckVersion(c, session, commit.expected_version);
       if (commit.replacements.empty()) {
-        throw Abort{Status::InvalidArgument("a reduction of session " + Quoted(session) +
-                                            " must replace at least one message; "
-                                            "`replacements` is empty")};
+        throw Abort{internal::NoReplacements(session)};
       }
       std::unordered_set<std::string> seen;
       std::vector<std::pair<std::int64_t, std::int64_t>> targets;  // seq, position
@@ -938,16 +929,11 @@ class PostgresSessionStore final : public SessionStore {
         fp.Int(row.id).Text(id);
         ResultPtr found = c.Run(kFindActive, pool_->texts(), fp);
         if (PQntuples(found.get()) == 0) {
-          throw Abort{Status::InvalidArgument(
-              "replacement " + std::to_string(i) + " has id " + Quoted(id) +
-              ", which is not an active message of session " + Quoted(session) +
-              "; a replacement keeps the id of the message it replaces")};
+          throw Abort{internal::ReplacementNotActive(session, i, id)};
         }
         targets.emplace_back(GetInt(found.get(), 0, 0), GetInt(found.get(), 0, 1));
         if (!seen.insert(id).second) {
-          throw Abort{Status::InvalidArgument("replacement " + std::to_string(i) + " replaces " +
-                                              Quoted(id) +
-                                              " a second time in the same reduction")};
+          throw Abort{internal::ReplacedTwice(session, i, id)};
         }
       }
       version = row.version + 1;

@@ -40,7 +40,7 @@ using internal::EncodeBody;
 using sqlite_internal::kMigrations;
 using sqlite_internal::kSchemaVersion;
 
-std::string Quoted(const std::string& s) { return "\"" + s + "\""; }
+std::string Quoted(const std::string& s) { return internal::QuotedName(s); }
 
 std::string NowUtc() {
   const auto now = std::chrono::system_clock::now();
@@ -360,24 +360,15 @@ class SqliteSessionStore final : public SessionStore {
           const std::string active_id = id;
           head.reset();
           if (!IsActiveId(row.id, commit.replaced[i])) {
-            throw Abort{Status::InvalidArgument(
-                "replaced[" + std::to_string(i) + "] is " + Quoted(commit.replaced[i]) +
-                ", which is not an active message of session " + Quoted(session))};
+            throw Abort{internal::ReplacedNotActive(session, i, commit.replaced[i])};
           }
-          throw Abort{Status::InvalidArgument(
-              "replaced[" + std::to_string(i) + "] is " + Quoted(commit.replaced[i]) +
-              " but active message " + std::to_string(i) + " of session " + Quoted(session) +
-              " is " + Quoted(active_id) +
-              "; a compaction replaces the leading messages of the transcript, in order")};
+          throw Abort{internal::ReplacedOutOfOrder(session, i, commit.replaced[i], active_id)};
         }
         last_position = head.getColumn(1).getInt64();
         ++i;
       }
       if (i < commit.replaced.size()) {
-        throw Abort{Status::InvalidArgument(
-            "the compaction replaces " + std::to_string(commit.replaced.size()) +
-            " messages but session " + Quoted(session) + " has only " + std::to_string(i) +
-            " active messages")};
+        throw Abort{internal::ReplacesTooMany(session, commit.replaced.size(), i)};
       }
 
       version = row.version + 1;
@@ -421,9 +412,7 @@ class SqliteSessionStore final : public SessionStore {
     Status s = c_->Transaction("committing a reduction of session " + Quoted(session), true, [&] {
       SessionRow row = CheckVersion(session, commit.expected_version);
       if (commit.replacements.empty()) {
-        throw Abort{Status::InvalidArgument("a reduction of session " + Quoted(session) +
-                                            " must replace at least one message; "
-                                            "`replacements` is empty")};
+        throw Abort{internal::NoReplacements(session)};
       }
       std::unordered_set<std::string> seen;
       std::vector<std::pair<std::int64_t, std::int64_t>> targets;  // seq, position
@@ -435,17 +424,12 @@ class SqliteSessionStore final : public SessionStore {
         find.bind(1, row.id);
         find.bind(2, id);
         if (!find.executeStep()) {
-          throw Abort{Status::InvalidArgument(
-              "replacement " + std::to_string(i) + " has id " + Quoted(id) +
-              ", which is not an active message of session " + Quoted(session) +
-              "; a replacement keeps the id of the message it replaces")};
+          throw Abort{internal::ReplacementNotActive(session, i, id)};
         }
         targets.emplace_back(find.getColumn(0).getInt64(), find.getColumn(1).getInt64());
         find.reset();
         if (!seen.insert(id).second) {
-          throw Abort{Status::InvalidArgument("replacement " + std::to_string(i) + " replaces " +
-                                              Quoted(id) +
-                                              " a second time in the same reduction")};
+          throw Abort{internal::ReplacedTwice(session, i, id)};
         }
       }
       version = row.version + 1;

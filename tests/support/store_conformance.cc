@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "recap/codec.h"
+#include "recap/measure.h"
 #include "recap/safe_boundary.h"
 
 namespace recap {
@@ -789,25 +790,33 @@ void BadCommitsChangeNothing(const SessionStoreFactory& make) {
     c.injected = std::move(injected);
     return store->CommitCompaction("s1", c);
   };
-  auto bad = [&](const Result<std::uint64_t>& r, const char* what) {
+  // Every store refuses each bad commit with the same words: `says` is a phrase the message
+  // must hold (the stores share their messages, src/core/store_rules.h).
+  auto bad = [&](const Result<std::uint64_t>& r, const char* what, const char* says) {
     INFO(what);
     RequireCode(r, StatusCode::kInvalidArgument);
+    INFO("status: " << r.status().ToString());
+    CHECK(r.status().message().find(says) != std::string::npos);
+    CHECK(r.status().message().find("\"s1\"") != std::string::npos);
     RequireSame(before, Take(*store, "s1"));
   };
 
-  bad(compaction({"m0", "nope"}, Summary("s")), "unknown id in replaced");
-  bad(compaction({"m1", "m2"}, Summary("s")), "replaced is not the prefix");
-  bad(compaction({"m0", "m2"}, Summary("s")), "replaced skips a message");
-  bad(compaction({"m1", "m0"}, Summary("s")), "replaced out of order");
+  bad(compaction({"m0", "nope"}, Summary("s")), "unknown id in replaced",
+      "replaced[1] is \"nope\", which is not an active message");
+  bad(compaction({"m1", "m2"}, Summary("s")), "replaced is not the prefix",
+      "replaced[0] is \"m1\" but active message 0 of session \"s1\" is \"m0\"");
+  bad(compaction({"m0", "m2"}, Summary("s")), "replaced skips a message", "replaces the leading messages of the transcript, in order");
+  bad(compaction({"m1", "m0"}, Summary("s")), "replaced out of order", "replaced[0] is \"m1\" but active message 0");
   bad(compaction({"m0", "m1", "m2", "m3", "m4", "m5", "m6"}, Summary("s")),
-      "replaced longer than the transcript");
-  bad(compaction({}, Summary("s")), "nothing replaced");
-  bad(compaction({"m0"}, User("not flagged summary")), "checkpoint not flagged summary");
-  bad(compaction({"m0"}, Summary("s", "m4")), "checkpoint id of a kept message");
+      "replaced longer than the transcript",
+      "replaces 7 messages but session \"s1\" has only 6 active messages");
+  bad(compaction({}, Summary("s")), "nothing replaced", "`replaced` is empty");
+  bad(compaction({"m0"}, User("not flagged summary")), "checkpoint not flagged summary", "must be flagged summary");
+  bad(compaction({"m0"}, Summary("s", "m4")), "checkpoint id of a kept message", "the checkpoint has id \"m4\"");
   bad(compaction({"m0"}, Summary("s", "cp"), {Summary("i", "dup"), Summary("j", "dup")}),
-      "injected ids repeat");
+      "injected ids repeat", "injected message 1 has id \"dup\"");
   bad(compaction({"m0"}, Summary("s", "cp"), {Summary("i", "cp")}),
-      "injected id of the checkpoint");
+      "injected id of the checkpoint", "injected message has id \"cp\"");
 
   auto reduction = [&](std::vector<Message> replacements) {
     ReductionCommit r;
@@ -815,11 +824,14 @@ void BadCommitsChangeNothing(const SessionStoreFactory& make) {
     r.replacements = std::move(replacements);
     return store->CommitReduction("s1", r);
   };
-  bad(reduction({User("x", "nope")}), "reduction of an unknown id");
-  bad(reduction({User("x", "m1"), User("y", "nope")}), "one good and one unknown replacement");
-  bad(reduction({User("x", "m1"), User("y", "m1")}), "the same message replaced twice");
-  bad(reduction({User("x")}), "a replacement without id");
-  bad(reduction({}), "an empty reduction");
+  bad(reduction({User("x", "nope")}), "reduction of an unknown id",
+      "replacement 0 has id \"nope\", which is not an active message");
+  bad(reduction({User("x", "m1"), User("y", "nope")}), "one good and one unknown replacement",
+      "replacement 1 has id \"nope\"");
+  bad(reduction({User("x", "m1"), User("y", "m1")}), "the same message replaced twice",
+      "replacement 1 replaces \"m1\" of session \"s1\" a second time");
+  bad(reduction({User("x")}), "a replacement without id", "replacement 0 has id \"\"");
+  bad(reduction({}), "an empty reduction", "`replacements` is empty");
 
   auto recovery = [&](std::vector<RecoveredResult> results) {
     RecoveryCommit rc;
@@ -830,10 +842,21 @@ void BadCommitsChangeNothing(const SessionStoreFactory& make) {
   Message result = Message::ToolOutput("c", "unknown");
   Message colliding = result;
   colliding.id = "m0";
-  bad(recovery({{"nope", result}}), "recovery after an unknown message");
-  bad(recovery({{"m1", result}, {"nope", result}}), "one good and one bad anchor");
-  bad(recovery({{"m1", colliding}}), "recovered result with an active id");
-  bad(recovery({}), "an empty recovery");
+  bad(recovery({{"nope", result}}), "recovery after an unknown message",
+      "recovered result 0 goes after \"nope\", which is not an active message");
+  bad(recovery({{"m1", result}, {"nope", result}}), "one good and one bad anchor", "recovered result 1 goes after \"nope\"");
+  bad(recovery({{"m1", colliding}}), "recovered result with an active id", "recovered result has id \"m0\"");
+  bad(recovery({}), "an empty recovery", "`results` is empty");
+
+  // A session name that is not UTF-8 is named in valid UTF-8 (a status message always is).
+  for (const std::string& odd : {std::string("s\xff\xfe"), std::string("s\xc3")}) {
+    CompactionCommit none;
+    none.replaced = {"m0"};
+    none.checkpoint = Summary("s");
+    const Result<std::uint64_t> r = store->CommitCompaction(odd, none);
+    REQUIRE_FALSE(r.ok());
+    CHECK(IsValidUtf8(r.status().message()));
+  }
 
   // The store is still fully usable at the same version.
   CompactionCommit good;
