@@ -195,3 +195,54 @@ TEST_CASE("issue 3 long session: Claude Code, SWE-agent and OpenHands sessions")
                   << total.failures << " failed compactions, " << total.budget_errors
                   << " budget errors");
 }
+
+// The embedded default in a small window: the offline checkpoint is merged into at every
+// compaction, and must not grow until it crowds the conversation out. Its reply budget is
+// maxOutputTokens and at most a quarter of the trigger (R5.1), so compactions stay rare
+// however long the session, and the newest instructions are the ones it keeps.
+TEST_CASE("R5.1 R3.8 offline checkpoint in a small window: 400 turns, compactions stay rare") {
+  Config config;
+  config.limits.max_context_chars = 16000;
+  config.compaction.keep_turns = 1;
+  auto store = recap::testing::NewTestSessionStore();
+  auto made = Compactor::Create(config, nullptr, store);
+  REQUIRE(made.ok());
+  auto& compactor = **made;
+  const std::string session = "small-window";
+  constexpr int kTurns = 400;
+  std::vector<int> compacted_at;
+  std::size_t largest_checkpoint = 0;
+  for (int turn = 0; turn < kTurns; ++turn) {
+    const std::string tag = "t" + std::to_string(turn);
+    std::vector<Message> messages;
+    messages.push_back(Message::UserText("request " + tag + ": keep " + std::string(200, 'u')));
+    messages.push_back(Message::AssistantCalls(
+        {ToolCall{tag + "-c", "read_file", R"({"path":"src/f)" + tag + R"(.cc"})", {}}}));
+    messages.push_back(Message::ToolOutput(tag + "-c", std::string(600, 'r')));
+    messages.push_back(Message::AssistantText("answer " + tag));
+    REQUIRE(store->AppendMessages(session, std::move(messages)).ok());
+    auto prepared = compactor.Prepare(session, {});
+    INFO("turn " << turn << ": " << prepared.status().ToString());
+    REQUIRE(prepared.ok());
+    REQUIRE(prepared->messages.chars() <= config.limits.max_context_chars);
+    if (prepared->compactions.empty()) continue;
+    compacted_at.push_back(turn);
+    const Message& checkpoint = prepared->messages[0];
+    REQUIRE(checkpoint.summary);
+    largest_checkpoint = std::max(largest_checkpoint, MessageChars(checkpoint));
+    // The newest instruction the compaction summarized is in the checkpoint: with keep_turns
+    // 1 that is the previous turn's request.
+    const std::string text = JoinedText(checkpoint);
+    CHECK(text.find("request t" + std::to_string(turn - 1) + ":") != std::string::npos);
+  }
+  REQUIRE(compacted_at.size() >= 10);
+  // Steady state: the turns between compactions over the second half of the session.
+  int late = 0;
+  for (int t : compacted_at) late += t >= kTurns / 2 ? 1 : 0;
+  WARN("offline in 16,000 characters: " << compacted_at.size() << " compactions in " << kTurns
+                                        << " turns, " << late << " in the last " << kTurns / 2
+                                        << "; largest checkpoint " << largest_checkpoint
+                                        << " characters");
+  CHECK(late <= kTurns / 2 / 5);  // one compaction in five turns or fewer
+  CHECK(largest_checkpoint <= config.limits.max_context_chars / 4);
+}

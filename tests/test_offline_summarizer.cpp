@@ -294,3 +294,83 @@ TEST_CASE("§12 offline: every real transcript summarizes, whole and in chunks")
     }
   }
 }
+
+namespace {
+
+// The offline summarizer's raw reply for `span` with `prior`, under `max_output_tokens`.
+Completion OfflineReply(const Transcript& span, const Checkpoint* prior,
+                        std::size_t max_output_tokens) {
+  auto offline = NewOfflineSummarizer();
+  SummarySource source{&span, prior, {}};
+  CompletionRequest request;
+  request.source = &source;
+  request.max_output_tokens = max_output_tokens;
+  auto reply = offline->Complete(request, CancellationToken());
+  REQUIRE(reply.ok());
+  return *reply;
+}
+
+// A prior as a long session leaves it: every list full of long entries.
+Checkpoint FullPrior() {
+  Checkpoint prior;
+  prior.goal = "Migrate the billing service to the new ledger";
+  for (int i = 0; i < 60; ++i) {
+    const std::string n = std::to_string(i);
+    prior.instructions.push_back("rule " + n + ": " + std::string(250, 'i'));
+    prior.accomplished.push_back("bash: step " + n + " " + std::string(150, 'a'));
+    prior.discoveries.push_back("fact " + n + ": " + std::string(150, 'd'));
+    prior.relevant_files.push_back({"src/file" + n + ".cc", "used by edit_file"});
+  }
+  prior.current_state = std::string(900, 's');
+  return prior;
+}
+
+}  // namespace
+
+TEST_CASE("R5.1 §12 offline: the reply stays within max_output_tokens, the newest entries kept") {
+  const Checkpoint prior = FullPrior();
+  // Roomy: nothing but the usual caps.
+  const Completion roomy = OfflineReply(Session(), &prior, 16000);
+  CHECK(roomy.finish_reason == FinishReason::kStop);
+  const Checkpoint all = ParseCheckpoint(roomy.text, false).checkpoint;
+  CHECK(all.instructions.size() == 50);
+  CHECK(all.discoveries.size() == 30);
+  REQUIRE(CountCodePoints(roomy.text) > 4000);
+
+  for (std::size_t tokens : {std::size_t{3000}, std::size_t{1000}, std::size_t{500}}) {
+    INFO("max_output_tokens " << tokens);
+    const Completion fit = OfflineReply(Session(), &prior, tokens);
+    CHECK(fit.finish_reason == FinishReason::kStop);
+    CHECK(CountCodePoints(fit.text) <= tokens * 4);
+    const ParsedCheckpoint parsed = ParseCheckpoint(fit.text, false);
+    REQUIRE(parsed.usable);
+    const Checkpoint& c = parsed.checkpoint;
+    CHECK(c.goal == prior.goal);  // the goal is the last thing to give way
+    // Lists gave way from their old end: what is left is the newest.
+    REQUIRE_FALSE(c.instructions.empty());
+    CHECK(c.instructions.back() == "Do not touch include/parser.h.");
+    CHECK(c.instructions.size() < all.instructions.size());
+    if (!c.accomplished.empty()) CHECK(c.accomplished.back() == "bash: make test");
+    if (!c.relevant_files.empty()) {
+      CHECK(c.relevant_files.back().path == all.relevant_files.back().path);
+    }
+  }
+  // The discoveries go before the user's instructions do.
+  const Checkpoint mid = ParseCheckpoint(OfflineReply(Session(), &prior, 3000).text, false).checkpoint;
+  CHECK(mid.discoveries.size() < all.discoveries.size());
+  CHECK(mid.instructions.size() > mid.discoveries.size());
+}
+
+TEST_CASE("R5.1 R5.3 §12 offline: a budget too small for any checkpoint gives a cut reply") {
+  Transcript span;
+  span.Append(Message::UserText("Réécris l'analyseur — sans toucher à l'en-tête " +
+                                std::string(300, 'x')));
+  span.Append(Message::AssistantText("D'accord ✓"));
+  for (std::size_t tokens : {std::size_t{1}, std::size_t{10}, std::size_t{30}}) {
+    INFO("max_output_tokens " << tokens);
+    const Completion cut = OfflineReply(span, nullptr, tokens);
+    CHECK(cut.finish_reason == FinishReason::kLength);
+    CHECK(CountCodePoints(cut.text) <= tokens * 4);
+    CHECK(IsValidUtf8(cut.text));
+  }
+}

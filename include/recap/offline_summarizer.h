@@ -17,6 +17,8 @@
 //   nextSteps      left empty: without a model it cannot know
 //
 // A prior checkpoint is merged: its lists are kept and extended, its goal kept.
+// The reply keeps within the request's max_output_tokens (about four characters a token): the
+// oldest entries of the lists give way first (docs/checkpoint-format.md).
 // Deterministic: the same span always gives the same checkpoint.
 #ifndef RECAP_OFFLINE_SUMMARIZER_H_
 #define RECAP_OFFLINE_SUMMARIZER_H_

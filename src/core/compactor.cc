@@ -215,6 +215,17 @@ struct Compactor::Impl {
     return std::max<std::size_t>(1, trigger / 2);
   }
 
+  // The offline summarizer's reply budget: maxOutputTokens, and no more than half of what the
+  // kept part may hold (a quarter of the trigger), so that a checkpoint merged again and again
+  // never crowds the conversation out of a small window. A model is given maxOutputTokens as
+  // configured; the offline summarizer is ours to keep small.
+  std::size_t OfflineOutputTokens(const Plan& plan) const {
+    constexpr std::size_t kMinTokens = 500;  // about 2,000 characters: a goal, a state, a few
+                                             // instructions, however small the window
+    const std::size_t share = KeptLimit(plan) / 2 / 4;
+    return std::min(config.compaction.max_output_tokens, std::max(share, kMinTokens));
+  }
+
   // How much one summarizer request may hold (R4.7): the window less the reply's budget,
   // with a margin for the estimate's error. recap's offline summarizer needs no limit.
   std::size_t RequestBudget(const Plan& plan) const {
@@ -292,7 +303,8 @@ struct Compactor::Impl {
       if (!r.request.instructions.empty()) in.plugin_instructions.push_back(r.request.instructions);
       for (const auto& f : r.request.output_fields) in.plugin_fields.push_back(f);
     }
-    in.max_output_tokens = config.compaction.max_output_tokens;
+    in.max_output_tokens = provider->Name() == "offline" ? OfflineOutputTokens(plan)
+                                                         : config.compaction.max_output_tokens;
     in.max_request_chars = RequestBudget(plan);
 
     auto summary = RunSummarizer(*provider, in, session, cancel);
@@ -302,6 +314,7 @@ struct Compactor::Impl {
                      summary.status().message());
       if (!offline) offline = NewOfflineSummarizer();
       in.max_request_chars = 0;
+      in.max_output_tokens = OfflineOutputTokens(plan);
       summary = RunSummarizer(*offline, in, session, cancel);
     }
     if (!summary.ok()) {

@@ -1,6 +1,7 @@
 #include "recap/offline_summarizer.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <set>
@@ -410,6 +411,44 @@ Checkpoint Build(const SummarySource& source) {
   return cp;
 }
 
+// Characters of reply per token of max_output_tokens, as the rest of recap estimates them.
+constexpr std::size_t kCharsPerToken = 4;
+
+// Drops the older half of `list` (at least one entry); the newest entries stay.
+template <class T>
+void DropOlderHalf(std::vector<T>& list) {
+  list.erase(list.begin(), list.begin() + static_cast<std::ptrdiff_t>((list.size() + 1) / 2));
+}
+
+// Makes the checkpoint's JSON at most `max_chars` code points, giving up first what matters
+// least: the older half of the finished work, as often as it takes, then of the errors met,
+// of the files (the prior's come first) and of the user's instructions; then the current
+// state and the goal are cut to one shorter line. The newest entries of every list stay
+// longest. Returns the JSON, which is still longer than `max_chars` only when even the
+// smallest checkpoint is.
+std::string FitCheckpoint(Checkpoint& cp, std::size_t max_chars) {
+  std::string json = CheckpointToJson(cp);
+  auto fits = [&] { return CountCodePoints(json) <= max_chars; };
+  if (fits()) return json;
+  auto shrink = [&](auto&& drop, auto&& nonempty) {
+    while (!fits() && nonempty()) {
+      drop();
+      json = CheckpointToJson(cp);
+    }
+  };
+  shrink([&] { DropOlderHalf(cp.accomplished); }, [&] { return !cp.accomplished.empty(); });
+  shrink([&] { DropOlderHalf(cp.discoveries); }, [&] { return !cp.discoveries.empty(); });
+  shrink([&] { DropOlderHalf(cp.relevant_files); }, [&] { return !cp.relevant_files.empty(); });
+  shrink([&] { DropOlderHalf(cp.instructions); }, [&] { return !cp.instructions.empty(); });
+  for (std::size_t chars : {500, 200, 80}) {
+    if (fits()) break;
+    cp.current_state = OneLine(cp.current_state, chars);
+    cp.goal = OneLine(cp.goal, chars);
+    json = CheckpointToJson(cp);
+  }
+  return json;
+}
+
 class OfflineSummarizer final : public Provider {
  public:
   Result<Completion> Complete(const CompletionRequest& request,
@@ -422,9 +461,20 @@ class OfflineSummarizer final : public Provider {
           "offline summarizer cannot summarize rendered text. Use it as the Compactor's "
           "provider or as its fallback, not as a general-purpose model.");
     }
+    Checkpoint cp = Build(*request.source);
     Completion c;
-    c.text = CheckpointToJson(Build(*request.source));
     c.finish_reason = FinishReason::kStop;
+    // R5.1: the reply stays within max_output_tokens, as a model's would. The lists give way
+    // first; a checkpoint that cannot fit even then is cut where a model's reply would be,
+    // and reported so (the compactor keeps what it can recover, R5.2, or fails, R5.3).
+    const std::size_t tokens = request.max_output_tokens;
+    const bool limited = tokens != 0 && tokens <= SIZE_MAX / kCharsPerToken;
+    const std::size_t max_chars = limited ? tokens * kCharsPerToken : SIZE_MAX;
+    c.text = limited ? FitCheckpoint(cp, max_chars) : CheckpointToJson(cp);
+    if (limited && CountCodePoints(c.text) > max_chars) {
+      c.text.resize(PrefixBytesForCodePoints(c.text, max_chars));
+      c.finish_reason = FinishReason::kLength;
+    }
     return c;
   }
 
