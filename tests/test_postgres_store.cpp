@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -288,6 +289,58 @@ TEST_CASE("issue 10 R8 a statement that waits past statement_timeout_ms fails an
   // The store goes on.
   REQUIRE(store->Append("s", Msg("m2", "second")).ok());
   CHECK(store->Load("s")->version == 2);
+}
+
+TEST_CASE("issue 10 R8.1 a batch of 2,500 messages goes in pipelined chunks: all of it, or nothing") {
+  auto store = FreshStore();
+  REQUIRE(store->Append("s", Msg("taken", "already here")).ok());
+  auto batch_with = [](std::size_t taken_at) {
+    std::vector<Message> batch;
+    for (std::size_t i = 0; i < 2500; ++i) {
+      batch.push_back(Msg(i == taken_at ? "taken" : "b" + std::to_string(i),
+                          "message " + std::to_string(i) + " é", i % 2 == 0));
+    }
+    return batch;
+  };
+  // An id already active, in the first chunk, at a chunk's edges, and last: the append is
+  // refused naming that message, and nothing of any chunk stays.
+  for (std::size_t taken_at : {std::size_t{1}, std::size_t{999}, std::size_t{1000}, std::size_t{2499}}) {
+    INFO("the taken id is message " << taken_at);
+    auto r = store->AppendMessages("s", batch_with(taken_at));
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().code() == StatusCode::kInvalidArgument);
+    CHECK(r.status().message().find("message " + std::to_string(taken_at) +
+                                    " of the append has id \"taken\"") != std::string::npos);
+    auto state = store->Load("s");
+    REQUIRE(state.ok());
+    CHECK(state->version == 1);
+    CHECK(state->transcript.size() == 1);
+  }
+  // Without the clash, all of it, in order, measured, in one version.
+  std::vector<Message> batch = batch_with(SIZE_MAX);
+  const Transcript expected(batch);
+  auto r = store->AppendMessages("s", std::move(batch));
+  INFO((r.ok() ? std::string() : r.status().ToString()));
+  REQUIRE(r.ok());
+  CHECK(*r == 2);
+  auto state = store->Load("s");
+  REQUIRE(state.ok());
+  REQUIRE(state->transcript.size() == 2501);
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    INFO("message " << i);
+    REQUIRE(state->transcript[i + 1].id == expected[i].id);
+    REQUIRE(state->transcript[i + 1].role == expected[i].role);
+    REQUIRE(JoinedText(state->transcript[i + 1]) == JoinedText(expected[i]));
+    REQUIRE(state->transcript.chars(i + 1) == expected.chars(i));
+  }
+  auto history = store->History("s");
+  REQUIRE(history.ok());
+  CHECK(history->size() == 2501);
+  // The pooled connections are fine after the refused pipelines.
+  for (int i = 0; i < 6; ++i) {
+    REQUIRE(store->Append("s", Msg("after" + std::to_string(i), "after")).ok());
+  }
+  CHECK(store->Load("s")->version == 8);
 }
 
 // --- processes ---------------------------------------------------------------------------------

@@ -314,15 +314,7 @@ class Connection {
 
   // A statement of the store's, prepared on first use. Throws PgFailure.
   ResultPtr Run(int q, const std::vector<std::string>& texts, const Params& p) {
-    if (prepared_.count(q) == 0) {
-      const std::string name = "recap_" + std::to_string(q);
-      ResultPtr made(PQprepare(conn_, name.c_str(), texts[static_cast<std::size_t>(q)].c_str(),
-                               0, nullptr),
-                     &PQclear);
-      Check(made.get());
-      prepared_.insert(q);
-    }
-    const std::string name = "recap_" + std::to_string(q);
+    const std::string name = Prepare(q, texts);
     ResultPtr r(PQexecPrepared(conn_, name.c_str(), p.size(), p.values(), p.lengths(),
                                p.formats(), /*resultFormat=*/1),
                 &PQclear);
@@ -330,12 +322,75 @@ class Connection {
     return r;
   }
 
+  // Statement q once per parameter set, in one round trip: libpq's pipeline mode sends them
+  // all, then a sync, then reads the answers (a statement's result is a few dozen bytes, so
+  // the answers to a thousand fit the socket's buffer while the statements are still being
+  // sent). Throws PgFailure for the first statement that failed, its index in *failed_at;
+  // the ones after it are skipped by the server.
+  void RunPipelined(int q, const std::vector<std::string>& texts, const std::vector<Params>& sets,
+                    std::size_t* failed_at) {
+    const std::string name = Prepare(q, texts);
+    if (PQenterPipelineMode(conn_) != 1) {  // not idle: one statement at a time instead
+      for (std::size_t k = 0; k < sets.size(); ++k) {
+        *failed_at = k;
+        Run(q, texts, sets[k]);
+      }
+      return;
+    }
+    for (const Params& p : sets) {
+      if (PQsendQueryPrepared(conn_, name.c_str(), p.size(), p.values(), p.lengths(),
+                              p.formats(), /*resultFormat=*/1) != 1) {
+        ThrowLost();
+      }
+    }
+    if (PQpipelineSync(conn_) != 1) ThrowLost();
+    std::optional<PgFailure> failure;
+    for (std::size_t k = 0; k < sets.size(); ++k) {
+      // Statement k's result, then the null that ends it.
+      while (PGresult* r = PQgetResult(conn_)) {
+        const ResultPtr owned(r, &PQclear);
+        const ExecStatusType st = PQresultStatus(r);
+        if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK || st == PGRES_PIPELINE_ABORTED) {
+          continue;
+        }
+        if (!failure) {
+          failure = Describe(r);
+          *failed_at = k;
+        }
+      }
+      if (lost()) ThrowLost();
+    }
+    const ResultPtr sync(PQgetResult(conn_), &PQclear);
+    if (!sync || PQresultStatus(sync.get()) != PGRES_PIPELINE_SYNC ||
+        PQexitPipelineMode(conn_) != 1) {
+      ThrowLost();
+    }
+    if (failure) throw *failure;
+  }
+
   PGconn* raw() { return conn_; }
 
  private:
+  // The statement's name on this connection, preparing it on first use.
+  std::string Prepare(int q, const std::vector<std::string>& texts) {
+    std::string name = "recap_" + std::to_string(q);
+    if (prepared_.count(q) == 0) {
+      ResultPtr made(PQprepare(conn_, name.c_str(), texts[static_cast<std::size_t>(q)].c_str(),
+                               0, nullptr),
+                     &PQclear);
+      Check(made.get());
+      prepared_.insert(q);
+    }
+    return name;
+  }
+
   void Check(const PGresult* r) {
     const ExecStatusType st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
     if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) return;
+    throw Describe(r);
+  }
+
+  PgFailure Describe(const PGresult* r) {
     PgFailure f;
     if (r) {
       if (const char* s = PQresultErrorField(r, PG_DIAG_SQLSTATE)) f.sqlstate = s;
@@ -345,6 +400,14 @@ class Connection {
     if (f.message.empty()) f.message = OneLine(PQerrorMessage(conn_));
     // libpq's own errors carry no SQLSTATE: the connection broke (or could not be used).
     f.connection_lost = lost() || f.sqlstate.empty();
+    return f;
+  }
+
+  // A pipeline that broke off: the connection is not usable any more.
+  [[noreturn]] void ThrowLost() {
+    PgFailure f;
+    f.message = OneLine(PQerrorMessage(conn_));
+    f.connection_lost = true;
     throw f;
   }
 
@@ -654,6 +717,8 @@ Status Call(Pool& pool, const std::string& doing, bool write, Fn&& fn) {
   } catch (const std::exception& e) {
     status = Status::Internal(d.Where(doing) + e.what());
   }
+  // A pipeline left open by a call that failed half-way cannot be trusted: drop the connection.
+  if (PQpipelineStatus(c->raw()) != PQ_PIPELINE_OFF) broken = true;
   if (in_transaction && !broken && !c->lost()) {
     ResultPtr r(PQexec(c->raw(), "ROLLBACK"), &PQclear);
   }
@@ -840,9 +905,38 @@ class PostgresSessionStore final : public SessionStore {
       }
       version = row->version + 1;
       std::int64_t position = row->next_position;
-      for (std::size_t i = 0; i < batch.size(); ++i) {
-        InsertMessage(c, row->id, batch[i], batch.chars(i), position++, version,
-                      [&] { return internal::AppendIdTaken(session, i, batch[i].id); });
+      if (batch.size() == 1) {
+        InsertMessage(c, row->id, batch[0], batch.chars(0), position++, version,
+                      [&] { return internal::AppendIdTaken(session, 0, batch[0].id); });
+      }
+      // Several messages go in pipelined chunks: one round trip per chunk, not per message.
+      constexpr std::size_t kChunk = 1000;
+      for (std::size_t start = 0; batch.size() > 1 && start < batch.size(); start += kChunk) {
+        const std::size_t end = std::min(batch.size(), start + kChunk);
+        std::vector<std::string> bodies(end - start);
+        std::vector<Params> sets(end - start);
+        for (std::size_t i = start; i < end; ++i) {
+          std::string& body = bodies[i - start];
+          EncodeBody(batch[i], body);
+          sets[i - start]
+              .Int(row->id)
+              .Text(batch[i].id)
+              .Int(position++)
+              .Int(static_cast<std::int64_t>(version))
+              .Text(RoleName(batch[i].role))
+              .Bool(batch[i].summary)
+              .Int(static_cast<std::int64_t>(batch.chars(i)))
+              .Bytes(body);
+        }
+        std::size_t failed = 0;
+        try {
+          c.RunPipelined(kInsertMessage, pool_->texts(), sets, &failed);
+        } catch (const PgFailure& f) {
+          if (f.sqlstate == "23505" && f.constraint == "messages_active_id") {
+            throw Abort{internal::AppendIdTaken(session, start + failed, batch[start + failed].id)};
+          }
+          throw;
+        }
       }
       Params p;
       p.Int(row->id).Int(static_cast<std::int64_t>(version)).Int(position);
