@@ -136,7 +136,7 @@ TEST_CASE("R7.1 failure injection: the provider fails, throws, or answers nothin
   SECTION("answers an empty text") {
     Setup s;
     s.provider->Push(ScriptedStep::Reply(""));
-    ExpectFailedAndUnchanged(s, "");
+    ExpectFailedAndUnchanged(s, "the summarizer returned an empty reply");
   }
 }
 
@@ -195,7 +195,7 @@ TEST_CASE("R9.2 failure injection: a plugin that throws or hangs does not stop t
   }
   SECTION("afterCompact hangs past the limit") {
     auto hook = std::make_shared<RecordingHook>("sleeper");
-    hook->after().sleep = std::chrono::milliseconds(3000);
+    hook->after().sleep = std::chrono::milliseconds(2500);
     Setup s({hook}, /*timeout_ms=*/100);
     s.provider->Push(ScriptedStep::Reply(R"({"goal": "g", "current_state": "s"})"));
     const auto start = std::chrono::steady_clock::now();
@@ -203,8 +203,9 @@ TEST_CASE("R9.2 failure injection: a plugin that throws or hangs does not stop t
     const auto took = std::chrono::steady_clock::now() - start;
     REQUIRE(out.ok());
     CHECK(out->compacted);
-    CHECK(took < std::chrono::milliseconds(2000));  // abandoned, not waited for
+    CHECK(took < std::chrono::milliseconds(1500));  // abandoned, not waited for
     CHECK(s.sink->OfType("plugin_hook_failed").size() == 1);
-    CHECK(hook->WaitForFinished(1, std::chrono::seconds(10)));
+    CHECK(hook->finished() == 1);  // its beforeCompact; the afterCompact still sleeps
+    CHECK(hook->WaitForFinished(2, std::chrono::seconds(10)));  // and then ends
   }
 }

@@ -118,14 +118,17 @@ struct Outcome {
   std::size_t provider_calls = 0;
   std::size_t compactions = 0;
   std::size_t hook_failures = 0;
+  std::size_t compaction_failures = 0;
+  std::size_t leading_summaries = 0;  // the checkpoint and injected context at the end
   bool fired = false;
 };
 
 // Replays `source` through a Compactor on a FaultyStore, checking at every request and at the
 // end. `provider` is scripted by the caller.
+// `injecting`: how many of the hooks inject context after each compaction.
 Outcome Replay(const recap::testing::NamedTranscript& source, std::size_t headroom,
                std::size_t fail_at, StoreFault fault, std::shared_ptr<ScriptedProvider> provider,
-               std::vector<std::shared_ptr<PluginHook>> hooks = {}) {
+               std::vector<std::shared_ptr<PluginHook>> hooks = {}, std::size_t injecting = 0) {
   INFO("transcript " << source.name << ", fault at write " << fail_at << " ("
                      << (fault == StoreFault::kRefuse ? "refused" : "lost acknowledgement")
                      << ")");
@@ -198,11 +201,18 @@ Outcome Replay(const recap::testing::NamedTranscript& source, std::size_t headro
   CHECK(Subset(OrphanIds(active), source_orphans));
   CHECK(Subset(UncertainIds(active), source_uncertain));
   CHECK(active.back().id == "orig-" + std::to_string(source.conversation.messages.size() - 1));
-  for (std::size_t i = 1; i < active.size(); ++i) {
-    if (active[i].summary) {
-      // Injected plugin context follows the checkpoint; nothing recap wrote comes later.
-      CHECK(active[i - 1].summary);
-    }
+  // What recap wrote leads: the checkpoint, then the context the hooks injected after it, and
+  // nothing of it further down (the sources hold no summary messages of their own).
+  std::size_t leading = 0;
+  while (leading < active.size() && active[leading].summary) ++leading;
+  CHECK(leading <= 1 + injecting);
+  for (std::size_t i = leading; i < active.size(); ++i) {
+    INFO("active message " << i << " of " << active.size());
+    CHECK_FALSE(active[i].summary);
+  }
+  if (leading > 1) {
+    CHECK(JoinedText(active[0]).rfind("# Checkpoint", 0) == 0);
+    CHECK(JoinedText(active[1]) == "Remember: the fine plugin's note");
   }
 
   Outcome out;
@@ -210,6 +220,8 @@ Outcome Replay(const recap::testing::NamedTranscript& source, std::size_t headro
   out.provider_calls = provider->calls();
   out.compactions = sink->OfType("compaction_completed").size();
   out.hook_failures = sink->OfType("plugin_hook_failed").size();
+  out.compaction_failures = sink->OfType("compaction_failed").size();
+  out.leading_summaries = leading;
   out.fired = store->fired();
   return out;
 }
@@ -256,7 +268,7 @@ TEST_CASE("issue 8 R7 R8.1 fault sweep: the store fails at every write of a long
 
 TEST_CASE("issue 8 R1.3 R5 fault sweep: the summarizer fails at every call of a long session") {
   const auto sources = Sources();
-  std::size_t runs = 0;
+  std::size_t runs = 0, failed_runs = 0;
   for (const auto& source : sources) {
     const Outcome clean = Replay(source, Headroom(source), 0, StoreFault::kNone,
                                  std::make_shared<ScriptedProvider>());
@@ -275,36 +287,63 @@ TEST_CASE("issue 8 R1.3 R5 fault sweep: the summarizer fails at every call of a 
           provider->Push(ScriptedStep::Reply(recap::testing::ValidCheckpointJson("Go on")));
         }
         provider->Push(fault);
-        Replay(source, Headroom(source), 0, StoreFault::kNone, provider);
+        const Outcome o = Replay(source, Headroom(source), 0, StoreFault::kNone, provider);
         ++runs;
+        // The fault was met: its step was used, and the ones that cannot give a checkpoint
+        // (a failure, a throw, a cut reply with nothing in it) failed a compaction.
+        INFO("fault at provider call " << k);
+        CHECK(provider->pending() == 0);
+        const bool fails = !fault.error.ok() || fault.throws ||
+                           (fault.finish == FinishReason::kLength && fault.text.empty());
+        if (fails) {
+          CHECK(o.compaction_failures >= 1);
+          ++failed_runs;
+        }
       }
     }
   }
-  WARN("provider fault sweep: " << runs << " replays");
+  CHECK(failed_runs > 0);
+  WARN("provider fault sweep: " << runs << " replays, " << failed_runs
+                                << " of them with a fault that fails a compaction");
 }
 
 TEST_CASE("issue 8 R9.2 fault sweep: hooks that throw, hang or return garbage in every compaction") {
+  // beforeCompact fails: a throw, and garbage (an output field without a name). A hook whose
+  // beforeCompact failed is left out of afterCompact, so the afterCompact failures have hooks
+  // of their own: a throw, a hang past the limit, garbage (invalid UTF-8 to inject).
   auto thrower = std::make_shared<RecordingHook>("thrower");
   thrower->before().throw_std = true;
-  thrower->after().throw_other = true;
+  auto garbage = std::make_shared<RecordingHook>("garbage");
+  garbage->before().result.output_fields.push_back({"", "a field without a name", "not a schema"});
+  auto after_thrower = std::make_shared<RecordingHook>("after_thrower");
+  after_thrower->after().throw_other = true;
   auto sleeper = std::make_shared<RecordingHook>("sleeper");
   sleeper->after().sleep = std::chrono::milliseconds(200);  // past the 30 ms limit
   sleeper->after().honour_cancel = true;
-  auto garbage = std::make_shared<RecordingHook>("garbage");
-  garbage->after().result.inject_context = std::string("\xC3\x28 invalid UTF-8");
-  garbage->before().result.output_fields.push_back({"", "a field without a name", "not a schema"});
+  auto after_garbage = std::make_shared<RecordingHook>("after_garbage");
+  after_garbage->after().result.inject_context = std::string("\xC3\x28 invalid UTF-8");
+  // And one that works: a report and context to inject after the checkpoint.
   auto fine = std::make_shared<RecordingHook>("fine");
   fine->after().result.report = "ok";
+  fine->after().result.inject_context = "Remember: the fine plugin's note";
 
-  std::size_t compactions = 0, hook_failures = 0;
+  std::size_t compactions = 0, hook_failures = 0, with_context = 0;
   for (const auto& source : Sources()) {
     const Outcome o = Replay(source, Headroom(source), 0, StoreFault::kNone,
                              std::make_shared<ScriptedProvider>(),
-                             {thrower, sleeper, garbage, fine});
+                             {thrower, garbage, after_thrower, sleeper, after_garbage, fine},
+                             /*injecting=*/1);
     compactions += o.compactions;
     hook_failures += o.hook_failures;
+    with_context += o.leading_summaries == 2 ? 1 : 0;
   }
   CHECK(compactions > 0);
-  CHECK(hook_failures >= compactions * 3);  // the three bad hooks fail in every compaction
+  // The five bad hooks fail in every compaction, the afterCompact ones after being called.
+  CHECK(hook_failures >= compactions * 5);
+  CHECK(after_thrower->AfterCalls().size() >= compactions);
+  CHECK(after_garbage->AfterCalls().size() >= compactions);
+  CHECK(thrower->AfterCalls().empty());
+  CHECK(fine->AfterCalls().size() >= compactions);
+  CHECK(with_context > 0);  // the fine hook's context sits right after the checkpoint
   CHECK(sleeper->WaitForFinished(sleeper->started(), std::chrono::seconds(5)));
 }

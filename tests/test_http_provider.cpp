@@ -835,11 +835,12 @@ TEST_CASE("issue 5 one provider serves several threads at once") {
   SecretWatch watch;
   HttpTestServer server;
   ScriptedHttpResponse reply = ScriptedHttpResponse::Json(200, OpenAiReply("same"));
-  reply.delay = milliseconds(50);
+  reply.delay = milliseconds(400);
   server.SetDefault(reply);
   auto p = Make(OpenAi(server));
   std::atomic<int> ok{0};
   std::vector<std::thread> threads;
+  const auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < 6; ++i) {
     threads.emplace_back([&] {
       auto r = p->Complete(Request(), {});
@@ -847,8 +848,11 @@ TEST_CASE("issue 5 one provider serves several threads at once") {
     });
   }
   for (auto& t : threads) t.join();
+  const auto took = std::chrono::steady_clock::now() - t0;
   CHECK(ok == 6);
   CHECK(server.request_count() == 6);
+  // At once, not one after another: six calls in turn would take at least 2.4 s.
+  CHECK(took < milliseconds(1500));
 }
 
 // --- the Compactor over the HTTP provider -----------------------------------------------------
