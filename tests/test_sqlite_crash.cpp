@@ -1,9 +1,10 @@
 // The SQLite store across processes (SPEC R8.1, R8.2):
-//   * a child process running a deterministic sequence of writes (tests/sqlite_crash_child.cpp,
-//     ops in tests/support/crash_ops.h) is killed with SIGKILL at random instants, hundreds of
-//     times; after each kill the database passes `PRAGMA integrity_check`, holds exactly the
-//     state after the last acknowledged write or after the one under way (replayed on the
-//     in-memory store), and its history holds every message ever stored;
+//   * a child process running a deterministic sequence of writes
+//     (tests/support/sqlite_crash_child_main.cc, ops in tests/support/crash_ops.h) is killed
+//     with SIGKILL at random instants, hundreds of times; after each kill the database
+//     passes `PRAGMA integrity_check`, holds exactly the state after the last acknowledged
+//     write or after the one under way (replayed on the in-memory store), and its history
+//     holds every message ever stored;
 //   * two processes compacting one session at once: exactly one wins, the other gets a conflict.
 //
 // Each kill comes 0-30 ms after the child started (one run in four) or after it said it had

@@ -1,6 +1,6 @@
 // The deterministic sequence of writes that the crash test (tests/test_sqlite_crash.cpp) runs
-// in a child process it kills at random instants (tests/sqlite_crash_child.cpp), and replays on
-// the in-memory store to know what the database must hold.
+// in a child process it kills at random instants (tests/support/sqlite_crash_child_main.cc),
+// and replays on the in-memory store to know what the database must hold.
 //
 // Op k (k = 0, 1, ...) is a function of the seed, k and the active transcript before it — which
 // is itself a function of the seed and k — so the child, restarted after a kill, continues from

@@ -1,9 +1,10 @@
-// The crash test's victim (tests/test_sqlite_crash.cpp): opens the SQLite store at argv[1] and
-// runs the deterministic ops of tests/support/crash_ops.h for seed argv[2] on one session,
-// forever (or, with argv[3], until that many ops have run in total), continuing from the op the
-// database is at. Once the store is open and the session loaded it writes "open\n"; after op k
-// returns OK it writes "k\n", each line with one write(2), so a parent that kills it knows which
-// ops were acknowledged.
+// Not a test: the program the crash test (tests/test_sqlite_crash.cpp) starts and kills. The
+// checks are the test's: it compares what this program acknowledged with what the database
+// holds. It opens the SQLite store at argv[1] and runs the deterministic ops of
+// tests/support/crash_ops.h for seed argv[2] on one session, forever (or, with argv[3], until
+// that many ops have run in total), continuing from the op the database is at. Once the store
+// is open and the session loaded it writes "open\n"; after op k returns OK it writes "k\n",
+// each line with one write(2), so a parent that kills it knows which ops were acknowledged.
 //
 // Exit codes: 0 the op limit was reached; 2 bad arguments; 3 the store did not open or load;
 // 4 an op failed; 5 an op returned an unexpected version. The reason goes to stderr.
