@@ -55,6 +55,9 @@ class FailingStore : public SessionStore {
     return inner_->History(s);
   }
   Result<std::vector<std::string>> ListSessions() override { return inner_->ListSessions(); }
+  Result<std::vector<std::uint64_t>> CreateSessions(std::vector<NewSession> n) override {
+    return inner_->CreateSessions(std::move(n));
+  }
 
  private:
   std::shared_ptr<SessionStore> inner_;

@@ -71,6 +71,9 @@ class FaultyStore : public SessionStore {
     return inner_->History(s);
   }
   Result<std::vector<std::string>> ListSessions() override { return inner_->ListSessions(); }
+  Result<std::vector<std::uint64_t>> CreateSessions(std::vector<NewSession> n) override {
+    return inner_->CreateSessions(std::move(n));
+  }
 
  private:
   StoreFault Fault() {

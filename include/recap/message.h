@@ -108,6 +108,12 @@ RECAP_EXPORT bool IsTurnStart(const Message& m) noexcept;
 // True when the message carries at least one ToolCall or an opaque call.
 RECAP_EXPORT bool HasToolCalls(const Message& m) noexcept;
 
+// The first id that two calls of the message share (tool calls' `id`s and opaque calls'
+// `link_id`s), or nullopt. A result answers one call of an id, so a message asking twice under
+// one id could never have both answered: the stores refuse it (session_store.h) and `recap
+// import` names it.
+RECAP_EXPORT std::optional<std::string> RepeatedCallId(const Message& m);
+
 // The message's texts joined with "\n" (text parts only; for display and summarizing).
 RECAP_EXPORT std::string JoinedText(const Message& m);
 

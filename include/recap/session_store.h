@@ -97,6 +97,26 @@ struct HistoryEntry {
   std::string replaced_by;  // what retired it: "compaction:<n>" or "reduction:<n>"; empty if active
 };
 
+// The messages of a session being created (SessionStore::CreateSessions), handed over one at a
+// time, so that creating a session of millions of messages never holds all of them at once
+// (the `recap import` command streams a file's messages into the store this way).
+class RECAP_EXPORT MessageSource {
+ public:
+  virtual ~MessageSource();
+  // Sets *out to the next message and returns true, or returns false at the end. A Status that
+  // is not OK abandons the whole CreateSessions call: nothing of it is stored, and that Status
+  // is what CreateSessions returns.
+  virtual Result<bool> Next(Message* out) = 0;
+};
+
+// One session for CreateSessions: `messages`, then whatever `source` gives (when set; read
+// once, in order, after the sessions listed before it).
+struct NewSession {
+  std::string session;
+  std::vector<Message> messages;
+  MessageSource* source = nullptr;
+};
+
 class RECAP_EXPORT SessionStore {
  public:
   virtual ~SessionStore();
@@ -110,11 +130,23 @@ class RECAP_EXPORT SessionStore {
                                              std::uint64_t since_version) = 0;
 
   // Appends messages at the end of the active transcript; a message with an empty id gets a
-  // fresh one. Returns the new version.
+  // fresh one. Returns the new version. A message whose calls share an id (RepeatedCallId) is
+  // refused with kInvalidArgument naming the id, and so is the whole append.
   virtual Result<std::uint64_t> AppendMessages(const std::string& session,
                                                std::vector<Message> messages) = 0;
   // One message; calls AppendMessages.
   Result<std::uint64_t> Append(const std::string& session, Message message);
+
+  // Creates sessions that were never written, each with all its messages, as one write: either
+  // every one of them is created whole, or nothing changes — a crash at any instant leaves none
+  // of them or all of them (SPEC R13.6). "Never written" is checked inside that write, so of two
+  // callers creating the same session at once exactly one succeeds and the other gets
+  // StatusCode::kConflict naming the session, with nothing of its call stored. A session must
+  // get at least one message and may appear only once in the call; its messages follow the rules
+  // of AppendMessages (an empty id gets a fresh one; ids unique within the session). Returns each
+  // session's new version, in the order given. This is how a host (or `recap import`) stores a
+  // conversation and its companions together, e.g. a transcript and its instructions.
+  virtual Result<std::vector<std::uint64_t>> CreateSessions(std::vector<NewSession> sessions) = 0;
 
   virtual Result<std::uint64_t> CommitCompaction(const std::string& session,
                                                  const CompactionCommit& commit) = 0;

@@ -62,6 +62,28 @@ bool ParseArgs(const std::vector<std::string>& words, const std::vector<OptionSp
 // Parses a non-negative integer option; false (and an error text) when it is not one.
 bool ParseCount(const Args& args, const std::string& name, std::size_t* out, std::string* error);
 
+// Parses a byte count option (digits, or with a K, M or G suffix: 1024-based); false (and an
+// error text) when it is not one.
+bool ParseBytes(const Args& args, const std::string& name, std::size_t* out, std::string* error);
+
+// --- reading input -----------------------------------------------------------------------------
+
+// The default of --max-input-bytes: no transcript file is read past it.
+inline constexpr std::size_t kDefaultMaxInputBytes = std::size_t{1} << 30;  // 1 GiB
+// No configuration file is read past this.
+inline constexpr std::size_t kMaxConfigBytes = std::size_t{16} << 20;  // 16 MiB
+
+// Reads the whole file at `path` into *out, but never more than `max_bytes` (an endless stream
+// such as /dev/urandom is refused once that much was read). On failure *error says what was
+// wrong: `what` names the file ("'t.json'"), `limit_name` the limit ("--max-input-bytes")
+// and `advice` what to do when the file is over it.
+bool ReadBounded(const std::string& path, std::size_t max_bytes, const std::string& what,
+                 const std::string& limit_name, const std::string& advice, std::string* out,
+                 std::string* error);
+
+// "1,048,576 bytes" / "1 GiB" for messages.
+std::string Bytes(std::size_t n);
+
 // --- reporting -------------------------------------------------------------------------------
 
 // A usage error: prints "recap <command>: <message>" and a pointer to --help; returns 2.
@@ -70,6 +92,8 @@ int UsageError(const Args& args, const std::string& message);
 // returns 1.
 int Failure(const Args& args, const std::string& message);
 int Failure(const Args& args, const recap::Status& status);
+// `status` with "Nothing was written" added, unless its message says so already.
+recap::Status NothingWritten(const recap::Status& status);
 
 // Writes one JSON value as one line on stdout.
 void PrintJson(const Json& value);
@@ -98,12 +122,20 @@ std::string QuotedForShell(const std::string& word);
 // when recap was built without its PostgreSQL component.
 bool CheckDb(const std::string& db, std::string* error);
 
-// Opens the database --db names. A SQLite file: with create == false a missing file is an
-// error that says to import first. A PostgreSQL URL: the store creates its schema in a
-// database that has none yet, whatever `create` says. Messages name the database (never its
-// password) and what to do.
+// How a command uses the database.
+enum class Access {
+  kRead,    // stats, plan, export, sessions list/show/history: opened read-only — no byte of
+            // the file changes and no file is created (R13.5); it must exist
+  kWrite,   // compact, sessions recover: it must exist
+  kCreate,  // import: created when missing; a damaged file is refused before any write
+};
+
+// Opens the database --db names. A SQLite file: missing, empty (for kRead), not a regular file,
+// or damaged (for kCreate) is an error that says what to do. A PostgreSQL URL: with kWrite or
+// kCreate the store creates its schema in a database that has none yet; with kRead it changes
+// nothing. Messages name the database (never its password) and what to do.
 recap::Result<std::shared_ptr<recap::SessionStore>> OpenStore(const std::string& path,
-                                                               bool create);
+                                                               Access access);
 
 // Loads a session that must exist (version > 0); `db` is the --db value, as given.
 recap::Result<recap::SessionState> LoadExisting(recap::SessionStore& store, const std::string& db,

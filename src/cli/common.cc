@@ -3,6 +3,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <utility>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -76,6 +78,11 @@ bool ParseArgs(const std::vector<std::string>& words, const std::vector<OptionSp
         }
         value = words[++i];
       }
+      if (auto given = out->values.find(name); given != out->values.end()) {
+        *error = "--" + name + " is given twice ('" + given->second + "' and '" + *value +
+                 "'); give it once";
+        return false;
+      }
       out->values[name] = *value;
       continue;
     }
@@ -97,6 +104,88 @@ bool ParseCount(const Args& args, const std::string& name, std::size_t* out, std
   }
   *out = static_cast<std::size_t>(std::strtoull(text.c_str(), nullptr, 10));
   return true;
+}
+
+bool ParseBytes(const Args& args, const std::string& name, std::size_t* out, std::string* error) {
+  std::string text = args.Get(name);
+  std::size_t scale = 1;
+  if (!text.empty()) {
+    const char unit = static_cast<char>(std::toupper(static_cast<unsigned char>(text.back())));
+    if (unit == 'K' || unit == 'M' || unit == 'G') {
+      scale = std::size_t{1} << (unit == 'K' ? 10 : unit == 'M' ? 20 : 30);
+      text.pop_back();
+    }
+  }
+  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos ||
+      text.size() > 15 || std::strtoull(text.c_str(), nullptr, 10) == 0) {
+    *error = "--" + name + " wants a number of bytes greater than 0 (e.g. 1048576, 512M or 2G), "
+             "not '" + args.Get(name) + "'";
+    return false;
+  }
+  *out = static_cast<std::size_t>(std::strtoull(text.c_str(), nullptr, 10)) * scale;
+  return true;
+}
+
+std::string Bytes(std::size_t n) {
+  for (const auto& [shift, unit] : {std::pair<int, const char*>{30, "GiB"}, {20, "MiB"}, {10, "KiB"}}) {
+    if (n >= (std::size_t{1} << shift) && n % (std::size_t{1} << shift) == 0) {
+      return Num(n >> shift) + " " + unit;
+    }
+  }
+  return Num(n) + " bytes";
+}
+
+bool ReadBounded(const std::string& path, std::size_t max_bytes, const std::string& what,
+                 const std::string& limit_name, const std::string& advice, std::string* out,
+                 std::string* error) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    *error = what + " is a folder";
+    return false;
+  }
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) {
+    *error = "cannot open " + what + ": " + std::strerror(errno) +
+             "; check the path and that the file is readable";
+    return false;
+  }
+  out->clear();
+  // A regular file's size is known: one allocation, and a file over the limit is refused
+  // before anything is read.
+  if (::fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode)) {
+    if (static_cast<std::size_t>(st.st_size) > max_bytes) {
+      std::fclose(f);
+      *error = what + " is larger than " + limit_name + " (" + Bytes(max_bytes) + "): it has " +
+               Bytes(static_cast<std::size_t>(st.st_size)) + ". " + advice;
+      return false;
+    }
+    out->reserve(static_cast<std::size_t>(st.st_size));
+  }
+  char buffer[1 << 16];
+  for (;;) {
+    const std::size_t n = std::fread(buffer, 1, sizeof buffer, f);
+    if (n > 0) {
+      if (out->size() + n > max_bytes) {
+        std::fclose(f);
+        out->clear();
+        out->shrink_to_fit();
+        *error = what + " is larger than " + limit_name + " (" + Bytes(max_bytes) +
+                 "): more than that was there to read (an endless stream?). " + advice;
+        return false;
+      }
+      out->append(buffer, n);
+    }
+    if (n < sizeof buffer) {
+      const bool failed = std::ferror(f) != 0;
+      const int saved = errno;
+      std::fclose(f);
+      if (failed) {
+        *error = "cannot read " + what + ": " + std::strerror(saved);
+        return false;
+      }
+      return true;
+    }
+  }
 }
 
 int UsageError(const Args& args, const std::string& message) {
@@ -128,6 +217,15 @@ int Failure(const Args& args, const recap::Status& status) {
                      {"message", status.message()}}}});
   }
   return kExitFailed;
+}
+
+recap::Status NothingWritten(const recap::Status& status) {
+  std::string lower = status.message();
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (lower.find("nothing was written") != std::string::npos) return status;
+  std::string message = status.message();
+  while (!message.empty() && (message.back() == '.' || message.back() == ' ')) message.pop_back();
+  return recap::Status(status.code(), message + ". Nothing was written");
 }
 
 void PrintJson(const Json& value) {
@@ -271,7 +369,8 @@ bool CheckDb(const std::string& db, std::string* error) {
 }
 
 recap::Result<std::shared_ptr<recap::SessionStore>> OpenStore(const std::string& path,
-                                                               bool create) {
+                                                               Access access) {
+  const bool create = access == Access::kCreate;
   if (path.empty()) {
     return recap::Status::InvalidArgument(
         "--db is empty; pass the path of the database file or a postgresql:// URL");
@@ -286,6 +385,7 @@ recap::Result<std::shared_ptr<recap::SessionStore>> OpenStore(const std::string&
     options.connection = path;
     options.schema = "recap";
     options.application_name = "recap-cli";
+    options.read_only = access == Access::kRead;
     recap::Result<std::shared_ptr<recap::SessionStore>> store =
         recap::OpenPostgresSessionStore(options);
     if (store.ok()) return store;
@@ -311,15 +411,37 @@ recap::Result<std::shared_ptr<recap::SessionStore>> OpenStore(const std::string&
                          "cannot open the PostgreSQL database '" + ShownDb(path) + "': " + message);
 #endif
   }
+  const std::string import_hint = "`recap import --format F FILE --session ID --db " +
+                                  QuotedForShell(path) + "` creates one";
   struct stat st {};
-  if (!create && ::stat(path.c_str(), &st) != 0) {
-    return recap::Status::NotFound(
-        "there is no database at '" + path +
-        "'. Import a transcript first (`recap import --format F FILE --session ID --db " + path +
-        "`), or pass --db with the path of an existing recap database");
+  const bool exists = ::stat(path.c_str(), &st) == 0;
+  if (!create && !exists) {
+    return recap::Status::NotFound("there is no database at '" + path +
+                                   "'. Import a transcript first (" + import_hint +
+                                   "), or pass --db with the path of an existing recap database");
+  }
+  if (exists && S_ISDIR(st.st_mode)) {
+    return recap::Status::InvalidArgument("--db '" + path +
+                                          "' is a folder; pass the path of a database file");
+  }
+  if (exists && !S_ISREG(st.st_mode)) {
+    return recap::Status::InvalidArgument(
+        "--db '" + path +
+        "' is not a regular file (a device, a pipe or a socket); pass the path of a recap "
+        "database file. Nothing was written to it");
+  }
+  if (!create && st.st_size == 0) {
+    return recap::Status::NotFound("the database file '" + path +
+                                   "' is empty: it holds no recap sessions yet (it was left as "
+                                   "it is); " + import_hint + " in it");
   }
   recap::SqliteStoreOptions options;
   options.create_if_missing = create;
+  options.read_only = access == Access::kRead;
+  options.check_integrity = create;
+  // Another recap command (or a host) may hold the write lock for a while, e.g. during a big
+  // import: wait for it rather than fail at once.
+  options.busy_timeout_ms = 30000;
   return recap::OpenSqliteSessionStore(path, options);
 }
 
@@ -375,14 +497,17 @@ recap::Result<recap::Config> BuildConfig(const Args& args, bool* usage) {
   recap::Config config;
   if (args.Has("config")) {
     const std::string path = args.Get("config");
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
-      return recap::Status::NotFound("cannot open the configuration file '" + path +
-                                     "'; check the path given with --config");
+    std::string text;
+    std::string error;
+    if (!ReadBounded(path, kMaxConfigBytes, "the configuration file '" + path + "' (--config)",
+                     "the limit for a configuration file",
+                     "Check the path given with --config", &text, &error)) {
+      if (error.find("is a folder") != std::string::npos) {
+        error += "; name the configuration file with --config FILE";
+      }
+      return recap::Status::NotFound(error);
     }
-    std::ostringstream text;
-    text << in.rdbuf();
-    recap::Result<recap::Config> parsed = recap::Config::FromJson(text.str());
+    recap::Result<recap::Config> parsed = recap::Config::FromJson(text);
     if (!parsed.ok()) {
       return parsed.status().WithContext("the configuration file '" + path +
                                          "' is not valid (fix it, or leave --config out for "

@@ -97,7 +97,7 @@ int RunCompact(const std::vector<std::string>& words) {
   const std::string session = args.Get("session");
   const std::string db = args.Get("db", kDefaultDb);
   if (!CheckDb(db, &error)) return UsageError(args, error);
-  recap::Result<std::shared_ptr<recap::SessionStore>> store = OpenStore(db, false);
+  recap::Result<std::shared_ptr<recap::SessionStore>> store = OpenStore(db, Access::kWrite);
   if (!store.ok()) return Failure(args, store.status());
   recap::Result<recap::SessionState> before = LoadExisting(**store, db, session);
   if (!before.ok()) return Failure(args, before.status());

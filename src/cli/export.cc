@@ -120,7 +120,7 @@ int RunExport(const std::vector<std::string>& words) {
   const std::string db = args.Get("db", kDefaultDb);
   if (!CheckDb(db, &error)) return UsageError(args, error);
 
-  recap::Result<std::shared_ptr<recap::SessionStore>> store = OpenStore(db, /*create=*/false);
+  recap::Result<std::shared_ptr<recap::SessionStore>> store = OpenStore(db, Access::kRead);
   if (!store.ok()) return Failure(args, store.status());
   recap::Result<recap::SessionState> state = LoadExisting(**store, db, session);
   if (!state.ok()) return Failure(args, state.status());

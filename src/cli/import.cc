@@ -17,13 +17,16 @@ namespace recap_cli {
 namespace {
 
 const char* const kHelp =
-    "usage: recap import --format F FILE --session ID [--run N] [--db DB] [--json]\n"
+    "usage: recap import --format F FILE --session ID [--run N] [--db DB]\n"
+    "                    [--max-input-bytes N] [--json]\n"
     "\n"
     "Imports a transcript file into a new session of the database. The whole file is decoded\n"
-    "before anything is written: a file that does not decode changes nothing. A leading\n"
-    "system message (or the file's `system` or `instructions`) becomes the session's\n"
-    "instructions: kept apart from the transcript, never summarized, counted as\n"
-    "instructions.\n"
+    "before anything is written, then the session and its instructions are written in one\n"
+    "transaction that checks the session is new: a file that does not decode, a session\n"
+    "that exists (another import may have won the race) or an import killed half way\n"
+    "changes nothing. A leading system message (or the file's `system` or `instructions`)\n"
+    "becomes the session's instructions: kept apart from the transcript, never summarized,\n"
+    "counted as instructions.\n"
     "\n"
     "options:\n"
     "  --format F        the file's format (required), one of:\n"
@@ -47,6 +50,9 @@ const char* const kHelp =
     "  --run N           which run of a file holding several (tau-bench, openhands), from 0\n"
     "  --db DB           the database file (default ./recap.db; created if missing) or a\n"
     "                    postgresql:// URL (recap's tables are created in its schema `recap`)\n"
+    "  --max-input-bytes N\n"
+    "                    refuse a file larger than N bytes (default 1G; K, M and G suffixes),\n"
+    "                    before reading past it\n"
     "  --json            print the result as one JSON object\n"
     "  --help            this text\n";
 
@@ -458,6 +464,15 @@ DecodeResult DecodeOpenHands(const std::string& text, const Args& args) {
                   "; an OpenHands output.jsonl has one JSON run a line");
     }
   }
+  // A file of other records (a Claude Code session, say) is not a file of runs: say so before
+  // asking which run, so that the format can be guessed.
+  {
+    const Json first = Json::parse(lines.front().second, nullptr, false);
+    if (!first.is_object() || !first.contains("history")) {
+      return Fail("its first line (line " + std::to_string(lines.front().first) +
+                  ") is not an OpenHands run: it has no `history`");
+    }
+  }
   if (!PickRun(args, lines.size(), "runs", &run, &error, &usage)) return Fail(error, usage);
   const Json doc = Json::parse(lines[run].second);
   if (!doc.is_object() || !doc.contains("history") || !doc["history"].is_array()) {
@@ -489,7 +504,58 @@ DecodeResult DecodeNative(const std::string& text) {
   return FromCodec(recap::native::DecodeMessages(text), "the file is not recap's JSON");
 }
 
+// R13.1: nlohmann parses without recursion but dumps, copies and compares recursively, so a
+// document nested deep enough exhausts the stack in any of those. The importers transform
+// documents (and the codecs dump parts of them), so a file is refused before anything parses
+// it when a container inside it is nested deeper than the codecs accept. Brackets inside
+// strings do not count; a .jsonl file is scanned as a whole (a record cannot go deeper than
+// the file). Empty when the nesting is fine.
+constexpr int kMaxNesting = 1000;
+std::string NestingError(const std::string& text) {
+  int depth = 0;
+  bool in_string = false;
+  std::size_t line = 1, line_start = 0;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      } else if (c == '\n') {  // a string never spans lines in JSON; resynchronise
+        in_string = false;
+        ++line;
+        line_start = i + 1;
+      }
+      continue;
+    }
+    switch (c) {
+      case '"': in_string = true; break;
+      case '\n':
+        ++line;
+        line_start = i + 1;
+        break;
+      case '[':
+      case '{':
+        if (++depth > kMaxNesting) {
+          return "the JSON is nested deeper than " + std::to_string(kMaxNesting) +
+                 " levels at byte offset " + std::to_string(i) + " (line " +
+                 std::to_string(line) + ", column " + std::to_string(i - line_start + 1) +
+                 "); recap refuses such documents (no real transcript nests so deep)";
+        }
+        break;
+      case ']':
+      case '}':
+        if (depth > 0) --depth;
+        break;
+      default: break;
+    }
+  }
+  return {};
+}
+
 DecodeResult Decode(const std::string& format, const std::string& text, const Args& args) {
+  if (std::string deep = NestingError(text); !deep.empty()) return Fail(deep);
   if (args.Has("run") && format != "openai-chat" && format != "openhands") {
     return Fail("--run is for openai-chat (tau-bench) and openhands files", true);
   }
@@ -522,7 +588,9 @@ int RunImport(const std::vector<std::string>& words) {
   Args args;
   args.command = "import";
   std::string error;
-  if (!ParseArgs(words, {{"format", true}, {"run", true}, {"db", true}, {"session", true}},
+  if (!ParseArgs(words,
+                 {{"format", true}, {"run", true}, {"db", true}, {"session", true},
+                  {"max-input-bytes", true}},
                  &args, &error)) {
     return UsageError(args, error);
   }
@@ -556,20 +624,24 @@ int RunImport(const std::vector<std::string>& words) {
   if (!CheckDb(db, &error)) return UsageError(args, error);
   const std::string shown_db = ShownDb(db);  // what messages and output show: no password
 
+  std::size_t max_bytes = kDefaultMaxInputBytes;
+  if (args.Has("max-input-bytes") && !ParseBytes(args, "max-input-bytes", &max_bytes, &error)) {
+    return UsageError(args, error);
+  }
+
   // 1. Read and decode everything; nothing is opened or written yet.
   Progress progress("importing " + path.substr(path.find_last_of('/') + 1));
   progress.Update("reading");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return Failure(args, "cannot open '" + path + "': " + std::strerror(errno) +
-                             "; check the path and that the file is readable");
+  std::string text;
+  if (!ReadBounded(path, max_bytes, "'" + path + "'", "--max-input-bytes",
+                   "If the file is right, raise the limit (--max-input-bytes N, e.g. 4G). Nothing "
+                   "was written",
+                   &text, &error)) {
+    if (error.find("is a folder") != std::string::npos) {
+      error += "; name the transcript file to import";
+    }
+    return Failure(args, error);
   }
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  if (in.bad()) {
-    return Failure(args, "cannot read '" + path + "': " + std::strerror(errno));
-  }
-  const std::string text = std::move(buffer).str();
   if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
     return Failure(args, "'" + path + "' is empty; nothing to import");
   }
@@ -581,7 +653,8 @@ int RunImport(const std::vector<std::string>& words) {
     std::string detail = decoded.second.message;
     while (!detail.empty() && (detail.back() == '.' || detail.back() == ' ')) detail.pop_back();
     std::string message = "'" + path + "' does not decode as " + format + ": " + detail + ".";
-    const std::string guess = GuessFormat(text);
+    // (not parsed at all when too deep: even parsing copies deep objects recursively)
+    const std::string guess = NestingError(text).empty() ? GuessFormat(text) : std::string();
     if (!guess.empty() && guess != format) {
       message += " The file looks like --format " + guess + "; run the command again with it.";
     } else {
@@ -596,38 +669,53 @@ int RunImport(const std::vector<std::string>& words) {
     return Failure(args, "'" + path + "' holds no messages (after the instructions); nothing "
                                      "was written");
   }
-  // The transcript as the store will hold it (ids assigned, sizes measured).
-  progress.Update("measuring " + Num(conversation.messages.size()) + " messages");
-  recap::Transcript transcript(std::move(conversation.messages));
+  // A message asking twice under one id could never have both calls answered; the store
+  // would refuse it too, but here it can be named by its place in the file.
+  const std::size_t first_index = conversation.instructions ? 1 : 0;
+  for (std::size_t i = 0; i < conversation.messages.size(); ++i) {
+    if (std::optional<std::string> id = recap::RepeatedCallId(conversation.messages[i])) {
+      return Failure(args, "'" + path + "': message " + std::to_string(i + first_index) +
+                               " holds two tool calls with the id \"" + *id +
+                               "\"; a result answers one call of an id, so one of them could "
+                               "never be answered. Give each call its own id in the file. "
+                               "Nothing was written");
+    }
+  }
+  text.clear();
+  text.shrink_to_fit();
 
-  // 2. Open the database and check the session is new.
-  recap::Result<std::shared_ptr<recap::SessionStore>> store = OpenStore(db, /*create=*/true);
-  if (!store.ok()) return Failure(args, store.status());
-  for (const std::string& id : {session, std::string(kInstructionsPrefix) + session}) {
-    recap::Result<recap::SessionState> existing = (*store)->Load(id);
-    if (!existing.ok()) return Failure(args, existing.status());
-    if (existing->version != 0) {
+  // 2. Open the database.
+  recap::Result<std::shared_ptr<recap::SessionStore>> store = OpenStore(db, Access::kCreate);
+  if (!store.ok()) return Failure(args, NothingWritten(store.status()));
+
+  // 3. The transcript and its instructions in one write, which also checks that the session
+  // is new (R13.6): of two imports racing for one id, one wins and the other writes nothing.
+  const std::size_t message_count = conversation.messages.size();
+  std::size_t chars = 0;
+  for (const recap::Message& m : conversation.messages) chars += recap::MessageChars(m);
+  std::size_t instruction_chars = 0;
+  progress.Update("writing " + Num(message_count) + " messages to " + shown_db);
+  std::vector<recap::NewSession> sessions(1);
+  sessions[0].session = session;
+  sessions[0].messages = std::move(conversation.messages);
+  if (conversation.instructions) {
+    instruction_chars = recap::MessageChars(*conversation.instructions);
+    recap::NewSession instructions;
+    instructions.session = std::string(kInstructionsPrefix) + session;
+    instructions.messages.push_back(*conversation.instructions);
+    sessions.push_back(std::move(instructions));
+  }
+  recap::Result<std::vector<std::uint64_t>> created = (*store)->CreateSessions(std::move(sessions));
+  if (!created.ok()) {
+    if (created.status().code() == recap::StatusCode::kConflict) {
       return Failure(args, "the database '" + shown_db + "' already has a session '" + session +
                                "'; import into a new session (another --session ID). "
                                "Nothing was written");
     }
+    return Failure(args, NothingWritten(created.status()));
   }
-
-  // 3. One append for the transcript, then the instructions beside it.
-  progress.Update("writing " + Num(transcript.size()) + " messages to " + shown_db);
-  recap::Result<std::uint64_t> version = (*store)->AppendMessages(session, transcript.ToVector());
-  if (!version.ok()) return Failure(args, version.status().WithContext("nothing was written"));
-  std::size_t instruction_chars = 0;
-  if (conversation.instructions) {
-    instruction_chars = recap::MessageChars(*conversation.instructions);
-    recap::Result<std::uint64_t> v = (*store)->AppendMessages(
-        std::string(kInstructionsPrefix) + session, {*conversation.instructions});
-    if (!v.ok()) {
-      return Failure(args, v.status().WithContext(
-                               "the messages were imported but the instructions could not be "
-                               "stored"));
-    }
-  }
+  const std::uint64_t version = created->front();
+  const std::size_t tokens = (chars + 3) / 4;
 
   progress.Finish();
   if (args.json()) {
@@ -635,24 +723,25 @@ int RunImport(const std::vector<std::string>& words) {
                 {"db", shown_db},
                 {"file", path},
                 {"format", format},
-                {"messages", transcript.size()},
-                {"chars", transcript.chars()},
-                {"tokens", transcript.tokens()},
+                {"messages", message_count},
+                {"chars", chars},
+                {"tokens", tokens},
                 {"instructions", conversation.instructions.has_value()},
                 {"instructions_chars", instruction_chars},
-                {"version", *version}};
+                {"version", version}};
     if (!decoded.first->note.empty()) out["note"] = decoded.first->note;
     PrintJson(out);
   } else {
-    std::cout << "imported " << Num(transcript.size()) << " messages (" << Num(transcript.chars())
-              << " chars, ~" << Num(transcript.tokens()) << " tokens) into session '" << session
+    std::cout << "imported " << Num(message_count) << " messages (" << Num(chars) << " chars, ~"
+              << Num(tokens) << " tokens) into session '" << session
               << "' of " << shown_db << "\n";
     if (!decoded.first->note.empty()) std::cout << "  source        " << decoded.first->note << "\n";
     if (conversation.instructions) {
       std::cout << "  instructions  " << Num(instruction_chars)
                 << " chars (kept apart from the transcript)\n";
     }
-    std::cout << "next: recap plan --db " << QuotedForShell(shown_db) << " --session " << session << "\n";
+    std::cout << "next: recap plan --db " << QuotedForShell(shown_db) << " --session "
+              << QuotedForShell(session) << "\n";
   }
   return kExitOk;
 }

@@ -3,8 +3,18 @@
 //   recap <command> [options]     (recap --help lists the commands)
 //
 // Exit codes: 0 done, 1 the work failed (the message says why and what to do), 2 usage error.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <exception>
 #include <iostream>
+#include <string>
 #include <new>
 #include <string>
 #include <vector>
@@ -61,11 +71,70 @@ int Main(int argc, char** argv) {
   return recap_cli::kExitUsage;
 }
 
+
+
+bool stdout_was_closed = false;
+
+// A closed stdout (`recap export >&-`) would let the next file the program opens take its
+// descriptor and receive the output. A descriptor that reads /dev/null takes its place, so
+// writes to stdout fail, as they should, and are reported.
+void GuardStandardOutput() {
+  if (::fcntl(STDOUT_FILENO, F_GETFD) == -1 && errno == EBADF) {
+    stdout_was_closed = true;
+    const int fd = ::open("/dev/null", O_RDONLY);
+    if (fd >= 0 && fd != STDOUT_FILENO) {
+      ::dup2(fd, STDOUT_FILENO);
+      ::close(fd);
+    }
+  }
+}
+
+// Why writes to stdout failed, when errno no longer says: stdio reports only that they did.
+std::string WhyOutputFailed(int error) {
+  if (stdout_was_closed) return "standard output is closed";
+  if (error == 0) {
+    struct stat st {};
+    struct statvfs fs {};
+    if (::fstat(STDOUT_FILENO, &st) == 0) {
+      if (S_ISCHR(st.st_mode) && major(st.st_rdev) == 1 && minor(st.st_rdev) == 7) {
+        error = ENOSPC;  // /dev/full
+      } else if (S_ISREG(st.st_mode) && ::fstatvfs(STDOUT_FILENO, &fs) == 0 && fs.f_bavail == 0) {
+        error = ENOSPC;
+      }
+    }
+  }
+  return error == 0 ? std::string() : std::strerror(error);
+}
+
+// R13.5: a command whose output could not be written fails, whatever it did before.
+int CheckedOutput(int rc, const char* command) {
+  errno = 0;
+  std::cout.flush();
+  int error = errno;
+  bool failed = !std::cout.good();
+  if (std::fflush(stdout) != 0) {
+    failed = true;
+    error = errno;
+  }
+  failed = failed || std::ferror(stdout) != 0;
+  if (!failed) return rc;
+  const std::string why = WhyOutputFailed(error);
+  std::cerr << "recap " << command << ": could not write its output to standard output"
+            << (why.empty() ? std::string() : " (" + why + ")")
+            << "; check where the output goes (a full disk, a closed pipe or file), then run the "
+               "command again"
+            << (rc == recap_cli::kExitOk ? "" : ". The command had failed as well, as said above")
+            << ".\n";
+  return recap_cli::kExitFailed;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  GuardStandardOutput();
+  const char* command = argc > 1 ? argv[1] : "";
   try {
-    return Main(argc, argv);
+    return CheckedOutput(Main(argc, argv), command);
   } catch (const std::bad_alloc&) {
     std::cerr << "recap: out of memory\n";
     return recap_cli::kExitFailed;

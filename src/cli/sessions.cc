@@ -208,7 +208,8 @@ int RunSessions(const std::vector<std::string>& words) {
     return UsageError(args, "--acknowledge is for `recap sessions recover`");
   }
   if (!CheckDb(db, &error)) return UsageError(args, error);
-  recap::Result<std::shared_ptr<recap::SessionStore>> store = OpenStore(db, false);
+  recap::Result<std::shared_ptr<recap::SessionStore>> store = OpenStore(
+      db, what == "recover" && args.flags.count("acknowledge") ? Access::kWrite : Access::kRead);
   if (!store.ok()) return Failure(args, store.status());
   if (what == "list") return List(args, **store);
   const std::string session = args.positional[1];

@@ -68,7 +68,7 @@ int Open(const std::vector<std::string>& words, const char* command,
   if (!args->Has("session")) return UsageError(*args, "--session ID is required");
   const std::string db = args->Get("db", kDefaultDb);
   if (!CheckDb(db, &error)) return UsageError(*args, error);
-  recap::Result<std::shared_ptr<recap::SessionStore>> opened = OpenStore(db, false);
+  recap::Result<std::shared_ptr<recap::SessionStore>> opened = OpenStore(db, Access::kRead);
   if (!opened.ok()) return Failure(*args, opened.status());
   *store = *opened;
   recap::Result<recap::SessionState> loaded = LoadExisting(**store, db, args->Get("session"));

@@ -1,5 +1,9 @@
 #include "recap/message.h"
 
+#include <string_view>
+#include <unordered_set>
+#include <vector>
+
 namespace recap {
 inline namespace v0 {
 
@@ -70,6 +74,31 @@ bool HasToolCalls(const Message& m) noexcept {
     if (const auto* o = std::get_if<Opaque>(&p); o && o->link == OpaqueLink::kCall) return true;
   }
   return false;
+}
+
+std::optional<std::string> RepeatedCallId(const Message& m) {
+  std::vector<std::string_view> ids;
+  for (const auto& p : m.parts) {
+    if (const auto* c = std::get_if<ToolCall>(&p)) {
+      ids.push_back(c->id);
+    } else if (const auto* o = std::get_if<Opaque>(&p); o != nullptr && o->link == OpaqueLink::kCall) {
+      ids.push_back(o->link_id);
+    }
+  }
+  if (ids.size() < 2) return std::nullopt;
+  if (ids.size() <= 16) {  // the usual case: a few calls, compared pairwise
+    for (std::size_t i = 1; i < ids.size(); ++i) {
+      for (std::size_t j = 0; j < i; ++j) {
+        if (ids[i] == ids[j]) return std::string(ids[i]);
+      }
+    }
+    return std::nullopt;
+  }
+  std::unordered_set<std::string_view> seen;
+  for (std::string_view id : ids) {
+    if (!seen.insert(id).second) return std::string(id);
+  }
+  return std::nullopt;
 }
 
 std::string JoinedText(const Message& m) {

@@ -23,6 +23,7 @@ namespace recap {
 inline namespace v0 {
 
 SessionStore::~SessionStore() = default;
+MessageSource::~MessageSource() = default;
 
 Result<std::uint64_t> SessionStore::Append(const std::string& session, Message message) {
   std::vector<Message> one;
@@ -162,6 +163,37 @@ class InMemorySessionStore final : public SessionStore {
     ++s.version;
     s.appends.push_back({s.version, first});
     return s.version;
+  }
+
+  Result<std::vector<std::uint64_t>> CreateSessions(std::vector<NewSession> sessions) override {
+    if (Status st = internal::CheckNewSessions(sessions); !st.ok()) return st;
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const NewSession& n : sessions) {
+      if (const Session* s = Find(n.session)) return internal::SessionExists(n.session, s->version);
+    }
+    // Everything is read and checked into sessions of their own before any is stored.
+    std::vector<Session> built(sessions.size());
+    for (std::size_t k = 0; k < sessions.size(); ++k) {
+      internal::NewSessionReader reader(sessions[k]);
+      Message m;
+      std::size_t chars = 0;
+      for (;;) {
+        Result<bool> more = reader.Next(&m, &chars);
+        if (!more.ok()) return more.status();
+        if (!*more) break;
+        built[k].transcript.Append(std::move(m));
+        built[k].AddToHistory(built[k].transcript.shared(built[k].transcript.size() - 1));
+      }
+      if (reader.count() == 0) return internal::NewSessionEmpty(sessions[k].session);
+      built[k].version = 1;
+      built[k].appends.push_back({1, 0});
+    }
+    std::vector<std::uint64_t> versions;
+    for (std::size_t k = 0; k < sessions.size(); ++k) {
+      sessions_[sessions[k].session] = std::move(built[k]);
+      versions.push_back(1);
+    }
+    return versions;
   }
 
   Result<std::uint64_t> CommitCompaction(const std::string& session,

@@ -4,6 +4,8 @@
 #include <utility>
 
 #include "recap/measure.h"
+#include "recap/transcript.h"
+#include "transcript_access.h"
 
 namespace recap {
 inline namespace v0 {
@@ -24,6 +26,9 @@ Result<Transcript> PrepareAppend(std::vector<Message> messages) {
   for (std::size_t i = 0; i < messages.size(); ++i) {
     Message& m = messages[i];
     if (m.id.empty()) m.id = NewMessageId();
+    if (std::optional<std::string> repeated = RepeatedCallId(m)) {
+      return RepeatedCallIdStatus("the append", i, *repeated);
+    }
     batch.Append(std::move(m));
     if (!ids.insert(batch[i].id).second) {
       return Status::InvalidArgument(
@@ -33,6 +38,70 @@ Result<Transcript> PrepareAppend(std::vector<Message> messages) {
     }
   }
   return batch;
+}
+
+Status RepeatedCallIdStatus(const std::string& what, std::size_t i, const std::string& id) {
+  return Status::InvalidArgument(
+      "message " + std::to_string(i) + " of " + what + " holds two tool calls with the id " +
+      QuotedName(id) + "; a result answers one call of an id, so one of them could never be "
+      "answered. Give each call its own id");
+}
+
+Result<bool> NewSessionReader::Next(Message* out, std::size_t* chars) {
+  if (next_in_vector_ < session_.messages.size()) {
+    *out = std::move(session_.messages[next_in_vector_++]);
+  } else {
+    if (session_.source == nullptr) return false;
+    Result<bool> more = session_.source->Next(out);
+    if (!more.ok()) return more.status();
+    if (!*more) {
+      session_.source = nullptr;
+      return false;
+    }
+  }
+  const std::size_t i = count_++;
+  const std::string what = "new session " + QuotedName(session_.session);
+  if (std::optional<std::string> repeated = RepeatedCallId(*out)) {
+    return RepeatedCallIdStatus(what, i, *repeated);
+  }
+  if (out->id.empty()) {
+    out->id = NewMessageId();
+  } else if (!given_ids_.insert(out->id).second) {
+    return Status::InvalidArgument("message " + std::to_string(i) + " of " + what +
+                                   " has id " + QuotedName(out->id) +
+                                   ", which an earlier message of the session has; ids must be "
+                                   "unique. Leave the id empty to get a fresh one");
+  }
+  RepairUtf8(*out);
+  *chars = MessageChars(*out);
+  return true;
+}
+
+Status CheckNewSessions(const std::vector<NewSession>& sessions) {
+  if (sessions.empty()) {
+    return Status::InvalidArgument("CreateSessions was given no session; name at least one");
+  }
+  std::unordered_set<std::string> names;
+  for (const NewSession& s : sessions) {
+    if (Status st = CheckSessionName(s.session); !st.ok()) return st;
+    if (!names.insert(s.session).second) {
+      return Status::InvalidArgument("CreateSessions was given session " + QuotedName(s.session) +
+                                     " twice; give each new session once, with all its messages");
+    }
+  }
+  return Status::OK();
+}
+
+Status SessionExists(const std::string& session, std::uint64_t version) {
+  return Status::Conflict("session " + QuotedName(session) + " exists already (version " +
+                          std::to_string(version) +
+                          "); only sessions never written can be created. Nothing was stored");
+}
+
+Status NewSessionEmpty(const std::string& session) {
+  return Status::InvalidArgument("new session " + QuotedName(session) +
+                                 " got no message; a session is created with its messages. "
+                                 "Nothing was stored");
 }
 
 Status AppendIdTaken(const std::string& session, std::size_t i, const std::string& id) {

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "recap/export.h"
@@ -33,6 +34,38 @@ RECAP_EXPORT Status CheckSessionName(const std::string& session);
 // UTF-8 repaired and sizes measured (Transcript::Append). Two messages of the batch with one
 // id are kInvalidArgument.
 RECAP_EXPORT Result<Transcript> PrepareAppend(std::vector<Message> messages);
+
+// Message `i` of an append (`what`: "the append") or of a new session whose calls share `id`.
+RECAP_EXPORT Status RepeatedCallIdStatus(const std::string& what, std::size_t i,
+                                         const std::string& id);
+
+// The messages of one NewSession in order — its vector, then its source — each prepared as
+// PrepareAppend prepares an append's (a fresh id when empty, UTF-8 repaired, measured, a
+// message whose calls share an id refused), and a message id given twice refused. Only given
+// ids are remembered, so a million messages with fresh ids cost no memory here.
+class RECAP_EXPORT NewSessionReader {
+ public:
+  explicit NewSessionReader(NewSession& session) : session_(session) {}
+  // Sets *out and *chars to the next message and returns true; false at the end.
+  Result<bool> Next(Message* out, std::size_t* chars);
+  std::size_t count() const { return count_; }
+
+ private:
+  NewSession& session_;
+  std::size_t next_in_vector_ = 0;
+  std::size_t count_ = 0;
+  std::unordered_set<std::string> given_ids_;
+};
+
+// The checks of a CreateSessions call that need no table: at least one session, names valid
+// and each given once.
+RECAP_EXPORT Status CheckNewSessions(const std::vector<NewSession>& sessions);
+
+// A session of a CreateSessions call that exists already (version `version`).
+RECAP_EXPORT Status SessionExists(const std::string& session, std::uint64_t version);
+
+// A session of a CreateSessions call that got no message.
+RECAP_EXPORT Status NewSessionEmpty(const std::string& session);
 
 // An append's message `i` whose id an active message already has.
 RECAP_EXPORT Status AppendIdTaken(const std::string& session, std::size_t i, const std::string& id);

@@ -24,42 +24,6 @@ void Repair(std::string& s) {
   if (!IsValidUtf8(s)) s = ToValidUtf8(s);
 }
 
-// Makes every string of the message valid UTF-8 in place (SPEC: never crash on bad bytes;
-// a session must stay usable after one binary tool output).
-void RepairUtf8(Message& m) {
-  Repair(m.id);
-  Repair(m.extra);
-  for (auto& part : m.parts) {
-    if (auto* t = std::get_if<Text>(&part)) {
-      Repair(t->text);
-      Repair(t->extra);
-    } else if (auto* c = std::get_if<ToolCall>(&part)) {
-      Repair(c->id);
-      Repair(c->name);
-      Repair(c->arguments);
-      Repair(c->extra);
-    } else if (auto* r = std::get_if<ToolResult>(&part)) {
-      Repair(r->call_id);
-      Repair(r->extra);
-      for (auto& item : r->content) {
-        if (auto* it = std::get_if<Text>(&item)) {
-          Repair(it->text);
-          Repair(it->extra);
-        } else {
-          auto& o = std::get<Opaque>(item);
-          Repair(o.kind);
-          Repair(o.payload);
-          Repair(o.link_id);
-        }
-      }
-    } else {
-      auto& o = std::get<Opaque>(part);
-      Repair(o.kind);
-      Repair(o.payload);
-      Repair(o.link_id);
-    }
-  }
-}
 
 // Calls `fn(is_call, id)` for each call and result of `m` in part order, as the cutter pairs
 // them (safe_boundary.cc): tool calls, tool results, and opaque items linked as either side.
@@ -104,6 +68,47 @@ std::uint8_t FlagsOf(const Message& m) noexcept {
 }
 
 }  // namespace
+
+namespace internal {
+
+// Makes every string of the message valid UTF-8 in place (SPEC: never crash on bad bytes;
+// a session must stay usable after one binary tool output).
+void RepairUtf8(Message& m) {
+  Repair(m.id);
+  Repair(m.extra);
+  for (auto& part : m.parts) {
+    if (auto* t = std::get_if<Text>(&part)) {
+      Repair(t->text);
+      Repair(t->extra);
+    } else if (auto* c = std::get_if<ToolCall>(&part)) {
+      Repair(c->id);
+      Repair(c->name);
+      Repair(c->arguments);
+      Repair(c->extra);
+    } else if (auto* r = std::get_if<ToolResult>(&part)) {
+      Repair(r->call_id);
+      Repair(r->extra);
+      for (auto& item : r->content) {
+        if (auto* it = std::get_if<Text>(&item)) {
+          Repair(it->text);
+          Repair(it->extra);
+        } else {
+          auto& o = std::get<Opaque>(item);
+          Repair(o.kind);
+          Repair(o.payload);
+          Repair(o.link_id);
+        }
+      }
+    } else {
+      auto& o = std::get<Opaque>(part);
+      Repair(o.kind);
+      Repair(o.payload);
+      Repair(o.link_id);
+    }
+  }
+}
+
+}  // namespace internal
 
 std::string NewMessageId() {
   // One generator per thread, seeded from the OS plus a process-wide counter so that threads
@@ -302,7 +307,7 @@ void Transcript::Push(std::shared_ptr<const Message> m, std::size_t chars, const
 // The facts are noted before the message is measured: measuring streams the message's texts
 // through the cache, after which its parts would have to be fetched again.
 void Transcript::Append(Message m) {
-  RepairUtf8(m);
+  internal::RepairUtf8(m);
   if (m.id.empty()) m.id = NewMessageId();
   CutFacts facts = Pair(m, size_);
   facts.flags |= kWellFormedFact;
@@ -333,7 +338,7 @@ void Transcript::Set(std::vector<std::pair<std::size_t, Message>> replacements) 
   if (replacements.empty()) return;
   for (auto& [i, m] : replacements) {
     assert(i < size_);
-    RepairUtf8(m);
+    internal::RepairUtf8(m);
     if (m.id.empty()) m.id = NewMessageId();
     const std::size_t k = i / kChunk;
     const std::size_t j = i % kChunk;

@@ -424,6 +424,7 @@ struct ConnectSpec {
   std::string schema;
   std::uint32_t statement_timeout_ms = 0;
   std::size_t pool_size = 1;
+  bool read_only = false;
 };
 
 // Removes what could be a password from a libpq parse error that quotes the string.
@@ -555,6 +556,7 @@ Result<ConnectSpec> MakeSpec(const PostgresStoreOptions& o) {
   spec.quoted_schema = Quoted(o.schema);
   spec.statement_timeout_ms = o.statement_timeout_ms;
   spec.pool_size = o.pool_size;
+  spec.read_only = o.read_only;
   return spec;
 }
 
@@ -660,6 +662,7 @@ class Pool {
     try {
       c->Simple("SET statement_timeout = " + std::to_string(spec_.statement_timeout_ms));
       c->Simple("SET client_min_messages = warning");
+      if (spec_.read_only) c->Simple("SET default_transaction_read_only = on");
     } catch (const PgFailure& f) {
       return FromFailure(describer(), "setting up a new connection", f);
     }
@@ -781,6 +784,12 @@ Status EnsureSchema(Pool& pool) {
             "up to " + std::to_string(kSchemaVersion) +
             ". Upgrade recap to use it (it was left as it is)")};
       }
+    } else if (spec.read_only) {
+      throw Abort{Status::NotFound(
+          "recap postgres store (" + spec.display + "): schema " + q +
+          " holds no recap sessions yet (it has no recap tables), and the store was opened "
+          "read-only, so they were not created. Store a session first (open it without "
+          "PostgresStoreOptions.read_only), or check PostgresStoreOptions.schema")};
     } else {
       std::string foreign;
       for (const char* t : kTables) {
@@ -799,6 +808,13 @@ Status EnsureSchema(Pool& pool) {
       c.Simple("INSERT INTO " + q + ".recap_schema (version, migrated_by) VALUES (0, '')");
     }
     if (version == kSchemaVersion) return;
+    if (spec.read_only) {
+      throw Abort{Status::FailedPrecondition(
+          "recap postgres store (" + spec.display + "): schema " + q + " has version " +
+          std::to_string(version) + ", written by an older recap, and the store was opened "
+          "read-only, so it was not migrated to version " + std::to_string(kSchemaVersion) +
+          ". Open it once without PostgresStoreOptions.read_only to migrate it")};
+    }
     for (int v = version; v < kSchemaVersion; ++v) c.Simple(WithSchema(kMigrations[v], q));
     c.Simple("UPDATE " + q + ".recap_schema SET version = " + std::to_string(kSchemaVersion) +
              ", migrated_by = 'recap " + std::string(LibraryVersion()) + "', migrated_at = now()");
@@ -944,6 +960,79 @@ class PostgresSessionStore final : public SessionStore {
     });
     if (!s.ok()) return s;
     return version;
+  }
+
+  Result<std::vector<std::uint64_t>> CreateSessions(std::vector<NewSession> sessions) override {
+    if (Status st = internal::CheckNewSessions(sessions); !st.ok()) return st;
+    std::vector<std::uint64_t> versions;
+    const std::string doing = sessions.size() == 1
+                                  ? "creating session " + Quoted(sessions[0].session)
+                                  : "creating sessions " + Quoted(sessions[0].session) + " and " +
+                                        std::to_string(sessions.size() - 1) + " more";
+    Status s = Call(*pool_, doing, true, [&](Connection& c) {
+      versions.clear();
+      // Each row is inserted (or found) and locked first: a second host creating one of these
+      // sessions at once waits on the row, then finds it written and gets kConflict.
+      std::vector<SessionRow> rows;
+      for (const NewSession& n : sessions) {
+        Params p;
+        p.Text(n.session);
+        c.Run(kCreateSession, pool_->texts(), p);
+        std::optional<SessionRow> row = Lock(c, n.session);
+        if (!row) throw Abort{Status::Internal("session " + Quoted(n.session) + " vanished")};
+        if (row->version != 0) throw Abort{internal::SessionExists(n.session, row->version)};
+        rows.push_back(*row);
+      }
+      for (std::size_t k = 0; k < sessions.size(); ++k) {
+        internal::NewSessionReader reader(sessions[k]);
+        std::int64_t position = rows[k].next_position;
+        // Pipelined chunks, as a batch append sends them.
+        constexpr std::size_t kChunk = 1000;
+        std::vector<Message> chunk;
+        std::vector<std::size_t> chars;
+        bool more = true;
+        while (more) {
+          chunk.clear();
+          chars.clear();
+          while (chunk.size() < kChunk) {
+            Message m;
+            std::size_t n = 0;
+            Result<bool> next = reader.Next(&m, &n);
+            if (!next.ok()) throw Abort{next.status()};
+            if (!*next) {
+              more = false;
+              break;
+            }
+            chunk.push_back(std::move(m));
+            chars.push_back(n);
+          }
+          if (chunk.empty()) break;
+          std::vector<std::string> bodies(chunk.size());
+          std::vector<Params> sets(chunk.size());
+          for (std::size_t i = 0; i < chunk.size(); ++i) {
+            EncodeBody(chunk[i], bodies[i]);
+            sets[i]
+                .Int(rows[k].id)
+                .Text(chunk[i].id)
+                .Int(position++)
+                .Int(1)
+                .Text(RoleName(chunk[i].role))
+                .Bool(chunk[i].summary)
+                .Int(static_cast<std::int64_t>(chars[i]))
+                .Bytes(bodies[i]);
+          }
+          std::size_t failed = 0;
+          c.RunPipelined(kInsertMessage, pool_->texts(), sets, &failed);
+        }
+        if (reader.count() == 0) throw Abort{internal::NewSessionEmpty(sessions[k].session)};
+        Params p;
+        p.Int(rows[k].id).Int(1).Int(position);
+        c.Run(kSetVersion, pool_->texts(), p);
+        versions.push_back(1);
+      }
+    });
+    if (!s.ok()) return s;
+    return versions;
   }
 
   Result<std::uint64_t> CommitCompaction(const std::string& session,

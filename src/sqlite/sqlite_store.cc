@@ -12,7 +12,9 @@
 #include <SQLiteCpp/Exception.h>
 #include <SQLiteCpp/Statement.h>
 
+#include <algorithm>
 #include <chrono>
+#include <limits>
 #include <cstdio>
 #include <ctime>
 #include <exception>
@@ -115,6 +117,7 @@ class Connection {
       : path_(std::move(path)), options_(options) {}
 
   Status Open() {
+    if (options_.read_only) return OpenReadOnly();
     struct stat st {};
     const bool exists = ::stat(path_.c_str(), &st) == 0;
     if (!exists && !options_.create_if_missing) {
@@ -140,22 +143,7 @@ class Connection {
             "to " + std::to_string(kSchemaVersion) +
             ". Upgrade recap to open it (the file was left as it is)")};
       }
-      if (version == 0) {
-        SQLite::Statement tables(*db_,
-                                 "SELECT name FROM sqlite_master WHERE type = 'table' AND name "
-                                 "NOT LIKE 'sqlite_%' ORDER BY name LIMIT 5");
-        std::string names;
-        while (tables.executeStep()) {
-          names += (names.empty() ? "" : ", ") + tables.getColumn(0).getString();
-        }
-        if (!names.empty()) {
-          throw Abort{Status::InvalidArgument(
-              "recap sqlite store " + Quoted(path_) +
-              ": the file is a SQLite database but not recap's (it has tables " + names +
-              " and no recap schema). recap leaves it as it is; pass the path of a recap "
-              "database, or of a file that does not exist yet")};
-        }
-      }
+      if (version == 0) RefuseForeign();
       const std::string mode = db_->execAndGet("PRAGMA journal_mode = WAL").getString();
       if (mode != "wal") {
         throw Abort{Status::IOError("recap sqlite store " + Quoted(path_) +
@@ -171,7 +159,118 @@ class Connection {
         db_->exec("PRAGMA max_page_count = " + std::to_string(options_.max_page_count));
       }
       if (version < kSchemaVersion) Migrate();
+      if (options_.check_integrity) CheckIntegrity();
     });
+  }
+
+  // Read-only (SqliteStoreOptions::read_only). A WAL database normally gets -wal and -shm files
+  // from every connection, readers included, and a reader cannot remove them. When no writer
+  // has them (no -wal file), the database file is complete by itself and is read as immutable:
+  // SQLite then creates nothing and takes no lock. Each read checks afterwards that no writer
+  // came meanwhile (the file unchanged, still no -wal); if one did, the connection becomes an
+  // ordinary read-only one — the writer's -wal and -shm exist by then — and the read is done
+  // again.
+  Status OpenReadOnly() {
+    struct stat st {};
+    if (::stat(path_.c_str(), &st) != 0) {
+      return Status::NotFound("recap sqlite store " + Quoted(path_) +
+                              ": the file does not exist (opened read-only, so it was not "
+                              "created); check the path");
+    }
+    if (S_ISDIR(st.st_mode)) {
+      return Status::InvalidArgument("recap sqlite store " + Quoted(path_) +
+                                     ": this is a folder; pass the path of a database file");
+    }
+    if (!S_ISREG(st.st_mode)) {
+      return Status::InvalidArgument("recap sqlite store " + Quoted(path_) +
+                                     ": this is not a regular file (a device, a pipe or a "
+                                     "socket); pass the path of a database file");
+    }
+    if (st.st_size == 0) {
+      return Status::NotFound("recap sqlite store " + Quoted(path_) +
+                              ": the file is empty, so it holds no sessions yet (opened "
+                              "read-only, so it was left as it is); store a session first, or "
+                              "check the path");
+    }
+    immutable_ = !Exists(path_ + "-wal");
+    Status s = OpenReader();
+    if (!s.ok()) return s;
+    return Guard("opening the database", [&] {
+      const int version = db_->execAndGet("PRAGMA user_version").getInt();
+      if (version > kSchemaVersion) {
+        throw Abort{Status::Corruption(
+            "recap sqlite store " + Quoted(path_) + ": the database has schema version " +
+            std::to_string(version) + ", written by a newer recap; this recap reads versions up "
+            "to " + std::to_string(kSchemaVersion) +
+            ". Upgrade recap to open it (the file was left as it is)")};
+      }
+      if (version == 0) {
+        RefuseForeign();
+        throw Abort{Status::NotFound(
+            "recap sqlite store " + Quoted(path_) +
+            ": the file is a SQLite database that holds no recap sessions yet (it has no "
+            "recap schema; opened read-only, so it was left as it is); store a session first, "
+            "or check the path")};
+      }
+      if (version < kSchemaVersion) {
+        throw Abort{Status::FailedPrecondition(
+            "recap sqlite store " + Quoted(path_) + ": the database has schema version " +
+            std::to_string(version) + ", written by an older recap, and was opened read-only, so "
+            "it was not migrated. Open it once for writing to migrate it")};
+      }
+    });
+  }
+
+  Status OpenReader() {
+    return Guard("opening the database", [&] {
+      statements_.clear();
+      db_.reset();
+      if (immutable_) {
+        db_ = std::make_unique<SQLite::Database>(
+            "file:" + UriPath(path_) + "?mode=ro&immutable=1",
+            SQLite::OPEN_READONLY | SQLite::OPEN_URI, static_cast<int>(options_.busy_timeout_ms));
+        before_ = Stat(path_);
+      } else {
+        db_ = std::make_unique<SQLite::Database>(path_, SQLite::OPEN_READONLY,
+                                                 static_cast<int>(options_.busy_timeout_ms));
+      }
+    });
+  }
+
+  // A database of someone else's (tables, no recap schema) is refused and left as it is.
+  void RefuseForeign() {
+    SQLite::Statement tables(*db_,
+                             "SELECT name FROM sqlite_master WHERE type = 'table' AND name "
+                             "NOT LIKE 'sqlite_%' ORDER BY name LIMIT 5");
+    std::string names;
+    while (tables.executeStep()) {
+      names += (names.empty() ? "" : ", ") + tables.getColumn(0).getString();
+    }
+    if (!names.empty()) {
+      throw Abort{Status::InvalidArgument(
+          "recap sqlite store " + Quoted(path_) +
+          ": the file is a SQLite database but not recap's (it has tables " + names +
+          " and no recap schema). recap leaves it as it is; pass the path of a recap "
+          "database, or of a file that does not exist yet")};
+    }
+  }
+
+  void CheckIntegrity() {
+    SQLite::Statement check(*db_, "PRAGMA quick_check");
+    std::string problems;
+    int shown = 0;
+    while (check.executeStep()) {
+      const std::string line = check.getColumn(0).getString();
+      if (line == "ok") continue;
+      if (shown++ < 3) problems += (problems.empty() ? "" : "; ") + line;
+    }
+    if (!problems.empty()) {
+      throw Abort{Status::Corruption(
+          "recap sqlite store " + Quoted(path_) + ": the database is damaged (PRAGMA quick_check: " +
+          problems + (shown > 3 ? "; …" : "") +
+          "). recap has not changed it; restore it from a backup, or salvage what is readable "
+          "with `sqlite3 " + path_ + " .recover`, and open a new file")};
+    }
   }
 
   // Runs `fn` and maps what it throws. Does not open a transaction.
@@ -197,6 +296,27 @@ class Connection {
   // failure, so a failed call changes nothing.
   template <typename Fn>
   Status Transaction(const std::string& doing, bool write, Fn&& fn) {
+    if (options_.read_only) {
+      if (write) {
+        return Status::FailedPrecondition("recap sqlite store " + Quoted(path_) + ": " + doing +
+                                          " refused: the store was opened read-only "
+                                          "(SqliteStoreOptions::read_only)");
+      }
+      if (immutable_) {
+        if (!Exists(path_ + "-wal")) {
+          Status s = RawTransaction(doing, false, fn);
+          if (!Exists(path_ + "-wal") && Stat(path_) == before_) return s;
+        }
+        // A writer came: read again through its -wal, as an ordinary reader.
+        immutable_ = false;
+        if (Status s = OpenReader(); !s.ok()) return s;
+      }
+    }
+    return RawTransaction(doing, write, fn);
+  }
+
+  template <typename Fn>
+  Status RawTransaction(const std::string& doing, bool write, Fn&& fn) {
     bool open = false;
     Status s = Guard(doing, [&] {
       db_->exec(write ? "BEGIN IMMEDIATE" : "BEGIN");
@@ -243,8 +363,55 @@ class Connection {
     }
   }
 
+  static bool Exists(const std::string& path) {
+    struct stat st {};
+    return ::stat(path.c_str(), &st) == 0;
+  }
+
+  // What tells a file changed: its identity, size and change times.
+  struct FileStamp {
+    dev_t dev = 0;
+    ino_t ino = 0;
+    off_t size = 0;
+    timespec mtime{};
+    timespec ctime{};
+    bool operator==(const FileStamp& o) const {
+      return dev == o.dev && ino == o.ino && size == o.size && mtime.tv_sec == o.mtime.tv_sec &&
+             mtime.tv_nsec == o.mtime.tv_nsec && ctime.tv_sec == o.ctime.tv_sec &&
+             ctime.tv_nsec == o.ctime.tv_nsec;
+    }
+  };
+  static FileStamp Stat(const std::string& path) {
+    struct stat st {};
+    FileStamp f;
+    if (::stat(path.c_str(), &st) != 0) return f;
+    f.dev = st.st_dev;
+    f.ino = st.st_ino;
+    f.size = st.st_size;
+    f.mtime = st.st_mtim;
+    f.ctime = st.st_ctim;
+    return f;
+  }
+
+  // A path as the path part of a file: URI (RFC 3986 percent-encoding of what would end it).
+  static std::string UriPath(const std::string& path) {
+    std::string out;
+    for (unsigned char c : path) {
+      if (c == '%' || c == '?' || c == '#' || c < 0x21 || c >= 0x7F) {
+        char buf[4];
+        std::snprintf(buf, sizeof buf, "%%%02X", c);
+        out += buf;
+      } else {
+        out += static_cast<char>(c);
+      }
+    }
+    return out;
+  }
+
   std::string path_;
   SqliteStoreOptions options_;
+  bool immutable_ = false;  // read-only and no writer seen: the file is read as immutable
+  FileStamp before_;        // the file when it was opened immutable
   std::unique_ptr<SQLite::Database> db_;
   std::unordered_map<const char*, std::unique_ptr<SQLite::Statement>> statements_;
 };
@@ -334,6 +501,45 @@ class SqliteSessionStore final : public SessionStore {
     });
     if (!s.ok()) return s;
     return version;
+  }
+
+  Result<std::vector<std::uint64_t>> CreateSessions(std::vector<NewSession> sessions) override {
+    if (Status st = internal::CheckNewSessions(sessions); !st.ok()) return st;
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<std::uint64_t> versions;
+    const std::string doing = sessions.size() == 1
+                                  ? "creating session " + Quoted(sessions[0].session)
+                                  : "creating sessions " + Quoted(sessions[0].session) + " and " +
+                                        std::to_string(sessions.size() - 1) + " more";
+    // One IMMEDIATE transaction: the "never written" check and every message commit together,
+    // and a second process creating the same session waits for this one, then sees it exists.
+    Status s = c_->Transaction(doing, true, [&] {
+      versions.clear();
+      for (const NewSession& n : sessions) {
+        if (std::optional<SessionRow> row = FindSession(n.session)) {
+          throw Abort{internal::SessionExists(n.session, row->version)};
+        }
+      }
+      const std::string now = NowUtc();
+      for (NewSession& n : sessions) {
+        SessionRow row = CreateSession(n.session, now);
+        internal::NewSessionReader reader(n);
+        Message m;
+        std::size_t chars = 0;
+        std::int64_t position = 0;
+        for (;;) {
+          Result<bool> more = reader.Next(&m, &chars);
+          if (!more.ok()) throw Abort{more.status()};
+          if (!*more) break;
+          InsertMessage(row.id, m, chars, position++, 1, now);
+        }
+        if (reader.count() == 0) throw Abort{internal::NewSessionEmpty(n.session)};
+        SetVersion(row.id, 1, 0);
+        versions.push_back(1);
+      }
+    });
+    if (!s.ok()) return s;
+    return versions;
   }
 
   Result<std::uint64_t> CommitCompaction(const std::string& session,
@@ -505,6 +711,7 @@ class SqliteSessionStore final : public SessionStore {
     std::lock_guard<std::mutex> lock(mu_);
     std::vector<HistoryEntry> out;
     Status s = c_->Transaction("reading the history of session " + Quoted(session), false, [&] {
+      out.clear();  // a read-only store may run this twice (Connection::Transaction)
       std::optional<SessionRow> row = FindSession(session);
       if (!row) return;
       SQLite::Statement& st = c_->Stmt(
@@ -531,6 +738,7 @@ class SqliteSessionStore final : public SessionStore {
     std::lock_guard<std::mutex> lock(mu_);
     std::vector<std::string> out;
     Status s = c_->Transaction("listing the sessions", false, [&] {
+      out.clear();
       SQLite::Statement& st = c_->Stmt("SELECT name FROM sessions ORDER BY name");
       while (st.executeStep()) out.push_back(st.getColumn(0).getString());
     });
@@ -614,11 +822,41 @@ class SqliteSessionStore final : public SessionStore {
     const std::int64_t seq = c_->db().getLastInsertRowid();
     scratch_.clear();
     EncodeBody(m, scratch_);
-    SQLite::Statement& body = c_->Stmt("INSERT INTO bodies (seq, body) VALUES (?, ?)");
+    if (scratch_.size() < kBlobStreamBytes) {
+      SQLite::Statement& body = c_->Stmt("INSERT INTO bodies (seq, body) VALUES (?, ?)");
+      body.bind(1, seq);
+      body.bindNoCopy(2, scratch_.data(), static_cast<int>(scratch_.size()));
+      body.exec();
+      return;
+    }
+    // A large body (a 200 MB tool output): SQLite would copy a bound blob into the record it
+    // builds, so the row gets a zeroblob of the right size and the body is written into it in
+    // pieces — one copy of the body in memory, not two.
+    if (scratch_.size() > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
+      throw Abort{Status::ResourceExhausted(
+          "recap sqlite store " + Quoted(c_->path()) + ": message " + Quoted(m.id) + " is " +
+          std::to_string(scratch_.size()) +
+          " bytes encoded; SQLite stores at most 2 GiB in one message. Nothing was written")};
+    }
+    SQLite::Statement& body = c_->Stmt("INSERT INTO bodies (seq, body) VALUES (?, zeroblob(?))");
     body.bind(1, seq);
-    body.bindNoCopy(2, scratch_.data(), static_cast<int>(scratch_.size()));
+    body.bind(2, static_cast<std::int64_t>(scratch_.size()));
     body.exec();
+    sqlite3_blob* blob = nullptr;
+    int rc = sqlite3_blob_open(c_->db().getHandle(), "main", "bodies", "body", seq, 1, &blob);
+    for (std::size_t at = 0; rc == SQLITE_OK && at < scratch_.size(); at += kBlobStreamBytes) {
+      const std::size_t n = std::min(kBlobStreamBytes, scratch_.size() - at);
+      rc = sqlite3_blob_write(blob, scratch_.data() + at, static_cast<int>(n), static_cast<int>(at));
+    }
+    const int closed = sqlite3_blob_close(blob);  // a null blob is a no-op
+    if (rc == SQLITE_OK) rc = closed;
+    if (rc != SQLITE_OK) throw SQLite::Exception(c_->db().getHandle(), rc);
+    // Keep no huge buffer alive after it.
+    std::string().swap(scratch_);
   }
+
+  // Bodies of this size and more are written through SQLite's incremental blob I/O.
+  static constexpr std::size_t kBlobStreamBytes = std::size_t{1} << 20;
 
   enum class CommitKind { kCompaction, kReduction, kRecovery };
 

@@ -866,6 +866,241 @@ void BadCommitsChangeNothing(const SessionStoreFactory& make) {
   CHECK(Ok(store->CommitCompaction("s1", good)) == v + 1);
 }
 
+
+namespace {
+
+// Hands out `count` messages "<prefix>i" (user and assistant in turn), then fails with `fail`
+// instead of ending when it is set.
+class CountingSource : public MessageSource {
+ public:
+  CountingSource(std::string prefix, int count, Status fail = Status::OK())
+      : prefix_(std::move(prefix)), count_(count), fail_(std::move(fail)) {}
+  Result<bool> Next(Message* out) override {
+    if (given_ == count_) {
+      if (!fail_.ok()) return fail_;
+      return false;
+    }
+    const std::string id = prefix_ + std::to_string(given_);
+    *out = given_ % 2 == 0 ? User("text of " + id, id) : Assistant("text of " + id, id);
+    ++given_;
+    return true;
+  }
+  int given() const { return given_; }
+
+ private:
+  std::string prefix_;
+  int count_;
+  Status fail_;
+  int given_ = 0;
+};
+
+Message TwoCallsOneId() {
+  return Message::AssistantCalls({ToolCall{"call_x", "read", "{}", {}},
+                                  ToolCall{"call_x", "read", "{\"path\":\"b\"}", {}}});
+}
+
+}  // namespace
+
+void CreateSessions(const SessionStoreFactory& make) {
+  auto store = make();
+  Fill(*store, "old", 3);
+
+  // Two new sessions at once, one from a vector, one from a vector and a source.
+  CountingSource source("s", 2500);
+  std::vector<NewSession> two(2);
+  two[0].session = "instructions";
+  two[0].messages.push_back(Message::SystemText("Never refund."));
+  two[1].session = "transcript";
+  two[1].messages.push_back(User("first", "t-first"));
+  two[1].source = &source;
+  CHECK(Ok(store->CreateSessions(std::move(two))) == std::vector<std::uint64_t>{1, 1});
+  CHECK(source.given() == 2500);
+
+  SessionState inst = Ok(store->Load("instructions"));
+  CHECK(inst.version == 1);
+  REQUIRE(inst.transcript.size() == 1);
+  CHECK(JoinedText(inst.transcript[0]) == "Never refund.");
+  CHECK_FALSE(inst.transcript[0].id.empty());  // a fresh id
+
+  SessionState t = Ok(store->Load("transcript"));
+  CHECK(t.version == 1);
+  REQUIRE(t.transcript.size() == 2501);
+  CHECK(t.transcript[0].id == "t-first");
+  CHECK(t.transcript[1].id == "s0");
+  CHECK(t.transcript[2500].id == "s2499");
+  CHECK(JoinedText(t.transcript[2500]) == "text of s2499");
+  CHECK(t.transcript.chars() == MessageChars(User("first")) + [] {
+    std::size_t n = 0;
+    for (int i = 0; i < 2500; ++i) n += std::string("text of s" + std::to_string(i)).size();
+    return n;
+  }());
+  // Created sessions behave like appended ones afterwards.
+  SessionChanges changes = Ok(store->LoadChanges("transcript", 0));
+  CHECK(changes.appended_only);
+  CHECK(changes.appended.size() == 2501);
+  CHECK(Ok(store->Append("transcript", User("next"))) == 2);
+  std::vector<HistoryEntry> h = Ok(store->History("transcript"));
+  CHECK(h.size() == 2502);
+  RequireIncreasingSeq(h);
+  std::vector<std::string> names = Ok(store->ListSessions());
+  CHECK(names == std::vector<std::string>{"instructions", "old", "transcript"});
+  // The other session was not touched.
+  CHECK(Ok(store->Load("old")).version == 3);
+}
+
+void CreateSessionsAllOrNothing(const SessionStoreFactory& make) {
+  auto store = make();
+  Fill(*store, "old", 3);
+  const Snapshot old = Take(*store, "old");
+  auto nothing_new = [&] {
+    CHECK(Ok(store->Load("new-a")).version == 0);
+    CHECK(Ok(store->Load("new-b")).version == 0);
+    CHECK(Ok(store->ListSessions()) == std::vector<std::string>{"old"});
+    RequireSame(old, Take(*store, "old"));
+  };
+  auto refused = [&](std::vector<NewSession> sessions, StatusCode code, const std::string& words) {
+    Result<std::vector<std::uint64_t>> r = store->CreateSessions(std::move(sessions));
+    INFO("status: " << r.status().ToString());
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().code() == code);
+    CHECK_THAT(r.status().message(), Catch::Matchers::Contains(words));
+    nothing_new();
+  };
+  auto one = [](const std::string& name, std::vector<Message> m, MessageSource* src = nullptr) {
+    NewSession n;
+    n.session = name;
+    n.messages = std::move(m);
+    n.source = src;
+    return n;
+  };
+  std::vector<NewSession> v;
+
+  // A session that exists: kConflict naming it, and the other new one is not created either.
+  v.push_back(one("new-a", {User("a")}));
+  v.push_back(one("old", {User("b")}));
+  refused(std::move(v), StatusCode::kConflict, "session \"old\" exists already (version 3)");
+
+  v.clear();
+  refused(std::move(v), StatusCode::kInvalidArgument, "no session");
+  v.clear();
+  v.push_back(one("new-a", {User("a")}));
+  v.push_back(one("new-a", {User("b")}));
+  refused(std::move(v), StatusCode::kInvalidArgument, "session \"new-a\" twice");
+  v.clear();
+  v.push_back(one("new-a", {User("a")}));
+  v.push_back(one("new-b", {}));
+  refused(std::move(v), StatusCode::kInvalidArgument, "new session \"new-b\" got no message");
+  v.clear();
+  v.push_back(one("", {User("a")}));
+  refused(std::move(v), StatusCode::kInvalidArgument, "session id is empty");
+
+  // A source that fails after 1,500 messages: its status, and nothing of either session.
+  CountingSource failing("f", 1500, Status::IOError("injected: the file could not be read"));
+  v.clear();
+  v.push_back(one("new-a", {User("a")}));
+  v.push_back(one("new-b", {}, &failing));
+  refused(std::move(v), StatusCode::kIOError, "injected: the file could not be read");
+  CHECK(failing.given() == 1500);
+
+  // A message whose two calls share an id, late in a source: named, nothing stored.
+  class LateBad : public MessageSource {
+   public:
+    Result<bool> Next(Message* out) override {
+      if (n_ == 700) return false;
+      *out = n_ == 699 ? TwoCallsOneId() : User("fine " + std::to_string(n_));
+      ++n_;
+      return true;
+    }
+    int n_ = 0;
+  } late;
+  v.clear();
+  v.push_back(one("new-a", {}, &late));
+  refused(std::move(v), StatusCode::kInvalidArgument,
+          "message 699 of new session \"new-a\" holds two tool calls with the id \"call_x\"");
+
+  // A message id given twice in one new session.
+  v.clear();
+  v.push_back(one("new-a", {User("a", "same"), User("b", "other"), User("c", "same")}));
+  refused(std::move(v), StatusCode::kInvalidArgument,
+          "message 2 of new session \"new-a\" has id \"same\", which an earlier message");
+
+  // The same id in two different new sessions is fine (ids are per session).
+  v.clear();
+  v.push_back(one("new-a", {User("a", "same")}));
+  v.push_back(one("new-b", {User("b", "same")}));
+  CHECK(Ok(store->CreateSessions(std::move(v))).size() == 2);
+}
+
+void RepeatedCallIdsRefused(const SessionStoreFactory& make) {
+  auto store = make();
+  Fill(*store, "s", 2);
+  const Snapshot before = Take(*store, "s");
+  std::vector<Message> batch;
+  batch.push_back(User("look at both files"));
+  batch.push_back(TwoCallsOneId());
+  Result<std::uint64_t> r = store->AppendMessages("s", std::move(batch));
+  INFO("status: " << r.status().ToString());
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().code() == StatusCode::kInvalidArgument);
+  CHECK_THAT(r.status().message(),
+             Catch::Matchers::Contains("message 1 of the append holds two tool calls with the id "
+                                       "\"call_x\"") &&
+                 Catch::Matchers::Contains("Give each call its own id"));
+  RequireSame(before, Take(*store, "s"));
+  // An opaque call sharing a tool call's id counts too.
+  Message mixed = Message::AssistantCalls({ToolCall{"srv_1", "read", "{}", {}}});
+  Opaque o;
+  o.kind = "server_tool_use";
+  o.payload = R"({"type":"server_tool_use","id":"srv_1"})";
+  o.link = OpaqueLink::kCall;
+  o.link_id = "srv_1";
+  mixed.parts.push_back(o);
+  CHECK(store->Append("s", mixed).status().code() == StatusCode::kInvalidArgument);
+  RequireSame(before, Take(*store, "s"));
+  // The same id in two messages (a model that numbers its calls per turn) is allowed.
+  CHECK(store->Append("s", Message::AssistantCalls({ToolCall{"call_0", "a", "{}", {}}})).ok());
+  CHECK(store->Append("s", Message::ToolOutput("call_0", "done")).ok());
+  CHECK(store->Append("s", Message::AssistantCalls({ToolCall{"call_0", "b", "{}", {}}})).ok());
+}
+
+void ConcurrentCreatesOneWins(const SessionStoreFactory& make) {
+  auto store = make();
+  Fill(*store, "old", 2);
+  for (int round = 0; round < 20; ++round) {
+    const std::string session = "new-" + std::to_string(round);
+    INFO(session);
+    std::atomic<int> ready{0};
+    Result<std::vector<std::uint64_t>> ra = Status::Internal("not run");
+    Result<std::vector<std::uint64_t>> rb = Status::Internal("not run");
+    auto create = [&](const std::string& prefix, Result<std::vector<std::uint64_t>>* out) {
+      CountingSource src(prefix, 300);
+      std::vector<NewSession> v(2);
+      v[0].session = session;
+      v[0].source = &src;
+      v[1].session = session + ".companion-" + prefix;
+      v[1].messages.push_back(User("companion of " + prefix));
+      ready.fetch_add(1);
+      while (ready.load() < 2) std::this_thread::yield();
+      *out = store->CreateSessions(std::move(v));
+    };
+    std::thread ta([&] { create("a", &ra); });
+    std::thread tb([&] { create("b", &rb); });
+    ta.join();
+    tb.join();
+    INFO("A: " << ra.status().ToString() << "; B: " << rb.status().ToString());
+    REQUIRE(ra.ok() != rb.ok());
+    const auto& loser = ra.ok() ? rb : ra;
+    CHECK(loser.status().code() == StatusCode::kConflict);
+    const std::string winner = ra.ok() ? "a" : "b";
+    const std::string other = ra.ok() ? "b" : "a";
+    SessionState state = Ok(store->Load(session));
+    REQUIRE(state.transcript.size() == 300);
+    for (const Message& m : state.transcript) REQUIRE(m.id.rfind(winner, 0) == 0);
+    CHECK(Ok(store->Load(session + ".companion-" + winner)).version == 1);
+    CHECK(Ok(store->Load(session + ".companion-" + other)).version == 0);
+  }
+}
+
 }  // namespace conformance
 }  // namespace testing
 }  // namespace recap

@@ -29,7 +29,9 @@
 //  * LoadChanges(v) answers appended_only exactly when only appends happened after v, and a
 //    `v` beyond the current version is kInvalidArgument;
 //  * History() retires messages with replaced_by "compaction:<n>" / "reduction:<n>", n
-//    counting that session's compactions / reductions from 1.
+//    counting that session's compactions / reductions from 1;
+//  * CreateSessions creates sessions at version 1; a message whose calls share an id is
+//    refused by it and by AppendMessages.
 #ifndef RECAP_TESTS_SUPPORT_STORE_CONFORMANCE_H_
 #define RECAP_TESTS_SUPPORT_STORE_CONFORMANCE_H_
 
@@ -60,6 +62,10 @@ void ConcurrentAppendsAndReads(const SessionStoreFactory& make);
 void Isolation(const SessionStoreFactory& make);
 void HistoryKeepsEverything(const SessionStoreFactory& make);
 void BadCommitsChangeNothing(const SessionStoreFactory& make);
+void CreateSessions(const SessionStoreFactory& make);
+void CreateSessionsAllOrNothing(const SessionStoreFactory& make);
+void RepeatedCallIdsRefused(const SessionStoreFactory& make);
+void ConcurrentCreatesOneWins(const SessionStoreFactory& make);
 }  // namespace conformance
 
 }  // namespace testing
@@ -110,6 +116,18 @@ void BadCommitsChangeNothing(const SessionStoreFactory& make);
                                 HistoryKeepsEverything)                                            \
   RECAP_STORE_CONFORMANCE_CASE_(store_name, factory,                                               \
                                 "R8.1 a bad commit is rejected and changes nothing",               \
-                                BadCommitsChangeNothing)
+                                BadCommitsChangeNothing)                                           \
+  RECAP_STORE_CONFORMANCE_CASE_(store_name, factory,                                               \
+                                "R13.6 CreateSessions stores new sessions whole, from a source",   \
+                                CreateSessions)                                                    \
+  RECAP_STORE_CONFORMANCE_CASE_(store_name, factory,                                               \
+                                "R13.6 a refused CreateSessions stores nothing of any session",    \
+                                CreateSessionsAllOrNothing)                                        \
+  RECAP_STORE_CONFORMANCE_CASE_(store_name, factory,                                               \
+                                "R13 a message whose calls share an id is refused",                \
+                                RepeatedCallIdsRefused)                                            \
+  RECAP_STORE_CONFORMANCE_CASE_(store_name, factory,                                               \
+                                "R13.6 two creators of one new session: exactly one wins",         \
+                                ConcurrentCreatesOneWins)
 
 #endif  // RECAP_TESTS_SUPPORT_STORE_CONFORMANCE_H_

@@ -84,6 +84,10 @@ struct PostgresStoreOptions {
   std::size_t pool_size = 4;
   // Shown in pg_stat_activity.
   std::string application_name = "recap";
+  // For readers (the `recap` command's stats, plan, export, sessions): the schema is neither
+  // created nor migrated — a database without recap's tables is kNotFound, an older schema
+  // kFailedPrecondition — and every transaction is read-only, so the store changes nothing.
+  bool read_only = false;
 };
 
 // The newest schema this library reads and writes. Opening an older one migrates it forward

@@ -62,6 +62,17 @@ struct SqliteStoreOptions {
   // default. A write that would grow past it fails with StatusCode::kResourceExhausted and
   // changes nothing.
   std::uint64_t max_page_count = 0;
+  // Open for reading only (the `recap` command's stats, plan, export and sessions): no byte of
+  // the file changes and no file is created beside it — not even SQLite's -wal and -shm files
+  // when no other connection has them open — so a database on a read-only disk, or one this
+  // process may not write, can be read. The file must exist and hold recap's current schema
+  // (kNotFound for a missing or empty file, kFailedPrecondition for an older schema, which a
+  // writing open migrates). Writes fail with kFailedPrecondition. create_if_missing is ignored.
+  bool read_only = false;
+  // Run SQLite's `PRAGMA quick_check` when opening, and refuse a damaged file with kCorruption
+  // before anything is written to it (the `recap import` command sets it). Costs a read of the
+  // whole file.
+  bool check_integrity = false;
 };
 
 // The newest schema this library reads and writes (`PRAGMA user_version`). Opening an older
