@@ -1193,3 +1193,150 @@ TEST_CASE("R8 two connections appending at once from several threads: every appe
   }
   CHECK(Take(*a, "shared", {0, 50}) == Take(*b, "shared", {0, 50}));
 }
+
+namespace {
+
+std::set<std::string> FilesIn(const std::string& dir) {
+  std::set<std::string> out;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    out.insert(e.path().filename().string());
+  }
+  return out;
+}
+
+std::shared_ptr<SessionStore> OpenReadOnly(const std::string& path) {
+  SqliteStoreOptions o;
+  o.read_only = true;
+  Result<std::shared_ptr<SessionStore>> s = OpenSqliteSessionStore(path, o);
+  INFO(s.status().ToString());
+  REQUIRE(s.ok());
+  return *s;
+}
+
+}  // namespace
+
+TEST_CASE("R13.5 a read-only store creates no file, writes nothing, and follows a writer that comes and goes") {
+  TempDir dir("recap-sqlite-ro");
+  const std::string path = dir.File("sessions.db");
+  {
+    auto w = Open(path);
+    Ok(w->AppendMessages("s", {Message::UserText("one"), Message::AssistantText("two")}));
+  }
+  REQUIRE(FilesIn(dir.path()) == std::set<std::string>{"sessions.db"});
+  const std::string bytes = [&] {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }();
+
+  auto r = OpenReadOnly(path);
+  CHECK(Ok(r->Load("s")).transcript.size() == 2);
+  CHECK(Ok(r->History("s")).size() == 2);
+  CHECK(Ok(r->ListSessions()) == std::vector<std::string>{"s"});
+  CHECK(FilesIn(dir.path()) == std::set<std::string>{"sessions.db"});
+
+  // Writes are refused, naming the option.
+  Result<std::uint64_t> refused = r->Append("s", Message::UserText("three"));
+  CHECK(refused.status().code() == StatusCode::kFailedPrecondition);
+  CHECK_THAT(refused.status().message(), Catch::Matchers::Contains("SqliteStoreOptions::read_only"));
+  std::vector<NewSession> create(1);
+  create[0].session = "new";
+  create[0].messages.push_back(Message::UserText("x"));
+  CHECK(r->CreateSessions(std::move(create)).status().code() == StatusCode::kFailedPrecondition);
+
+  {
+    // A writer comes: the reader sees its appends through its -wal.
+    auto w = Open(path);
+    Ok(w->Append("s", Message::UserText("three")));
+    CHECK(Ok(r->Load("s")).transcript.size() == 3);
+    Ok(w->Append("s", Message::UserText("four")));
+    CHECK(Ok(r->Load("s")).transcript.size() == 4);
+    SessionChanges changes = Ok(r->LoadChanges("s", 1));
+    CHECK(changes.appended.size() == 2);
+    r.reset();  // the reader goes first; the writer, last to close, removes its -wal and -shm
+  }
+  CHECK(FilesIn(dir.path()) == std::set<std::string>{"sessions.db"});
+  // A reader opened when no writer is there, then a writer that comes and goes between two of
+  // its reads: the second read sees the new file, and no file is left behind.
+  auto r2 = OpenReadOnly(path);
+  CHECK(Ok(r2->Load("s")).transcript.size() == 4);
+  {
+    auto w = Open(path);
+    Ok(w->Append("s", Message::UserText("five")));
+  }
+  CHECK(FilesIn(dir.path()) == std::set<std::string>{"sessions.db"});
+  CHECK(Ok(r2->Load("s")).transcript.size() == 5);
+  CHECK(Ok(r2->History("s")).size() == 5);
+  r2.reset();
+  CHECK(FilesIn(dir.path()) == std::set<std::string>{"sessions.db"});
+
+  // Nothing a reader did changed the file: reading it again read-only leaves it byte for byte.
+  const std::string now = [&] {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }();
+  {
+    auto r3 = OpenReadOnly(path);
+    CHECK(Ok(r3->Load("s")).transcript.size() == 5);
+  }
+  const std::string after = [&] {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }();
+  CHECK(after == now);
+  CHECK(bytes != now);  // (the writers did change it)
+}
+
+TEST_CASE("R13.5 a read-only open refuses a missing, empty, foreign or special file and creates nothing") {
+  TempDir dir("recap-sqlite-ro2");
+  SqliteStoreOptions o;
+  o.read_only = true;
+  auto code = [&](const std::string& p) { return OpenSqliteSessionStore(p, o).status().code(); };
+  CHECK(code(dir.File("missing.db")) == StatusCode::kNotFound);
+  { std::ofstream(dir.File("empty.db")); }
+  CHECK(code(dir.File("empty.db")) == StatusCode::kNotFound);
+  CHECK(code(dir.path()) == StatusCode::kInvalidArgument);
+  CHECK(code("/dev/null") == StatusCode::kInvalidArgument);
+  CHECK(FilesIn(dir.path()) == std::set<std::string>{"empty.db"});
+  CHECK(std::filesystem::file_size(dir.File("empty.db")) == 0);
+}
+
+TEST_CASE("R13.5 check_integrity refuses a damaged file before writing to it") {
+  TempDir dir("recap-sqlite-check");
+  const std::string path = dir.File("sessions.db");
+  {
+    auto w = Open(path);
+    std::vector<Message> many;
+    for (int i = 0; i < 3000; ++i) many.push_back(Message::UserText("message " + std::to_string(i)));
+    Ok(w->AppendMessages("s", many));
+  }
+  {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(4096 * 2);
+    const std::string junk(4096 * 3, '\x5a');
+    f.write(junk.data(), static_cast<std::streamsize>(junk.size()));
+  }
+  SqliteStoreOptions o;
+  o.check_integrity = true;
+  Result<std::shared_ptr<SessionStore>> s = OpenSqliteSessionStore(path, o);
+  CHECK(s.status().code() == StatusCode::kCorruption);
+  CHECK_THAT(s.status().message(), Catch::Matchers::Contains("quick_check") ||
+                                       Catch::Matchers::Contains("damaged"));
+}
+
+TEST_CASE("R13 a 64 MB message is stored and read back whole (written through incremental blob I/O)") {
+  TempDir dir("recap-sqlite-big");
+  const std::string path = dir.File("sessions.db");
+  std::string big(64u << 20, 'x');
+  for (std::size_t i = 0; i < big.size(); i += 4099) big[i] = static_cast<char>('a' + i % 26);
+  {
+    auto w = Open(path);
+    Ok(w->AppendMessages("s", {Message::UserText("before"), Message::ToolOutput("c", big),
+                               Message::UserText("after")}));
+  }
+  auto r = Open(path);
+  SessionState st = Ok(r->Load("s"));
+  REQUIRE(st.transcript.size() == 3);
+  const auto& result = std::get<ToolResult>(st.transcript[1].parts.at(0));
+  CHECK(std::get<Text>(result.content.at(0)).text == big);
+  CHECK(JoinedText(st.transcript[2]) == "after");
+}

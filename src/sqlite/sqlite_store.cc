@@ -303,11 +303,15 @@ class Connection {
                                           "(SqliteStoreOptions::read_only)");
       }
       if (immutable_) {
-        if (!Exists(path_ + "-wal")) {
+        for (int attempt = 0; attempt < 3 && !Exists(path_ + "-wal"); ++attempt) {
           Status s = RawTransaction(doing, false, fn);
-          if (!Exists(path_ + "-wal") && Stat(path_) == before_) return s;
+          if (Exists(path_ + "-wal")) break;
+          if (Stat(path_) == before_) return s;
+          // A writer came and went, and changed the file: read the new file afresh.
+          if (Status reopened = OpenReader(); !reopened.ok()) return reopened;
         }
-        // A writer came: read again through its -wal, as an ordinary reader.
+        // A writer is there: read through its -wal, as an ordinary reader (its -wal and -shm
+        // files exist already, so this reader creates none).
         immutable_ = false;
         if (Status s = OpenReader(); !s.ok()) return s;
       }
