@@ -140,16 +140,26 @@ int Recover(const Args& args, std::shared_ptr<recap::SessionStore> store, const 
       recap::Compactor::Create(recap::Config{}, nullptr, store);
   if (!compactor.ok()) return Failure(args, compactor.status());
   const bool acknowledge = args.flags.count("acknowledge") != 0;
-  recap::Result<recap::RecoveryOutcome> outcome = (*compactor)->Recover(session, acknowledge);
-  if (!outcome.ok()) {
-    std::string message = outcome.status().message();
-    if (!acknowledge) {
-      message += " (run `recap sessions recover " + session + " --acknowledge --db " +
-                 QuotedForShell(ShownDb(db)) +
-                 "` to record them; nothing was changed)";
+  if (!acknowledge) {
+    // Said in the command's words (the library's message names its C++ call).
+    const std::vector<recap::UncertainCall> open = recap::FindUncertainToolCalls(state->transcript);
+    if (!open.empty()) {
+      std::string list;
+      for (std::size_t k = 0; k < open.size() && k < 5; ++k) {
+        list += (k ? ", " : "") + open[k].call_id +
+                (open[k].name.empty() ? "" : " (" + open[k].name + ")");
+      }
+      if (open.size() > 5) list += ", and " + std::to_string(open.size() - 5) + " more";
+      return Failure(args, "session '" + session + "' has " + std::to_string(open.size()) +
+                               " tool call(s) with no recorded result: " + list +
+                               ". recap never re-runs a tool. Check what these calls did, then "
+                               "record each missing result as unknown with `recap sessions "
+                               "recover " + QuotedForShell(session) + " --acknowledge --db " +
+                               QuotedForShell(ShownDb(db)) + "`. Nothing was changed");
     }
-    return Failure(args, message);
   }
+  recap::Result<recap::RecoveryOutcome> outcome = (*compactor)->Recover(session, acknowledge);
+  if (!outcome.ok()) return Failure(args, outcome.status());
   Json recovered = Json::array();
   for (const recap::UncertainCall& u : outcome->recovered) {
     recovered.push_back({{"message", u.message}, {"call_id", u.call_id}, {"name", u.name}});

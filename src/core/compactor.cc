@@ -684,6 +684,39 @@ Result<RecoveryOutcome> Compactor::Recover(const std::string& session, bool ackn
     m.parts.emplace_back(std::move(r));
     commit.results.push_back({t[after].id, std::move(m)});
   }
+  // A result answers the newest call of its id, so a call that shares its id with a later
+  // call (the same message asking twice, as data stored before stores refused it may) cannot
+  // be answered by any result recap records: the recovery would report success while the call
+  // stays open, and compaction would stay refused. Check the transcript as it would be, and
+  // record nothing unless every call gets its answer.
+  {
+    std::unordered_map<std::string, std::vector<std::size_t>> after_id;  // anchor -> results
+    for (std::size_t k = 0; k < commit.results.size(); ++k) {
+      after_id[commit.results[k].after].push_back(k);
+    }
+    Transcript would_be;
+    for (const Message& m : t) {
+      would_be.Append(m);
+      auto it = after_id.find(m.id);
+      if (it == after_id.end()) continue;
+      for (std::size_t k : it->second) would_be.Append(commit.results[k].result);
+    }
+    const std::vector<UncertainCall> still = FindUncertainToolCalls(would_be);
+    if (!still.empty()) {
+      std::string list;
+      for (std::size_t k = 0; k < still.size() && k < 5; ++k) {
+        list += (k ? ", " : "") + std::string("\"") + still[k].call_id + "\" in message " +
+                std::to_string(still[k].message);
+      }
+      if (still.size() > 5) list += ", and " + std::to_string(still.size() - 5) + " more";
+      return Status::FailedPrecondition(
+          "session \"" + session + "\" cannot be recovered by recording results: " +
+          std::to_string(still.size()) + " tool call(s) share their id with a later call (" +
+          list + "), so a recorded result would answer the later call and these would stay "
+          "open. Nothing was recorded. The session's messages need distinct call ids: store a "
+          "corrected copy as a new session");
+    }
+  }
   auto committed = impl_->store->CommitRecovery(session, commit);
   if (!committed.ok()) {
     if (committed.status().code() == StatusCode::kConflict) c.loaded = false;
