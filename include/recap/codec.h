@@ -55,6 +55,8 @@ namespace native {
 // "messages": [...]}, as EncodeMessages writes it.
 RECAP_EXPORT Result<Conversation> DecodeMessages(std::string_view json,
                                                  const DecodeOptions& options = {});
+RECAP_EXPORT Status DecodeEach(std::string_view json, const DecodeOptions& options,
+                              const MessageSink& sink);
 RECAP_EXPORT Result<Message> DecodeMessage(std::string_view json,
                                            const DecodeOptions& options = {});
 RECAP_EXPORT Result<std::string> EncodeMessages(const Conversation& conversation);
@@ -64,6 +66,8 @@ RECAP_EXPORT Result<std::string> EncodeMessage(const Message& message);
 namespace openai_chat {
 RECAP_EXPORT Result<Conversation> DecodeMessages(std::string_view json,
                                                  const DecodeOptions& options = {});
+RECAP_EXPORT Status DecodeEach(std::string_view json, const DecodeOptions& options,
+                              const MessageSink& sink);
 RECAP_EXPORT Result<Message> DecodeMessage(std::string_view json,
                                            const DecodeOptions& options = {});
 RECAP_EXPORT Result<std::string> EncodeMessages(const Conversation& conversation);
@@ -77,6 +81,8 @@ namespace anthropic {
 // messages array. EncodeMessages rejects a Conversation with instructions for the same reason.
 RECAP_EXPORT Result<Conversation> DecodeMessages(std::string_view json,
                                                  const DecodeOptions& options = {});
+RECAP_EXPORT Status DecodeEach(std::string_view json, const DecodeOptions& options,
+                              const MessageSink& sink);
 RECAP_EXPORT Result<Message> DecodeMessage(std::string_view json,
                                            const DecodeOptions& options = {});
 RECAP_EXPORT Result<std::string> EncodeMessages(const Conversation& conversation);
@@ -90,6 +96,8 @@ namespace openai_responses {
 // DecodeOptions::keep_unknown_blocks applies to content part types inside a message.
 RECAP_EXPORT Result<Conversation> DecodeMessages(std::string_view json,
                                                  const DecodeOptions& options = {});
+RECAP_EXPORT Status DecodeEach(std::string_view json, const DecodeOptions& options,
+                              const MessageSink& sink);
 RECAP_EXPORT Result<Message> DecodeMessage(std::string_view json,
                                            const DecodeOptions& options = {});
 RECAP_EXPORT Result<std::string> EncodeMessages(const Conversation& conversation);

@@ -496,6 +496,20 @@ Result<std::string> EncodeMessage(const Message& message) {
   }
 }
 
+Status DecodeEach(std::string_view json, const DecodeOptions& options, const MessageSink& sink) {
+  Result<Conversation> conv = DecodeMessages(json, options);
+  if (!conv.ok()) return conv.status();
+  if (conv->instructions) {
+    Status s = sink(std::move(*conv->instructions), true);
+    if (!s.ok()) return s;
+  }
+  for (Message& m : conv->messages) {
+    Status s = sink(std::move(m), false);
+    if (!s.ok()) return s;
+  }
+  return Status::OK();
+}
+
 }  // namespace anthropic
 }  // namespace v0
 }  // namespace recap

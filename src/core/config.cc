@@ -13,11 +13,16 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cmath>
+#include <cstdio>
+#include <cstring>
 #include <cstdint>
 #include <exception>
+#include <filesystem>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <new>
 #include <optional>
 #include <set>
@@ -470,6 +475,67 @@ Result<Config> Config::FromJson(std::string_view json) {
     return Status::Internal("reading the configuration failed unexpectedly: " +
                             jsonutil::Quote(e.what(), 300));
   }
+}
+
+namespace {
+
+// "1 MiB (1048576 bytes)", "64 KiB (65536 bytes)", "10 bytes".
+std::string SizeText(std::size_t bytes) {
+  const std::string exact = std::to_string(bytes) + " bytes";
+  if (bytes >= (std::size_t{1} << 20) && bytes % (std::size_t{1} << 20) == 0) {
+    return std::to_string(bytes >> 20) + " MiB (" + exact + ")";
+  }
+  if (bytes >= 1024 && bytes % 1024 == 0) return std::to_string(bytes >> 10) + " KiB (" + exact + ")";
+  return exact;
+}
+
+// Closes the file on every way out.
+struct FileCloser {
+  void operator()(std::FILE* f) const noexcept { std::fclose(f); }
+};
+
+}  // namespace
+
+Result<Config> Config::FromFile(const std::string& path, std::size_t max_bytes) {
+  const std::string named = "the configuration file '" + jsonutil::Printable(path, 300) + "'";
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    return Status::InvalidArgument(named + " is a directory; name the JSON file in it.");
+  }
+  errno = 0;
+  std::unique_ptr<std::FILE, FileCloser> file(std::fopen(path.c_str(), "rb"));
+  if (!file) {
+    const int err = errno;
+    const std::string why = err != 0 ? std::strerror(err) : "unknown error";
+    if (err == ENOENT || err == ENOTDIR) {
+      return Status::NotFound("cannot open " + named + ": " + why + ".");
+    }
+    return Status::IOError("cannot open " + named + ": " + why + ".");
+  }
+  // Read in pieces up to one byte past the limit: enough to tell "too large" without ever
+  // holding more than the limit (a device or a pipe may never end).
+  std::string text;
+  const std::size_t want = max_bytes == SIZE_MAX ? max_bytes : max_bytes + 1;
+  char buffer[64 * 1024];
+  while (text.size() < want) {
+    const std::size_t n =
+        std::fread(buffer, 1, std::min(sizeof buffer, want - text.size()), file.get());
+    text.append(buffer, n);
+    if (n == 0) break;
+  }
+  if (std::ferror(file.get())) {
+    return Status::IOError("reading " + named + " failed: " + std::strerror(errno) + ".");
+  }
+  if (text.size() > max_bytes) {
+    return Status::InvalidArgument(
+        named + " is larger than " + SizeText(max_bytes) +
+        ", the most Config::FromFile reads: a configuration is a few hundred bytes, so this is "
+        "probably another file (or a stream that does not end). Name the JSON configuration "
+        "file, or pass a larger max_bytes to Config::FromFile.");
+  }
+  Result<Config> config = FromJson(text);
+  if (!config.ok()) return config.status().WithContext(named);
+  return config;
 }
 
 Status Config::Validate() const {
