@@ -6,12 +6,13 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <string>
 #include <vector>
 
 #include <catch2/catch.hpp>
-#include <sys/resource.h>
 #include <sys/wait.h>
 
 #include "recap/codec.h"
@@ -215,14 +216,31 @@ TEST_CASE("R13.1 a sink's error stops DecodeEach and comes back unchanged") {
 
 namespace {
 
-long MaxRssKb() {
-  rusage u{};
-  ::getrusage(RUSAGE_SELF, &u);
-  return u.ru_maxrss;
+// A line "<name>: <n> kB" of /proc/self/status, in kB; -1 when there is none.
+long StatusKb(const char* name) {
+  std::FILE* f = std::fopen("/proc/self/status", "r");
+  if (f == nullptr) return -1;
+  char line[256];
+  long kb = -1;
+  const std::size_t n = std::strlen(name);
+  while (std::fgets(line, sizeof line, f) != nullptr) {
+    if (std::strncmp(line, name, n) == 0 && line[n] == ':') kb = std::atol(line + n + 1);
+  }
+  std::fclose(f);
+  return kb;
+}
+
+// Starts a new peak: the kernel forgets the highest resident size so far (VmHWM).
+bool ResetPeak() {
+  std::FILE* f = std::fopen("/proc/self/clear_refs", "w");
+  if (f == nullptr) return false;
+  const bool ok = std::fputs("5", f) >= 0;
+  return std::fclose(f) == 0 && ok;
 }
 
 // Runs `work` in a child process and returns by how many kilobytes its peak resident size grew
-// during `work` (after `prepare`), or -1 when the child failed.
+// during `work` over what `prepare` left resident, or -1 when the child failed (or the kernel
+// cannot reset the peak).
 long PeakGrowthKb(const std::function<void()>& prepare, const std::function<bool()>& work) {
   int fds[2];
   REQUIRE(::pipe(fds) == 0);
@@ -231,9 +249,10 @@ long PeakGrowthKb(const std::function<void()>& prepare, const std::function<bool
   if (child == 0) {
     ::close(fds[0]);
     prepare();
-    const long before = MaxRssKb();
+    const long before = StatusKb("VmRSS");
+    const bool reset = ResetPeak();
     const bool ok = work();
-    const long growth = ok ? MaxRssKb() - before : -1;
+    const long growth = ok && reset && before >= 0 ? StatusKb("VmHWM") - before : -1;
     (void)!::write(fds[1], &growth, sizeof growth);
     ::_exit(0);
   }
@@ -254,8 +273,10 @@ TEST_CASE("R13.1 a 64 MB tool output is decoded with one copy of it, not several
   std::string doc;
   const long growth = PeakGrowthKb(
       [&] {
-        doc = R"([{"role":"tool","tool_call_id":"c1","content":")" + std::string(kBytes, 'x') +
-              R"("}])";
+        doc = R"([{"role":"tool","tool_call_id":"c1","content":")";
+        doc.reserve(kBytes + 64);
+        doc.append(kBytes, 'x');
+        doc += R"("}])";
       },
       [&] {
         std::size_t seen = 0;

@@ -56,7 +56,7 @@ namespace native {
 RECAP_EXPORT Result<Conversation> DecodeMessages(std::string_view json,
                                                  const DecodeOptions& options = {});
 RECAP_EXPORT Status DecodeEach(std::string_view json, const DecodeOptions& options,
-                              const MessageSink& sink);
+                               const MessageSink& sink);
 RECAP_EXPORT Result<Message> DecodeMessage(std::string_view json,
                                            const DecodeOptions& options = {});
 RECAP_EXPORT Result<std::string> EncodeMessages(const Conversation& conversation);
@@ -67,7 +67,7 @@ namespace openai_chat {
 RECAP_EXPORT Result<Conversation> DecodeMessages(std::string_view json,
                                                  const DecodeOptions& options = {});
 RECAP_EXPORT Status DecodeEach(std::string_view json, const DecodeOptions& options,
-                              const MessageSink& sink);
+                               const MessageSink& sink);
 RECAP_EXPORT Result<Message> DecodeMessage(std::string_view json,
                                            const DecodeOptions& options = {});
 RECAP_EXPORT Result<std::string> EncodeMessages(const Conversation& conversation);
@@ -82,7 +82,7 @@ namespace anthropic {
 RECAP_EXPORT Result<Conversation> DecodeMessages(std::string_view json,
                                                  const DecodeOptions& options = {});
 RECAP_EXPORT Status DecodeEach(std::string_view json, const DecodeOptions& options,
-                              const MessageSink& sink);
+                               const MessageSink& sink);
 RECAP_EXPORT Result<Message> DecodeMessage(std::string_view json,
                                            const DecodeOptions& options = {});
 RECAP_EXPORT Result<std::string> EncodeMessages(const Conversation& conversation);
@@ -97,7 +97,7 @@ namespace openai_responses {
 RECAP_EXPORT Result<Conversation> DecodeMessages(std::string_view json,
                                                  const DecodeOptions& options = {});
 RECAP_EXPORT Status DecodeEach(std::string_view json, const DecodeOptions& options,
-                              const MessageSink& sink);
+                               const MessageSink& sink);
 RECAP_EXPORT Result<Message> DecodeMessage(std::string_view json,
                                            const DecodeOptions& options = {});
 RECAP_EXPORT Result<std::string> EncodeMessages(const Conversation& conversation);
