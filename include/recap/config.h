@@ -35,11 +35,11 @@ enum class Fallback : std::uint8_t {
 };
 
 struct CompactionConfig {
-  bool auto_compact = true;             // "auto"
-  double threshold = 0.85;              // 0.1 .. 0.99
-  int keep_turns = 2;                   // 0 .. 20
+  bool auto_compact = true;               // "auto"
+  double threshold = 0.85;                // 0.1 .. 0.99
+  int keep_turns = 2;                     // 0 .. 20
   std::size_t max_output_tokens = 16000;  // >= 1
-  bool calibrate = false;               // R2.4
+  bool calibrate = false;                 // R2.4
   Fallback fallback = Fallback::kNone;
 };
 
