@@ -154,6 +154,10 @@ TEST_CASE("R1.1 maxOutputTokens: integers of at least 1") {
         "limits.maxContextChars is 4.0E31; it must be an integer from 4000 to 9007199254740991.");
   CHECK(Rejected(One("compaction", "maxOutputTokens", "18446744073709551615"))
             .find("compaction.maxOutputTokens is 18446744073709551615;") == 0);
+  // Ten thousand digits: beyond a double's range, still "too big", shown cut.
+  CHECK(Rejected(One("compaction", "maxOutputTokens", std::string(10000, '9'))) ==
+        "compaction.maxOutputTokens is " + std::string(57, '9') +
+            "...; it must be an integer from 1 to 9007199254740991.");
 }
 
 TEST_CASE("R1.1 maxContextChars: integers of at least 4000") {

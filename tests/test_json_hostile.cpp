@@ -443,3 +443,18 @@ TEST_CASE("R13.1 Config::FromFile reads a configuration file within a size limit
     CHECK_THAT(invalid.message(), Catch::Contains("compaction.keepTurns is 30"));
   }
 }
+
+TEST_CASE("R13.1 a byte order mark before a document is skipped, anywhere else it is refused") {
+  const std::string bom = "\xEF\xBB\xBF";
+  Result<recap::Config> config =
+      recap::Config::FromJson(bom + R"({"compaction": {"keepTurns": 4}})");
+  REQUIRE(config.ok());
+  CHECK(config->compaction.keep_turns == 4);
+  Result<Conversation> conv =
+      recap::openai_chat::DecodeMessages(bom + R"([{"role":"user","content":"hi"}])");
+  REQUIRE(conv.ok());
+  CHECK(recap::JoinedText(conv->messages[0]) == "hi");
+  const Status twice = recap::Config::FromJson(bom + bom + "{}").status();
+  REQUIRE_FALSE(twice.ok());
+  CHECK_THAT(twice.message(), Catch::Contains("byte offset 3"));
+}

@@ -50,7 +50,8 @@
 // errors. But an error found part way (a bad message, malformed JSON further on) comes after
 // the sink has taken the messages before it: a host must treat the messages of a failed
 // DecodeEach as not imported (e.g. roll back the transaction it wrote them in). A sink's own
-// non-OK Status stops the decode and is returned unchanged.
+// non-OK Status stops the decode and is returned unchanged; an exception it throws passes
+// through DecodeEach to the caller.
 //
 // All functions are pure and thread-safe (DecodeEach calls `sink` on the calling thread).
 #ifndef RECAP_CODEC_H_

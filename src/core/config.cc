@@ -173,7 +173,10 @@ Key Integer(std::string_view section, std::string_view name, std::int64_t min, s
     }
     const std::optional<double> d = WholeNumber(value);
     if (!d || !in_range(*d)) {
-      return problem(d.value_or(std::numeric_limits<double>::quiet_NaN()), Shown(value));
+      // Any number's value (infinite beyond a double's range) decides whether it was too big.
+      return problem(
+          jsonutil::NumberValue(value).value_or(std::numeric_limits<double>::quiet_NaN()),
+          Shown(value));
     }
     if constexpr (kNullable) {
       ref(config) = static_cast<typename Field::value_type>(*d);

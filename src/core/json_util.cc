@@ -456,7 +456,10 @@ std::string JsonPath::ToString() const {
 // ---- The reader -----------------------------------------------------------------------------
 
 Reader::Reader(std::string_view text, std::string what, const ParseOptions& options)
-    : text_(text), what_(std::move(what)), options_(options) {}
+    : text_(text), what_(std::move(what)), options_(options) {
+  // A byte order mark before the document is ignored (RFC 8259 allows it; editors write it).
+  if (text_.substr(0, 3) == "\xEF\xBB\xBF") pos_ = 3;
+}
 
 Status Reader::Error(std::size_t at, const std::string& reason, bool utf8) const {
   std::string msg = what_ + " is not valid JSON: error at byte offset " + std::to_string(at) +

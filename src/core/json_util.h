@@ -119,8 +119,9 @@ class JsonPath {
 // a time without a tree of it, which is how the codecs decode a large array of messages one
 // message at a time. Depth is counted over the whole document, whichever way it is walked.
 //
-// Every failure is an InvalidArgument naming `what`, the byte offset, line and column and the
-// reason; after one, the reader must not be used further.
+// A UTF-8 byte order mark before the document is skipped. Every failure is an InvalidArgument
+// naming `what`, the byte offset, line and column and the reason; after one, the reader must
+// not be used further.
 class Reader {
  public:
   Reader(std::string_view text, std::string what, const ParseOptions& options = {});
