@@ -2,10 +2,12 @@
 //
 // Four formats, one shape. Each namespace offers:
 //
-//   DecodeMessages(json)  a JSON array of messages -> Conversation
-//   DecodeMessage(json)   one JSON message object -> Message
-//   EncodeMessages(conv)  Conversation -> a JSON array text
-//   EncodeMessage(m)      Message -> a JSON object text
+//   DecodeMessages(json)        a JSON array of messages -> Conversation
+//   DecodeEach(json, o, sink)   the same array, each Message handed to `sink` as soon as it
+//                               is decoded (a streaming decode; see below)
+//   DecodeMessage(json)         one JSON message object -> Message
+//   EncodeMessages(conv)        Conversation -> a JSON array text
+//   EncodeMessage(m)            Message -> a JSON object text
 //
 //   recap::native       recap's own JSON form, which records everything the model holds
 //                       (ids, the summary flag, extra fields, content forms). It is what the
@@ -24,17 +26,34 @@
 // Decoding and then encoding in the same format gives back an equal JSON value (the same
 // members with the same values; whitespace and key order may differ): fields recap does not
 // model are carried in `extra`, and the way content was written in `form`. Opaque payloads
-// (thinking, signatures, encrypted content, images) are kept byte-for-byte.
+// (thinking, signatures, encrypted content, images) are kept byte-for-byte. Numbers keep
+// the text they were written with wherever recap carries them (extra, payloads, Anthropic's
+// tool input): 1E5, 1.50, -0 and a 30-digit integer come back as written, not as a double.
 //
 // Encoding into a different format than the one decoded maps what has an equivalent and
 // reports what has none with a Status (e.g. a system message inside an Anthropic transcript).
 //
 // Errors are InvalidArgument Statuses that name where the problem is, as a JSON path such as
 // `messages[12].content[3].type`, and what would be accepted. Malformed JSON and invalid
-// UTF-8 are rejected, never repaired. Nothing is partially decoded: a failed call returns no
-// messages. Documents of any size are accepted; memory use is a small multiple of the input.
+// UTF-8 are rejected, never repaired. Documents nested deeper than 1,000 levels are refused
+// (SPEC R13.1), and so is encoding what would nest deeper than that. Nothing is partially
+// decoded: a failed DecodeMessages returns no messages. Documents of any size are accepted.
 //
-// All functions are pure and thread-safe.
+// Streaming decode. DecodeEach reads the array (or, for the native form, the conversation
+// object) one element at a time and calls `sink` with each Message the moment it is complete,
+// so that a host can write a long transcript into its store while reading it: no more than one
+// element is ever held as a JSON tree (plus, for Responses items, the reasoning items waiting
+// for the item they go with), and decoded strings are moved, not copied, into the Message (a
+// 200 MB tool output exists twice at most: in `json` and in the Message). `is_instructions`
+// marks the one message DecodeMessages would make Conversation::instructions. DecodeMessages
+// is DecodeEach collecting into a Conversation, so both give the same messages and the same
+// errors. But an error found part way (a bad message, malformed JSON further on) comes after
+// the sink has taken the messages before it: a host must treat the messages of a failed
+// DecodeEach as not imported (e.g. roll back the transaction it wrote them in). A sink's own
+// non-OK Status stops the decode and is returned unchanged; an exception it throws passes
+// through DecodeEach to the caller.
+//
+// All functions are pure and thread-safe (DecodeEach calls `sink` on the calling thread).
 #ifndef RECAP_CODEC_H_
 #define RECAP_CODEC_H_
 
@@ -55,6 +74,8 @@ namespace native {
 // "messages": [...]}, as EncodeMessages writes it.
 RECAP_EXPORT Result<Conversation> DecodeMessages(std::string_view json,
                                                  const DecodeOptions& options = {});
+RECAP_EXPORT Status DecodeEach(std::string_view json, const DecodeOptions& options,
+                               const MessageSink& sink);
 RECAP_EXPORT Result<Message> DecodeMessage(std::string_view json,
                                            const DecodeOptions& options = {});
 RECAP_EXPORT Result<std::string> EncodeMessages(const Conversation& conversation);
@@ -64,6 +85,8 @@ RECAP_EXPORT Result<std::string> EncodeMessage(const Message& message);
 namespace openai_chat {
 RECAP_EXPORT Result<Conversation> DecodeMessages(std::string_view json,
                                                  const DecodeOptions& options = {});
+RECAP_EXPORT Status DecodeEach(std::string_view json, const DecodeOptions& options,
+                               const MessageSink& sink);
 RECAP_EXPORT Result<Message> DecodeMessage(std::string_view json,
                                            const DecodeOptions& options = {});
 RECAP_EXPORT Result<std::string> EncodeMessages(const Conversation& conversation);
@@ -77,6 +100,8 @@ namespace anthropic {
 // messages array. EncodeMessages rejects a Conversation with instructions for the same reason.
 RECAP_EXPORT Result<Conversation> DecodeMessages(std::string_view json,
                                                  const DecodeOptions& options = {});
+RECAP_EXPORT Status DecodeEach(std::string_view json, const DecodeOptions& options,
+                               const MessageSink& sink);
 RECAP_EXPORT Result<Message> DecodeMessage(std::string_view json,
                                            const DecodeOptions& options = {});
 RECAP_EXPORT Result<std::string> EncodeMessages(const Conversation& conversation);
@@ -90,6 +115,8 @@ namespace openai_responses {
 // DecodeOptions::keep_unknown_blocks applies to content part types inside a message.
 RECAP_EXPORT Result<Conversation> DecodeMessages(std::string_view json,
                                                  const DecodeOptions& options = {});
+RECAP_EXPORT Status DecodeEach(std::string_view json, const DecodeOptions& options,
+                               const MessageSink& sink);
 RECAP_EXPORT Result<Message> DecodeMessage(std::string_view json,
                                            const DecodeOptions& options = {});
 RECAP_EXPORT Result<std::string> EncodeMessages(const Conversation& conversation);

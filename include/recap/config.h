@@ -35,11 +35,11 @@ enum class Fallback : std::uint8_t {
 };
 
 struct CompactionConfig {
-  bool auto_compact = true;             // "auto"
-  double threshold = 0.85;              // 0.1 .. 0.99
-  int keep_turns = 2;                   // 0 .. 20
+  bool auto_compact = true;               // "auto"
+  double threshold = 0.85;                // 0.1 .. 0.99
+  int keep_turns = 2;                     // 0 .. 20
   std::size_t max_output_tokens = 16000;  // >= 1
-  bool calibrate = false;               // R2.4
+  bool calibrate = false;                 // R2.4
   Fallback fallback = Fallback::kNone;
 };
 
@@ -55,6 +55,10 @@ struct ProviderConfig {
   std::optional<std::size_t> context_window;  // tokens; null = ask the provider (R1.2)
 };
 
+// The most Config::FromFile reads by default: 1 MiB. A configuration is a few hundred bytes;
+// a file near this size is the wrong file (a log, a device, a pipe that never ends).
+inline constexpr std::size_t kMaxConfigFileBytes = std::size_t{1} << 20;
+
 struct RECAP_EXPORT Config {
   CompactionConfig compaction;
   LimitsConfig limits;
@@ -63,6 +67,13 @@ struct RECAP_EXPORT Config {
 
   // Parses the JSON form. An empty object gives the defaults.
   static Result<Config> FromJson(std::string_view json);
+  // Reads the configuration file at `path` and parses it with FromJson. At most `max_bytes`
+  // are read, plus one to tell that there is more: a larger file, or an endless stream such as
+  // /dev/urandom or a pipe, is refused (InvalidArgument) without reading further. A file that
+  // cannot be opened is NotFound, a failed read IOError, a directory InvalidArgument. Every
+  // message names the file.
+  static Result<Config> FromFile(const std::string& path,
+                                 std::size_t max_bytes = kMaxConfigFileBytes);
   // Checks the ranges of R1.1 (for configs built in C++).
   Status Validate() const;
   // The JSON form, every key written.

@@ -7,10 +7,12 @@
 #ifndef RECAP_CONVERSATION_H_
 #define RECAP_CONVERSATION_H_
 
+#include <functional>
 #include <optional>
 #include <vector>
 
 #include "recap/message.h"
+#include "recap/status.h"
 
 namespace recap {
 inline namespace v0 {
@@ -30,6 +32,13 @@ struct DecodeOptions {
   // in Conversation::messages.
   bool split_instructions = true;
 };
+
+// Where a streaming decode (DecodeEach in codec.h) puts each message as soon as it is
+// complete. `message` is the caller's to keep (move from it). `is_instructions` is true for the
+// one message DecodeMessages would have made Conversation::instructions (the leading system
+// message, with DecodeOptions::split_instructions). A non-OK Status stops the decode, and
+// DecodeEach returns that Status unchanged.
+using MessageSink = std::function<Status(Message&& message, bool is_instructions)>;
 
 }  // namespace v0
 }  // namespace recap

@@ -70,7 +70,8 @@ RECAP_EXPORT std::string ClipText(std::string_view text, std::size_t cap);
 // Tool-call arguments clipped towards `cap` code points. Valid JSON stays valid JSON with its
 // structure intact: the longest string values are clipped (each ending with the marker) until
 // the text fits, or until no string can be shortened further. Text that is not valid JSON is
-// clipped like ClipText. Returns `arguments` unchanged when within the cap.
+// clipped like ClipText, and so is JSON nested deeper than 1,000 levels, which recap does not
+// parse (SPEC R13.1). Returns `arguments` unchanged when within the cap.
 RECAP_EXPORT std::string ClipArguments(std::string_view arguments, std::size_t cap);
 
 }  // namespace v0

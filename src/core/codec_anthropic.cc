@@ -274,8 +274,15 @@ Status DecodeOne(Json& m, const JsonPath& path, const DecodeOptions& options, Me
   return Status::OK();
 }
 
-Status ParseDocument(std::string_view json, Json* doc) {
-  return jsonutil::Parse(json, "the Anthropic messages JSON", doc);
+constexpr const char* kWhat = "the Anthropic messages JSON";
+
+Status NotAnArray(const Json& doc) {
+  std::string msg =
+      std::string(kWhat) + " is " + jsonutil::TypeName(doc) + "; expected an array of messages";
+  if (doc.is_object() && doc.contains("messages")) {
+    msg += " (this looks like a request body: pass the value of its `messages` member)";
+  }
+  return Status::InvalidArgument(msg + ".");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -305,7 +312,8 @@ Status ToolUseBlock(const ToolCall& c, const std::string& where, Json* out) {
   Json input;
   Status s = jsonutil::Parse(
       c.arguments,
-      "the arguments of the tool call " + jsonutil::Quote(c.name) + " at `" + where + "`", &input);
+      "the arguments of the tool call " + jsonutil::Quote(c.name) + " at `" + where + "`", &input,
+      jsonutil::CarriedJson());
   if (!s.ok()) {
     return Status::InvalidArgument(s.message() +
                                    " Anthropic's tool_use block needs them as a JSON value "
@@ -411,39 +419,40 @@ Status EncodeOne(const Message& m, const std::string& where, Json* out) {
 
 }  // namespace
 
-Result<Conversation> DecodeMessages(std::string_view json, const DecodeOptions& options) {
+Status DecodeEach(std::string_view json, const DecodeOptions& options, const MessageSink& sink) {
   try {
-    Json doc;
-    Status s = ParseDocument(json, &doc);
-    if (!s.ok()) return s;
-    if (!doc.is_array()) {
-      std::string msg = "the Anthropic messages JSON is " + std::string(jsonutil::TypeName(doc)) +
-                        "; expected an array of messages";
-      if (doc.is_object() && doc.contains("messages")) {
-        msg += " (this looks like a request body: pass the value of its `messages` member)";
-      }
-      return Status::InvalidArgument(msg + ".");
-    }
-    Conversation conv;
-    conv.messages.reserve(doc.size());
+    jsonutil::Reader reader(json, kWhat, jsonutil::CarriedJson());
     const JsonPath root("messages");
-    for (std::size_t i = 0; i < doc.size(); ++i) {
-      Message m;
-      s = DecodeOne(doc[i], root.Index(i), options, &m);
-      if (!s.ok()) return s;
-      conv.messages.push_back(std::move(m));
-    }
-    return conv;
+    return jsonutil::ForEachElement(
+        reader,
+        [&](Json& element, std::size_t i) {
+          Message m;
+          Status s = DecodeOne(element, root.Index(i), options, &m);
+          if (!s.ok()) return s;
+          element = nullptr;
+          return sink(std::move(m), false);  // the system prompt is never in `messages`
+        },
+        NotAnArray);
   } catch (const Json::exception& e) {
     return Status::Internal("decoding Anthropic messages failed unexpectedly: " +
                             jsonutil::Printable(e.what(), 300));
   }
 }
 
+Result<Conversation> DecodeMessages(std::string_view json, const DecodeOptions& options) {
+  Conversation conv;
+  Status s = DecodeEach(json, options, [&conv](Message&& m, bool) {
+    conv.messages.push_back(std::move(m));
+    return Status::OK();
+  });
+  if (!s.ok()) return s;
+  return conv;
+}
+
 Result<Message> DecodeMessage(std::string_view json, const DecodeOptions& options) {
   try {
     Json doc;
-    Status s = ParseDocument(json, &doc);
+    Status s = jsonutil::Parse(json, kWhat, &doc, jsonutil::CarriedJson());
     if (!s.ok()) return s;
     Message m;
     s = DecodeOne(doc, JsonPath("message"), options, &m);
@@ -464,15 +473,14 @@ Result<std::string> EncodeMessages(const Conversation& conversation) {
           "instructions' text there and encode a Conversation without them.");
     }
     std::string out = "[";
-    std::string piece;
     for (std::size_t i = 0; i < conversation.messages.size(); ++i) {
       const std::string where = "messages[" + std::to_string(i) + "]";
       Json j;
       Status s = EncodeOne(conversation.messages[i], where, &j);
-      if (s.ok()) s = jsonutil::Dump(j, "`" + where + "`", &piece);
       if (!s.ok()) return s;
       if (i > 0) out += ',';
-      out += piece;
+      s = jsonutil::AppendDump(j, "`" + where + "`", &out, /*depth=*/1);
+      if (!s.ok()) return s;
     }
     out += ']';
     return out;

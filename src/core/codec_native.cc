@@ -1,6 +1,8 @@
 // recap's own JSON form of messages: everything the model holds, nothing more. The format is
 // specified in docs/message-model.md; session stores write it, so reading is strict (an
 // unknown member is an error, not something to guess about) and versioned.
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -62,19 +64,25 @@ Json TextJson(const Text& t, const std::string& where, Status* s) {
   return j;
 }
 
+// How deep a payload sits in a conversation document at most (conversation > messages >
+// message > parts > tool result > content > item): one embedded deeper than kMaxDepth less this
+// would make a document recap could not read back.
+constexpr int kPayloadDepth = 7;
+
 // The payload goes in as a JSON value so that a stored session stays readable, but only when
 // re-serializing that value gives back exactly the payload's bytes (a payload recap decoded
-// always does). Anything else — other whitespace, "1e5", duplicate keys, not JSON at all — is
-// stored as a string, because signed thinking and encrypted content must come back unchanged.
+// always does: numbers keep their text). Anything else — other whitespace, an escaped
+// character, duplicate keys, not JSON at all, nested too deep — is stored as a string, because
+// signed thinking and encrypted content must come back unchanged.
 Json OpaqueJson(const Opaque& o) {
   Json j = Json::object();
   j["type"] = "opaque";
   j["kind"] = o.kind;
   Json value;
   bool embedded = false;
-  if (jsonutil::Parse(o.payload, "payload", &value).ok()) {
+  if (jsonutil::Parse(o.payload, "payload", &value, jsonutil::CarriedJson()).ok()) {
     std::string again;
-    embedded = jsonutil::Dump(value, "payload", &again).ok() && again == o.payload;
+    embedded = jsonutil::Dump(value, "payload", &again, kPayloadDepth).ok() && again == o.payload;
   }
   if (embedded) {
     j["payload"] = std::move(value);
@@ -143,11 +151,12 @@ Status MessageJson(const Message& m, const std::string& where, Json* out) {
   return Status::OK();
 }
 
-Status DumpMessage(const Message& m, const std::string& where, std::string* out) {
+// Appends the message to `out`, `depth` containers deep in the document.
+Status AppendMessage(const Message& m, const std::string& where, std::string* out, int depth) {
   Json j;
   Status s = MessageJson(m, where, &j);
   if (!s.ok()) return s;
-  return jsonutil::Dump(j, "`" + where + "`", out);
+  return jsonutil::AppendDump(j, "`" + where + "`", out, depth);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -389,21 +398,66 @@ Status DecodeOne(Json& j, const JsonPath& path, Message* out) {
   return Status::OK();
 }
 
-Status DecodeArray(Json& array, const JsonPath& path, std::vector<Message>* out) {
-  out->reserve(out->size() + array.size());
-  for (std::size_t i = 0; i < array.size(); ++i) {
+constexpr const char* kWhat = "the recap messages JSON";
+
+// Reads the messages of the array at the reader's cursor one by one into `sink`; the first
+// can be the instructions (`split`: a leading system message is).
+Status StreamMessages(jsonutil::Reader& reader, bool split, bool first_can_be_instructions,
+                      const MessageSink& sink) {
+  Status s = reader.BeginArray();
+  const JsonPath root("messages");
+  for (std::size_t i = 0; s.ok(); ++i) {
+    bool more = false;
+    s = reader.NextElement(&more);
+    if (!s.ok() || !more) break;
+    Json element;
+    s = reader.ReadValue(&element);
+    if (!s.ok()) break;
     Message m;
-    Status s = DecodeOne(array[i], path.Index(i), &m);
-    if (!s.ok()) return s;
-    out->push_back(std::move(m));
+    s = DecodeOne(element, root.Index(i), &m);
+    if (!s.ok()) break;
+    element = nullptr;
+    const bool instructions =
+        i == 0 && first_can_be_instructions && split && m.role == Role::kSystem;
+    s = sink(std::move(m), instructions);
   }
-  return Status::OK();
+  return s;
 }
 
-Status DecodeConversationObject(Json& doc, const DecodeOptions& options, Conversation* conv) {
+// The object form {"format", "version", "instructions", "messages"}, with the reader at its
+// '{'. A first pass reads every member but `messages` (checking the messages' syntax without
+// a tree of them), so that the format, the version and the instructions are judged before any
+// message is; a second pass streams the messages.
+Status DecodeConversationObject(jsonutil::Reader& reader, std::string_view json,
+                                const DecodeOptions& options, const MessageSink& sink) {
   const JsonPath root("conversation");
-  Status s = OnlyMembers(doc, root, {"format", "version", "instructions", "messages"});
+  Json doc = Json::object();  // the members but the messages, which are only located
+  std::size_t messages_at = std::string_view::npos;
+  Status unknown;  // the first member the form does not define, judged once the syntax is
+  Status s = reader.BeginObject();
+  while (s.ok()) {
+    bool more = false;
+    std::string key;
+    s = reader.NextMember(&more, &key);
+    if (!s.ok() || !more) break;
+    if (key == "messages") {
+      messages_at = reader.Offset();
+      s = reader.SkipValue();
+    } else if (key == "format" || key == "version" || key == "instructions") {
+      s = reader.ReadValue(&doc[key]);
+    } else {
+      if (unknown.ok()) {
+        Json one = Json::object();
+        one[key] = nullptr;
+        unknown = OnlyMembers(one, root, {"format", "version", "instructions", "messages"});
+      }
+      s = reader.SkipValue();
+    }
+  }
+  if (s.ok()) s = reader.Finish();
+  if (s.ok()) s = unknown;
   if (!s.ok()) return s;
+
   auto format = doc.find("format");
   if (format != doc.end() && !(format->is_string() && *format == "recap")) {
     return Status::InvalidArgument("`conversation.format` is " +
@@ -414,10 +468,9 @@ Status DecodeConversationObject(Json& doc, const DecodeOptions& options, Convers
   }
   auto version = doc.find("version");
   if (version != doc.end()) {
-    if (!version->is_number_integer()) {
-      return jsonutil::WrongType(root.Member("version"), *version, "the integer 1");
-    }
-    const auto v = version->get<long long>();
+    const std::optional<std::int64_t> integer = jsonutil::IntegerValue(*version);
+    if (!integer) return jsonutil::WrongType(root.Member("version"), *version, "the integer 1");
+    const long long v = *integer;
     if (v > kFormatVersion) {
       return Status::InvalidArgument(
           "the conversation was written in version " + std::to_string(v) +
@@ -429,64 +482,73 @@ Status DecodeConversationObject(Json& doc, const DecodeOptions& options, Convers
                                      "; expected 1.");
     }
   }
-  auto messages = doc.find("messages");
-  if (messages == doc.end()) {
+  if (messages_at == std::string_view::npos) {
     return jsonutil::MissingMember(root, "messages", "expected an array of messages");
   }
-  if (!messages->is_array()) {
-    return jsonutil::WrongType(root.Member("messages"), *messages, "an array of messages");
+  jsonutil::Reader messages(json, kWhat, jsonutil::CarriedJson());
+  messages.Seek(messages_at, 1);
+  if (messages.Peek() != '[') {
+    Json value;
+    s = messages.ReadValue(&value);
+    if (!s.ok()) return s;
+    return jsonutil::WrongType(root.Member("messages"), value, "an array of messages");
   }
   auto instructions = doc.find("instructions");
   if (instructions != doc.end() && !instructions->is_null()) {
     Message m;
     s = DecodeOne(*instructions, JsonPath("instructions"), &m);
     if (!s.ok()) return s;
-    if (options.split_instructions) {
-      conv->instructions = std::move(m);
-    } else {
-      conv->messages.push_back(std::move(m));
-    }
+    // Without split_instructions they go back in front of the messages.
+    s = sink(std::move(m), options.split_instructions);
+    if (!s.ok()) return s;
   }
-  return DecodeArray(*messages, JsonPath("messages"), &conv->messages);
+  return StreamMessages(messages, options.split_instructions, false, sink);
 }
 
 }  // namespace
 
-Result<Conversation> DecodeMessages(std::string_view json, const DecodeOptions& options) {
+Status DecodeEach(std::string_view json, const DecodeOptions& options, const MessageSink& sink) {
   try {
+    jsonutil::Reader reader(json, kWhat, jsonutil::CarriedJson());
+    const char first = reader.Peek();
+    if (first == '{') return DecodeConversationObject(reader, json, options, sink);
+    if (first == '[') {
+      Status s = StreamMessages(reader, options.split_instructions, true, sink);
+      if (s.ok()) s = reader.Finish();
+      return s;
+    }
     Json doc;
-    Status s = jsonutil::Parse(json, "the recap messages JSON", &doc);
+    Status s = reader.ReadValue(&doc);
+    if (s.ok()) s = reader.Finish();
     if (!s.ok()) return s;
-    Conversation conv;
-    if (doc.is_object()) {
-      s = DecodeConversationObject(doc, options, &conv);
-      if (!s.ok()) return s;
-      return conv;
-    }
-    if (!doc.is_array()) {
-      return Status::InvalidArgument(
-          "the recap messages JSON is " + std::string(jsonutil::TypeName(doc)) +
-          "; expected an array of messages or an object {\"format\": \"recap\", \"version\": 1, "
-          "\"instructions\", \"messages\"}.");
-    }
-    s = DecodeArray(doc, JsonPath("messages"), &conv.messages);
-    if (!s.ok()) return s;
-    if (options.split_instructions && !conv.messages.empty() &&
-        conv.messages.front().role == Role::kSystem) {
-      conv.instructions = std::move(conv.messages.front());
-      conv.messages.erase(conv.messages.begin());
-    }
-    return conv;
+    return Status::InvalidArgument(
+        std::string(kWhat) + " is " + jsonutil::TypeName(doc) +
+        "; expected an array of messages or an object {\"format\": \"recap\", \"version\": 1, "
+        "\"instructions\", \"messages\"}.");
   } catch (const Json::exception& e) {
     return Status::Internal("decoding recap messages failed unexpectedly: " +
                             jsonutil::Printable(e.what(), 300));
   }
 }
 
+Result<Conversation> DecodeMessages(std::string_view json, const DecodeOptions& options) {
+  Conversation conv;
+  Status s = DecodeEach(json, options, [&conv](Message&& m, bool instructions) {
+    if (instructions) {
+      conv.instructions = std::move(m);
+    } else {
+      conv.messages.push_back(std::move(m));
+    }
+    return Status::OK();
+  });
+  if (!s.ok()) return s;
+  return conv;
+}
+
 Result<Message> DecodeMessage(std::string_view json, const DecodeOptions& /*options*/) {
   try {
     Json doc;
-    Status s = jsonutil::Parse(json, "the recap message JSON", &doc);
+    Status s = jsonutil::Parse(json, "the recap message JSON", &doc, jsonutil::CarriedJson());
     if (!s.ok()) return s;
     Message m;
     s = DecodeOne(doc, JsonPath("message"), &m);
@@ -504,21 +566,18 @@ Result<std::string> EncodeMessages(const Conversation& conversation) {
     // document never exists twice in memory (as a JSON tree and as text).
     std::string out = "{\"format\":\"recap\",\"version\":" + std::to_string(kFormatVersion) +
                       ",\"instructions\":";
-    std::string piece;
     if (conversation.instructions) {
-      Status s = DumpMessage(*conversation.instructions, "instructions", &piece);
+      Status s = AppendMessage(*conversation.instructions, "instructions", &out, 1);
       if (!s.ok()) return s;
-      out += piece;
     } else {
       out += "null";
     }
     out += ",\"messages\":[";
     for (std::size_t i = 0; i < conversation.messages.size(); ++i) {
-      Status s =
-          DumpMessage(conversation.messages[i], "messages[" + std::to_string(i) + "]", &piece);
-      if (!s.ok()) return s;
       if (i > 0) out += ',';
-      out += piece;
+      Status s =
+          AppendMessage(conversation.messages[i], "messages[" + std::to_string(i) + "]", &out, 2);
+      if (!s.ok()) return s;
     }
     out += "]}";
     return out;
@@ -531,7 +590,7 @@ Result<std::string> EncodeMessages(const Conversation& conversation) {
 Result<std::string> EncodeMessage(const Message& message) {
   try {
     std::string text;
-    Status s = DumpMessage(message, "message", &text);
+    Status s = AppendMessage(message, "message", &text, 0);
     if (!s.ok()) return s;
     return text;
   } catch (const Json::exception& e) {

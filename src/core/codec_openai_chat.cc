@@ -230,8 +230,15 @@ Status DecodeOne(Json& m, const JsonPath& path, const DecodeOptions& options, Me
   return Status::OK();
 }
 
-Status ParseDocument(std::string_view json, Json* doc) {
-  return jsonutil::Parse(json, "the OpenAI chat JSON", doc);
+constexpr const char* kWhat = "the OpenAI chat JSON";
+
+Status NotAnArray(const Json& doc) {
+  std::string msg =
+      std::string(kWhat) + " is " + jsonutil::TypeName(doc) + "; expected an array of messages";
+  if (doc.is_object() && doc.contains("messages")) {
+    msg += " (this looks like a request body: pass the value of its `messages` member)";
+  }
+  return Status::InvalidArgument(msg + ".");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -404,62 +411,63 @@ Status Expand(const Message& m, const std::string& where, std::vector<Json>* out
   return Status::OK();
 }
 
-// Dumps the messages one by one so that invalid UTF-8 is reported with the message it is in;
-// the concatenation is exactly what dumping the whole array would give.
-// Each tree is freed once written, so that a huge message is not held three times over.
-Result<std::string> DumpArray(std::vector<Json>& messages, const std::vector<std::string>& wheres) {
-  std::string out = "[";
-  std::string piece;
-  for (std::size_t i = 0; i < messages.size(); ++i) {
-    Status s = jsonutil::Dump(messages[i], "`" + wheres[i] + "`", &piece);
+// Expands `m` and appends its OpenAI messages to the array text `out` (after `first` or not),
+// one tree at a time, so that a bad one is named and a huge message is not held twice over.
+Status AppendExpanded(const Message& m, const std::string& where, std::string* out, bool* first) {
+  std::vector<Json> expanded;
+  Status s = Expand(m, where, &expanded);
+  if (!s.ok()) return s;
+  for (Json& j : expanded) {
+    if (!*first) out->push_back(',');
+    s = jsonutil::AppendDump(j, "`" + where + "`", out, /*depth=*/1);
     if (!s.ok()) return s;
-    messages[i] = nullptr;
-    if (i > 0) out += ',';
-    out += piece;
+    j = nullptr;
+    *first = false;
   }
-  out += ']';
-  return out;
+  return Status::OK();
 }
 
 }  // namespace
 
-Result<Conversation> DecodeMessages(std::string_view json, const DecodeOptions& options) {
+Status DecodeEach(std::string_view json, const DecodeOptions& options, const MessageSink& sink) {
   try {
-    Json doc;
-    Status s = ParseDocument(json, &doc);
-    if (!s.ok()) return s;
-    if (!doc.is_array()) {
-      std::string msg = "the OpenAI chat JSON is " + std::string(jsonutil::TypeName(doc)) +
-                        "; expected an array of messages";
-      if (doc.is_object() && doc.contains("messages")) {
-        msg += " (this looks like a request body: pass the value of its `messages` member)";
-      }
-      return Status::InvalidArgument(msg + ".");
-    }
-    Conversation conv;
-    conv.messages.reserve(doc.size());
+    jsonutil::Reader reader(json, kWhat, jsonutil::CarriedJson());
     const JsonPath root("messages");
-    for (std::size_t i = 0; i < doc.size(); ++i) {
-      Message m;
-      s = DecodeOne(doc[i], root.Index(i), options, &m);
-      if (!s.ok()) return s;
-      if (i == 0 && options.split_instructions && m.role == Role::kSystem) {
-        conv.instructions = std::move(m);
-      } else {
-        conv.messages.push_back(std::move(m));
-      }
-    }
-    return conv;
+    return jsonutil::ForEachElement(
+        reader,
+        [&](Json& element, std::size_t i) {
+          Message m;
+          Status s = DecodeOne(element, root.Index(i), options, &m);
+          if (!s.ok()) return s;
+          element = nullptr;  // the tree goes before the sink stores the message
+          const bool instructions = i == 0 && options.split_instructions && m.role == Role::kSystem;
+          return sink(std::move(m), instructions);
+        },
+        NotAnArray);
   } catch (const Json::exception& e) {
     return Status::Internal("decoding OpenAI chat messages failed unexpectedly: " +
                             jsonutil::Printable(e.what(), 300));
   }
 }
 
+Result<Conversation> DecodeMessages(std::string_view json, const DecodeOptions& options) {
+  Conversation conv;
+  Status s = DecodeEach(json, options, [&conv](Message&& m, bool instructions) {
+    if (instructions) {
+      conv.instructions = std::move(m);
+    } else {
+      conv.messages.push_back(std::move(m));
+    }
+    return Status::OK();
+  });
+  if (!s.ok()) return s;
+  return conv;
+}
+
 Result<Message> DecodeMessage(std::string_view json, const DecodeOptions& options) {
   try {
     Json doc;
-    Status s = ParseDocument(json, &doc);
+    Status s = jsonutil::Parse(json, kWhat, &doc, jsonutil::CarriedJson());
     if (!s.ok()) return s;
     Message m;
     s = DecodeOne(doc, JsonPath("message"), options, &m);
@@ -473,23 +481,19 @@ Result<Message> DecodeMessage(std::string_view json, const DecodeOptions& option
 
 Result<std::string> EncodeMessages(const Conversation& conversation) {
   try {
-    std::vector<Json> expanded;
-    std::vector<std::string> wheres;
-    expanded.reserve(conversation.messages.size() + 1);
-    auto add = [&](const Message& m, const std::string& where) {
-      Status s = Expand(m, where, &expanded);
-      wheres.resize(expanded.size(), where);
-      return s;
-    };
+    std::string out = "[";
+    bool first = true;
     if (conversation.instructions) {
-      Status s = add(*conversation.instructions, "instructions");
+      Status s = AppendExpanded(*conversation.instructions, "instructions", &out, &first);
       if (!s.ok()) return s;
     }
     for (std::size_t i = 0; i < conversation.messages.size(); ++i) {
-      Status s = add(conversation.messages[i], "messages[" + std::to_string(i) + "]");
+      Status s = AppendExpanded(conversation.messages[i], "messages[" + std::to_string(i) + "]",
+                                &out, &first);
       if (!s.ok()) return s;
     }
-    return DumpArray(expanded, wheres);
+    out += ']';
+    return out;
   } catch (const Json::exception& e) {
     return Status::Internal("encoding OpenAI chat messages failed unexpectedly: " +
                             jsonutil::Printable(e.what(), 300));

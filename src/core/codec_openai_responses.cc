@@ -91,8 +91,8 @@ Status DecodePart(Json& part, const JsonPath& path, const char* text_type,
     *out = std::move(t);
     return Status::OK();
   }
-  const bool known = type == "refusal" || type == "input_image" || type == "input_file" ||
-                     type == "input_audio";
+  const bool known =
+      type == "refusal" || type == "input_image" || type == "input_file" || type == "input_audio";
   if (!known && !options.keep_unknown_blocks) {
     return Status::InvalidArgument(
         Where(type_path) + " is " + jsonutil::Quote(type) +
@@ -172,8 +172,8 @@ Status DecodeMessageItem(Json& item, const JsonPath& path, const DecodeOptions& 
   Json extra = jsonutil::TakeUnknown(item, {"role", "content"});
   if (role == "developer") extra["role"] = "developer";
   std::vector<Part> parts;
-  Status s = DecodeContent(item, "content", path, DefaultTextType(msg->role), options, &parts,
-                           &msg->form);
+  Status s =
+      DecodeContent(item, "content", path, DefaultTextType(msg->role), options, &parts, &msg->form);
   if (!s.ok()) return s;
   for (Part& p : parts) msg->parts.push_back(std::move(p));
   msg->extra = jsonutil::ExtraText(extra);
@@ -220,24 +220,25 @@ Status DecodeItem(Json& item, const JsonPath& path, const DecodeOptions& options
     ToolCall call;
     Status s = StringMember(item, "call_id", path,
                             "a function call needs the `call_id` its output answers", &call.id);
-    if (s.ok()) s = StringMember(item, "name", path, "a function call needs the tool's name", &call.name);
+    if (s.ok())
+      s = StringMember(item, "name", path, "a function call needs the tool's name", &call.name);
     if (s.ok()) {
       // Kept as the exact text given: it may not even be valid JSON, and the model sees it again.
       s = StringMember(item, "arguments", path,
                        "a function call needs its arguments as a JSON text", &call.arguments);
     }
     if (!s.ok()) return s;
-    call.extra = jsonutil::ExtraText(jsonutil::TakeUnknown(item, {"type", "call_id", "name", "arguments"}));
+    call.extra =
+        jsonutil::ExtraText(jsonutil::TakeUnknown(item, {"type", "call_id", "name", "arguments"}));
     msg.parts.emplace_back(std::move(call));
   } else if (type == "function_call_output") {
     msg.role = Role::kTool;
     ToolResult result;
-    Status s = StringMember(item, "call_id", path,
-                            "a function call output must name the call it answers",
-                            &result.call_id);
+    Status s =
+        StringMember(item, "call_id", path, "a function call output must name the call it answers",
+                     &result.call_id);
     if (s.ok()) {
-      s = DecodeContent(item, "output", path, "input_text", options, &result.content,
-                        &result.form);
+      s = DecodeContent(item, "output", path, "input_text", options, &result.content, &result.form);
     }
     if (!s.ok()) return s;
     result.extra = jsonutil::ExtraText(jsonutil::TakeUnknown(item, {"type", "call_id", "output"}));
@@ -274,43 +275,63 @@ bool IsReasoningOnly(const Message& m) {
   return true;
 }
 
-// Decodes `items` (an array) into messages, attaching each run of reasoning items to the
-// model's item that follows it.
-Status DecodeItems(Json& items, const JsonPath& root, const DecodeOptions& options,
-                   std::vector<Message>* out) {
+constexpr const char* kWhat = "the OpenAI Responses input items";
+
+Status NotAnArray(const Json& doc) {
+  std::string msg = "the OpenAI Responses input is " + std::string(jsonutil::TypeName(doc)) +
+                    "; expected an array of input items";
+  if (doc.is_object() && doc.contains("input")) {
+    msg += " (this looks like a request body: pass the value of its `input` member)";
+  }
+  return Status::InvalidArgument(msg + ".");
+}
+
+// Decodes the items of the array at the reader's cursor one by one and hands each message to
+// `sink`, attaching each run of reasoning items to the model's item that follows it: the run
+// is all that is held back while the items are read.
+Status DecodeItems(jsonutil::Reader& reader, const DecodeOptions& options,
+                   const MessageSink& sink) {
+  const JsonPath root("input");
   std::vector<Part> pending;  // reasoning waiting for the item it precedes
+  bool first = true;
+  auto emit = [&](Message&& m) {
+    const bool instructions = first && options.split_instructions && m.role == Role::kSystem;
+    first = false;
+    return sink(std::move(m), instructions);
+  };
   auto flush = [&] {
-    if (pending.empty()) return;
+    if (pending.empty()) return Status::OK();
     Message m;
     m.role = Role::kAssistant;
     m.parts = std::move(pending);
     pending.clear();
-    out->push_back(std::move(m));
+    return emit(std::move(m));
   };
-  for (std::size_t i = 0; i < items.size(); ++i) {
-    Message m;
-    Status s = DecodeItem(items[i], root.Index(i), options, &m);
-    if (!s.ok()) return s;
-    if (IsReasoningOnly(m)) {
-      for (Part& p : m.parts) pending.push_back(std::move(p));
-      continue;
-    }
-    // (Not to a message item without content: its parts could not say where it begins.)
-    if (!pending.empty() && !m.parts.empty() && IsModelItem(m)) {
-      m.parts.insert(m.parts.begin(), std::make_move_iterator(pending.begin()),
-                     std::make_move_iterator(pending.end()));
-      pending.clear();
-    } else {
-      flush();
-    }
-    out->push_back(std::move(m));
-  }
-  flush();
-  return Status::OK();
-}
-
-Status ParseDocument(std::string_view json, Json* doc) {
-  return jsonutil::Parse(json, "the OpenAI Responses input items", doc);
+  Status s = jsonutil::ForEachElement(
+      reader,
+      [&](Json& element, std::size_t i) {
+        Message m;
+        Status st = DecodeItem(element, root.Index(i), options, &m);
+        if (!st.ok()) return st;
+        element = nullptr;
+        if (IsReasoningOnly(m)) {
+          for (Part& p : m.parts) pending.push_back(std::move(p));
+          return Status::OK();
+        }
+        // (Not to a message item without content: its parts could not say where it begins.)
+        if (!pending.empty() && !m.parts.empty() && IsModelItem(m)) {
+          m.parts.insert(m.parts.begin(), std::make_move_iterator(pending.begin()),
+                         std::make_move_iterator(pending.end()));
+          pending.clear();
+        } else {
+          st = flush();
+          if (!st.ok()) return st;
+        }
+        return emit(std::move(m));
+      },
+      NotAnArray);
+  if (!s.ok()) return s;
+  return flush();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -344,8 +365,9 @@ Status WriteContent(const std::vector<ContentItem>& items, ContentForm form, con
   Json list = Json::array();
   for (const ContentItem& item : items) {
     Json part;
-    Status s = item.text != nullptr ? TextPartJson(*item.text, text_type, item.where, &part)
-                                    : jsonutil::ParsePayload(item.opaque->payload, item.where, &part);
+    Status s = item.text != nullptr
+                   ? TextPartJson(*item.text, text_type, item.where, &part)
+                   : jsonutil::ParsePayload(item.opaque->payload, item.where, &part);
     if (!s.ok()) return s;
     list.push_back(std::move(part));
   }
@@ -454,7 +476,9 @@ Status Expand(const Message& m, const std::string& where, std::vector<Json>* out
     if (m.parts.empty() && m.role != Role::kTool) {
       // An empty message is an empty message item.
       Json j = Json::object();
-      j["role"] = m.role == Role::kAssistant ? "assistant" : m.role == Role::kSystem ? "system" : "user";
+      j["role"] = m.role == Role::kAssistant ? "assistant"
+                  : m.role == Role::kSystem  ? "system"
+                                             : "user";
       Status s = WriteContent({}, m.form, "content", text_type, &j);
       if (s.ok()) s = jsonutil::MergeExtraText(m.extra, where, &j);
       if (!s.ok()) return s;
@@ -466,57 +490,51 @@ Status Expand(const Message& m, const std::string& where, std::vector<Json>* out
   return Status::OK();
 }
 
-Result<std::string> DumpArray(std::vector<Json>& items, const std::vector<std::string>& wheres) {
-  std::string out = "[";
-  std::string piece;
-  for (std::size_t i = 0; i < items.size(); ++i) {
-    Status s = jsonutil::Dump(items[i], "`" + wheres[i] + "`", &piece);
+// Expands `m` and appends its items to the array text `out`, one tree at a time.
+Status AppendExpanded(const Message& m, const std::string& where, std::string* out, bool* first) {
+  std::vector<Json> items;
+  Status s = Expand(m, where, &items);
+  if (!s.ok()) return s;
+  for (Json& j : items) {
+    if (!*first) out->push_back(',');
+    s = jsonutil::AppendDump(j, "`" + where + "`", out, /*depth=*/1);
     if (!s.ok()) return s;
-    items[i] = nullptr;
-    if (i > 0) out += ',';
-    out += piece;
+    j = nullptr;
+    *first = false;
   }
-  out += ']';
-  return out;
+  return Status::OK();
 }
 
 }  // namespace
 
-Result<Conversation> DecodeMessages(std::string_view json, const DecodeOptions& options) {
+Status DecodeEach(std::string_view json, const DecodeOptions& options, const MessageSink& sink) {
   try {
-    Json doc;
-    Status s = ParseDocument(json, &doc);
-    if (!s.ok()) return s;
-    if (!doc.is_array()) {
-      std::string msg = "the OpenAI Responses input is " + std::string(jsonutil::TypeName(doc)) +
-                        "; expected an array of input items";
-      if (doc.is_object() && doc.contains("input")) {
-        msg += " (this looks like a request body: pass the value of its `input` member)";
-      }
-      return Status::InvalidArgument(msg + ".");
-    }
-    std::vector<Message> messages;
-    s = DecodeItems(doc, JsonPath("input"), options, &messages);
-    if (!s.ok()) return s;
-    Conversation conv;
-    std::size_t first = 0;
-    if (options.split_instructions && !messages.empty() && messages[0].role == Role::kSystem) {
-      conv.instructions = std::move(messages[0]);
-      first = 1;
-    }
-    conv.messages.reserve(messages.size() - first);
-    for (std::size_t i = first; i < messages.size(); ++i) conv.messages.push_back(std::move(messages[i]));
-    return conv;
+    jsonutil::Reader reader(json, kWhat, jsonutil::CarriedJson());
+    return DecodeItems(reader, options, sink);
   } catch (const Json::exception& e) {
     return Status::Internal("decoding OpenAI Responses items failed unexpectedly: " +
                             jsonutil::Printable(e.what(), 300));
   }
 }
 
+Result<Conversation> DecodeMessages(std::string_view json, const DecodeOptions& options) {
+  Conversation conv;
+  Status s = DecodeEach(json, options, [&conv](Message&& m, bool instructions) {
+    if (instructions) {
+      conv.instructions = std::move(m);
+    } else {
+      conv.messages.push_back(std::move(m));
+    }
+    return Status::OK();
+  });
+  if (!s.ok()) return s;
+  return conv;
+}
+
 Result<Message> DecodeMessage(std::string_view json, const DecodeOptions& options) {
   try {
     Json doc;
-    Status s = ParseDocument(json, &doc);
+    Status s = jsonutil::Parse(json, kWhat, &doc, jsonutil::CarriedJson());
     if (!s.ok()) return s;
     Message m;
     s = DecodeItem(doc, JsonPath("item"), options, &m);
@@ -530,22 +548,19 @@ Result<Message> DecodeMessage(std::string_view json, const DecodeOptions& option
 
 Result<std::string> EncodeMessages(const Conversation& conversation) {
   try {
-    std::vector<Json> items;
-    std::vector<std::string> wheres;
-    auto add = [&](const Message& m, const std::string& where) {
-      Status s = Expand(m, where, &items);
-      wheres.resize(items.size(), where);
-      return s;
-    };
+    std::string out = "[";
+    bool first = true;
     if (conversation.instructions) {
-      Status s = add(*conversation.instructions, "instructions");
+      Status s = AppendExpanded(*conversation.instructions, "instructions", &out, &first);
       if (!s.ok()) return s;
     }
     for (std::size_t i = 0; i < conversation.messages.size(); ++i) {
-      Status s = add(conversation.messages[i], "messages[" + std::to_string(i) + "]");
+      Status s = AppendExpanded(conversation.messages[i], "messages[" + std::to_string(i) + "]",
+                                &out, &first);
       if (!s.ok()) return s;
     }
-    return DumpArray(items, wheres);
+    out += ']';
+    return out;
   } catch (const Json::exception& e) {
     return Status::Internal("encoding OpenAI Responses items failed unexpectedly: " +
                             jsonutil::Printable(e.what(), 300));

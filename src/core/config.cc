@@ -13,14 +13,18 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <cstring>
 #include <exception>
+#include <filesystem>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <new>
 #include <optional>
-#include <set>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -57,10 +61,10 @@ struct Key {
 };
 
 // A JSON value as the user wrote it, near enough to recognise: strings quoted and escaped,
-// everything else as compact ASCII JSON, long values cut.
+// numbers as written, everything else as compact ASCII JSON, long values cut.
 std::string Shown(const Json& value) {
   if (value.is_string()) return jsonutil::Quote(value.get_ref<const std::string&>());
-  std::string text = value.dump(-1, ' ', /*ensure_ascii=*/true, Json::error_handler_t::replace);
+  std::string text = jsonutil::DumpAscii(value);
   constexpr std::size_t kMax = 60;
   if (text.size() > kMax) text = text.substr(0, kMax - 3) + "...";
   return text;
@@ -81,17 +85,8 @@ Status Problem(const std::string& path, const std::string& shown, const std::str
 // for anything else. A double holds every integer up to 2^53 exactly, which covers every range
 // these keys allow, so comparing bounds in double is exact where it matters.
 std::optional<double> WholeNumber(const Json& value) {
-  double d = 0;
-  if (value.is_number_unsigned()) {
-    d = static_cast<double>(value.get<std::uint64_t>());
-  } else if (value.is_number_integer()) {
-    d = static_cast<double>(value.get<std::int64_t>());
-  } else if (value.is_number_float()) {
-    d = value.get<double>();
-    if (!std::isfinite(d) || std::floor(d) != d) return std::nullopt;
-  } else {
-    return std::nullopt;
-  }
+  const std::optional<double> d = jsonutil::NumberValue(value);
+  if (!d || !std::isfinite(*d) || std::floor(*d) != *d) return std::nullopt;
   return d;
 }
 
@@ -140,10 +135,9 @@ Key Number(std::string_view section, std::string_view name, double min, double m
   // Written so that NaN fails too.
   auto in_range = [=](double d) { return d >= min && d <= max; };
   key.read = [=](const Json& value, Config& config) {
-    if (!value.is_number() || !in_range(value.get<double>())) {
-      return Problem(path, Shown(value), allowed);
-    }
-    ref(config) = value.get<double>();
+    const std::optional<double> d = jsonutil::NumberValue(value);
+    if (!d || !in_range(*d)) return Problem(path, Shown(value), allowed);
+    ref(config) = *d;
     return Status::OK();
   };
   key.check = [=](const Config& config) {
@@ -179,7 +173,10 @@ Key Integer(std::string_view section, std::string_view name, std::int64_t min, s
     }
     const std::optional<double> d = WholeNumber(value);
     if (!d || !in_range(*d)) {
-      return problem(d.value_or(std::numeric_limits<double>::quiet_NaN()), Shown(value));
+      // Any number's value (infinite beyond a double's range) decides whether it was too big.
+      return problem(
+          jsonutil::NumberValue(value).value_or(std::numeric_limits<double>::quiet_NaN()),
+          Shown(value));
     }
     if constexpr (kNullable) {
       ref(config) = static_cast<typename Field::value_type>(*d);
@@ -362,81 +359,22 @@ Status UnknownKey(std::string_view section, const std::string& name) {
   return Status::InvalidArgument(std::move(msg));
 }
 
-// Finds the first key that appears twice in one object. nlohmann keeps the last copy silently;
-// other JSON tools keep the first, so a duplicate means the file says two things at once.
-class DuplicateKeyFinder final : public nlohmann::json_sax<Json> {
- public:
-  // The path of the first duplicate, when found() (e.g. "compaction.threshold").
-  bool found() const { return found_; }
-  const std::string& duplicate() const { return duplicate_; }
-
-  bool null() override { return true; }
-  bool boolean(bool) override { return true; }
-  bool number_integer(number_integer_t) override { return true; }
-  bool number_unsigned(number_unsigned_t) override { return true; }
-  bool number_float(number_float_t, const string_t&) override { return true; }
-  bool string(string_t&) override { return true; }
-  bool binary(binary_t&) override { return true; }
-  bool start_object(std::size_t) override {
-    frames_.push_back(Frame{true, {}, {}});
-    return true;
-  }
-  bool key(string_t& key) override {
-    Frame& top = frames_.back();
-    if (!top.keys.insert(key).second) {
-      for (std::size_t i = 0; i + 1 < frames_.size(); ++i) {
-        duplicate_ += frames_[i].object ? frames_[i].key + "." : "[].";
-      }
-      duplicate_ += key;
-      found_ = true;
-      return false;  // one is enough; stop here
-    }
-    top.key = key;
-    return true;
-  }
-  bool end_object() override {
-    frames_.pop_back();
-    return true;
-  }
-  bool start_array(std::size_t) override {
-    frames_.push_back(Frame{false, {}, {}});
-    return true;
-  }
-  bool end_array() override {
-    frames_.pop_back();
-    return true;
-  }
-  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
-    return false;  // the document was parsed once already; cannot happen
-  }
-
- private:
-  struct Frame {
-    bool object;
-    std::set<std::string> keys;
-    std::string key;  // the key being read in this object
-  };
-  std::vector<Frame> frames_;
-  bool found_ = false;
-  std::string duplicate_;
-};
-
 Result<Config> Parse(std::string_view text) {
+  // Numbers as written, so that a message shows the value the way the file has it (and a
+  // number beyond a double's range is a value out of range, not a broken file). A key twice in
+  // one object is refused: nlohmann kept the last copy silently, other JSON tools keep the
+  // first, so a duplicate means the file says two things at once.
+  jsonutil::ParseOptions options;
+  options.numbers = jsonutil::Numbers::kText;
+  options.reject_duplicate_keys = true;
   Json doc;
-  Status s = jsonutil::Parse(text, "the configuration", &doc);
+  Status s = jsonutil::Parse(text, "the configuration", &doc, options);
   if (!s.ok()) return s;
   if (!doc.is_object()) {
     return Status::InvalidArgument(
         "the configuration is " + Shown(doc) +
         "; it must be a JSON object such as {\"compaction\": {\"threshold\": 0.8}} (an empty "
         "object {} gives the defaults).");
-  }
-  DuplicateKeyFinder finder;
-  Json::sax_parse(text.begin(), text.end(), &finder);
-  if (finder.found()) {
-    return Status::InvalidArgument("the configuration has the key " +
-                                   jsonutil::Quote(finder.duplicate(), 200) +
-                                   " twice; write each key once.");
   }
 
   Config config;
@@ -470,6 +408,68 @@ Result<Config> Config::FromJson(std::string_view json) {
     return Status::Internal("reading the configuration failed unexpectedly: " +
                             jsonutil::Quote(e.what(), 300));
   }
+}
+
+namespace {
+
+// "1 MiB (1048576 bytes)", "64 KiB (65536 bytes)", "10 bytes".
+std::string SizeText(std::size_t bytes) {
+  const std::string exact = std::to_string(bytes) + " bytes";
+  if (bytes >= (std::size_t{1} << 20) && bytes % (std::size_t{1} << 20) == 0) {
+    return std::to_string(bytes >> 20) + " MiB (" + exact + ")";
+  }
+  if (bytes >= 1024 && bytes % 1024 == 0)
+    return std::to_string(bytes >> 10) + " KiB (" + exact + ")";
+  return exact;
+}
+
+// Closes the file on every way out.
+struct FileCloser {
+  void operator()(std::FILE* f) const noexcept { std::fclose(f); }
+};
+
+}  // namespace
+
+Result<Config> Config::FromFile(const std::string& path, std::size_t max_bytes) {
+  const std::string named = "the configuration file '" + jsonutil::Printable(path, 300) + "'";
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    return Status::InvalidArgument(named + " is a directory; name the JSON file in it.");
+  }
+  errno = 0;
+  std::unique_ptr<std::FILE, FileCloser> file(std::fopen(path.c_str(), "rb"));
+  if (!file) {
+    const int err = errno;
+    const std::string why = err != 0 ? std::strerror(err) : "unknown error";
+    if (err == ENOENT || err == ENOTDIR) {
+      return Status::NotFound("cannot open " + named + ": " + why + ".");
+    }
+    return Status::IOError("cannot open " + named + ": " + why + ".");
+  }
+  // Read in pieces up to one byte past the limit: enough to tell "too large" without ever
+  // holding more than the limit (a device or a pipe may never end).
+  std::string text;
+  const std::size_t want = max_bytes == SIZE_MAX ? max_bytes : max_bytes + 1;
+  char buffer[64 * 1024];
+  while (text.size() < want) {
+    const std::size_t n =
+        std::fread(buffer, 1, std::min(sizeof buffer, want - text.size()), file.get());
+    text.append(buffer, n);
+    if (n == 0) break;
+  }
+  if (std::ferror(file.get())) {
+    return Status::IOError("reading " + named + " failed: " + std::strerror(errno) + ".");
+  }
+  if (text.size() > max_bytes) {
+    return Status::InvalidArgument(
+        named + " is larger than " + SizeText(max_bytes) +
+        ", the most Config::FromFile reads: a configuration is a few hundred bytes, so this is "
+        "probably another file (or a stream that does not end). Name the JSON configuration "
+        "file, or pass a larger max_bytes to Config::FromFile.");
+  }
+  Result<Config> config = FromJson(text);
+  if (!config.ok()) return config.status().WithContext(named);
+  return config;
 }
 
 Status Config::Validate() const {

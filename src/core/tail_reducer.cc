@@ -11,6 +11,7 @@
 #include <emmintrin.h>
 #endif
 
+#include "json_util.h"
 #include "log_internal.h"
 #include "recap/measure.h"
 #include "transcript_access.h"
@@ -667,6 +668,11 @@ std::string Dump(const OrderedJson& doc) {
 // The DOM path: what ArgScanner does not vouch for. Parsed with nlohmann and rendered once
 // with dump at the limit the bisection finds on numbers.
 ClippedArgs ClipParsed(std::string_view arguments, std::size_t cap) {
+  // CollectStrings and dump recurse once per level: arguments nested deeper than the codecs'
+  // limit are not parsed at all but clipped like any text that is not JSON (R13.1).
+  if (jsonutil::FindTooDeep(arguments) != std::string_view::npos) {
+    return ClipOverText(arguments, cap);
+  }
   OrderedJson doc = OrderedJson::parse(arguments.begin(), arguments.end(), nullptr,
                                        /*allow_exceptions=*/false);
   if (doc.is_discarded()) return ClipOverText(arguments, cap);  // not JSON: plain text rules

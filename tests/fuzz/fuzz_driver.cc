@@ -5,13 +5,20 @@
 //   fuzz_<target> [-max_total_time=S] [-seed=N] [-runs=N] [-timeout=S] [-artifact_prefix=P]
 //                 CORPUS_DIR_OR_FILE...
 //
-// It runs every corpus input once as it is, then mutates them (byte flips, insertions and
+// It runs the depth bombs of fuzz_depth_bombs.h (100,000 and 1,000,000 levels, every shape,
+// bare and wrapped) and every corpus input once as they are, then mutates them (the
+// 100,000-level bombs among them) (byte flips, insertions and
 // deletions, cuts, repeats, splices of two inputs, and tokens that stress JSON and UTF-8
 // parsers) until the time or the number of runs is used up. Mutation is deterministic for a
 // seed, which is printed first; `-seed=N -runs=K` replays a run up to its K-th input. An input
 // that crashes (a sanitizer report, a failed invariant, a signal) or runs past -timeout
 // seconds is written to <artifact_prefix>crash-<seed>-<run> and the path is printed, so it can
 // be added to the corpus as a regression test.
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <csignal>
@@ -19,15 +26,15 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <dirent.h>
-#include <fcntl.h>
 #include <fstream>
 #include <iterator>
 #include <random>
 #include <string>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <vector>
+
+#include <sys/stat.h>
+
+#include "fuzz_depth_bombs.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size);
 // Set by the sanitizers' runtime when the program is built with one; null otherwise.
@@ -99,15 +106,72 @@ void AddPath(const std::string& path, std::vector<std::string>* corpus) {
 
 // Tokens that JSON, UTF-8 and SSE parsers have to get right.
 const char* const kTokens[] = {
-    "{", "}", "[", "]", "\"", ":", ",", "null", "true", "false", "0", "-1", "1e309", "-0.0",
-    "18446744073709551616", "\\u0000", "\\ud800", "\\udc00\\ud800", "\\\"", "\\\\", "\xC3\xA9",
-    "\xE2\x9C\x93", "\xF0\x9F\x98\x80", "\xC3", "\xE2\x9C", "\xED\xA0\x80", "\xFF", "\n", "\r\n",
-    "\r", "data: ", "event: ", ":\n", "\n\n", "[DONE]", "\"role\"", "\"user\"", "\"assistant\"",
-    "\"tool\"", "\"tool_calls\"", "\"tool_call_id\"", "\"content\"", "\"type\"", "\"text\"",
-    "\"tool_use\"", "\"tool_result\"", "\"tool_use_id\"", "\"id\"", "\"name\"", "\"arguments\"",
-    "\"input\"", "\"system\"", "\"messages\"", "\"goal\"", "\"next_steps\"", "\"message\"",
-    "\"parentUuid\"", "\"traj\"", "\"history\"", "\"data\"", "\"context_length\"",
-    "\"choices\"", "\"delta\"", "\"finish_reason\"", "\"content_block_delta\"", "\"summary\"",
+    "{",
+    "}",
+    "[",
+    "]",
+    "\"",
+    ":",
+    ",",
+    "null",
+    "true",
+    "false",
+    "0",
+    "-1",
+    "1e309",
+    "-0.0",
+    "18446744073709551616",
+    "\\u0000",
+    "\\ud800",
+    "\\udc00\\ud800",
+    "\\\"",
+    "\\\\",
+    "\xC3\xA9",
+    "\xE2\x9C\x93",
+    "\xF0\x9F\x98\x80",
+    "\xC3",
+    "\xE2\x9C",
+    "\xED\xA0\x80",
+    "\xFF",
+    "\n",
+    "\r\n",
+    "\r",
+    "data: ",
+    "event: ",
+    ":\n",
+    "\n\n",
+    "[DONE]",
+    "\"role\"",
+    "\"user\"",
+    "\"assistant\"",
+    "\"tool\"",
+    "\"tool_calls\"",
+    "\"tool_call_id\"",
+    "\"content\"",
+    "\"type\"",
+    "\"text\"",
+    "\"tool_use\"",
+    "\"tool_result\"",
+    "\"tool_use_id\"",
+    "\"id\"",
+    "\"name\"",
+    "\"arguments\"",
+    "\"input\"",
+    "\"system\"",
+    "\"messages\"",
+    "\"goal\"",
+    "\"next_steps\"",
+    "\"message\"",
+    "\"parentUuid\"",
+    "\"traj\"",
+    "\"history\"",
+    "\"data\"",
+    "\"context_length\"",
+    "\"choices\"",
+    "\"delta\"",
+    "\"finish_reason\"",
+    "\"content_block_delta\"",
+    "\"summary\"",
 };
 
 std::string Mutate(std::string s, const std::vector<std::string>& corpus, std::mt19937_64& rng) {
@@ -188,16 +252,32 @@ int main(int argc, char** argv) {
     AddPath(a, &corpus);
   }
   if (corpus.empty()) corpus.emplace_back();
+  // The 100,000-level bombs join the corpus that mutation draws from; the 1,000,000-level ones
+  // (megabytes each, too big to mutate) run once, first.
+  recap_fuzz::ForEachDepthBomb(100000, [&](const std::string& bomb) { corpus.push_back(bomb); });
   if (seed < 0) {
-    seed = static_cast<long long>(
-        std::chrono::steady_clock::now().time_since_epoch().count() & 0x7FFFFFFF);
+    seed = static_cast<long long>(std::chrono::steady_clock::now().time_since_epoch().count() &
+                                  0x7FFFFFFF);
   }
   std::printf("fuzz driver: seed %lld, %zu corpus inputs, %lld s (replay: -seed=%lld)\n", seed,
               corpus.size(), seconds, seed);
   std::fflush(stdout);
 
   if (__sanitizer_set_death_callback != nullptr) __sanitizer_set_death_callback(OnDeath);
-  for (int s : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGALRM}) std::signal(s, OnSignal);
+  // On a stack of its own: a stack overflow (the crash a depth bomb causes) leaves no room on
+  // the program's stack to write the failing input.
+  static std::vector<char> alt_stack(1 << 16);
+  stack_t ss{};
+  ss.ss_sp = alt_stack.data();
+  ss.ss_size = alt_stack.size();
+  ::sigaltstack(&ss, nullptr);
+  for (int s : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGALRM}) {
+    struct sigaction action {};
+    action.sa_handler = OnSignal;
+    action.sa_flags = SA_ONSTACK;
+    sigemptyset(&action.sa_mask);
+    ::sigaction(s, &action, nullptr);
+  }
 
   std::mt19937_64 rng(static_cast<std::uint64_t>(seed));
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
@@ -211,12 +291,15 @@ int main(int argc, char** argv) {
     g_current = nullptr;
     ++run;
   };
+  recap_fuzz::ForEachDepthBomb(1000000, [&](const std::string& bomb) { run_one(bomb); });
   for (const std::string& input : corpus) run_one(input);
   const long long replayed = run;
   while ((runs < 0 || run < runs) && std::chrono::steady_clock::now() < deadline) {
     const std::string input = Mutate(corpus[rng() % corpus.size()], corpus, rng);
     run_one(input);
   }
-  std::printf("fuzz driver: %lld inputs run (%lld from the corpus), no failure\n", run, replayed);
+  std::printf(
+      "fuzz driver: %lld inputs run (%lld from the depth bombs and the corpus), no failure\n", run,
+      replayed);
   return 0;
 }

@@ -10,18 +10,33 @@
 #include "cli.h"
 #include "fuzz_common.h"
 
+namespace {
+
+struct Choice {
+  const char* format;
+  const char* run;
+};
+constexpr Choice kChoices[] = {
+    {"openai-chat", ""},
+    {"openai-chat", "0"},
+    {"anthropic", ""},
+    {"claude-code", ""},
+    {"swe-agent", ""},
+    {"openhands", "0"},
+    {"recap", ""},
+    {"openhands", "1"},
+    // Added last, so that the seeds' first bytes (0..7) still pick what they picked.
+    {"openai-responses", ""}};
+constexpr int kChoiceCount = sizeof kChoices / sizeof kChoices[0];
+
+}  // namespace
+
+// Every depth bomb is tried in every format (fuzz_depth_bombs.h).
+extern "C" int RecapFuzzChoiceBytes() { return kChoiceCount; }
+
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size == 0) return 0;
-  struct Choice {
-    const char* format;
-    const char* run;
-  };
-  static const Choice kChoices[] = {
-      {"openai-chat", ""}, {"openai-chat", "0"}, {"anthropic", ""}, {"claude-code", ""},
-      {"swe-agent", ""},   {"openhands", "0"},   {"recap", ""},     {"openhands", "1"},
-      // Added last, so that the seeds' first bytes (0..7) still pick what they picked.
-      {"openai-responses", ""}};
-  const Choice& choice = kChoices[data[0] % (sizeof kChoices / sizeof kChoices[0])];
+  const Choice& choice = kChoices[data[0] % kChoiceCount];
   const std::string text(reinterpret_cast<const char*>(data) + 1, size - 1);
   recap::Result<recap::Conversation> conversation =
       recap_cli::DecodeTranscript(choice.format, text, choice.run);
