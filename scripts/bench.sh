@@ -4,7 +4,8 @@
 #   scripts/bench.sh            install missing Debian packages, configure build-bench/
 #                               (Release, -DRECAP_BUILD_BENCH=ON), build the benchmarks, run
 #                               them and print their tables — recap_bench_core (R11.1-R11.4,
-#                               R11.6, W2) and recap_bench_sqlite (R11.5): figure, measured,
+#                               R11.6, W2), recap_bench_sqlite (R11.5) and recap_bench_import
+#                               (issue 16: the command's big imports and exports): figure, measured,
 #                               baseline, ratio, budget, PASS/FAIL. A few minutes on 2 cores.
 #   scripts/bench.sh --smoke    the same at tiny sizes (checks that everything runs; budgets
 #                               are not enforced)
@@ -50,7 +51,7 @@ if [[ -n $json && $json != /* ]]; then json=$CALLER_PWD/$json; fi
 
 BUILD=${RECAP_BENCH_BUILD:-build-bench}  # relative to the repository, or absolute
 if [[ $BUILD == /* ]]; then BUILD=$(realpath -m --relative-to="$ROOT" "$BUILD"); fi
-BENCHES=(recap_bench_core recap_bench_sqlite)
+BENCHES=(recap_bench_core recap_bench_sqlite recap_bench_import)
 
 recap_ensure_packages "${RECAP_DEBIAN_PACKAGES[@]}" || exit 2
 

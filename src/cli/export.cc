@@ -77,19 +77,135 @@ std::string Sentence(std::string message) {
   return message + ".";
 }
 
-// The encoded conversation as a JSON value in the format's document shape.
-recap::Result<Json> Document(const std::string& format, const recap::Conversation& conv) {
+// A string as a JSON value.
+std::string JsonString(const std::string& text) {
+  return Json(text).dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+// The encoded conversation as a JSON text in the format's document shape. The codecs' text is
+// written as it is, never parsed again: numbers stay as they were written (SPEC R13.2).
+recap::Result<std::string> Document(const std::string& format, const recap::Conversation& conv) {
   recap::Result<std::string> text = Encode(format, conv);
   if (!text.ok()) return text.status();
-  Json doc = Json::parse(*text);
   if ((format == "anthropic" || format == "openai-responses") && conv.instructions) {
     recap::Result<std::string> instructions = InstructionsText(format, *conv.instructions);
     if (!instructions.ok()) return instructions.status();
-    doc = format == "anthropic" ? Json{{"system", *instructions}, {"messages", std::move(doc)}}
-                                : Json{{"instructions", *instructions}, {"input", std::move(doc)}};
+    return (format == "anthropic" ? "{\"system\":" : "{\"instructions\":") +
+           JsonString(*instructions) + (format == "anthropic" ? ",\"messages\":" : ",\"input\":") +
+           *text + "}";
   }
-  return doc;
+  return text;
 }
+
+// Writes compact JSON text to stdout, either as it is or indented by two spaces as people read
+// it (the layout of nlohmann's dump(2): "key": value, one member or element a line, empty
+// containers as {} and []). The text may come in any pieces; strings are copied untouched.
+class JsonWriter {
+ public:
+  explicit JsonWriter(bool indent) : indent_(indent) {}
+  JsonWriter(const JsonWriter&) = delete;
+  JsonWriter& operator=(const JsonWriter&) = delete;
+  ~JsonWriter() { Flush(); }
+
+  void Write(std::string_view json) {
+    if (!indent_) {
+      out_.append(json);
+    } else {
+      std::size_t i = 0;
+      while (i < json.size()) {
+        if (in_string_ && !escaped_) {
+          // The rest of the string up to its closing quote or an escape, in one piece.
+          std::size_t end = i;
+          while (end < json.size() && json[end] != '"' && json[end] != '\\') ++end;
+          out_.append(json.data() + i, end - i);
+          i = end;
+          if (i == json.size()) break;
+        }
+        Indent(json[i++]);
+      }
+    }
+    if (out_.size() >= kChunk) Flush();
+  }
+  // Text written as it is, whatever the mode (the final newline).
+  void Raw(std::string_view text) { out_.append(text); }
+  void Flush() {
+    if (pending_ != 0) {  // a container left open: not ours to close
+      out_ += pending_;
+      pending_ = 0;
+    }
+    std::cout.write(out_.data(), static_cast<std::streamsize>(out_.size()));
+    out_.clear();
+  }
+
+ private:
+  static constexpr std::size_t kChunk = std::size_t{1} << 20;
+
+  void Newline() {
+    out_ += '\n';
+    out_.append(static_cast<std::size_t>(2 * depth_), ' ');
+  }
+  void Indent(char c) {
+    if (in_string_) {
+      out_ += c;
+      if (escaped_) {
+        escaped_ = false;
+      } else if (c == '\\') {
+        escaped_ = true;
+      } else if (c == '"') {
+        in_string_ = false;
+      }
+      return;
+    }
+    if (pending_ != 0) {
+      const char close = pending_ == '{' ? '}' : ']';
+      out_ += pending_;
+      pending_ = 0;
+      if (c == close) {
+        out_ += c;
+        return;
+      }
+      ++depth_;
+      Newline();
+    }
+    switch (c) {
+      case '"':
+        in_string_ = true;
+        out_ += c;
+        break;
+      case '{':
+      case '[':
+        pending_ = c;
+        break;
+      case '}':
+      case ']':
+        --depth_;
+        Newline();
+        out_ += c;
+        break;
+      case ',':
+        out_ += c;
+        Newline();
+        break;
+      case ':':
+        out_ += ": ";
+        break;
+      case ' ':
+      case '\n':
+      case '\r':
+      case '\t':
+        break;
+      default:
+        out_ += c;
+    }
+  }
+
+  const bool indent_;
+  std::string out_;
+  int depth_ = 0;
+  bool in_string_ = false;
+  bool escaped_ = false;
+  char pending_ = 0;  // an opening bracket not yet written: {} and [] stay on one line
+};
 
 }  // namespace
 
@@ -129,12 +245,14 @@ int RunExport(const std::vector<std::string>& words) {
 
   const std::string hint =
       format == "recap" ? "" : " Export with --format recap, which keeps everything.";
-  Json out;
+  // The whole document is made before a byte is written, so that a session that cannot be
+  // written in the format fails with nothing on stdout.
+  std::string out;
   if (!args.flags.count("history")) {
     recap::Conversation conv;
     conv.instructions = *instructions;
     conv.messages = state->transcript.ToVector();
-    recap::Result<Json> doc = Document(format, conv);
+    recap::Result<std::string> doc = Document(format, conv);
     if (!doc.ok()) {
       return Failure(args, "session '" + session + "' cannot be written as " + format + ": " +
                                Sentence(doc.status().message()) + hint);
@@ -143,10 +261,7 @@ int RunExport(const std::vector<std::string>& words) {
   } else {
     recap::Result<std::vector<recap::HistoryEntry>> history = (*store)->History(session);
     if (!history.ok()) return Failure(args, history.status());
-    out = Json::object();
-    out["session"] = session;
-    out["format"] = format;
-    out["instructions"] = nullptr;
+    std::string instructions_json = "null";
     if (*instructions) {
       if (format == "anthropic" || format == "openai-responses") {
         recap::Result<std::string> text = InstructionsText(format, **instructions);
@@ -154,39 +269,49 @@ int RunExport(const std::vector<std::string>& words) {
           return Failure(args, "session '" + session + "' cannot be written as " + format + ": " +
                                    Sentence(text.status().message()) + hint);
         }
-        out["instructions"] = *text;
+        instructions_json = JsonString(*text);
       } else {
         recap::Result<std::string> text = format == "openai-chat"
                                               ? recap::openai_chat::EncodeMessage(**instructions)
                                               : recap::native::EncodeMessage(**instructions);
         if (!text.ok()) return Failure(args, text.status());
-        out["instructions"] = Json::parse(*text);
+        instructions_json = std::move(text).value();
       }
     }
-    Json entries = Json::array();
-    for (const recap::HistoryEntry& e : *history) {
+    out = "{\"session\":" + JsonString(session) + ",\"format\":" + JsonString(format) +
+          ",\"instructions\":" + instructions_json + ",\"history\":[";
+    bool first = true;
+    for (recap::HistoryEntry& e : *history) {
+      const std::string id = e.message.id;
+      const bool summary = e.message.summary;
       recap::Conversation one;
-      one.messages.push_back(e.message);
+      one.messages.push_back(std::move(e.message));  // each message freed once written
       recap::Result<std::string> text = Encode(format, one);
       if (!text.ok()) {
         return Failure(args, "history entry " + std::to_string(e.seq) + " of session '" +
                                  session + "' cannot be written as " + format + ": " +
                                  Sentence(text.status().message()) + hint);
       }
-      entries.push_back({{"seq", e.seq},
-                         {"id", e.message.id},
-                         {"state", e.state == recap::HistoryState::kActive ? "active" : "compacted"},
-                         {"replaced_by", e.replaced_by},
-                         {"summary", e.message.summary},
-                         {"messages", Json::parse(*text)}});
+      if (!first) out += ',';
+      first = false;
+      out += "{\"seq\":" + std::to_string(e.seq) + ",\"id\":" + JsonString(id) +
+             ",\"state\":" +
+             (e.state == recap::HistoryState::kActive ? "\"active\"" : "\"compacted\"") +
+             ",\"replaced_by\":" + JsonString(e.replaced_by) +
+             ",\"summary\":" + (summary ? "true" : "false") + ",\"messages\":";
+      out += *text;
+      out += '}';
     }
-    out["history"] = std::move(entries);
+    out += "]}";
   }
-  if (args.json()) {
-    PrintJson(out);
-  } else {
-    std::cout << out.dump(2, ' ', false, Json::error_handler_t::replace) << "\n";
+  {
+    JsonWriter writer(!args.json());
+    writer.Write(out);
+    out.clear();
+    out.shrink_to_fit();
+    writer.Raw("\n");
   }
+  std::cout.flush();
   return kExitOk;
 }
 

@@ -1,7 +1,17 @@
-// recap CLI — `recap import`: reads a transcript file in one of seven formats and appends it
-// to a new session. Everything is decoded first; the database is opened and written only when
-// the whole file decoded (one AppendMessages call), so a bad file changes nothing.
+// recap CLI — `recap import`: reads a transcript file in one of seven formats and writes it
+// into a new session in one transaction (SessionStore::CreateSessions). The array and object
+// forms of the four codec formats are streamed: a codec decodes the file's text one message
+// at a time on a thread of its own while the store writes them, so that neither a tree of the
+// file nor all its messages are ever held at once (SPEC R13.1; a million messages import in a
+// few seconds at about twice the file's size in memory). The other formats are transformed
+// as a tree first. Either way a file that does not decode, found however late, rolls the
+// transaction back: a bad file changes nothing.
+#include <condition_variable>
 #include <cstring>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -59,8 +69,14 @@ const char* const kHelp =
 const char* const kFormats[] = {"openai-chat", "anthropic", "openai-responses", "claude-code",
                                 "swe-agent", "openhands", "recap"};
 
+// How a file's messages are read: decoded whole already (`conversation`), or, when `stream`
+// is set, decoded by a codec from the file's text while the store writes them (then
+// `conversation` holds only the instructions found outside the messages, such as Anthropic's
+// `system`, and the codec may give a leading system message as the instructions).
 struct Decoded {
   recap::Conversation conversation;
+  std::function<recap::Status(const recap::MessageSink&)> stream;
+  std::string what;  // what a failure of `stream` is prefixed with, as FromCodec does
   std::string note;  // e.g. "run 3 of 200", "346 lines, 100 joined"
 };
 
@@ -76,19 +92,23 @@ DecodeResult Fail(std::string message, bool usage = false) {
   return {std::nullopt, DecodeError{std::move(message), usage}};
 }
 
+// A parse error of nlohmann's, described for the user (truncation says so).
+std::string DescribeParseError(std::string what) {
+  const auto last_read = what.find("; last read:");
+  if (last_read != std::string::npos) what.resize(last_read);
+  const bool truncated = what.find("unexpected end of input") != std::string::npos;
+  return truncated ? "the file is not complete JSON: it ends in the middle of a value (is "
+                     "it truncated?) — " + what
+                   : "the file is not JSON — " + what;
+}
+
 // Parses one JSON document; on failure describes it (truncation says so).
 bool ParseJson(const std::string& text, Json* out, std::string* error) {
   try {
     *out = Json::parse(text);
     return true;
   } catch (const Json::parse_error& e) {
-    std::string what = e.what();
-    const auto last_read = what.find("; last read:");
-    if (last_read != std::string::npos) what.resize(last_read);
-    const bool truncated = what.find("unexpected end of input") != std::string::npos;
-    *error = truncated ? "the file is not complete JSON: it ends in the middle of a value (is "
-                         "it truncated?) — " + what
-                       : "the file is not JSON — " + what;
+    *error = DescribeParseError(e.what());
     return false;
   } catch (const Json::exception& e) {
     // Syntactically JSON, but not readable as a value (e.g. a number beyond a double's range).
@@ -98,6 +118,119 @@ bool ParseJson(const std::string& text, Json* out, std::string* error) {
     *error = "the file is JSON that cannot be read as a value — " + what;
     return false;
   }
+}
+
+// ---- Finding values in a JSON text without parsing them -----------------------------------
+//
+// The streamed formats hand a codec the text of the messages array, which may be a member of
+// the file's top-level object: these find it. They read any text safely (npos when it is not
+// what they expect) and follow strings and brackets, but check nothing else a parser would:
+// the codec checks the messages, and the members recap does not import (a request's `tools`,
+// `model`) are only followed, not read (so a number beyond a double's range there is no
+// error, as it is none in the messages).
+
+constexpr std::size_t kNone = std::string_view::npos;
+
+std::size_t SkipSpace(std::string_view t, std::size_t i) {
+  while (i < t.size() && (t[i] == ' ' || t[i] == '\t' || t[i] == '\n' || t[i] == '\r')) ++i;
+  return i;
+}
+
+// The end of the string whose opening quote is at `i` (one past its closing quote).
+std::size_t StringEnd(std::string_view t, std::size_t i) {
+  for (++i; i < t.size(); ++i) {
+    if (t[i] == '\\') {
+      ++i;
+    } else if (t[i] == '"') {
+      return i + 1;
+    }
+  }
+  return kNone;
+}
+
+// The end of the value starting at `i` (one past it).
+std::size_t ValueEnd(std::string_view t, std::size_t i) {
+  if (i >= t.size()) return kNone;
+  if (t[i] == '"') return StringEnd(t, i);
+  if (t[i] == '[' || t[i] == '{') {
+    int depth = 0;
+    while (i < t.size()) {
+      const char c = t[i];
+      if (c == '"') {
+        i = StringEnd(t, i);
+        if (i == kNone) return kNone;
+        continue;
+      }
+      if (c == '[' || c == '{') ++depth;
+      if ((c == ']' || c == '}') && --depth == 0) return i + 1;
+      ++i;
+    }
+    return kNone;
+  }
+  while (i < t.size() && std::strchr(",]} \t\r\n", t[i]) == nullptr) ++i;
+  return i;
+}
+
+// The members of the object at `i`, as (key, the value's text), in order; false when there is
+// no object there or it cannot be followed.
+bool Members(std::string_view t, std::size_t i,
+             std::vector<std::pair<std::string, std::string_view>>* out) {
+  i = SkipSpace(t, i);
+  if (i >= t.size() || t[i] != '{') return false;
+  i = SkipSpace(t, i + 1);
+  if (i < t.size() && t[i] == '}') return true;
+  while (i < t.size()) {
+    if (t[i] != '"') return false;
+    const std::size_t key_end = StringEnd(t, i);
+    if (key_end == kNone) return false;
+    Json key = Json::parse(t.substr(i, key_end - i), nullptr, false);
+    if (!key.is_string()) return false;
+    i = SkipSpace(t, key_end);
+    if (i >= t.size() || t[i] != ':') return false;
+    const std::size_t value = SkipSpace(t, i + 1);
+    const std::size_t value_end = ValueEnd(t, value);
+    if (value_end == kNone || value_end == value) return false;
+    out->emplace_back(key.get<std::string>(), t.substr(value, value_end - value));
+    i = SkipSpace(t, value_end);
+    if (i < t.size() && t[i] == '}') return true;
+    if (i >= t.size() || t[i] != ',') return false;
+    i = SkipSpace(t, i + 1);
+  }
+  return false;
+}
+
+// The text of member `key` of the object `t` holds (the last one, as a parser keeps), or null.
+std::optional<std::string_view> MemberText(std::string_view t, const std::string& key) {
+  std::vector<std::pair<std::string, std::string_view>> members;
+  if (!Members(t, 0, &members)) return std::nullopt;
+  std::optional<std::string_view> found;
+  for (const auto& [k, v] : members) {
+    if (k == key) found = v;
+  }
+  return found;
+}
+
+// Whether the text is an array (after whitespace).
+bool IsArrayText(std::string_view t) {
+  const std::size_t i = SkipSpace(t, 0);
+  return i < t.size() && t[i] == '[';
+}
+bool IsObjectText(std::string_view t) {
+  const std::size_t i = SkipSpace(t, 0);
+  return i < t.size() && t[i] == '{';
+}
+
+// Whether the array `t` holds starts with an object that has member `key` (tau-bench's runs
+// have "traj").
+bool FirstElementHas(std::string_view t, const std::string& key) {
+  const std::size_t open = SkipSpace(t, 0);
+  if (open >= t.size() || t[open] != '[') return false;
+  std::vector<std::pair<std::string, std::string_view>> members;
+  if (!Members(t, SkipSpace(t, open + 1), &members)) return false;
+  for (const auto& member : members) {
+    if (member.first == key) return true;
+  }
+  return false;
 }
 
 // The lines of a .jsonl text, as (line number, text), skipping blank lines.
@@ -203,12 +336,44 @@ bool PickRun(const Args& args, std::size_t count, const char* what, std::size_t*
 DecodeResult FromCodec(recap::Result<recap::Conversation> conv, const std::string& what,
                        std::string note = {}) {
   if (!conv.ok()) return Fail(what + ": " + conv.status().message());
-  return {Decoded{std::move(conv).value(), std::move(note)}, {}};
+  Decoded d;
+  d.conversation = std::move(conv).value();
+  d.note = std::move(note);
+  return {std::move(d), {}};
+}
+
+// A plan that streams the messages through a codec's DecodeEach.
+DecodeResult Streamed(std::function<recap::Status(const recap::MessageSink&)> stream,
+                      std::string what, std::optional<recap::Message> instructions = {}) {
+  Decoded d;
+  d.stream = std::move(stream);
+  d.what = std::move(what);
+  d.conversation.instructions = std::move(instructions);
+  return {std::move(d), {}};
 }
 
 DecodeResult DecodeOpenAiChat(const std::string& text, const Args& args) {
-  Json doc;
+  // A messages array, or an object with one, is streamed; tau-bench's runs are transformed.
+  std::optional<std::string_view> messages_text;
   std::string error;
+  if (IsArrayText(text) && !FirstElementHas(text, "traj")) {
+    messages_text = text;
+  } else if (IsObjectText(text)) {
+    messages_text = MemberText(text, "messages");
+  }
+  if (messages_text) {
+    if (args.Has("run")) {
+      return Fail("--run is for files holding several runs; this file holds one messages array",
+                  true);
+    }
+    const std::string_view json = *messages_text;
+    return Streamed(
+        [json](const recap::MessageSink& sink) {
+          return recap::openai_chat::DecodeEach(json, {}, sink);
+        },
+        "the messages are not OpenAI chat messages");
+  }
+  Json doc;
   if (!ParseJson(text, &doc, &error)) return Fail(error);
   const Json* messages = &doc;
   std::string note;
@@ -237,13 +402,33 @@ DecodeResult DecodeOpenAiChat(const std::string& text, const Args& args) {
 }
 
 DecodeResult DecodeAnthropic(const std::string& text) {
-  Json doc;
+  recap::DecodeOptions options;
+  options.keep_unknown_blocks = true;
   std::string error;
-  if (!ParseJson(text, &doc, &error)) return Fail(error);
+  const auto stream = [options](std::string_view json) {
+    return [json, options](const recap::MessageSink& sink) {
+      return recap::anthropic::DecodeEach(json, options, sink);
+    };
+  };
+  const char* const what = "the messages are not Anthropic messages";
+  if (IsArrayText(text)) return Streamed(stream(text), what);
+  // An object: its `system` read as a tree (it is small), its `messages` streamed.
+  Json doc = Json::object();
+  std::optional<std::string_view> messages_text;
+  if (IsObjectText(text)) {
+    messages_text = MemberText(text, "messages");
+    if (messages_text) {
+      if (std::optional<std::string_view> system = MemberText(text, "system")) {
+        doc["system"] = Json::parse(*system, nullptr, false);
+        if (doc["system"].is_discarded()) return Fail("`system` is not JSON");
+      }
+    }
+  }
+  if (!messages_text && !ParseJson(text, &doc, &error)) return Fail(error);
   std::optional<recap::Message> system;
   const Json* messages = &doc;
-  if (doc.is_object() && doc.contains("messages")) {
-    messages = &doc["messages"];
+  if (messages_text || (doc.is_object() && doc.contains("messages"))) {
+    if (!messages_text) messages = &doc["messages"];
     const auto s = doc.find("system");
     if (s != doc.end() && !s->is_null()) {
       std::string joined;
@@ -265,10 +450,8 @@ DecodeResult DecodeAnthropic(const std::string& text) {
     return Fail("an anthropic file holds a JSON array of messages or an object with "
                 "\"messages\"; this file holds a JSON " + std::string(doc.type_name()));
   }
-  recap::DecodeOptions options;
-  options.keep_unknown_blocks = true;
-  DecodeResult r = FromCodec(recap::anthropic::DecodeMessages(messages->dump(), options),
-                             "the messages are not Anthropic messages");
+  if (messages_text) return Streamed(stream(*messages_text), what, std::move(system));
+  DecodeResult r = FromCodec(recap::anthropic::DecodeMessages(messages->dump(), options), what);
   if (r.first && system) r.first->conversation.instructions = std::move(system);
   return r;
 }
@@ -278,9 +461,32 @@ DecodeResult DecodeAnthropic(const std::string& text) {
 // the session's instructions. Without `instructions`, a leading system or developer message
 // becomes them, as in a chat transcript; with it, the items are kept as they are.
 DecodeResult DecodeOpenAiResponses(const std::string& text) {
-  Json doc;
+  recap::DecodeOptions options;
+  options.keep_unknown_blocks = true;  // content part types newer than this recap
+  const auto stream = [](std::string_view json, recap::DecodeOptions o) {
+    return [json, o](const recap::MessageSink& sink) {
+      return recap::openai_responses::DecodeEach(json, o, sink);
+    };
+  };
+  const char* const what = "the items are not OpenAI Responses input items";
+  if (IsArrayText(text)) return Streamed(stream(text, options), what);
+  // A request body whose `input` is an array: `instructions` read as a tree, `input` streamed.
   std::string error;
-  if (!ParseJson(text, &doc, &error)) return Fail(error);
+  Json doc = Json::object();
+  std::optional<std::string_view> items_text;
+  if (IsObjectText(text)) {
+    items_text = MemberText(text, "input");
+    if (items_text && IsArrayText(*items_text)) {
+      doc["input"] = Json::array();
+      if (std::optional<std::string_view> s = MemberText(text, "instructions")) {
+        doc["instructions"] = Json::parse(*s, nullptr, false);
+        if (doc["instructions"].is_discarded()) return Fail("`instructions` is not JSON");
+      }
+    } else {
+      items_text.reset();
+    }
+  }
+  if (!items_text && !ParseJson(text, &doc, &error)) return Fail(error);
   std::optional<recap::Message> instructions;
   const Json* items = &doc;
   Json one_message;
@@ -303,16 +509,14 @@ DecodeResult DecodeOpenAiResponses(const std::string& text) {
       instructions = recap::Message::SystemText(s->get<std::string>());
     }
   } else if (!doc.is_array()) {
-    const std::string what =
+    const std::string held =
         doc.is_object() ? std::string("object without \"input\"") : std::string(doc.type_name());
     return Fail("an openai-responses file holds a JSON array of input items or an object with "
-                "\"input\" (a request body); this file holds a JSON " + what);
+                "\"input\" (a request body); this file holds a JSON " + held);
   }
-  recap::DecodeOptions options;
-  options.keep_unknown_blocks = true;  // content part types newer than this recap
   options.split_instructions = !instructions.has_value();
-  DecodeResult r = FromCodec(recap::openai_responses::DecodeMessages(items->dump(), options),
-                             "the items are not OpenAI Responses input items");
+  if (items_text) return Streamed(stream(*items_text, options), what, std::move(instructions));
+  DecodeResult r = FromCodec(recap::openai_responses::DecodeMessages(items->dump(), options), what);
   if (r.first && instructions) r.first->conversation.instructions = std::move(instructions);
   return r;
 }
@@ -495,13 +699,10 @@ DecodeResult DecodeOpenHands(const std::string& text, const Args& args) {
 }
 
 DecodeResult DecodeNative(const std::string& text) {
-  if (!Json::accept(text)) {
-    Json ignored;
-    std::string error;
-    ParseJson(text, &ignored, &error);
-    return Fail(error);
-  }
-  return FromCodec(recap::native::DecodeMessages(text), "the file is not recap's JSON");
+  const std::string_view json = text;
+  return Streamed(
+      [json](const recap::MessageSink& sink) { return recap::native::DecodeEach(json, {}, sink); },
+      "the file is not recap's JSON");
 }
 
 // R13.1: nlohmann parses without recursion but dumps, copies and compares recursively, so a
@@ -568,6 +769,191 @@ DecodeResult Decode(const std::string& format, const std::string& text, const Ar
   return DecodeNative(text);
 }
 
+// The messages of a streamed file, decoded on a thread of its own and handed to the store as
+// it asks for them (SessionStore::CreateSessions reads a MessageSource). At most kQueued
+// messages (or, past the first, kQueuedBytes of text) wait between the two, so the codec
+// never runs far ahead of the store. Besides the codec's errors, it refuses a message whose
+// calls share an id and a file without messages, naming them in the file's words. The store
+// sees a failure as a failed Next and rolls its transaction back.
+class StreamedMessages : public recap::MessageSource {
+ public:
+  StreamedMessages(std::function<recap::Status(const recap::MessageSink&)> decode,
+                   std::string path, Progress* progress)
+      : path_(std::move(path)), progress_(progress) {
+    thread_ = std::thread([this, decode = std::move(decode)] {
+      recap::Status status;
+      try {
+        status = decode([this](recap::Message&& m, bool is_instructions) {
+          return Push(std::move(m), is_instructions);
+        });
+      } catch (const std::bad_alloc&) {
+        status = recap::Status::ResourceExhausted("out of memory while decoding the file");
+      } catch (const std::exception& e) {
+        status = recap::Status::Internal(std::string("decoding failed: ") + e.what());
+      }
+      std::lock_guard<std::mutex> lock(mu_);
+      decode_status_ = std::move(status);
+      decoded_ = true;
+      changed_.notify_all();
+    });
+  }
+  ~StreamedMessages() override { Stop(); }
+  StreamedMessages(const StreamedMessages&) = delete;
+  StreamedMessages& operator=(const StreamedMessages&) = delete;
+
+  // The leading message the codec gave as the instructions, taken out of the stream (waits
+  // for the first message). Nothing when there is none or decoding failed before it.
+  std::optional<recap::Message> TakeInstructions() {
+    if (!Refill() || !batch_.front().second) return std::nullopt;
+    recap::Message m = std::move(batch_.front().first);
+    batch_.pop_front();
+    first_index_ = 1;
+    return m;
+  }
+
+  recap::Result<bool> Next(recap::Message* out) override {
+    if (!Refill()) {
+      if (!decode_status_.ok()) {
+        decode_failed_ = true;
+        return decode_status_;
+      }
+      if (count_ == 0) {
+        input_error_ = "'" + path_ + "' holds no messages (after the instructions); nothing "
+                       "was written";
+        return recap::Status::InvalidArgument(input_error_);
+      }
+      return false;
+    }
+    recap::Message& m = batch_.front().first;
+    // A message asking twice under one id could never have both calls answered; the store
+    // would refuse it too, but here it can be named by its place in the file.
+    if (std::optional<std::string> id = recap::RepeatedCallId(m)) {
+      input_error_ = "'" + path_ + "': message " + std::to_string(count_ + first_index_) +
+                     " holds two tool calls with the id \"" + *id +
+                     "\"; a result answers one call of an id, so one of them could never be "
+                     "answered. Give each call its own id in the file. Nothing was written";
+      return recap::Status::InvalidArgument(input_error_);
+    }
+    chars_ += recap::MessageChars(m);
+    if (++count_ % 65536 == 0 && progress_ != nullptr) {
+      progress_->Update("writing: " + Num(count_) + " messages so far");
+    }
+    *out = std::move(m);
+    batch_.pop_front();
+    return true;
+  }
+
+  // Stops the decoding thread (if still running) and waits for it.
+  void Stop() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+      changed_.notify_all();
+    }
+    if (thread_.joinable()) thread_.join();
+  }
+
+  std::size_t count() const { return count_; }
+  std::size_t chars() const { return chars_; }
+  // Why the import failed, when the file was at fault: the codec's error (DecodeStatus) or a
+  // message of this command's (InputError).
+  bool decode_failed() const { return decode_failed_; }
+  const recap::Status& decode_status() const { return decode_status_; }
+  const std::string& input_error() const { return input_error_; }
+
+ private:
+  static constexpr std::size_t kQueued = 4096;
+  static constexpr std::size_t kQueuedBytes = std::size_t{16} << 20;
+
+  // The decoding thread: queues a message, waiting while the queue is full.
+  recap::Status Push(recap::Message&& m, bool is_instructions) {
+    const std::size_t size = recap::MessageChars(m);
+    std::unique_lock<std::mutex> lock(mu_);
+    if (!(stop_ || queue_.empty() || (queue_.size() < kQueued && queued_bytes_ < kQueuedBytes))) {
+      producer_waiting_ = true;
+      changed_.wait(lock, [this] {
+        return stop_ || queue_.empty() ||
+               (queue_.size() < kQueued && queued_bytes_ < kQueuedBytes);
+      });
+      producer_waiting_ = false;
+    }
+    if (stop_) return recap::Status::Cancelled("the import stopped");
+    queued_bytes_ += size;
+    queue_.emplace_back(std::move(m), is_instructions);
+    if (consumer_waiting_) changed_.notify_all();
+    return recap::Status::OK();
+  }
+
+  // The store's thread: when its batch is used up, takes all that is queued (waiting for the
+  // decoder when nothing is). False at the end of the decoding (or of its failure).
+  bool Refill() {
+    if (!batch_.empty()) return true;
+    std::unique_lock<std::mutex> lock(mu_);
+    if (queue_.empty() && !decoded_) {
+      consumer_waiting_ = true;
+      changed_.wait(lock, [this] { return !queue_.empty() || decoded_; });
+      consumer_waiting_ = false;
+    }
+    batch_.swap(queue_);
+    queued_bytes_ = 0;
+    if (producer_waiting_) changed_.notify_all();
+    return !batch_.empty();
+  }
+
+  const std::string path_;
+  Progress* const progress_;
+  std::mutex mu_;
+  std::condition_variable changed_;
+  std::deque<std::pair<recap::Message, bool>> queue_;  // (message, is_instructions)
+  std::size_t queued_bytes_ = 0;
+  bool decoded_ = false;
+  bool stop_ = false;
+  bool producer_waiting_ = false;
+  bool consumer_waiting_ = false;
+  recap::Status decode_status_;
+  std::thread thread_;  // last: it starts using the members above at once
+  // The store's thread only:
+  std::deque<std::pair<recap::Message, bool>> batch_;  // taken from queue_, being handed over
+  std::size_t first_index_ = 0;
+  std::size_t count_ = 0;
+  std::size_t chars_ = 0;
+  bool decode_failed_ = false;
+  std::string input_error_;
+};
+
+// A decoded conversation's messages as a MessageSource, with the same checks.
+class DecodedMessages : public recap::MessageSource {
+ public:
+  DecodedMessages(std::vector<recap::Message> messages, std::string path, std::size_t first_index)
+      : messages_(std::move(messages)), path_(std::move(path)), first_index_(first_index) {}
+  recap::Result<bool> Next(recap::Message* out) override {
+    if (next_ == messages_.size()) return false;
+    recap::Message& m = messages_[next_];
+    if (std::optional<std::string> id = recap::RepeatedCallId(m)) {
+      input_error_ = "'" + path_ + "': message " + std::to_string(next_ + first_index_) +
+                     " holds two tool calls with the id \"" + *id +
+                     "\"; a result answers one call of an id, so one of them could never be "
+                     "answered. Give each call its own id in the file. Nothing was written";
+      return recap::Status::InvalidArgument(input_error_);
+    }
+    chars_ += recap::MessageChars(m);
+    *out = std::move(m);
+    ++next_;
+    return true;
+  }
+  std::size_t count() const { return next_; }
+  std::size_t chars() const { return chars_; }
+  const std::string& input_error() const { return input_error_; }
+
+ private:
+  std::vector<recap::Message> messages_;
+  const std::string path_;
+  const std::size_t first_index_;
+  std::size_t next_ = 0;
+  std::size_t chars_ = 0;
+  std::string input_error_;
+};
+
 }  // namespace
 
 recap::Result<recap::Conversation> DecodeTranscript(const std::string& format,
@@ -581,7 +967,21 @@ recap::Result<recap::Conversation> DecodeTranscript(const std::string& format,
   if (!run.empty()) args.values["run"] = run;
   DecodeResult decoded = Decode(format, text, args);
   if (!decoded.first) return recap::Status::InvalidArgument(decoded.second.message);
-  return std::move(decoded.first->conversation);
+  recap::Conversation& conversation = decoded.first->conversation;
+  if (decoded.first->stream) {
+    recap::Status status = decoded.first->stream([&](recap::Message&& m, bool is_instructions) {
+      if (is_instructions) {
+        conversation.instructions = std::move(m);
+      } else {
+        conversation.messages.push_back(std::move(m));
+      }
+      return recap::Status::OK();
+    });
+    if (!status.ok()) {
+      return recap::Status::InvalidArgument(decoded.first->what + ": " + status.message());
+    }
+  }
+  return std::move(conversation);
 }
 
 int RunImport(const std::vector<std::string>& words) {
@@ -647,10 +1047,9 @@ int RunImport(const std::vector<std::string>& words) {
   }
   progress.Update("decoding " + Num(text.size()) + " bytes as " + format);
   DecodeResult decoded = Decode(format, text, args);
-  if (!decoded.first) {
+  // The message for a file that does not decode: what is wrong, and which format it looks like.
+  const auto not_decoded = [&](std::string detail) {
     progress.Finish();
-    if (decoded.second.usage) return UsageError(args, path + ": " + decoded.second.message);
-    std::string detail = decoded.second.message;
     while (!detail.empty() && (detail.back() == '.' || detail.back() == ' ')) detail.pop_back();
     std::string message = "'" + path + "' does not decode as " + format + ": " + detail + ".";
     // (not parsed at all when too deep: even parsing copies deep objects recursively)
@@ -663,26 +1062,23 @@ int RunImport(const std::vector<std::string>& words) {
     }
     message += " Nothing was written.";
     return Failure(args, message);
+  };
+  if (!decoded.first) {
+    if (decoded.second.usage) {
+      progress.Finish();
+      return UsageError(args, path + ": " + decoded.second.message);
+    }
+    return not_decoded(decoded.second.message);
   }
   recap::Conversation& conversation = decoded.first->conversation;
-  if (conversation.messages.empty()) {
-    return Failure(args, "'" + path + "' holds no messages (after the instructions); nothing "
-                                     "was written");
-  }
-  // A message asking twice under one id could never have both calls answered; the store
-  // would refuse it too, but here it can be named by its place in the file.
-  const std::size_t first_index = conversation.instructions ? 1 : 0;
-  for (std::size_t i = 0; i < conversation.messages.size(); ++i) {
-    if (std::optional<std::string> id = recap::RepeatedCallId(conversation.messages[i])) {
-      return Failure(args, "'" + path + "': message " + std::to_string(i + first_index) +
-                               " holds two tool calls with the id \"" + *id +
-                               "\"; a result answers one call of an id, so one of them could "
-                               "never be answered. Give each call its own id in the file. "
-                               "Nothing was written");
+  if (!decoded.first->stream) {
+    if (conversation.messages.empty()) {
+      return Failure(args, "'" + path + "' holds no messages (after the instructions); nothing "
+                                       "was written");
     }
+    text.clear();
+    text.shrink_to_fit();
   }
-  text.clear();
-  text.shrink_to_fit();
 
   // 2. Open the database.
   recap::Result<std::shared_ptr<recap::SessionStore>> store = OpenStore(db, Access::kCreate);
@@ -690,14 +1086,26 @@ int RunImport(const std::vector<std::string>& words) {
 
   // 3. The transcript and its instructions in one write, which also checks that the session
   // is new (R13.6): of two imports racing for one id, one wins and the other writes nothing.
-  const std::size_t message_count = conversation.messages.size();
-  std::size_t chars = 0;
-  for (const recap::Message& m : conversation.messages) chars += recap::MessageChars(m);
+  // A streamed file is decoded while the store writes it; its leading system message, when the
+  // codec makes it the instructions, arrives first and is taken out before the write.
+  std::optional<StreamedMessages> streamed;
+  std::optional<DecodedMessages> whole;
+  recap::MessageSource* source = nullptr;
+  if (decoded.first->stream) {
+    streamed.emplace(std::move(decoded.first->stream), path, &progress);
+    if (!conversation.instructions) conversation.instructions = streamed->TakeInstructions();
+    source = &*streamed;
+    progress.Update("decoding and writing to " + shown_db);
+  } else {
+    const std::size_t count = conversation.messages.size();
+    whole.emplace(std::move(conversation.messages), path, conversation.instructions ? 1 : 0);
+    source = &*whole;
+    progress.Update("writing " + Num(count) + " messages to " + shown_db);
+  }
   std::size_t instruction_chars = 0;
-  progress.Update("writing " + Num(message_count) + " messages to " + shown_db);
   std::vector<recap::NewSession> sessions(1);
   sessions[0].session = session;
-  sessions[0].messages = std::move(conversation.messages);
+  sessions[0].source = source;
   if (conversation.instructions) {
     instruction_chars = recap::MessageChars(*conversation.instructions);
     recap::NewSession instructions;
@@ -706,7 +1114,13 @@ int RunImport(const std::vector<std::string>& words) {
     sessions.push_back(std::move(instructions));
   }
   recap::Result<std::vector<std::uint64_t>> created = (*store)->CreateSessions(std::move(sessions));
+  if (streamed) streamed->Stop();
   if (!created.ok()) {
+    if (streamed && streamed->decode_failed()) {
+      return not_decoded(decoded.first->what + ": " + streamed->decode_status().message());
+    }
+    const std::string& input_error = streamed ? streamed->input_error() : whole->input_error();
+    if (!input_error.empty()) return Failure(args, input_error);
     if (created.status().code() == recap::StatusCode::kConflict) {
       return Failure(args, "the database '" + shown_db + "' already has a session '" + session +
                                "'; import into a new session (another --session ID). "
@@ -714,6 +1128,8 @@ int RunImport(const std::vector<std::string>& words) {
     }
     return Failure(args, NothingWritten(created.status()));
   }
+  const std::size_t message_count = streamed ? streamed->count() : whole->count();
+  const std::size_t chars = streamed ? streamed->chars() : whole->chars();
   const std::uint64_t version = created->front();
   const std::size_t tokens = (chars + 3) / 4;
 

@@ -122,7 +122,12 @@ std::string NewMessageId() {
                           std::chrono::steady_clock::now().time_since_epoch().count())};
     return std::mt19937_64(seq);
   }());
-  const std::uint64_t hi = gen();
+  // The first 8 hex digits count up from a random start, so that the ids one thread makes
+  // sort in the order it made them: a store's index of ids then grows at one end instead of
+  // at a random place per message (a million-message import touched every index page). The
+  // last 16 stay random.
+  thread_local std::uint32_t next_hi = static_cast<std::uint32_t>(gen());
+  const std::uint64_t hi = next_hi++;
   const std::uint64_t lo = gen();
   char buf[2 + 24 + 1];
   std::snprintf(buf, sizeof buf, "m_%08llx%016llx",

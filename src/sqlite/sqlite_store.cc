@@ -130,7 +130,9 @@ class Connection {
                                      ": this is a folder; pass the path of a database file");
     }
     return Guard("opening the database", [&] {
-      const int flags = SQLite::OPEN_READWRITE | (options_.create_if_missing ? SQLite::OPEN_CREATE : 0);
+      // No mutex of SQLite's own: every use of the connection holds the store's mutex.
+      const int flags = SQLite::OPEN_READWRITE | SQLITE_OPEN_NOMUTEX |
+                        (options_.create_if_missing ? SQLite::OPEN_CREATE : 0);
       db_ = std::make_unique<SQLite::Database>(path_, flags,
                                                static_cast<int>(options_.busy_timeout_ms));
       // Read before anything writes: a file that is not ours, or is newer, stays untouched.
@@ -228,10 +230,11 @@ class Connection {
       if (immutable_) {
         db_ = std::make_unique<SQLite::Database>(
             "file:" + UriPath(path_) + "?mode=ro&immutable=1",
-            SQLite::OPEN_READONLY | SQLite::OPEN_URI, static_cast<int>(options_.busy_timeout_ms));
+            SQLite::OPEN_READONLY | SQLite::OPEN_URI | SQLITE_OPEN_NOMUTEX,
+            static_cast<int>(options_.busy_timeout_ms));
         before_ = Stat(path_);
       } else {
-        db_ = std::make_unique<SQLite::Database>(path_, SQLite::OPEN_READONLY,
+        db_ = std::make_unique<SQLite::Database>(path_, SQLite::OPEN_READONLY | SQLITE_OPEN_NOMUTEX,
                                                  static_cast<int>(options_.busy_timeout_ms));
       }
     });
@@ -517,6 +520,11 @@ class SqliteSessionStore final : public SessionStore {
                                         std::to_string(sessions.size() - 1) + " more";
     // One IMMEDIATE transaction: the "never written" check and every message commit together,
     // and a second process creating the same session waits for this one, then sees it exists.
+    // A long new session is one large transaction: with SQLite's default page cache (2 MB)
+    // its index pages would be written to the WAL and read back again and again, so the cache
+    // may grow for the call (it is a limit, not an allocation) and is set back after.
+    const std::int64_t cache_pages = c_->db().execAndGet("PRAGMA cache_size").getInt64();
+    c_->db().exec("PRAGMA cache_size = -65536");
     Status s = c_->Transaction(doing, true, [&] {
       versions.clear();
       for (const NewSession& n : sessions) {
@@ -542,6 +550,7 @@ class SqliteSessionStore final : public SessionStore {
         versions.push_back(1);
       }
     });
+    c_->db().exec("PRAGMA cache_size = " + std::to_string(cache_pages));
     if (!s.ok()) return s;
     return versions;
   }
