@@ -28,9 +28,6 @@
 //   --recap_keep             keep the temporary folder
 // Exit status: 0 all budgets met (or smoke), 1 a budget missed, 2 an operation failed.
 #include <fcntl.h>
-#include <sys/resource.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -43,6 +40,10 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 
 #include "bench_support.h"
 
@@ -142,11 +143,11 @@ std::size_t WriteMessages(const std::string& path, std::size_t n) {
                      i, i);
         break;
       case 2:
-        std::fprintf(f, R"({"role": "tool", "tool_call_id": "c%zu", "content": "contents of f%zu"})",
+        std::fprintf(f,
+                     R"({"role": "tool", "tool_call_id": "c%zu", "content": "contents of f%zu"})",
                      i - 1, i - 1);
         break;
-      default:
-        std::fprintf(f, R"({"role": "assistant", "content": "ok %zu"})", i);
+      default: std::fprintf(f, R"({"role": "assistant", "content": "ok %zu"})", i);
     }
   }
   std::fputc(']', f);
@@ -298,9 +299,11 @@ int PrintTable(const CollectingReporter& reporter) {
     return it == g.peak.end() || seconds(name) < 0 ? -1.0 : it->second / size;
   };
   const std::string n = Grouped(static_cast<double>(g.config.messages));
-  row("R13.1/import_seconds", "import of " + n + " messages", "seconds", seconds("import/messages"), 5);
+  row("R13.1/import_seconds", "import of " + n + " messages", "seconds", seconds("import/messages"),
+      5);
   row("R13.1/import_peak", "  peak memory / file size", "ratio", peak("import/messages", file), 3);
-  row("R13.1/export_history_seconds", "export --history of them", "seconds", seconds("export/history"), 5);
+  row("R13.1/export_history_seconds", "export --history of them", "seconds",
+      seconds("export/history"), 5);
   row("", "  peak memory / file size", "ratio", peak("export/history", file), 0);
   row("", "export --json of the transcript", "seconds", seconds("export/transcript"), 0);
   row("", "  peak memory / file size", "ratio", peak("export/transcript", file), 0);

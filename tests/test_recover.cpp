@@ -1,11 +1,11 @@
 // Compactor::Recover on data a store would refuse today but may hold from before: a message
 // whose two tool calls share an id (issue 16 item 9). No recorded result can answer the first
 // of them, so a recovery must not report success while it stays open, and must record nothing.
-#include <catch2/catch.hpp>
-
 #include <memory>
 #include <string>
 #include <vector>
+
+#include <catch2/catch.hpp>
 
 #include "recap/compactor.h"
 #include "recap/safe_boundary.h"
@@ -50,9 +50,7 @@ class FixedStore : public SessionStore {
   Result<std::vector<HistoryEntry>> History(const std::string&) override {
     return std::vector<HistoryEntry>{};
   }
-  Result<std::vector<std::string>> ListSessions() override {
-    return std::vector<std::string>{"s"};
-  }
+  Result<std::vector<std::string>> ListSessions() override { return std::vector<std::string>{"s"}; }
 
  private:
   Transcript transcript_;
@@ -60,7 +58,9 @@ class FixedStore : public SessionStore {
 
 }  // namespace
 
-TEST_CASE("R8.3 recover never reports success while a call stays open: two calls of one id in one message") {
+TEST_CASE(
+    "R8.3 recover never reports success while a call stays open: two calls of one id in one "
+    "message") {
   Message ask = Message::AssistantCalls({ToolCall{"toolu_1", "read", R"({"p":"a"})", {}},
                                          ToolCall{"toolu_1", "read", R"({"p":"b"})", {}}});
   for (const bool answered_once : {false, true}) {

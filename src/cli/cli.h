@@ -135,7 +135,7 @@ enum class Access {
 // kCreate the store creates its schema in a database that has none yet; with kRead it changes
 // nothing. Messages name the database (never its password) and what to do.
 recap::Result<std::shared_ptr<recap::SessionStore>> OpenStore(const std::string& path,
-                                                               Access access);
+                                                              Access access);
 
 // Loads a session that must exist (version > 0); `db` is the --db value, as given.
 recap::Result<recap::SessionState> LoadExisting(recap::SessionStore& store, const std::string& db,

@@ -4,16 +4,18 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <utility>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 #include <string>
+#include <utility>
+
 #include <sys/stat.h>
+
+#include "recap/sqlite/sqlite_store.h"
 
 #include "cli.h"
 #include "progress.h"
-#include "recap/sqlite/sqlite_store.h"
 #if RECAP_CLI_HAVE_POSTGRES
 #include "recap/postgres/postgres_store.h"
 #endif
@@ -118,8 +120,10 @@ bool ParseBytes(const Args& args, const std::string& name, std::size_t* out, std
   }
   if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos ||
       text.size() > 15 || std::strtoull(text.c_str(), nullptr, 10) == 0) {
-    *error = "--" + name + " wants a number of bytes greater than 0 (e.g. 1048576, 512M or 2G), "
-             "not '" + args.Get(name) + "'";
+    *error = "--" + name +
+             " wants a number of bytes greater than 0 (e.g. 1048576, 512M or 2G), "
+             "not '" +
+             args.Get(name) + "'";
     return false;
   }
   *out = static_cast<std::size_t>(std::strtoull(text.c_str(), nullptr, 10)) * scale;
@@ -127,7 +131,8 @@ bool ParseBytes(const Args& args, const std::string& name, std::size_t* out, std
 }
 
 std::string Bytes(std::size_t n) {
-  for (const auto& [shift, unit] : {std::pair<int, const char*>{30, "GiB"}, {20, "MiB"}, {10, "KiB"}}) {
+  for (const auto& [shift, unit] :
+       {std::pair<int, const char*>{30, "GiB"}, {20, "MiB"}, {10, "KiB"}}) {
     if (n >= (std::size_t{1} << shift) && n % (std::size_t{1} << shift) == 0) {
       return Num(n >> shift) + " " + unit;
     }
@@ -369,7 +374,7 @@ bool CheckDb(const std::string& db, std::string* error) {
 }
 
 recap::Result<std::shared_ptr<recap::SessionStore>> OpenStore(const std::string& path,
-                                                               Access access) {
+                                                              Access access) {
   const bool create = access == Access::kCreate;
   if (path.empty()) {
     return recap::Status::InvalidArgument(
@@ -411,8 +416,8 @@ recap::Result<std::shared_ptr<recap::SessionStore>> OpenStore(const std::string&
                          "cannot open the PostgreSQL database '" + ShownDb(path) + "': " + message);
 #endif
   }
-  const std::string import_hint = "`recap import --format F FILE --session ID --db " +
-                                  QuotedForShell(path) + "` creates one";
+  const std::string import_hint =
+      "`recap import --format F FILE --session ID --db " + QuotedForShell(path) + "` creates one";
   struct stat st {};
   const bool exists = ::stat(path.c_str(), &st) == 0;
   if (!create && !exists) {
@@ -433,7 +438,8 @@ recap::Result<std::shared_ptr<recap::SessionStore>> OpenStore(const std::string&
   if (!create && st.st_size == 0) {
     return recap::Status::NotFound("the database file '" + path +
                                    "' is empty: it holds no recap sessions yet (it was left as "
-                                   "it is); " + import_hint + " in it");
+                                   "it is); " +
+                                   import_hint + " in it");
   }
   recap::SqliteStoreOptions options;
   options.create_if_missing = create;
@@ -500,8 +506,8 @@ recap::Result<recap::Config> BuildConfig(const Args& args, bool* usage) {
     std::string text;
     std::string error;
     if (!ReadBounded(path, kMaxConfigBytes, "the configuration file '" + path + "' (--config)",
-                     "the limit for a configuration file",
-                     "Check the path given with --config", &text, &error)) {
+                     "the limit for a configuration file", "Check the path given with --config",
+                     &text, &error)) {
       if (error.find("is a folder") != std::string::npos) {
         error += "; name the configuration file with --config FILE";
       }

@@ -173,9 +173,7 @@ class JsonWriter {
         out_ += c;
         break;
       case '{':
-      case '[':
-        pending_ = c;
-        break;
+      case '[': pending_ = c; break;
       case '}':
       case ']':
         --depth_;
@@ -186,16 +184,12 @@ class JsonWriter {
         out_ += c;
         Newline();
         break;
-      case ':':
-        out_ += ": ";
-        break;
+      case ':': out_ += ": "; break;
       case ' ':
       case '\n':
       case '\r':
-      case '\t':
-        break;
-      default:
-        out_ += c;
+      case '\t': break;
+      default: out_ += c;
     }
   }
 
@@ -294,8 +288,7 @@ int RunExport(const std::vector<std::string>& words) {
       }
       if (!first) out += ',';
       first = false;
-      out += "{\"seq\":" + std::to_string(e.seq) + ",\"id\":" + JsonString(id) +
-             ",\"state\":" +
+      out += "{\"seq\":" + std::to_string(e.seq) + ",\"id\":" + JsonString(id) + ",\"state\":" +
              (e.state == recap::HistoryState::kActive ? "\"active\"" : "\"compacted\"") +
              ",\"replaced_by\":" + JsonString(e.replaced_by) +
              ",\"summary\":" + (summary ? "true" : "false") + ",\"messages\":";

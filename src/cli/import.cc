@@ -9,14 +9,14 @@
 #include <condition_variable>
 #include <cstring>
 #include <deque>
-#include <functional>
-#include <mutex>
-#include <thread>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <map>
+#include <mutex>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -98,7 +98,8 @@ std::string DescribeParseError(std::string what) {
   if (last_read != std::string::npos) what.resize(last_read);
   const bool truncated = what.find("unexpected end of input") != std::string::npos;
   return truncated ? "the file is not complete JSON: it ends in the middle of a value (is "
-                     "it truncated?) — " + what
+                     "it truncated?) — " +
+                         what
                    : "the file is not JSON — " + what;
 }
 
@@ -511,8 +512,10 @@ DecodeResult DecodeOpenAiResponses(const std::string& text) {
   } else if (!doc.is_array()) {
     const std::string held =
         doc.is_object() ? std::string("object without \"input\"") : std::string(doc.type_name());
-    return Fail("an openai-responses file holds a JSON array of input items or an object with "
-                "\"input\" (a request body); this file holds a JSON " + held);
+    return Fail(
+        "an openai-responses file holds a JSON array of input items or an object with "
+        "\"input\" (a request body); this file holds a JSON " +
+        held);
   }
   options.split_instructions = !instructions.has_value();
   if (items_text) return Streamed(stream(*items_text, options), what, std::move(instructions));
@@ -740,8 +743,8 @@ std::string NestingError(const std::string& text) {
       case '{':
         if (++depth > kMaxNesting) {
           return "the JSON is nested deeper than " + std::to_string(kMaxNesting) +
-                 " levels at byte offset " + std::to_string(i) + " (line " +
-                 std::to_string(line) + ", column " + std::to_string(i - line_start + 1) +
+                 " levels at byte offset " + std::to_string(i) + " (line " + std::to_string(line) +
+                 ", column " + std::to_string(i - line_start + 1) +
                  "); recap refuses such documents (no real transcript nests so deep)";
         }
         break;
@@ -769,6 +772,15 @@ DecodeResult Decode(const std::string& format, const std::string& text, const Ar
   return DecodeNative(text);
 }
 
+// A message asking twice under one id could never have both calls answered; the store would
+// refuse it too, but here it can be named by its place in the file.
+std::string RepeatedCallIdError(const std::string& path, std::size_t index, const std::string& id) {
+  return "'" + path + "': message " + std::to_string(index) +
+         " holds two tool calls with the id \"" + id +
+         "\"; a result answers one call of an id, so one of them could never be answered. "
+         "Give each call its own id in the file. Nothing was written";
+}
+
 // The messages of a streamed file, decoded on a thread of its own and handed to the store as
 // it asks for them (SessionStore::CreateSessions reads a MessageSource). At most kQueued
 // messages (or, past the first, kQueuedBytes of text) wait between the two, so the codec
@@ -777,8 +789,8 @@ DecodeResult Decode(const std::string& format, const std::string& text, const Ar
 // sees a failure as a failed Next and rolls its transaction back.
 class StreamedMessages : public recap::MessageSource {
  public:
-  StreamedMessages(std::function<recap::Status(const recap::MessageSink&)> decode,
-                   std::string path, Progress* progress)
+  StreamedMessages(std::function<recap::Status(const recap::MessageSink&)> decode, std::string path,
+                   Progress* progress)
       : path_(std::move(path)), progress_(progress) {
     thread_ = std::thread([this, decode = std::move(decode)] {
       recap::Status status;
@@ -818,7 +830,8 @@ class StreamedMessages : public recap::MessageSource {
         return decode_status_;
       }
       if (count_ == 0) {
-        input_error_ = "'" + path_ + "' holds no messages (after the instructions); nothing "
+        input_error_ = "'" + path_ +
+                       "' holds no messages (after the instructions); nothing "
                        "was written";
         return recap::Status::InvalidArgument(input_error_);
       }
@@ -828,10 +841,7 @@ class StreamedMessages : public recap::MessageSource {
     // A message asking twice under one id could never have both calls answered; the store
     // would refuse it too, but here it can be named by its place in the file.
     if (std::optional<std::string> id = recap::RepeatedCallId(m)) {
-      input_error_ = "'" + path_ + "': message " + std::to_string(count_ + first_index_) +
-                     " holds two tool calls with the id \"" + *id +
-                     "\"; a result answers one call of an id, so one of them could never be "
-                     "answered. Give each call its own id in the file. Nothing was written";
+      input_error_ = RepeatedCallIdError(path_, count_ + first_index_, *id);
       return recap::Status::InvalidArgument(input_error_);
     }
     chars_ += recap::MessageChars(m);
@@ -872,8 +882,7 @@ class StreamedMessages : public recap::MessageSource {
     if (!(stop_ || queue_.empty() || (queue_.size() < kQueued && queued_bytes_ < kQueuedBytes))) {
       producer_waiting_ = true;
       changed_.wait(lock, [this] {
-        return stop_ || queue_.empty() ||
-               (queue_.size() < kQueued && queued_bytes_ < kQueuedBytes);
+        return stop_ || queue_.empty() || (queue_.size() < kQueued && queued_bytes_ < kQueuedBytes);
       });
       producer_waiting_ = false;
     }
@@ -930,10 +939,7 @@ class DecodedMessages : public recap::MessageSource {
     if (next_ == messages_.size()) return false;
     recap::Message& m = messages_[next_];
     if (std::optional<std::string> id = recap::RepeatedCallId(m)) {
-      input_error_ = "'" + path_ + "': message " + std::to_string(next_ + first_index_) +
-                     " holds two tool calls with the id \"" + *id +
-                     "\"; a result answers one call of an id, so one of them could never be "
-                     "answered. Give each call its own id in the file. Nothing was written";
+      input_error_ = RepeatedCallIdError(path_, next_ + first_index_, *id);
       return recap::Status::InvalidArgument(input_error_);
     }
     chars_ += recap::MessageChars(m);
@@ -989,7 +995,10 @@ int RunImport(const std::vector<std::string>& words) {
   args.command = "import";
   std::string error;
   if (!ParseArgs(words,
-                 {{"format", true}, {"run", true}, {"db", true}, {"session", true},
+                 {{"format", true},
+                  {"run", true},
+                  {"db", true},
+                  {"session", true},
                   {"max-input-bytes", true}},
                  &args, &error)) {
     return UsageError(args, error);
@@ -1073,8 +1082,9 @@ int RunImport(const std::vector<std::string>& words) {
   recap::Conversation& conversation = decoded.first->conversation;
   if (!decoded.first->stream) {
     if (conversation.messages.empty()) {
-      return Failure(args, "'" + path + "' holds no messages (after the instructions); nothing "
-                                       "was written");
+      return Failure(args, "'" + path +
+                               "' holds no messages (after the instructions); nothing "
+                               "was written");
     }
     text.clear();
     text.shrink_to_fit();
@@ -1149,8 +1159,7 @@ int RunImport(const std::vector<std::string>& words) {
     PrintJson(out);
   } else {
     std::cout << "imported " << Num(message_count) << " messages (" << Num(chars) << " chars, ~"
-              << Num(tokens) << " tokens) into session '" << session
-              << "' of " << shown_db << "\n";
+              << Num(tokens) << " tokens) into session '" << session << "' of " << shown_db << "\n";
     if (!decoded.first->note.empty()) std::cout << "  source        " << decoded.first->note << "\n";
     if (conversation.instructions) {
       std::cout << "  instructions  " << Num(instruction_chars)

@@ -4,9 +4,6 @@
 //
 // Exit codes: 0 done, 1 the work failed (the message says why and what to do), 2 usage error.
 #include <fcntl.h>
-#include <sys/stat.h>
-#include <sys/statvfs.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -14,10 +11,13 @@
 #include <cstring>
 #include <exception>
 #include <iostream>
-#include <string>
 #include <new>
 #include <string>
 #include <vector>
+
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/sysmacros.h>
 
 #include "cli.h"
 
@@ -70,8 +70,6 @@ int Main(int argc, char** argv) {
                "version; run `recap --help`.\n";
   return recap_cli::kExitUsage;
 }
-
-
 
 bool stdout_was_closed = false;
 

@@ -154,7 +154,8 @@ int Recover(const Args& args, std::shared_ptr<recap::SessionStore> store, const 
                                " tool call(s) with no recorded result: " + list +
                                ". recap never re-runs a tool. Check what these calls did, then "
                                "record each missing result as unknown with `recap sessions "
-                               "recover " + QuotedForShell(session) + " --acknowledge --db " +
+                               "recover " +
+                               QuotedForShell(session) + " --acknowledge --db " +
                                QuotedForShell(ShownDb(db)) + "`. Nothing was changed");
     }
   }

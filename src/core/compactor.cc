@@ -711,8 +711,8 @@ Result<RecoveryOutcome> Compactor::Recover(const std::string& session, bool ackn
       if (still.size() > 5) list += ", and " + std::to_string(still.size() - 5) + " more";
       return Status::FailedPrecondition(
           "session \"" + session + "\" cannot be recovered by recording results: " +
-          std::to_string(still.size()) + " tool call(s) share their id with a later call (" +
-          list + "), so a recorded result would answer the later call and these would stay "
+          std::to_string(still.size()) + " tool call(s) share their id with a later call (" + list +
+          "), so a recorded result would answer the later call and these would stay "
           "open. Nothing was recorded. The session's messages need distinct call ids: store a "
           "corrected copy as a new session");
     }

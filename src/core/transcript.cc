@@ -24,7 +24,6 @@ void Repair(std::string& s) {
   if (!IsValidUtf8(s)) s = ToValidUtf8(s);
 }
 
-
 // Calls `fn(is_call, id)` for each call and result of `m` in part order, as the cutter pairs
 // them (safe_boundary.cc): tool calls, tool results, and opaque items linked as either side.
 template <typename Fn>

@@ -6,18 +6,13 @@
 #include "recap/sqlite/sqlite_store.h"
 
 #include <sqlite3.h>
-#include <sys/stat.h>
-
-#include <SQLiteCpp/Database.h>
-#include <SQLiteCpp/Exception.h>
-#include <SQLiteCpp/Statement.h>
 
 #include <algorithm>
 #include <chrono>
-#include <limits>
 #include <cstdio>
 #include <ctime>
 #include <exception>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -27,11 +22,17 @@
 #include <utility>
 #include <vector>
 
-#include "body_codec.h"
-#include "store_rules.h"
+#include <SQLiteCpp/Database.h>
+#include <SQLiteCpp/Exception.h>
+#include <SQLiteCpp/Statement.h>
+#include <sys/stat.h>
+
 #include "recap/measure.h"
 #include "recap/transcript.h"
+
+#include "body_codec.h"
 #include "schema.h"
+#include "store_rules.h"
 
 namespace recap {
 inline namespace v0 {
@@ -200,11 +201,13 @@ class Connection {
     return Guard("opening the database", [&] {
       const int version = db_->execAndGet("PRAGMA user_version").getInt();
       if (version > kSchemaVersion) {
-        throw Abort{Status::Corruption(
-            "recap sqlite store " + Quoted(path_) + ": the database has schema version " +
-            std::to_string(version) + ", written by a newer recap; this recap reads versions up "
-            "to " + std::to_string(kSchemaVersion) +
-            ". Upgrade recap to open it (the file was left as it is)")};
+        throw Abort{Status::Corruption("recap sqlite store " + Quoted(path_) +
+                                       ": the database has schema version " +
+                                       std::to_string(version) +
+                                       ", written by a newer recap; this recap reads versions up "
+                                       "to " +
+                                       std::to_string(kSchemaVersion) +
+                                       ". Upgrade recap to open it (the file was left as it is)")};
       }
       if (version == 0) {
         RefuseForeign();
@@ -217,7 +220,8 @@ class Connection {
       if (version < kSchemaVersion) {
         throw Abort{Status::FailedPrecondition(
             "recap sqlite store " + Quoted(path_) + ": the database has schema version " +
-            std::to_string(version) + ", written by an older recap, and was opened read-only, so "
+            std::to_string(version) +
+            ", written by an older recap, and was opened read-only, so "
             "it was not migrated. Open it once for writing to migrate it")};
       }
     });
@@ -269,10 +273,11 @@ class Connection {
     }
     if (!problems.empty()) {
       throw Abort{Status::Corruption(
-          "recap sqlite store " + Quoted(path_) + ": the database is damaged (PRAGMA quick_check: " +
-          problems + (shown > 3 ? "; …" : "") +
+          "recap sqlite store " + Quoted(path_) +
+          ": the database is damaged (PRAGMA quick_check: " + problems + (shown > 3 ? "; …" : "") +
           "). recap has not changed it; restore it from a backup, or salvage what is readable "
-          "with `sqlite3 " + path_ + " .recover`, and open a new file")};
+          "with `sqlite3 " +
+          path_ + " .recover`, and open a new file")};
     }
   }
 
@@ -859,7 +864,8 @@ class SqliteSessionStore final : public SessionStore {
     int rc = sqlite3_blob_open(c_->db().getHandle(), "main", "bodies", "body", seq, 1, &blob);
     for (std::size_t at = 0; rc == SQLITE_OK && at < scratch_.size(); at += kBlobStreamBytes) {
       const std::size_t n = std::min(kBlobStreamBytes, scratch_.size() - at);
-      rc = sqlite3_blob_write(blob, scratch_.data() + at, static_cast<int>(n), static_cast<int>(at));
+      rc =
+          sqlite3_blob_write(blob, scratch_.data() + at, static_cast<int>(n), static_cast<int>(at));
     }
     const int closed = sqlite3_blob_close(blob);  // a null blob is a no-op
     if (rc == SQLITE_OK) rc = closed;

@@ -3,11 +3,9 @@
 #ifndef RECAP_TESTS_CLI_CLI_RUN_H_
 #define RECAP_TESTS_CLI_CLI_RUN_H_
 
-#include <catch2/catch.hpp>
 #include <fcntl.h>
 #include <poll.h>
 #include <pty.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -18,7 +16,9 @@
 #include <string>
 #include <vector>
 
+#include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
+#include <sys/wait.h>
 
 #include "support/temp_dir.h"
 
@@ -130,7 +130,9 @@ inline Ran RunOnTerminal(const TempDir& dir, const std::vector<std::string>& arg
   return r;
 }
 
-inline std::string Data(const std::string& name) { return std::string(RECAP_TEST_DATA_DIR) + "/" + name; }
+inline std::string Data(const std::string& name) {
+  return std::string(RECAP_TEST_DATA_DIR) + "/" + name;
+}
 
 inline Json LastJsonLine(const std::string& out) {
   std::istringstream in(out);

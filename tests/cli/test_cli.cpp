@@ -15,11 +15,9 @@
 //    server at all, a URL's password is never shown.
 //
 // The program is run as a child process (RECAP_CLI_PATH); its output is parsed with nlohmann.
-#include <catch2/catch.hpp>
 #include <fcntl.h>
 #include <poll.h>
 #include <pty.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -32,7 +30,9 @@
 #include <string>
 #include <vector>
 
+#include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
+#include <sys/wait.h>
 
 #include "cli/cli_run.h"
 #include "support/temp_dir.h"
@@ -256,28 +256,80 @@ TEST_CASE("bad input fails with a message and changes nothing", "[cli]") {
     const char* says;  // a piece of the message
   };
   const std::vector<Case> cases = {
-      {"unknown format", {"import", "--format", "xml", Data("tau-bench_gpt-4o-airline.json"), "--session", "x"}, 2, "unknown format"},
+      {"unknown format",
+       {"import", "--format", "xml", Data("tau-bench_gpt-4o-airline.json"), "--session", "x"},
+       2,
+       "unknown format"},
       {"unknown command", {"frobnicate"}, 2, "unknown command"},
       {"unknown option", {"plan", "--session", "s", "--frob"}, 2, "unknown option"},
       {"missing session option", {"export", "--format", "recap"}, 2, "--session"},
-      {"run out of range", {"import", "--format", "openai-chat", Data("tau-bench_gpt-4o-airline.json"), "--run", "500", "--session", "x"}, 2, "out of range"},
-      {"run missing for many runs", {"import", "--format", "openai-chat", Data("tau-bench_gpt-4o-airline.json"), "--session", "x"}, 2, "--run N"},
-      {"unreadable file", {"import", "--format", "anthropic", dir.File("no-such-file.json"), "--session", "x"}, 1, "cannot open"},
-      {"empty file", {"import", "--format", "recap", dir.File("empty.json"), "--session", "x"}, 1, "empty"},
-      {"truncated json", {"import", "--format", "swe-agent", dir.File("cut.traj"), "--session", "x"}, 1, "not"},
-      {"truncated jsonl", {"import", "--format", "claude-code", dir.File("cut.jsonl"), "--session", "x"}, 1, "truncated"},
-      {"jsonl claimed as openai-chat", {"import", "--format", "openai-chat", Data("experiments-worktrees__ef958aa1-0e93-49f0-bb71-150f63befcd1.jsonl"), "--session", "x"}, 1, "--format claude-code"},
-      {"traj claimed as anthropic", {"import", "--format", "anthropic", Data("marshmallow-1867_function_calling.traj"), "--session", "x"}, 1, "--format swe-agent"},
-      {"tau-bench claimed as anthropic", {"import", "--format", "anthropic", Data("tau-bench_gpt-4o-airline.json"), "--session", "x"}, 1, "--format openai-chat"},
-      {"openhands claimed as claude-code", {"import", "--format", "claude-code", Data("multi_swe_bench_llama4_output.jsonl"), "--session", "x"}, 1, "openhands"},
-      {"session exists", {"import", "--format", "openai-chat", Data("tau-bench_gpt-4o-airline.json"), "--run", "4", "--session", "s"}, 1, "already has a session"},
-      {"missing session: export", {"export", "--session", "nope", "--format", "recap"}, 1, "no session 'nope'"},
+      {"run out of range",
+       {"import", "--format", "openai-chat", Data("tau-bench_gpt-4o-airline.json"), "--run", "500",
+        "--session", "x"},
+       2,
+       "out of range"},
+      {"run missing for many runs",
+       {"import", "--format", "openai-chat", Data("tau-bench_gpt-4o-airline.json"), "--session",
+        "x"},
+       2,
+       "--run N"},
+      {"unreadable file",
+       {"import", "--format", "anthropic", dir.File("no-such-file.json"), "--session", "x"},
+       1,
+       "cannot open"},
+      {"empty file",
+       {"import", "--format", "recap", dir.File("empty.json"), "--session", "x"},
+       1,
+       "empty"},
+      {"truncated json",
+       {"import", "--format", "swe-agent", dir.File("cut.traj"), "--session", "x"},
+       1,
+       "not"},
+      {"truncated jsonl",
+       {"import", "--format", "claude-code", dir.File("cut.jsonl"), "--session", "x"},
+       1,
+       "truncated"},
+      {"jsonl claimed as openai-chat",
+       {"import", "--format", "openai-chat",
+        Data("experiments-worktrees__ef958aa1-0e93-49f0-bb71-150f63befcd1.jsonl"), "--session",
+        "x"},
+       1,
+       "--format claude-code"},
+      {"traj claimed as anthropic",
+       {"import", "--format", "anthropic", Data("marshmallow-1867_function_calling.traj"),
+        "--session", "x"},
+       1,
+       "--format swe-agent"},
+      {"tau-bench claimed as anthropic",
+       {"import", "--format", "anthropic", Data("tau-bench_gpt-4o-airline.json"), "--session", "x"},
+       1,
+       "--format openai-chat"},
+      {"openhands claimed as claude-code",
+       {"import", "--format", "claude-code", Data("multi_swe_bench_llama4_output.jsonl"),
+        "--session", "x"},
+       1,
+       "openhands"},
+      {"session exists",
+       {"import", "--format", "openai-chat", Data("tau-bench_gpt-4o-airline.json"), "--run", "4",
+        "--session", "s"},
+       1,
+       "already has a session"},
+      {"missing session: export",
+       {"export", "--session", "nope", "--format", "recap"},
+       1,
+       "no session 'nope'"},
       {"missing session: compact", {"compact", "--session", "nope"}, 1, "no session 'nope'"},
       {"missing session: plan", {"plan", "--session", "nope"}, 1, "no session 'nope'"},
       {"missing session: show", {"sessions", "show", "nope"}, 1, "no session 'nope'"},
       {"unknown provider", {"compact", "--session", "s", "--provider", "magic"}, 2, "provider"},
-      {"keep-turns out of range", {"compact", "--session", "s", "--keep-turns", "99"}, 2, "keep-turns"},
-      {"config file missing", {"plan", "--session", "s", "--config", dir.File("nope.json")}, 1, "configuration file"},
+      {"keep-turns out of range",
+       {"compact", "--session", "s", "--keep-turns", "99"},
+       2,
+       "keep-turns"},
+      {"config file missing",
+       {"plan", "--session", "s", "--config", dir.File("nope.json")},
+       1,
+       "configuration file"},
   };
   for (const Case& c : cases) {
     DYNAMIC_SECTION(c.what) {

@@ -9,11 +9,7 @@
 //  * R13.1 depth bombs, endless streams and files over --max-input-bytes are refused with a
 //    message, never a crash;
 //  * messages say what is wrong and what to type, in the command's words.
-#include <catch2/catch.hpp>
 #include <signal.h>
-#include <sys/mount.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -28,7 +24,11 @@
 #include <thread>
 #include <vector>
 
+#include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 
 #include "cli/cli_run.h"
 #include "support/temp_dir.h"
@@ -56,11 +56,13 @@ std::string ChatTranscript(int turns, const std::string& tag) {
     messages.push_back(
         {{"role", "assistant"},
          {"content", nullptr},
-         {"tool_calls",
-          Json::array({{{"id", id},
-                        {"type", "function"},
-                        {"function", {{"name", "read"}, {"arguments", "{\"i\":" + std::to_string(i) + "}"}}}}})}});
-    messages.push_back({{"role", "tool"}, {"tool_call_id", id}, {"content", "result " + std::to_string(i)}});
+         {"tool_calls", Json::array({{{"id", id},
+                                      {"type", "function"},
+                                      {"function",
+                                       {{"name", "read"},
+                                        {"arguments", "{\"i\":" + std::to_string(i) + "}"}}}}})}});
+    messages.push_back(
+        {{"role", "tool"}, {"tool_call_id", id}, {"content", "result " + std::to_string(i)}});
     messages.push_back({{"role", "assistant"}, {"content", tag + " answer " + std::to_string(i)}});
   }
   return messages.dump();
@@ -116,7 +118,9 @@ int Wait(pid_t pid) {
 
 }  // namespace
 
-TEST_CASE("R13.6 two imports into one new session of an existing database: exactly one wins, 20 rounds", "[cli]") {
+TEST_CASE(
+    "R13.6 two imports into one new session of an existing database: exactly one wins, 20 rounds",
+    "[cli]") {
   TempDir dir("recap-cli-race");
   const std::string db = dir.File("s.db");
   const std::string a = dir.File("a.json");
@@ -130,10 +134,12 @@ TEST_CASE("R13.6 two imports into one new session of an existing database: exact
   for (int round = 0; round < 20; ++round) {
     const std::string session = "race-" + std::to_string(round);
     INFO(session);
-    const pid_t pa = Start(dir, {"import", "--format", "openai-chat", a, "--session", session,
-                                 "--db", db, "--json"}, "a");
-    const pid_t pb = Start(dir, {"import", "--format", "openai-chat", b, "--session", session,
-                                 "--db", db, "--json"}, "b");
+    const pid_t pa = Start(
+        dir, {"import", "--format", "openai-chat", a, "--session", session, "--db", db, "--json"},
+        "a");
+    const pid_t pb = Start(
+        dir, {"import", "--format", "openai-chat", b, "--session", session, "--db", db, "--json"},
+        "b");
     const int ea = Wait(pa);
     const int eb = Wait(pb);
     const std::string err_a = Slurp(dir.File("a.err"));
@@ -153,7 +159,8 @@ TEST_CASE("R13.6 two imports into one new session of an existing database: exact
     const Json doc = Json::parse(r.out);
     const std::string text = r.out;
     CHECK(doc.at("history").size() == (a_wins ? 160u : 240u));
-    CHECK(doc.at("instructions").at("content") == (a_wins ? "Never refund. (A)" : "Never refund. (B)"));
+    CHECK(doc.at("instructions").at("content") ==
+          (a_wins ? "Never refund. (A)" : "Never refund. (B)"));
     CHECK(text.find(a_wins ? "Never refund. (A)" : "Never refund. (B)") != std::string::npos);
     CHECK(text.find(a_wins ? "B request" : "A request") == std::string::npos);
     CHECK(text.find(a_wins ? "(B)" : "(A)") == std::string::npos);
@@ -163,7 +170,10 @@ TEST_CASE("R13.6 two imports into one new session of an existing database: exact
   WARN("A won " << a_won << " rounds, B " << b_won);
 }
 
-TEST_CASE("R13.6 an import killed at any instant leaves no session or the whole one with its instructions", "[cli]") {
+TEST_CASE(
+    "R13.6 an import killed at any instant leaves no session or the whole one with its "
+    "instructions",
+    "[cli]") {
   TempDir dir("recap-cli-kill");
   const std::string db = dir.File("s.db");
   const std::string file = dir.File("t.json");
@@ -187,10 +197,10 @@ TEST_CASE("R13.6 an import killed at any instant leaves no session or the whole 
   for (int k = 0; k < 50; ++k) {
     const std::string session = "killed-" + std::to_string(k);
     INFO(session);
-    const double at_ms = k < 10 ? unit(rng) * whole_ms * 1.2
-                                : lo + unit(rng) * std::max(hi - lo, 2.0);
-    const pid_t pid = Start(dir, {"import", "--format", "openai-chat", file, "--session",
-                                  session, "--db", db}, "k");
+    const double at_ms =
+        k < 10 ? unit(rng) * whole_ms * 1.2 : lo + unit(rng) * std::max(hi - lo, 2.0);
+    const pid_t pid = Start(
+        dir, {"import", "--format", "openai-chat", file, "--session", session, "--db", db}, "k");
     std::this_thread::sleep_for(std::chrono::microseconds(static_cast<long>(at_ms * 1000)));
     ::kill(pid, SIGKILL);
     Wait(pid);
@@ -239,9 +249,10 @@ TEST_CASE("R13.5 a command whose output cannot be written fails with a message",
       Ran r = Run(dir, args, {}, redirect);
       INFO(r.err);
       CHECK(r.exit == 1);
-      CHECK_THAT(r.err, Catch::Matchers::Contains("could not write its output") &&
-                            Catch::Matchers::Contains(redirect == ">&-" ? "standard output is closed"
-                                                                        : "No space left on device"));
+      CHECK_THAT(r.err,
+                 Catch::Matchers::Contains("could not write its output") &&
+                     Catch::Matchers::Contains(redirect == ">&-" ? "standard output is closed"
+                                                                 : "No space left on device"));
     }
   }
   // A full disk where the output goes: a small file system of its own.
@@ -261,7 +272,10 @@ TEST_CASE("R13.5 a command whose output cannot be written fails with a message",
   }
 }
 
-TEST_CASE("R13.5 reading commands change no byte and create no file, and read a database they may not write", "[cli]") {
+TEST_CASE(
+    "R13.5 reading commands change no byte and create no file, and read a database they may not "
+    "write",
+    "[cli]") {
   TempDir dir("recap-cli-ro");
   ::chmod(dir.path().c_str(), 0755);
   const std::string data = dir.File("data");
@@ -314,7 +328,8 @@ TEST_CASE("R13.5 reading commands change no byte and create no file, and read a 
   // Writing commands say why they cannot.
 }
 
-TEST_CASE("R13.5 reading commands refuse a file that is not a recap database without writing to it", "[cli]") {
+TEST_CASE("R13.5 reading commands refuse a file that is not a recap database without writing to it",
+          "[cli]") {
   TempDir dir("recap-cli-empty");
   const std::string empty = dir.File("empty.db");
   Write(empty, "");
@@ -325,8 +340,8 @@ TEST_CASE("R13.5 reading commands refuse a file that is not a recap database wit
     Ran r = Run(dir, args);
     INFO(r.err);
     CHECK(r.exit == 1);
-    CHECK_THAT(r.err, Catch::Matchers::Contains("is empty") &&
-                          Catch::Matchers::Contains("recap import"));
+    CHECK_THAT(r.err,
+               Catch::Matchers::Contains("is empty") && Catch::Matchers::Contains("recap import"));
   }
   CHECK(std::filesystem::file_size(empty) == 0);
   CHECK_FALSE(std::filesystem::exists(empty + "-wal"));
@@ -373,24 +388,31 @@ TEST_CASE("R13.5 import refuses a database whose pages are damaged, and changes 
   CHECK(names_after == names_before);  // no -wal, -shm or -journal left beside it
 }
 
-TEST_CASE("R13 a message with two tool calls of one id is refused at import, naming the id", "[cli]") {
+TEST_CASE("R13 a message with two tool calls of one id is refused at import, naming the id",
+          "[cli]") {
   TempDir dir("recap-cli-dupid");
   const std::string db = dir.File("s.db");
   const Json doc = Json::array(
       {{{"role", "user"}, {"content", "read both"}},
        {{"role", "assistant"},
         {"content",
-         Json::array({{{"type", "tool_use"}, {"id", "toolu_1"}, {"name", "read"}, {"input", {{"p", "a"}}}},
-                      {{"type", "tool_use"}, {"id", "toolu_1"}, {"name", "read"}, {"input", {{"p", "b"}}}}})}},
+         Json::array(
+             {{{"type", "tool_use"}, {"id", "toolu_1"}, {"name", "read"}, {"input", {{"p", "a"}}}},
+              {{"type", "tool_use"},
+               {"id", "toolu_1"},
+               {"name", "read"},
+               {"input", {{"p", "b"}}}}})}},
        {{"role", "user"},
-        {"content", Json::array({{{"type", "tool_result"}, {"tool_use_id", "toolu_1"}, {"content", "a"}}})}}});
+        {"content",
+         Json::array({{{"type", "tool_result"}, {"tool_use_id", "toolu_1"}, {"content", "a"}}})}}});
   Write(dir.File("dup.json"), doc.dump());
-  Ran r = Run(dir, {"import", "--format", "anthropic", dir.File("dup.json"), "--session", "s",
-                    "--db", db});
+  Ran r = Run(
+      dir, {"import", "--format", "anthropic", dir.File("dup.json"), "--session", "s", "--db", db});
   INFO(r.err);
   CHECK(r.exit == 1);
-  CHECK_THAT(r.err, Catch::Matchers::Contains("message 1 holds two tool calls with the id \"toolu_1\"") &&
-                        Catch::Matchers::Contains("Nothing was written"));
+  CHECK_THAT(r.err,
+             Catch::Matchers::Contains("message 1 holds two tool calls with the id \"toolu_1\"") &&
+                 Catch::Matchers::Contains("Nothing was written"));
   r = Run(dir, {"sessions", "list", "--db", db, "--json"});
   if (r.exit == 0) CHECK(LastJsonLine(r.out).at("sessions").empty());
 }
@@ -398,11 +420,16 @@ TEST_CASE("R13 a message with two tool calls of one id is refused at import, nam
 // The numbers the codecs carry (in fields recap does not model) come back as they were
 // written, through import, the store and export, in each of the four formats, both in the
 // active transcript and in --history, indented or on one line.
-TEST_CASE("R13.2 numbers come back byte for byte through import, store and export, in every format", "[cli]") {
+TEST_CASE("R13.2 numbers come back byte for byte through import, store and export, in every format",
+          "[cli]") {
   TempDir dir("recap-cli-numbers");
   const std::vector<std::string> numbers = {"123456789012345678901234567890",
-                                            "3.141592653589793238462643383279", "1E5", "1e309",
-                                            "-0", "1.50", "-98765432109876543210987654321"};
+                                            "3.141592653589793238462643383279",
+                                            "1E5",
+                                            "1e309",
+                                            "-0",
+                                            "1.50",
+                                            "-98765432109876543210987654321"};
   std::string fields;
   for (std::size_t i = 0; i < numbers.size(); ++i) {
     fields += ", \"n" + std::to_string(i) + "\": " + numbers[i];
@@ -422,15 +449,15 @@ TEST_CASE("R13.2 numbers come back byte for byte through import, store and expor
     SECTION(c.format) {
       const std::string db = dir.File("n.db");
       Write(dir.File("in.json"), c.file);
-      Ran r = Run(dir, {"import", "--format", c.format, dir.File("in.json"), "--session", "s",
-                        "--db", db});
+      Ran r = Run(
+          dir, {"import", "--format", c.format, dir.File("in.json"), "--session", "s", "--db", db});
       INFO(c.format << ": " << r.err);
       REQUIRE(r.exit == 0);
       // In the same format, and through recap's own (imported back and exported again).
       for (const std::vector<std::string>& extra :
            {std::vector<std::string>{}, {"--json"}, {"--history"}, {"--history", "--json"}}) {
-        std::vector<std::string> args = {"export", "--session", "s", "--db", db, "--format",
-                                         c.format};
+        std::vector<std::string> args = {"export", "--session", "s",     "--db",
+                                         db,       "--format",  c.format};
         args.insert(args.end(), extra.begin(), extra.end());
         r = Run(dir, args);
         REQUIRE(r.exit == 0);
@@ -484,8 +511,7 @@ TEST_CASE("R13.6 a streamed import that fails late writes nothing", "[cli]") {
        R"({"system": "s", "messages": [)" + good + R"(, {"role": "user", "content": 7}]})",
        "messages[5000].content"},
       {"responses body", "openai-responses",
-       R"({"instructions": "s", "input": [)" + good + R"(, {"type": "message"}]})",
-       "input[5000]"},
+       R"({"instructions": "s", "input": [)" + good + R"(, {"type": "message"}]})", "input[5000]"},
   };
   for (const Case& c : cases) {
     INFO(c.name);
@@ -537,8 +563,8 @@ TEST_CASE("R13.1 a depth bomb is refused by every import format, never a crash",
     for (const auto& [format, text] : cases) {
       INFO(format << " " << levels << " levels, " << text.substr(0, 24));
       Write(dir.File("deep.json"), text);
-      Ran r = Run(dir, {"import", "--format", format, dir.File("deep.json"), "--session", "s",
-                        "--db", db});
+      Ran r = Run(
+          dir, {"import", "--format", format, dir.File("deep.json"), "--session", "s", "--db", db});
       INFO(r.err.substr(0, 2000));
       CHECK(r.exit == 1);
       CHECK_THAT(r.err, Catch::Matchers::Contains("nested deeper than"));
@@ -546,7 +572,9 @@ TEST_CASE("R13.1 a depth bomb is refused by every import format, never a crash",
   }
 }
 
-TEST_CASE("R13.1 input over --max-input-bytes, an endless stream and a folder are refused with a message", "[cli]") {
+TEST_CASE(
+    "R13.1 input over --max-input-bytes, an endless stream and a folder are refused with a message",
+    "[cli]") {
   TempDir dir("recap-cli-big");
   const std::string db = dir.File("s.db");
   const std::string file = dir.File("t.json");
@@ -571,8 +599,8 @@ TEST_CASE("R13.1 input over --max-input-bytes, an endless stream and a folder ar
   CHECK_THAT(r.err, Catch::Matchers::Contains("larger than --max-input-bytes (1 MiB)") &&
                         Catch::Matchers::Contains("an endless stream?"));
 
-  r = Run(dir, {"import", "--format", "openai-chat", "--max-input-bytes", "lots", file,
-                "--session", "v", "--db", db});
+  r = Run(dir, {"import", "--format", "openai-chat", "--max-input-bytes", "lots", file, "--session",
+                "v", "--db", db});
   CHECK(r.exit == 2);
   CHECK_THAT(r.err, Catch::Matchers::Contains("--max-input-bytes"));
 
@@ -586,11 +614,13 @@ TEST_CASE("R13.1 input over --max-input-bytes, an endless stream and a folder ar
   r = Run(dir, {"plan", "--session", "s", "--db", db, "--config", dir.path()});
   INFO(r.err);
   CHECK(r.exit == 1);
-  CHECK_THAT(r.err, Catch::Matchers::Contains("is a folder") && Catch::Matchers::Contains("--config"));
+  CHECK_THAT(r.err,
+             Catch::Matchers::Contains("is a folder") && Catch::Matchers::Contains("--config"));
   r = Run(dir, {"plan", "--session", "s", "--db", db, "--config", "/dev/urandom"});
   INFO(r.err);
   CHECK(r.exit == 1);
-  CHECK_THAT(r.err, Catch::Matchers::Contains("--config") && Catch::Matchers::Contains("larger than"));
+  CHECK_THAT(r.err,
+             Catch::Matchers::Contains("--config") && Catch::Matchers::Contains("larger than"));
 }
 
 TEST_CASE("R13 messages say what is wrong and what to type", "[cli]") {
@@ -600,7 +630,8 @@ TEST_CASE("R13 messages say what is wrong and what to type", "[cli]") {
 
   SECTION("a Claude Code file given as --format openhands is named as claude-code") {
     Ran r = Run(dir, {"import", "--format", "openhands",
-                      Data("Users-dain-workspace-claude-code-log-sample__37f83ec9-f2ea-42a9-925e-0d5c105cb6e8.jsonl"),
+                      Data("Users-dain-workspace-claude-code-log-sample__37f83ec9-f2ea-42a9-925e-"
+                           "0d5c105cb6e8.jsonl"),
                       "--session", "s", "--db", db});
     INFO(r.err);
     CHECK(r.exit == 1);
