@@ -19,6 +19,22 @@
 
 #include "support/test_data.h"
 
+// AddressSanitizer keeps freed blocks in quarantine (256 MiB by default) and adds red zones to
+// every allocation, so a peak measured under it says nothing about the decoder. The sanitized
+// build still runs the work and checks its result; the Release build checks the memory.
+#if defined(__SANITIZE_ADDRESS__)
+#define RECAP_TEST_UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define RECAP_TEST_UNDER_ASAN 1
+#endif
+#endif
+#if defined(RECAP_TEST_UNDER_ASAN)
+constexpr bool kMemoryIsMeasured = false;
+#else
+constexpr bool kMemoryIsMeasured = true;
+#endif
+
 namespace {
 
 using recap::Conversation;
@@ -290,6 +306,7 @@ TEST_CASE("R13.1 a 64 MB tool output is decoded with one copy of it, not several
   REQUIRE(growth >= 0);
   INFO("peak grew by " << growth / 1024 << " MiB for a " << (kBytes >> 20) << " MiB string");
   // The decoded string itself (64 MiB) and little else: no token buffer, no tree, no copy.
+  if (!kMemoryIsMeasured) return;
   CHECK(growth < static_cast<long>(kBytes / 1024) * 5 / 4);
 }
 
@@ -316,5 +333,6 @@ TEST_CASE("R13.1 200,000 small messages stream through DecodeEach in little memo
   INFO("peak grew by " << growth << " KiB for a document of about 11 MiB");
   // One message at a time: a few MiB at most, not a tree of the whole document (which took
   // about ten times the document).
+  if (!kMemoryIsMeasured) return;
   CHECK(growth < 8 * 1024);
 }
