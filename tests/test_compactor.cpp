@@ -10,6 +10,7 @@
 
 #include "recap/compactor.h"
 #include "recap/memory_plugin.h"
+#include "recap/offline_summarizer.h"
 #include "recap/measure.h"
 #include "recap/tail_reducer.h"
 #include "support/fake_provider.h"
@@ -560,5 +561,64 @@ TEST_CASE("R7 step 4: the budget error says what compaction did and what to do")
     CHECK(p.status().message().find(
               "Automatic compaction was skipped because there is no safe boundary to summarize.") !=
           std::string::npos);
+  }
+}
+
+namespace {
+
+// Arguments nested `depth` levels deep: [[[...["src/deep.cc"]...]]], valid JSON.
+std::string DeepArguments(std::size_t depth) {
+  return std::string(depth, '[') + "\"src/deep.cc\"" + std::string(depth, ']');
+}
+
+}  // namespace
+
+TEST_CASE("R13.1 a stored tool call nested 100,000 and 1,000,000 levels deep compacts") {
+  for (std::size_t depth : {std::size_t{100000}, std::size_t{1000000}}) {
+    for (bool offline : {true, false}) {
+      INFO("depth " << depth << (offline ? ", offline" : ", scripted provider"));
+      Config c = SmallConfig(800000);
+      // A small window makes the request budget (16,000 characters) far smaller than the deep
+      // arguments, so the scripted provider reads them shortened (R4.7).
+      c.provider.context_window = 5000;
+      Harness h(c);
+      if (offline) {
+        auto made = Compactor::Create(c, NewOfflineSummarizer(), h.store, {}, {h.sink});
+        REQUIRE(made.ok());
+        h.compactor = std::move(made).value();
+      }
+      const std::string deep = DeepArguments(depth);
+      h.Append(Message::UserText("Parse the nested data"));
+      h.Append(Message::AssistantCalls({ToolCall{"deep", "deep_tool", deep, {}}}));
+      h.Append(Message::ToolOutput("deep", "done"));
+      for (int i = 1; i <= 3; ++i) h.Turn(i);
+      auto out = h.compactor->Compact(kS);
+      REQUIRE(out.ok());
+      REQUIRE(out->compacted);
+      CHECK(out->summarized_messages == 7);
+      if (offline) {
+        REQUIRE_FALSE(out->checkpoint.accomplished.empty());
+        CHECK(out->checkpoint.accomplished[0].rfind("deep_tool: ", 0) == 0);
+      } else {
+        REQUIRE(h.provider->calls() >= 1);
+        const auto requests = h.provider->Requests();  // a copy: keep it alive
+        const std::string& text =
+            std::get<Text>(requests[0].request.messages.at(0).parts.at(0)).text;
+        CHECK(text.find("[tool call deep: deep_tool]") != std::string::npos);
+        CHECK(text.size() < deep.size());  // read shortened
+      }
+      // Nothing is lost: the deep call stays in the history, byte for byte.
+      auto history = h.store->History(kS);
+      REQUIRE(history.ok());
+      bool kept = false;
+      for (const auto& e : *history) {
+        for (const auto& part : e.message.parts) {
+          if (const auto* call = std::get_if<ToolCall>(&part); call && call->id == "deep") {
+            kept = call->arguments == deep && e.state == HistoryState::kCompacted;
+          }
+        }
+      }
+      CHECK(kept);
+    }
   }
 }

@@ -65,8 +65,13 @@ std::string RenderMessage(const Message& m, const std::map<std::string, std::str
       if (!t->text.empty()) line(t->text);
     } else if (const auto* c = std::get_if<ToolCall>(&part)) {
       const bool clip = cap > 0 && CountCodePoints(c->arguments) > cap;
+      // ClipArguments walks the parsed arguments recursively; arguments nested deeper than
+      // any real call are clipped as text instead (R13.1), which is all a summarizer needs.
+      const bool deep = clip && NestsDeeperThan(c->arguments, jsonutil::kMaxDepth);
       line("[tool call " + c->id + ": " + c->name + "] " +
-           (clip ? ClipArguments(c->arguments, cap) : c->arguments));
+           (!clip  ? c->arguments
+            : deep ? ClipText(c->arguments, cap)
+                   : ClipArguments(c->arguments, cap)));
     } else if (const auto* r = std::get_if<ToolResult>(&part)) {
       std::string label = "[tool result " + r->call_id;
       if (auto it = names.find(r->call_id); it != names.end()) label += ": " + it->second;
@@ -273,6 +278,31 @@ Status CallOnce(Provider& provider, const SummarizeInput& in, const std::string&
 }
 
 }  // namespace
+
+bool NestsDeeperThan(std::string_view json, std::size_t max_depth) noexcept {
+  if (json.size() <= max_depth) return false;  // each level takes a byte at least
+  std::size_t depth = 0;
+  bool in_string = false;
+  for (std::size_t i = 0; i < json.size(); ++i) {
+    const char c = json[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > max_depth) return true;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return false;
+}
 
 bool IsRenderedCheckpoint(std::string_view text) {
   constexpr std::string_view kHeader = "# Checkpoint";

@@ -73,6 +73,12 @@ bool IsOfflineSummarizer(const Provider& provider) noexcept;
 // never taken for the prior checkpoint.
 bool IsRenderedCheckpoint(std::string_view text);
 
+// True when `json` opens more than `max_depth` arrays or objects inside one another (brackets
+// inside strings do not count; malformed text is not judged). One pass, no recursion: callers
+// check it before parsing a message's JSON into a document that they walk, copy, compare or
+// dump, all of which recurse (R13.1).
+bool NestsDeeperThan(std::string_view json, std::size_t max_depth) noexcept;
+
 // The span as the summarizer reads it (R4.8). Tool-result texts and tool-call arguments over
 // `max_tool_output_chars` code points are clipped (0: nothing is clipped).
 std::string RenderSpanAsText(const Transcript& span, std::size_t max_tool_output_chars);
