@@ -166,12 +166,12 @@ bool IsDiffHeader(std::string_view line) {
 void ScanPaths(std::string_view text, std::vector<std::string>& out) {
   std::size_t i = 0;
   std::size_t line_start = 0;
-  std::optional<bool> diff_line;  // IsDiffHeader of the current line, once asked
+  int diff_line = -1;  // IsDiffHeader of the current line once asked (0/1), else -1
   while (i < text.size()) {
     if (!IsPathChar(text[i])) {
       if (text[i] == '\n') {
         line_start = i + 1;
-        diff_line.reset();
+        diff_line = -1;
       }
       ++i;
       continue;
@@ -184,8 +184,8 @@ void ScanPaths(std::string_view text, std::vector<std::string>& out) {
     const bool glued = (j < text.size() && non_ascii(j)) || (i > 0 && non_ascii(i - 1));
     while (!tok.empty() && (tok.back() == '.' || tok.back() == '-')) tok.remove_suffix(1);
     if (tok.size() > 2 && (tok[0] == 'a' || tok[0] == 'b') && tok[1] == '/') {
-      if (!diff_line) diff_line = IsDiffHeader(text.substr(line_start));
-      if (*diff_line) tok.remove_prefix(2);  // git's a/ and b/ name the same file as the bare path
+      if (diff_line < 0) diff_line = IsDiffHeader(text.substr(line_start)) ? 1 : 0;
+      if (diff_line == 1) tok.remove_prefix(2);  // git's a/ and b/ name the same file as the bare path
     }
     if (!glued && IsPathLike(tok)) out.emplace_back(tok);
     i = j;
