@@ -4,9 +4,11 @@
 #   scripts/bench.sh            install missing Debian packages, configure build-bench/
 #                               (Release, -DRECAP_BUILD_BENCH=ON), build the benchmarks, run
 #                               them and print their tables — recap_bench_core (R11.1-R11.4,
-#                               R11.6, W2), recap_bench_sqlite (R11.5) and recap_bench_import
-#                               (issue 16: the command's big imports and exports): figure, measured,
-#                               baseline, ratio, budget, PASS/FAIL. A few minutes on 2 cores.
+#                               R11.6, W2), recap_bench_sqlite (R11.5), recap_bench_import
+#                               (the command's big imports and exports) and recap_bench_offline
+#                               (offline compaction of up to 1,000,000 messages against their
+#                               import): figure, measured, baseline, ratio, budget, PASS/FAIL.
+#                               A few minutes on 2 cores.
 #   scripts/bench.sh --smoke    the same at tiny sizes (checks that everything runs; budgets
 #                               are not enforced)
 #   scripts/bench.sh --json FILE  also write every budget to FILE as JSON:
@@ -42,7 +44,7 @@ while [[ $# -gt 0 ]]; do
       json=$2; shift 2 ;;
     --json=*) json=${1#--json=}; shift ;;
     --) shift; extra+=("$@"); break ;;
-    -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "scripts/bench.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -51,7 +53,7 @@ if [[ -n $json && $json != /* ]]; then json=$CALLER_PWD/$json; fi
 
 BUILD=${RECAP_BENCH_BUILD:-build-bench}  # relative to the repository, or absolute
 if [[ $BUILD == /* ]]; then BUILD=$(realpath -m --relative-to="$ROOT" "$BUILD"); fi
-BENCHES=(recap_bench_core recap_bench_sqlite recap_bench_import)
+BENCHES=(recap_bench_core recap_bench_sqlite recap_bench_import recap_bench_offline)
 
 recap_ensure_packages "${RECAP_DEBIAN_PACKAGES[@]}" || exit 2
 

@@ -10,6 +10,7 @@
 
 #include "recap/compactor.h"
 #include "recap/memory_plugin.h"
+#include "recap/offline_summarizer.h"
 #include "recap/measure.h"
 #include "recap/tail_reducer.h"
 #include "support/fake_provider.h"
@@ -560,5 +561,262 @@ TEST_CASE("R7 step 4: the budget error says what compaction did and what to do")
     CHECK(p.status().message().find(
               "Automatic compaction was skipped because there is no safe boundary to summarize.") !=
           std::string::npos);
+  }
+}
+
+namespace {
+
+// Arguments nested `depth` levels deep: [[[...["src/deep.cc"]...]]], valid JSON.
+std::string DeepArguments(std::size_t depth) {
+  return std::string(depth, '[') + "\"src/deep.cc\"" + std::string(depth, ']');
+}
+
+}  // namespace
+
+TEST_CASE("R13.1 a stored tool call nested 100,000 and 1,000,000 levels deep compacts") {
+  for (std::size_t depth : {std::size_t{100000}, std::size_t{1000000}}) {
+    for (bool offline : {true, false}) {
+      INFO("depth " << depth << (offline ? ", offline" : ", scripted provider"));
+      Config c = SmallConfig(800000);
+      // A small window makes the request budget (16,000 characters) far smaller than the deep
+      // arguments, so the scripted provider reads them shortened (R4.7).
+      c.provider.context_window = 5000;
+      Harness h(c);
+      if (offline) {
+        auto made = Compactor::Create(c, NewOfflineSummarizer(), h.store, {}, {h.sink});
+        REQUIRE(made.ok());
+        h.compactor = std::move(made).value();
+      }
+      const std::string deep = DeepArguments(depth);
+      h.Append(Message::UserText("Parse the nested data"));
+      h.Append(Message::AssistantCalls({ToolCall{"deep", "deep_tool", deep, {}}}));
+      h.Append(Message::ToolOutput("deep", "done"));
+      for (int i = 1; i <= 3; ++i) h.Turn(i);
+      auto out = h.compactor->Compact(kS);
+      REQUIRE(out.ok());
+      REQUIRE(out->compacted);
+      CHECK(out->summarized_messages == 7);
+      if (offline) {
+        REQUIRE_FALSE(out->checkpoint.accomplished.empty());
+        CHECK(out->checkpoint.accomplished[0].rfind("deep_tool: ", 0) == 0);
+      } else {
+        REQUIRE(h.provider->calls() >= 1);
+        const auto requests = h.provider->Requests();  // a copy: keep it alive
+        const std::string& text =
+            std::get<Text>(requests[0].request.messages.at(0).parts.at(0)).text;
+        CHECK(text.find("[tool call deep: deep_tool]") != std::string::npos);
+        CHECK(text.size() < deep.size());  // read shortened
+      }
+      // Nothing is lost: the deep call stays in the history, byte for byte.
+      auto history = h.store->History(kS);
+      REQUIRE(history.ok());
+      bool kept = false;
+      for (const auto& e : *history) {
+        for (const auto& part : e.message.parts) {
+          if (const auto* call = std::get_if<ToolCall>(&part); call && call->id == "deep") {
+            kept = call->arguments == deep && e.state == HistoryState::kCompacted;
+          }
+        }
+      }
+      CHECK(kept);
+    }
+  }
+}
+
+namespace {
+
+// A session of `turns` turns whose tool outputs are `output_chars` long, compacted manually
+// with one scripted reply; checks what every over-budget reply must leave behind: the session
+// did not grow, no checkpoint above `max_checkpoint` characters, and nothing of the session
+// lost (every message appended is in the history, the summarized ones marked compacted).
+struct OverBudgetRun {
+  Result<CompactOutcome> out = Status::Internal("not run");
+  std::vector<nlohmann::json> completed;
+  std::vector<nlohmann::json> failed;
+  std::size_t before_chars = 0;
+  std::size_t after_chars = 0;
+  std::size_t checkpoint_chars = 0;  // the active transcript's first message, if a summary
+  std::size_t history = 0;           // history entries
+  std::size_t compacted = 0;         // history entries marked compacted
+};
+
+OverBudgetRun RunOverBudget(const Config& c, ScriptedStep reply, int turns,
+                            std::size_t output_chars) {
+  Harness h(c);
+  for (int i = 1; i <= turns; ++i) h.Turn(i, output_chars);
+  OverBudgetRun run;
+  run.before_chars = h.Active().chars();
+  h.provider->Push(std::move(reply));
+  run.out = h.compactor->Compact(kS);
+  const Transcript after = h.Active();
+  run.after_chars = after.chars();
+  if (!after.empty() && after[0].summary) run.checkpoint_chars = after.chars(0);
+  run.completed = h.sink->OfType("compaction_completed");
+  run.failed = h.sink->OfType("compaction_failed");
+  auto history = h.store->History(kS);
+  REQUIRE(history.ok());
+  for (const auto& e : *history) {
+    if (e.message.summary) continue;
+    ++run.history;
+    if (e.state == HistoryState::kCompacted) ++run.compacted;
+  }
+  return run;
+}
+
+constexpr std::size_t kMB30 = 30u * 1000u * 1000u;
+
+}  // namespace
+
+TEST_CASE("R12.7 R5.2 a 30 MB summarizer reply is cut at maxOutputTokens x 4 and treated as cut") {
+  Config c = SmallConfig(800000);  // half the trigger: 340,000 characters, far above the budget
+  c.compaction.max_output_tokens = 2000;
+  const std::size_t budget = 2000 * 4;
+
+  struct Case {
+    const char* name;
+    std::string reply;
+    bool structured;
+  };
+  std::vector<Case> cases;
+  // A goal of 30 MB after a short instruction.
+  cases.push_back({"goal", R"({"instructions":["keep the tests green"],"goal":")" +
+                               std::string(kMB30, 'g') + R"("})",
+                   true});
+  // A complete, valid JSON object of 30 MB: many finished steps after a short goal.
+  {
+    std::string r = R"({"goal":"ship the release","accomplished":[)";
+    for (std::size_t i = 0; r.size() < kMB30; ++i) {
+      r += (i ? ",\"" : "\"") + std::string("step ") + std::to_string(i) + " done\"";
+    }
+    r += "]}";
+    cases.push_back({"valid JSON", std::move(r), true});
+  }
+  // Not JSON at all: 30 MB of prose.
+  {
+    std::string r;
+    while (r.size() < kMB30) r += "The agent edited src/a.cc and ran the tests again. ";
+    cases.push_back({"prose", std::move(r), false});
+  }
+  // Invalid UTF-8 throughout 30 MB of findings.
+  {
+    std::string r = "{\"goal\":\"fix \xFF the build\",\"discoveries\":[";
+    for (std::size_t i = 0; r.size() < kMB30; ++i) {
+      r += (i ? ",\"" : "\"") + std::string("ok \xFF\xC3 \xE2\x82 ") + std::to_string(i) + "\"";
+    }
+    r += "]}";
+    cases.push_back({"invalid UTF-8", std::move(r), true});
+  }
+
+  for (auto& k : cases) {
+    INFO(k.name);
+    OverBudgetRun run = RunOverBudget(c, ScriptedStep::Reply(std::move(k.reply)), 6, 20000);
+    INFO((run.out.ok() ? std::string("ok") : run.out.status().ToString()));
+    REQUIRE(run.out.ok());
+    REQUIRE(run.out->compacted);
+    // Treated as cut (R5.2): partial, in the outcome and in the completion event.
+    CHECK(run.out->partial);
+    REQUIRE(run.completed.size() == 1);
+    CHECK(run.completed[0]["checkpoint"]["partial"] == true);
+    CHECK(run.out->checkpoint.structured == k.structured);
+    // The checkpoint holds at most the budget's worth of the reply (and its layout).
+    CHECK(run.checkpoint_chars > 0);
+    CHECK(run.checkpoint_chars <= budget + 200);
+    CHECK(IsValidUtf8(RenderCheckpoint(run.out->checkpoint)));
+    // The session did not grow, and nothing of it was lost.
+    CHECK(run.after_chars < run.before_chars);
+    CHECK(run.history == 24);
+    CHECK(run.compacted == run.out->summarized_messages);
+  }
+}
+
+TEST_CASE("R12.7 R13.1 a 30 MB reply nested 30,000,000 levels deep is cut and changes nothing") {
+  Config c = SmallConfig(800000);
+  c.compaction.max_output_tokens = 2000;
+  for (const char open : {'[', '{'}) {
+    INFO("opening " << open);
+    std::string reply = R"({"goal":"parse it","accomplished":)";
+    reply += open == '[' ? std::string(kMB30, '[') : [] {
+      std::string s;
+      while (s.size() < kMB30) s += "{\"a\":";
+      return s;
+    }();
+    OverBudgetRun run = RunOverBudget(c, ScriptedStep::Reply(std::move(reply)), 6, 20000);
+    // Whatever comes of it, nothing crashed, the session did not grow and nothing was lost.
+    if (run.out.ok() && run.out->compacted) {
+      CHECK(run.out->partial);
+      CHECK(run.checkpoint_chars <= 2000 * 4 + 200);
+      CHECK(run.after_chars < run.before_chars);
+      CHECK(run.compacted == run.out->summarized_messages);
+    } else {
+      CHECK(run.after_chars == run.before_chars);
+      CHECK(run.compacted == 0);
+    }
+    CHECK(run.history == 24);
+  }
+}
+
+TEST_CASE("R12.7 a reply within maxOutputTokens but above half the trigger is cut to fit") {
+  // max_context_chars 20,000: the trigger is 17,000 characters, half of it 8,500; a reply of
+  // maxOutputTokens (16,000 tokens, 64,000 characters) would be far above it.
+  const Config c = SmallConfig(20000);
+  const std::size_t half_trigger = 8500;
+  std::string reply = R"({"goal":")" + std::string(3000, 'G') +
+                      R"(","instructions":["use alembic","never drop a table"],"accomplished":[)";
+  for (int i = 0; i < 100; ++i) {
+    reply += (i ? "," : "") + std::string("\"step ") + std::to_string(i) + " " +
+             std::string(400, 's') + "\"";
+  }
+  reply += R"(],"currentState":"migrating","nextSteps":["run the migration"]})";
+  REQUIRE(reply.size() < 64000);
+  REQUIRE(reply.size() > 4 * half_trigger);
+
+  OverBudgetRun run = RunOverBudget(c, ScriptedStep::Reply(reply), 6, 3000);
+  REQUIRE(run.out.ok());
+  REQUIRE(run.out->compacted);
+  CHECK(run.checkpoint_chars <= half_trigger);
+  CHECK(run.out->partial);
+  REQUIRE(run.completed.size() == 1);
+  CHECK(run.completed[0]["checkpoint"]["partial"] == true);
+  CHECK(run.completed[0]["checkpoint"]["chars"].get<std::size_t>() <= half_trigger);
+  // What matters most stays: the user's instructions, the pending work, the newest step.
+  const Checkpoint& cp = run.out->checkpoint;
+  CHECK(cp.instructions == std::vector<std::string>{"use alembic", "never drop a table"});
+  CHECK(cp.next_steps == std::vector<std::string>{"run the migration"});
+  REQUIRE_FALSE(cp.accomplished.empty());
+  CHECK(cp.accomplished.back().rfind("step 99 ", 0) == 0);
+  CHECK(cp.accomplished.size() < 100);
+  CHECK(run.after_chars < run.before_chars);
+  CHECK(run.history == 24);
+  CHECK(run.compacted == run.out->summarized_messages);
+}
+
+TEST_CASE("R12.7 R5.3 a reply whose goal alone is 30 MB is cut, and what is left is refused") {
+  Config c = SmallConfig(800000);
+  c.compaction.max_output_tokens = 2000;
+  const std::string reply = R"({"goal":")" + std::string(kMB30, 'g') + R"(","instructions":["x"]})";
+  SECTION("no fallback: the compaction fails, names the option, and changes nothing") {
+    OverBudgetRun run = RunOverBudget(c, ScriptedStep::Reply(reply), 6, 20000);
+    REQUIRE_FALSE(run.out.ok());
+    const std::string msg = run.out.status().message();
+    CHECK(msg.find("ran past compaction.maxOutputTokens (2000 tokens, 8000 characters)") !=
+          std::string::npos);
+    CHECK(msg.find("Raise compaction.maxOutputTokens") != std::string::npos);
+    REQUIRE(run.failed.size() == 1);
+    CHECK(run.failed[0]["error"].get<std::string>().find("compaction.maxOutputTokens") !=
+          std::string::npos);
+    CHECK(run.completed.empty());
+    CHECK(run.after_chars == run.before_chars);
+    CHECK(run.history == 24);
+    CHECK(run.compacted == 0);
+  }
+  SECTION("fallback offline: the offline summarizer writes the checkpoint instead") {
+    c.compaction.fallback = Fallback::kOffline;
+    OverBudgetRun run = RunOverBudget(c, ScriptedStep::Reply(reply), 6, 20000);
+    REQUIRE(run.out.ok());
+    REQUIRE(run.out->compacted);
+    CHECK(run.out->writer == "offline");
+    CHECK(run.out->checkpoint.goal == "request 1");
+    CHECK(run.after_chars < run.before_chars);
+    CHECK(run.compacted == run.out->summarized_messages);
   }
 }

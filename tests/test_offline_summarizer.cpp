@@ -374,3 +374,48 @@ TEST_CASE("R5.1 R5.3 §12 offline: a budget too small for any checkpoint gives a
     CHECK(IsValidUtf8(cut.text));
   }
 }
+
+namespace {
+
+// Tool-call arguments nested `depth` levels deep: valid JSON, arrays in arrays, with a path at
+// the bottom ([[...["src/deep.cc"]...]]), or objects in objects ({"a":{"a":...{}...}}).
+std::string DeepArguments(std::size_t depth, bool objects) {
+  std::string s;
+  s.reserve(depth * 6 + 16);
+  for (std::size_t i = 0; i < depth; ++i) s += objects ? "{\"a\":" : "[";
+  s += objects ? "{}" : "\"src/deep.cc\"";
+  for (std::size_t i = 0; i < depth; ++i) s += objects ? '}' : ']';
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("R13.1 §12 offline: tool-call arguments nested 100,000 and 1,000,000 levels deep") {
+  for (std::size_t depth : {std::size_t{100000}, std::size_t{1000000}}) {
+    for (bool objects : {false, true}) {
+      INFO("depth " << depth << (objects ? ", objects" : ", arrays"));
+      Transcript t;
+      t.Append(Message::UserText("Parse the nested data"));
+      t.Append(Message::AssistantCalls(
+          {ToolCall{"c1", "deep_tool", DeepArguments(depth, objects), {}},
+           ToolCall{"c2", "read_file", R"({"path":"src/ok.cc"})", {}}}));
+      t.Append(Message::ToolOutput("c1", "done"));
+      t.Append(Message::ToolOutput("c2", "int main() {}"));
+      t.Append(Message::AssistantText("Both calls finished."));
+      // The whole compaction path (Summarize), then the summarizer on its own.
+      internal::SummarizeInput in;
+      in.span = t;
+      auto out = internal::Summarize(*NewOfflineSummarizer(), in, CancellationToken(), nullptr);
+      REQUIRE(out.ok());
+      const Checkpoint c = Offline(t);
+      CHECK(c.goal == "Parse the nested data");
+      REQUIRE(c.accomplished.size() == 2);
+      // The deep call is named; its arguments are read as text (one line, clipped).
+      CHECK(c.accomplished[0].rfind("deep_tool: ", 0) == 0);
+      CHECK(CountCodePoints(c.accomplished[0]) < 300);
+      CHECK(c.accomplished[1] == "read_file: src/ok.cc");
+      CHECK(FindFile(c, "src/ok.cc") != nullptr);
+      CHECK(out->parsed.checkpoint.accomplished == c.accomplished);
+    }
+  }
+}

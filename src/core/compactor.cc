@@ -254,6 +254,32 @@ struct Compactor::Impl {
     }
   }
 
+  // Cuts the summarizer's checkpoint to at most `max_chars` characters as a message (R12.7).
+  Status FitCheckpoint(internal::SummarizeOutput& summary, std::size_t max_chars,
+                       const std::string& session) const {
+    Checkpoint& cp = summary.parsed.checkpoint;
+    std::size_t chars = MessageChars(CheckpointMessage(cp));
+    if (chars <= max_chars) return Status::OK();
+    const std::size_t was = chars;
+    const bool fits = internal::ShrinkCheckpoint(cp, [&](const Checkpoint& c) {
+      chars = MessageChars(CheckpointMessage(c));
+      return chars <= max_chars;
+    });
+    if (!fits) {
+      return Status::ResourceExhausted(
+          "The checkpoint the summarizer wrote (" + std::to_string(was) +
+          " characters) cannot be made to fit half of the compaction trigger (" +
+          std::to_string(max_chars) +
+          " characters), even cut to its goal and current state. Raise limits.maxContextChars "
+          "(or provider.contextWindow) and compact again.");
+    }
+    summary.parsed.partial = true;
+    RECAP_LOG_WARN("session {}: the checkpoint ({} characters) was cut to {} to stay within half "
+                   "of the compaction trigger ({})",
+                   session, was, chars, max_chars);
+    return Status::OK();
+  }
+
   // One compaction: cut, plugins, summarizer, commit, events. Changes nothing unless it
   // commits (R7.1).
   Attempt RunCompaction(const std::string& session, SessionCache& c, const RequestSizes& sizes,
@@ -316,6 +342,13 @@ struct Compactor::Impl {
       in.max_request_chars = 0;
       in.max_output_tokens = OfflineOutputTokens(plan);
       summary = RunSummarizer(*offline, in, session, cancel);
+    }
+    if (summary.ok()) {
+      // R12.7: no checkpoint above half the trigger. A reply within its budget that would
+      // still make a larger one is cut to fit, as a reply over its budget is, and marked
+      // partial (R5.2); one that cannot be made to fit is refused.
+      Status fitted = FitCheckpoint(*summary, KeptLimit(plan), session);
+      if (!fitted.ok()) summary = fitted;
     }
     if (!summary.ok()) {
       a.kind = AttemptKind::kFailed;

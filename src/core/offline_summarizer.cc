@@ -6,6 +6,8 @@
 #include <optional>
 #include <set>
 #include <string_view>
+#include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 #include "recap/checkpoint.h"
@@ -43,20 +45,29 @@ std::string_view Trim(std::string_view s) {
 }
 
 // One line of at most `max` code points: runs of whitespace become one space, a longer text
-// ends with "…". (The reducer's marker would be noise in a one-line entry.)
+// ends with "…". (The reducer's marker would be noise in a one-line entry.) Reads no more of
+// `text` than the line needs: a code point is at most four bytes (an invalid byte counts as
+// one), so 4 * max + 4 bytes of the flattened line settle whether it is longer than `max`.
 std::string OneLine(std::string_view text, std::size_t max) {
+  const std::size_t enough = max > (SIZE_MAX - 4) / 4 ? SIZE_MAX : 4 * max + 4;
   std::string flat;
   bool space = false;
+  bool more = false;
   for (char ch : Trim(text)) {
     if (ch == ' ' || ch == '\t' || ch == '\r' || ch == '\n') {
       space = true;
       continue;
     }
+    if (flat.size() >= enough) {
+      more = true;
+      break;
+    }
     if (space) flat += ' ';
     space = false;
     flat += ch;
   }
-  if (CountCodePoints(flat) <= max) return flat;
+  if (!more && CountCodePoints(flat) <= max) return flat;
+  if (max == 0) return {};
   flat.resize(PrefixBytesForCodePoints(flat, max - 1));
   return flat + "\xE2\x80\xA6";
 }
@@ -142,21 +153,26 @@ bool IsPathLike(std::string_view tok) {
   return components >= 2;
 }
 
-// True when text[at] lies on a line of a diff header ("diff --git a/x b/x", "--- a/x",
-// "+++ b/x").
-bool IsDiffHeader(std::string_view text, std::size_t at) {
-  const std::size_t nl = text.rfind('\n', at);
-  const std::string_view line = text.substr(nl == std::string_view::npos ? 0 : nl + 1);
+// True when `line` is a diff header ("diff --git a/x b/x", "--- a/x", "+++ b/x").
+bool IsDiffHeader(std::string_view line) {
   for (std::string_view p : {"diff --git ", "--- ", "+++ "}) {
     if (line.substr(0, p.size()) == p) return true;
   }
   return false;
 }
 
+// One pass: the start of the current line is carried along, so that a text of one long line
+// full of "a/..." tokens costs no more than any other (each token used to look back for it).
 void ScanPaths(std::string_view text, std::vector<std::string>& out) {
   std::size_t i = 0;
+  std::size_t line_start = 0;
+  int diff_line = -1;  // IsDiffHeader of the current line once asked (0/1), else -1
   while (i < text.size()) {
     if (!IsPathChar(text[i])) {
+      if (text[i] == '\n') {
+        line_start = i + 1;
+        diff_line = -1;
+      }
       ++i;
       continue;
     }
@@ -167,9 +183,9 @@ void ScanPaths(std::string_view text, std::vector<std::string>& out) {
     auto non_ascii = [&text](std::size_t k) { return static_cast<unsigned char>(text[k]) >= 0x80; };
     const bool glued = (j < text.size() && non_ascii(j)) || (i > 0 && non_ascii(i - 1));
     while (!tok.empty() && (tok.back() == '.' || tok.back() == '-')) tok.remove_suffix(1);
-    if (tok.size() > 2 && (tok[0] == 'a' || tok[0] == 'b') && tok[1] == '/' &&
-        IsDiffHeader(text, i)) {
-      tok.remove_prefix(2);  // git's a/ and b/ name the same file as the bare path
+    if (tok.size() > 2 && (tok[0] == 'a' || tok[0] == 'b') && tok[1] == '/') {
+      if (diff_line < 0) diff_line = IsDiffHeader(text.substr(line_start)) ? 1 : 0;
+      if (diff_line == 1) tok.remove_prefix(2);  // git's a/ and b/ name the same file as the bare path
     }
     if (!glued && IsPathLike(tok)) out.emplace_back(tok);
     i = j;
@@ -201,10 +217,18 @@ void ArgumentPaths(const Json& v, std::string_view key, std::vector<std::string>
   }
 }
 
+// Tool-call arguments as JSON; discarded when they are not JSON, or nest deeper than
+// jsonutil::kMaxDepth (R13.1): ArgumentPaths recurses, so such arguments are read as text.
+Json ParseArguments(std::string_view arguments) {
+  if (internal::NestsDeeperThan(arguments, jsonutil::kMaxDepth)) {
+    return Json(Json::value_t::discarded);
+  }
+  return Json::parse(arguments.begin(), arguments.end(), nullptr, false);
+}
+
 // The argument that says what a call was about: a command, a path, a query — else the first
-// string, else the JSON text.
-std::string MainArgument(std::string_view arguments) {
-  Json doc = Json::parse(arguments.begin(), arguments.end(), nullptr, false);
+// string, else the JSON text. `doc` is ParseArguments(arguments).
+std::string MainArgument(const Json& doc, std::string_view arguments) {
   if (doc.is_discarded()) return OneLine(arguments, kLineChars);
   if (doc.is_string()) return OneLine(doc.get_ref<const std::string&>(), kLineChars);
   if (!doc.is_object()) return OneLine(arguments, kLineChars);
@@ -223,14 +247,33 @@ std::string MainArgument(std::string_view arguments) {
 
 // ---------------------------------------------------------------------------------------------
 
-void AppendUnique(std::vector<std::string>& list, std::string item) {
-  if (item.empty() || std::find(list.begin(), list.end(), item) != list.end()) return;
-  list.push_back(std::move(item));
-}
+// The newest `cap` distinct entries of a list, gathered newest first: an entry met again
+// counts at its newest place, and once `cap` are gathered the older ones need not be read at
+// all. Memory and time stay bounded by the cap and what is read, however long the span (a
+// search of the whole list for each entry made long spans quadratic).
+class NewestDistinct {
+ public:
+  explicit NewestDistinct(std::size_t cap) : cap_(cap) {}
+  bool full() const { return items_.size() >= cap_; }
+  void Add(std::string item) {
+    if (full() || item.empty() || seen_.count(item) != 0) return;
+    seen_.insert(item);
+    items_.push_back(std::move(item));
+  }
+  // The entries of `older` (oldest first) as if they came before everything added so far.
+  void AddOlder(std::vector<std::string>& older) {
+    for (auto it = older.rbegin(); it != older.rend() && !full(); ++it) Add(std::move(*it));
+  }
+  std::vector<std::string> OldestFirst() {
+    std::reverse(items_.begin(), items_.end());
+    return std::move(items_);
+  }
 
-void KeepLast(std::vector<std::string>& list, std::size_t n) {
-  if (list.size() > n) list.erase(list.begin(), list.end() - static_cast<std::ptrdiff_t>(n));
-}
+ private:
+  std::size_t cap_;
+  std::vector<std::string> items_;  // newest first
+  std::unordered_set<std::string> seen_;
+};
 
 struct PathSeen {
   std::string path;
@@ -238,11 +281,43 @@ struct PathSeen {
   std::vector<std::string> printed_by;  // the first few tools whose output named it
 };
 
+// Paths only printed by tools (a `find` may print millions) are tracked up to this many
+// distinct ones; paths that calls name are always tracked. Keeps memory bounded: only 30
+// files reach the checkpoint.
+constexpr std::size_t kMaxPrintedPaths = 10000;
+
 struct ResultInfo {
   bool failed = false;
-  std::string text;
+  const ToolResult* result = nullptr;
 };
 
+// The text items of a tool result joined by newlines: a view of the single text when there is
+// one (the usual case), else joined into `scratch`.
+std::string_view ResultText(const ToolResult& r, std::string& scratch) {
+  const std::string* only = nullptr;
+  std::size_t texts = 0;
+  for (const auto& item : r.content) {
+    if (const auto* t = std::get_if<Text>(&item)) {
+      only = &t->text;
+      ++texts;
+    }
+  }
+  if (texts <= 1) return only == nullptr ? std::string_view() : std::string_view(*only);
+  scratch.clear();
+  for (const auto& item : r.content) {
+    if (const auto* t = std::get_if<Text>(&item)) {
+      if (!scratch.empty()) scratch += '\n';
+      scratch += t->text;
+    }
+  }
+  return scratch;
+}
+
+// A tool's name as the checkpoint shows it: one line, at most kLineChars.
+std::string ToolName(std::string_view name) { return OneLine(name, kLineChars); }
+
+// The checkpoint, in time linear in the span: one pass pairs results with calls and collects
+// paths; the lists are then gathered newest first and stop at their caps.
 Checkpoint Build(const SummarySource& source) {
   const Transcript& span = *source.span;
 
@@ -250,10 +325,13 @@ Checkpoint Build(const SummarySource& source) {
   std::optional<Checkpoint> own_prior;
   const Checkpoint* prior = source.prior;
   if (prior == nullptr) {
-    for (const Message& m : span) {
-      if (!m.summary) continue;
-      const std::string text = JoinedText(m);
-      if (internal::IsRenderedCheckpoint(text)) own_prior = ParseRenderedCheckpoint(text);
+    for (std::size_t i = span.size(); i-- > 0;) {
+      if (!span[i].summary) continue;
+      const std::string text = JoinedText(span[i]);
+      if (internal::IsRenderedCheckpoint(text)) {
+        own_prior = ParseRenderedCheckpoint(text);
+        break;
+      }
     }
     if (own_prior) prior = &*own_prior;
   }
@@ -265,64 +343,51 @@ Checkpoint Build(const SummarySource& source) {
     cp.discoveries.push_back("Earlier summary: " + ClipText(Trim(prior->text), kPriorTextChars));
   }
 
-  std::map<std::string, ResultInfo> results;
+  // Each call's result (the first one given for its id), and whether it failed.
+  std::unordered_map<std::string_view, ResultInfo> results;
+  std::string scratch;
   for (const Message& m : span) {
     for (const auto& part : m.parts) {
       const auto* r = std::get_if<ToolResult>(&part);
-      if (r == nullptr) continue;
-      ResultInfo info;
-      for (const auto& item : r->content) {
-        if (const auto* t = std::get_if<Text>(&item)) {
-          if (!info.text.empty()) info.text += '\n';
-          info.text += t->text;
-        }
-      }
-      info.failed = r->is_error || LooksLikeError(info.text);
-      results.emplace(r->call_id, std::move(info));
+      if (r == nullptr || results.count(r->call_id) != 0) continue;
+      results.emplace(r->call_id,
+                      ResultInfo{r->is_error || LooksLikeError(ResultText(*r, scratch)), r});
     }
   }
 
   struct CallSeen {
-    std::string name;
+    std::string_view name;
     std::string main;
-    const ResultInfo* result;
+    const ResultInfo* result;  // nullptr: its outcome is not in this span
   };
   std::vector<CallSeen> calls;
   std::vector<PathSeen> paths;
-  std::map<std::string, std::size_t> path_index;
-  auto note_path = [&](const std::string& p, bool in_arguments, const std::string& tool) {
-    auto [at, added] = path_index.emplace(p, paths.size());
-    if (added) paths.push_back(PathSeen{p, {}, {}});
-    auto& tools = in_arguments ? paths[at->second].used_by : paths[at->second].printed_by;
-    if (tools.size() < 3 && std::find(tools.begin(), tools.end(), tool) == tools.end()) {
-      tools.push_back(tool);
+  std::unordered_map<std::string, std::size_t> path_index;
+  auto note_path = [&](const std::string& p, bool in_arguments, std::string_view tool) {
+    auto at = path_index.find(p);
+    if (at == path_index.end()) {
+      if (!in_arguments && path_index.size() >= kMaxPrintedPaths) return;
+      at = path_index.emplace(p, paths.size()).first;
+      paths.push_back(PathSeen{p, {}, {}});
     }
+    auto& tools = in_arguments ? paths[at->second].used_by : paths[at->second].printed_by;
+    if (tools.size() >= 3) return;
+    std::string shown = ToolName(tool);
+    if (std::find(tools.begin(), tools.end(), shown) == tools.end()) tools.push_back(std::move(shown));
   };
 
-  std::string first_request;
-  std::string latest_assistant;
-  std::vector<std::string> instructions;
-  std::map<std::string, std::string> call_names;
+  std::unordered_map<std::string_view, std::string_view> call_names;
+  std::vector<std::string> found;
   for (const Message& m : span) {
     if (m.summary) continue;
-    if (IsTurnStart(m)) {
-      const std::string text(Trim(JoinedText(m)));
-      if (!text.empty()) {
-        if (first_request.empty()) first_request = ClipText(text, kGoalChars);
-        AppendUnique(instructions, ClipText(text, kInstructionChars));
-      }
-    } else if (m.role == Role::kAssistant) {
-      const std::string text(Trim(JoinedText(m)));
-      if (!text.empty()) latest_assistant = text;
-    }
     for (const auto& part : m.parts) {
       if (const auto* c = std::get_if<ToolCall>(&part)) {
         call_names[c->id] = c->name;
         auto it = results.find(c->id);
-        calls.push_back(
-            {c->name, MainArgument(c->arguments), it == results.end() ? nullptr : &it->second});
-        std::vector<std::string> found;
-        Json doc = Json::parse(c->arguments.begin(), c->arguments.end(), nullptr, false);
+        const Json doc = ParseArguments(c->arguments);
+        calls.push_back({c->name, MainArgument(doc, c->arguments),
+                         it == results.end() ? nullptr : &it->second});
+        found.clear();
         if (doc.is_discarded()) {
           ScanPaths(c->arguments, found);
         } else {
@@ -331,8 +396,9 @@ Checkpoint Build(const SummarySource& source) {
         for (const auto& p : found) note_path(p, true, c->name);
       } else if (const auto* r = std::get_if<ToolResult>(&part)) {
         auto name = call_names.find(r->call_id);
-        const std::string tool = name == call_names.end() ? std::string("a tool") : name->second;
-        std::vector<std::string> found;
+        const std::string_view tool =
+            name == call_names.end() ? std::string_view("a tool") : name->second;
+        found.clear();
         for (const auto& item : r->content) {
           if (const auto* t = std::get_if<Text>(&item)) ScanPaths(t->text, found);
         }
@@ -341,34 +407,64 @@ Checkpoint Build(const SummarySource& source) {
     }
   }
 
-  if (cp.goal.empty()) cp.goal = first_request;
-  for (auto& i : instructions) AppendUnique(cp.instructions, std::move(i));
-  KeepLast(cp.instructions, kMaxInstructions);
+  // The goal: the first request a person made, unless the prior has one.
+  for (std::size_t i = 0; i < span.size() && cp.goal.empty(); ++i) {
+    const Message& m = span[i];
+    if (m.summary || !IsTurnStart(m)) continue;
+    const std::string joined = JoinedText(m);
+    if (!Trim(joined).empty()) cp.goal = ClipText(Trim(joined), kGoalChars);
+  }
 
-  for (std::size_t i = 0; i < calls.size(); ++i) {
+  // The user's instructions, newest first until the cap, then the prior's.
+  NewestDistinct instructions(kMaxInstructions);
+  for (std::size_t i = span.size(); i-- > 0 && !instructions.full();) {
+    const Message& m = span[i];
+    if (m.summary || !IsTurnStart(m)) continue;
+    const std::string joined = JoinedText(m);
+    if (!Trim(joined).empty()) instructions.Add(ClipText(Trim(joined), kInstructionChars));
+  }
+  instructions.AddOlder(cp.instructions);
+  cp.instructions = instructions.OldestFirst();
+
+  // Finished work and errors met, newest first. A failed call is resolved when a later call
+  // of the same tool succeeded: the calls after it are the ones already read.
+  NewestDistinct accomplished(kMaxAccomplished);
+  NewestDistinct discoveries(kMaxDiscoveries);
+  std::unordered_set<std::string_view> succeeded_later;
+  for (std::size_t i = calls.size(); i-- > 0;) {
+    if (accomplished.full() && discoveries.full()) break;
     const CallSeen& c = calls[i];
-    if (c.result == nullptr) continue;  // its outcome is not in this span
-    const std::string what = c.main.empty() ? c.name : c.name + ": " + c.main;
+    if (c.result == nullptr) continue;
+    const std::string name = ToolName(c.name);
+    std::string what = c.main.empty() ? name : name + ": " + c.main;
     if (!c.result->failed) {
-      AppendUnique(cp.accomplished, what);
+      succeeded_later.insert(c.name);
+      accomplished.Add(std::move(what));
       continue;
     }
-    const bool resolved =
-        std::any_of(calls.begin() + static_cast<std::ptrdiff_t>(i) + 1, calls.end(),
-                    [&c](const CallSeen& later) {
-                      return later.name == c.name && later.result && !later.result->failed;
-                    });
-    std::string entry = what + " failed";
-    const std::string first = ErrorLine(c.result->text);
+    if (discoveries.full()) continue;
+    std::string entry = std::move(what) + " failed";
+    const std::string first = ErrorLine(ResultText(*c.result->result, scratch));
     if (!first.empty()) entry += ": " + first;
-    entry +=
-        resolved ? " (resolved: a later " + c.name + " call succeeded)" : " (not resolved yet)";
-    AppendUnique(cp.discoveries, std::move(entry));
+    entry += succeeded_later.count(c.name) != 0
+                 ? " (resolved: a later " + name + " call succeeded)"
+                 : std::string(" (not resolved yet)");
+    discoveries.Add(std::move(entry));
   }
-  KeepLast(cp.accomplished, kMaxAccomplished);
-  KeepLast(cp.discoveries, kMaxDiscoveries);
+  accomplished.AddOlder(cp.accomplished);
+  cp.accomplished = accomplished.OldestFirst();
+  discoveries.AddOlder(cp.discoveries);
+  cp.discoveries = discoveries.OldestFirst();
 
-  if (!latest_assistant.empty()) cp.current_state = ClipText(latest_assistant, kStateChars);
+  // Where things stand: the latest assistant text.
+  for (std::size_t i = span.size(); i-- > 0;) {
+    const Message& m = span[i];
+    if (m.summary || m.role != Role::kAssistant) continue;
+    const std::string joined = JoinedText(m);
+    if (Trim(joined).empty()) continue;
+    cp.current_state = ClipText(Trim(joined), kStateChars);
+    break;
+  }
 
   // Files: the ones this span's calls touched come first, then the prior's, then those only
   // printed by tools, up to the cap; shown prior first, then in order of appearance.

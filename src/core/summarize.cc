@@ -1,7 +1,9 @@
 #include "summarize.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <exception>
+#include <functional>
 #include <map>
 #include <new>
 #include <optional>
@@ -65,8 +67,13 @@ std::string RenderMessage(const Message& m, const std::map<std::string, std::str
       if (!t->text.empty()) line(t->text);
     } else if (const auto* c = std::get_if<ToolCall>(&part)) {
       const bool clip = cap > 0 && CountCodePoints(c->arguments) > cap;
+      // ClipArguments walks the parsed arguments recursively; arguments nested deeper than
+      // any real call are clipped as text instead (R13.1), which is all a summarizer needs.
+      const bool deep = clip && NestsDeeperThan(c->arguments, jsonutil::kMaxDepth);
       line("[tool call " + c->id + ": " + c->name + "] " +
-           (clip ? ClipArguments(c->arguments, cap) : c->arguments));
+           (!clip  ? c->arguments
+            : deep ? ClipText(c->arguments, cap)
+                   : ClipArguments(c->arguments, cap)));
     } else if (const auto* r = std::get_if<ToolResult>(&part)) {
       std::string label = "[tool result " + r->call_id;
       if (auto it = names.find(r->call_id); it != names.end()) label += ": " + it->second;
@@ -223,6 +230,14 @@ std::string TruncatedMessage(std::size_t max_output_tokens) {
          "again.";
 }
 
+// The same, for a reply that ran past its budget and was cut by recap (R12.7).
+std::string OverBudgetMessage(std::size_t max_output_tokens, std::size_t budget_chars) {
+  return "The summarizer's reply ran past compaction.maxOutputTokens (" +
+         std::to_string(max_output_tokens) + " tokens, " + std::to_string(budget_chars) +
+         " characters) and was cut there before anything usable was written. Raise "
+         "compaction.maxOutputTokens and compact again.";
+}
+
 struct Call {
   std::string user_text;
   const Transcript* span = nullptr;
@@ -262,17 +277,149 @@ Status CallOnce(Provider& provider, const SummarizeInput& in, const std::string&
   out->usage.prompt_tokens += c.usage.prompt_tokens;
   out->usage.completion_tokens += c.usage.completion_tokens;
 
-  if (c.finish_reason == FinishReason::kLength) {
-    *parsed = ParseCheckpoint(c.text, /*truncated=*/true, in.plugin_fields);
-    if (!parsed->usable) return Status::ResourceExhausted(TruncatedMessage(in.max_output_tokens));
+  // A reply longer than its budget is cut there and read as a cut reply (R12.7, R5.2), and
+  // so is one that nests deeper than any checkpoint: it is cut before the bracket that goes
+  // too deep, so that nothing downstream walks a depth bomb (R13.1). Only what the budget
+  // holds is read, however long the reply.
+  const std::size_t budget = ReplyBudgetChars(in.max_output_tokens);
+  std::string_view text = c.text;
+  bool over_budget = false;
+  const Utf8Scan scan = ScanCodePoints(text, 0, budget);
+  if (scan.end < text.size()) {
+    text = text.substr(0, scan.end);
+    over_budget = true;
+  }
+  // Invalid UTF-8 would make a JSON reply unreadable as JSON; each bad byte becomes U+FFFD
+  // (one code point for one, so the budget still holds).
+  std::string valid;
+  if (!scan.valid) {
+    valid = ToValidUtf8(text);
+    text = valid;
+  }
+  bool too_deep = false;
+  if (const std::size_t at = DepthLimitOffset(text, jsonutil::kMaxDepth);
+      at != std::string_view::npos) {
+    text = text.substr(0, at);
+    too_deep = true;
+  }
+  if (c.finish_reason == FinishReason::kLength || over_budget || too_deep) {
+    *parsed = ParseCheckpoint(text, /*truncated=*/true, in.plugin_fields);
+    if (!parsed->usable) {
+      return Status::ResourceExhausted(over_budget
+                                           ? OverBudgetMessage(in.max_output_tokens, budget)
+                                           : TruncatedMessage(in.max_output_tokens));
+    }
+    parsed->partial = true;
     return Status::OK();
   }
-  if (Trim(c.text).empty()) return Status::Unavailable("the summarizer returned an empty reply");
-  *parsed = ParseCheckpoint(c.text, /*truncated=*/false, in.plugin_fields);
+  if (Trim(text).empty()) return Status::Unavailable("the summarizer returned an empty reply");
+  *parsed = ParseCheckpoint(text, /*truncated=*/false, in.plugin_fields);
   return Status::OK();
 }
 
 }  // namespace
+
+std::size_t ReplyBudgetChars(std::size_t max_output_tokens) noexcept {
+  return max_output_tokens > SIZE_MAX / kCharsPerToken ? SIZE_MAX
+                                                       : max_output_tokens * kCharsPerToken;
+}
+
+bool NestsDeeperThan(std::string_view json, std::size_t max_depth) noexcept {
+  return DepthLimitOffset(json, max_depth) != std::string_view::npos;
+}
+
+std::size_t DepthLimitOffset(std::string_view json, std::size_t max_depth) noexcept {
+  if (json.size() <= max_depth) return std::string_view::npos;  // a level takes a byte at least
+  std::size_t depth = 0;
+  bool in_string = false;
+  for (std::size_t i = 0; i < json.size(); ++i) {
+    const char c = json[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > max_depth) return i;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return std::string_view::npos;
+}
+
+namespace {
+
+// `text` as one line of at most `max` code points, ending with "…" when it was longer.
+std::string ShortLine(std::string_view text, std::size_t max) {
+  std::string flat;
+  const std::size_t enough = PrefixBytesForCodePoints(text, max + 1);
+  flat.reserve(enough);
+  bool space = false;
+  for (char ch : text.substr(0, enough)) {
+    if (ch == ' ' || ch == '\t' || ch == '\r' || ch == '\n') {
+      space = !flat.empty();
+      continue;
+    }
+    if (space) flat += ' ';
+    space = false;
+    flat += ch;
+  }
+  if (enough == text.size() && CountCodePoints(flat) <= max) return flat;
+  if (max == 0) return {};
+  flat.resize(PrefixBytesForCodePoints(flat, max - 1));
+  return flat + "\xE2\x80\xA6";
+}
+
+template <class T>
+void DropOlderHalf(std::vector<T>& list) {
+  list.erase(list.begin(), list.begin() + static_cast<std::ptrdiff_t>((list.size() + 1) / 2));
+}
+
+}  // namespace
+
+bool ShrinkCheckpoint(Checkpoint& cp, const std::function<bool(const Checkpoint&)>& fits) {
+  if (fits(cp)) return true;
+  if (!cp.structured) {
+    // Text only: the first part stays, shorter and shorter.
+    for (std::size_t chars = CountCodePoints(cp.text) / 2; chars >= 80; chars /= 2) {
+      cp.text = ClipText(cp.text, chars);
+      if (fits(cp)) return true;
+    }
+    cp.text = ShortLine(cp.text, 80);
+    return fits(cp);
+  }
+  // What matters least goes first, the older half at a time: finished work, errors met, files,
+  // then the pending work and the user's instructions; the newest entries stay longest.
+  auto shrink = [&](auto& list) {
+    while (!list.empty()) {
+      DropOlderHalf(list);
+      if (fits(cp)) return true;
+    }
+    return false;
+  };
+  if (shrink(cp.accomplished) || shrink(cp.discoveries) || shrink(cp.relevant_files)) {
+    return true;
+  }
+  // The goal and the state one line each before any pending step or instruction is dropped.
+  for (std::size_t chars : {2000, 500, 200}) {
+    cp.current_state = ShortLine(cp.current_state, chars);
+    cp.goal = ShortLine(cp.goal, chars);
+    if (fits(cp)) return true;
+  }
+  for (auto& step : cp.next_steps) step = ShortLine(step, 200);
+  for (auto& instruction : cp.instructions) instruction = ShortLine(instruction, 200);
+  if (fits(cp)) return true;
+  if (shrink(cp.next_steps) || shrink(cp.instructions)) return true;
+  cp.current_state = ShortLine(cp.current_state, 80);
+  cp.goal = ShortLine(cp.goal, 80);
+  return fits(cp);
+}
 
 bool IsRenderedCheckpoint(std::string_view text) {
   constexpr std::string_view kHeader = "# Checkpoint";

@@ -73,6 +73,27 @@ bool IsOfflineSummarizer(const Provider& provider) noexcept;
 // never taken for the prior checkpoint.
 bool IsRenderedCheckpoint(std::string_view text);
 
+// True when `json` opens more than `max_depth` arrays or objects inside one another (brackets
+// inside strings do not count; malformed text is not judged). One pass, no recursion: callers
+// check it before parsing a message's JSON into a document that they walk, copy, compare or
+// dump, all of which recurse (R13.1).
+bool NestsDeeperThan(std::string_view json, std::size_t max_depth) noexcept;
+
+// The byte offset of the bracket that opens level max_depth + 1 of `json`, as NestsDeeperThan
+// counts; npos when there is none.
+std::size_t DepthLimitOffset(std::string_view json, std::size_t max_depth) noexcept;
+
+// A summarizer reply's budget in characters: max_output_tokens x 4 (R12.7), saturating.
+std::size_t ReplyBudgetChars(std::size_t max_output_tokens) noexcept;
+
+// Makes `cp` fit (`fits` says when), giving up first what matters least: the older half of the
+// finished work, as often as it takes, then of the errors met and of the files; then the goal
+// and the current state are cut to shorter lines, the pending steps and instructions to one
+// line each, and only then their older halves are dropped; a text-only checkpoint keeps a
+// shorter and shorter beginning. `fits` is called on the final state last. False when even
+// the smallest form does not fit (R12.7: no checkpoint above half the trigger).
+bool ShrinkCheckpoint(Checkpoint& cp, const std::function<bool(const Checkpoint&)>& fits);
+
 // The span as the summarizer reads it (R4.8). Tool-result texts and tool-call arguments over
 // `max_tool_output_chars` code points are clipped (0: nothing is clipped).
 std::string RenderSpanAsText(const Transcript& span, std::size_t max_tool_output_chars);
