@@ -641,3 +641,43 @@ TEST_CASE("R13.1 response headers larger than the limit end the exchange with a 
   CHECK(got.status().message().find("headers") != std::string::npos);
   CHECK(got.status().message().find("larger than") != std::string::npos);
 }
+
+TEST_CASE("R13.1 a reply whose content is not text says what is wrong, not that the reply was empty") {
+  struct Case {
+    HttpProtocol protocol;
+    bool stream;
+    std::string body;  // a whole reply, or one stream event
+    const char* expected;
+  };
+  const Case cases[] = {
+      {HttpProtocol::kOpenAiChat, false,
+       R"({"choices":[{"message":{"role":"assistant","content":42},"finish_reason":"stop"}]})",
+       "`choices[0].message.content` is a number; expected a string or an array of parts"},
+      {HttpProtocol::kOpenAiChat, false,
+       R"({"choices":[{"message":{"role":"assistant","content":{"a":1}},"finish_reason":"stop"}]})",
+       "`choices[0].message.content` is an object"},
+      {HttpProtocol::kOpenAiChat, true,
+       R"({"choices":[{"index":0,"delta":{"content":true}}]})",
+       "`choices[0].delta.content` is a boolean"},
+      {HttpProtocol::kAnthropic, false,
+       R"({"type":"message","content":42,"stop_reason":"end_turn"})",
+       "`content` is a number; expected an array of blocks"},
+  };
+  for (const Case& c : cases) {
+    HttpTestServer server;
+    if (c.stream) {
+      server.Push(ScriptedHttpResponse::Sse({c.body, "[DONE]"}));
+    } else {
+      server.Push(ScriptedHttpResponse::Json(200, c.body));
+    }
+    HttpProviderOptions o = Options(server, c.protocol);
+    o.stream = c.stream;
+    auto r = Make(o)->Complete(Request(), {});
+    INFO(c.body);
+    REQUIRE_FALSE(r.ok());
+    INFO(r.status().message());
+    CHECK(r.status().code() == StatusCode::kUnavailable);
+    CHECK(r.status().message().find(c.expected) != std::string::npos);
+    CHECK(r.status().message().find("malformed") != std::string::npos);
+  }
+}
