@@ -2,6 +2,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cstdio>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -556,9 +557,19 @@ const char* const kProviderHelp =
     "                            https://api.openai.com/v1 or http://127.0.0.1:8080/v1\n"
     "  --model M                 the model to ask (not for offline)\n"
     "  --api-key-env VAR         the environment variable holding the API key (optional\n"
-    "                            for servers that need none)\n";
+    "                            for servers that need none)\n"
+    "  --timeout-ms N            time allowed for one request to the model, in ms\n"
+    "                            (default 120000)\n"
+    "  --connect-timeout-ms N    time allowed to connect, in ms (default 10000)\n"
+    "  --ca-path PATH            a CA bundle (PEM) or a directory of hashed certificates\n"
+    "                            to verify the server with; default: $CURL_CA_BUNDLE,\n"
+    "                            then $SSL_CERT_FILE, then the system's\n"
+    "  --allow-insecure-http     send the API key over plain http:// to a host that is\n"
+    "                            not loopback (refused otherwise)\n";
 std::vector<OptionSpec> ProviderOptions() {
-  return {{"provider", true}, {"base-url", true}, {"model", true}, {"api-key-env", true}};
+  return {{"provider", true},           {"base-url", true},   {"model", true},
+          {"api-key-env", true},        {"timeout-ms", true}, {"connect-timeout-ms", true},
+          {"ca-path", true},            {"allow-insecure-http", false}};
 }
 #else
 const char* const kProviderHelp =
@@ -569,15 +580,110 @@ const char* const kProviderHelp =
 std::vector<OptionSpec> ProviderOptions() { return {{"provider", true}}; }
 #endif
 
+#if RECAP_CLI_HAVE_HTTP
+namespace {
+
+// The command's time-outs (HttpProviderOptions' default of 600 s is for hosts whose spans
+// are long; at a terminal, two minutes without an answer is a server that is not coming).
+constexpr std::uint32_t kCommandTimeoutMs = 120000;
+constexpr std::uint32_t kCommandConnectTimeoutMs = 10000;
+constexpr std::size_t kMaxTimeoutMs = 3600000;
+
+void ReplaceAll(std::string* text, const std::string& from, const std::string& to) {
+  for (std::size_t at = text->find(from); at != std::string::npos;
+       at = text->find(from, at + to.size())) {
+    text->replace(at, from.size(), to);
+  }
+}
+
+// A message of the HTTP provider in the command's words: the C++ options it names become the
+// flags that set them (`ca_source`: the flag or variable --ca-path's value came from).
+std::string InCommandWords(std::string m, const std::string& ca_source) {
+  ReplaceAll(&m, "(HttpProviderOptions.api_key or the variable named by api_key_env)",
+             "(the variable named by --api-key-env)");
+  ReplaceAll(&m, "HttpProviderOptions.allow_insecure_http = true", "--allow-insecure-http");
+  static const char* const kWords[][2] = {
+      {"connect_timeout_ms", "--connect-timeout-ms"},
+      {"timeout_ms", "--timeout-ms"},
+      {"allow_insecure_http", "--allow-insecure-http"},
+      {"base_url", "--base-url"},
+      {"api_key_env", "--api-key-env"},
+      {"model", "--model"},
+  };
+  ReplaceAll(&m, "HttpProviderOptions.ca_path", ca_source);
+  for (const auto& w : kWords) ReplaceAll(&m, std::string("HttpProviderOptions.") + w[0], w[1]);
+  // Bare names ("within timeout_ms = 1000 ms", "the variable named by api_key_env").
+  for (const auto& w : kWords) {
+    if (std::string(w[0]) == "model") continue;  // an ordinary word too
+    const std::string name = w[0];
+    for (std::size_t at = m.find(name); at != std::string::npos; at = m.find(name, at + 1)) {
+      const bool word_start = at == 0 || !(std::isalnum(static_cast<unsigned char>(m[at - 1])) ||
+                                           m[at - 1] == '_' || m[at - 1] == '-');
+      const std::size_t end = at + name.size();
+      const bool word_end = end >= m.size() || !(std::isalnum(static_cast<unsigned char>(m[end])) ||
+                                                 m[end] == '_');
+      if (word_start && word_end) m.replace(at, name.size(), w[1]);
+    }
+  }
+  ReplaceAll(&m, "ca_path", ca_source);
+  ReplaceAll(&m, "HttpProviderOptions.max_retries", "recap's retries");
+  ReplaceAll(&m, "HttpProviderOptions.structured_output", "structured output");
+  ReplaceAll(&m, "HttpProviderOptions.", "");
+  return m;
+}
+
+// The HTTP provider with every failure it reports in the command's words, which also tells
+// the progress line what the command is waiting for.
+class CommandProvider final : public recap::Provider {
+ public:
+  CommandProvider(std::shared_ptr<recap::Provider> inner, std::string ca_source,
+                  std::string waiting)
+      : inner_(std::move(inner)), ca_source_(std::move(ca_source)), waiting_(std::move(waiting)) {}
+
+  recap::Result<recap::Completion> Complete(const recap::CompletionRequest& request,
+                                            const recap::CancellationToken& cancel) override {
+    SetActiveProgressStep(waiting_);
+    recap::Result<recap::Completion> r = inner_->Complete(request, cancel);
+    if (r.ok()) return r;
+    return recap::Status(r.status().code(), InCommandWords(r.status().message(), ca_source_));
+  }
+  std::optional<std::size_t> ContextWindow() override { return inner_->ContextWindow(); }
+  std::string Name() const override { return inner_->Name(); }
+
+ private:
+  std::shared_ptr<recap::Provider> inner_;
+  std::string ca_source_;
+  std::string waiting_;
+};
+
+bool ParseMs(const Args& args, const std::string& name, std::uint32_t* out, std::string* error) {
+  std::size_t n = 0;
+  if (!ParseCount(args, name, &n, error) || n == 0 || n > kMaxTimeoutMs) {
+    *error = "--" + name + " wants a number of milliseconds from 1 to " +
+             std::to_string(kMaxTimeoutMs) + " (one hour), not '" + args.Get(name) + "'";
+    return false;
+  }
+  *out = static_cast<std::uint32_t>(n);
+  return true;
+}
+
+}  // namespace
+#endif
+
 recap::Result<std::shared_ptr<recap::Provider>> BuildProvider(const Args& args, bool* usage) {
   *usage = false;
   const std::string name = args.Get("provider", "offline");
   if (name == "offline") {
-    if (args.Has("base-url") || args.Has("model") || args.Has("api-key-env")) {
-      *usage = true;
-      return recap::Status::InvalidArgument(
-          "--base-url, --model and --api-key-env are for --provider openai, openai-responses "
-          "or anthropic; the offline summarizer needs none of them");
+    for (const char* flag : {"base-url", "model", "api-key-env", "timeout-ms",
+                             "connect-timeout-ms", "ca-path", "allow-insecure-http"}) {
+      if (args.Has(flag)) {
+        *usage = true;
+        return recap::Status::InvalidArgument(
+            std::string("--") + flag +
+            " is for --provider openai, openai-responses or anthropic (as are --base-url, "
+            "--model, --api-key-env, --timeout-ms, --connect-timeout-ms, --ca-path and "
+            "--allow-insecure-http); the offline summarizer needs none of them");
+      }
     }
     return std::shared_ptr<recap::Provider>();
   }
@@ -603,10 +709,47 @@ recap::Result<std::shared_ptr<recap::Provider>> BuildProvider(const Args& args, 
       }
       return recap::Status::InvalidArgument("--provider " + name + " needs " + missing);
     }
+    std::string error;
+    options.timeout_ms = kCommandTimeoutMs;
+    options.connect_timeout_ms = kCommandConnectTimeoutMs;
+    if ((args.Has("timeout-ms") && !ParseMs(args, "timeout-ms", &options.timeout_ms, &error)) ||
+        (args.Has("connect-timeout-ms") &&
+         !ParseMs(args, "connect-timeout-ms", &options.connect_timeout_ms, &error))) {
+      *usage = true;
+      return recap::Status::InvalidArgument(error);
+    }
+    options.allow_insecure_http = args.Has("allow-insecure-http");
+    // The CA: --ca-path, else the variables curl's own tool and OpenSSL read.
+    std::string ca_source = "--ca-path";
+    if (args.Has("ca-path")) {
+      options.ca_path = args.Get("ca-path");
+    } else {
+      for (const char* variable : {"CURL_CA_BUNDLE", "SSL_CERT_FILE"}) {
+        const char* value = std::getenv(variable);
+        if (value != nullptr && *value != '\0') {
+          options.ca_path = value;
+          ca_source = std::string("$") + variable + " (or --ca-path)";
+          break;
+        }
+      }
+    }
+    const std::string shown_url = options.base_url;
+    const std::uint32_t timeout_s = (options.timeout_ms + 999) / 1000;
     recap::Result<std::shared_ptr<recap::Provider>> provider =
         recap::NewHttpProvider(std::move(options));
-    if (!provider.ok()) return provider.status().WithContext("--provider " + name);
-    return provider;
+    if (!provider.ok()) {
+      // A flag's value that the provider refuses (a malformed --base-url, a missing
+      // --ca-path, cleartext without --allow-insecure-http) is a usage error; an unset
+      // --api-key-env variable is not.
+      *usage = provider.status().code() == recap::StatusCode::kInvalidArgument;
+      return recap::Status(provider.status().code(),
+                           "--provider " + name + ": " +
+                               InCommandWords(provider.status().message(), ca_source));
+    }
+    std::string waiting = "waiting for " + (*provider)->Name() + " (up to " +
+                          std::to_string(timeout_s) + " s a request; --timeout-ms)";
+    return std::shared_ptr<recap::Provider>(
+        std::make_shared<CommandProvider>(*provider, ca_source, std::move(waiting)));
   }
   *usage = true;
   return recap::Status::InvalidArgument("unknown provider '" + name +

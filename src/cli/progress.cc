@@ -73,6 +73,11 @@ void FinishActiveProgress() {
   if (g_active != nullptr) g_active->Finish();
 }
 
+void SetActiveProgressStep(const std::string& step) {
+  std::lock_guard<std::mutex> lock(g_active_mu);
+  if (g_active != nullptr) g_active->Update(step);
+}
+
 void Progress::Update(const std::string& step) {
   std::lock_guard<std::mutex> lock(mu_);
   step_ = step;

@@ -57,6 +57,10 @@ class Progress {
 // a clean line (Failure() and UsageError() call it).
 void FinishActiveProgress();
 
+// Sets the step of the Progress currently shown, if any (the HTTP provider says what it waits
+// for: "waiting for openai (up to 120 s a request; --timeout-ms)").
+void SetActiveProgressStep(const std::string& step);
+
 // An event sink that turns compaction events into progress steps and passes every event on to
 // `next` (which may be null).
 std::shared_ptr<recap::EventSink> NewProgressSink(Progress* progress,

@@ -15,10 +15,6 @@ namespace internal {
 namespace http {
 namespace {
 
-// A 2xx body is kept up to this size (a checkpoint is a few hundred KB at most); an error
-// body only up to the second, which is plenty to classify it.
-constexpr std::size_t kMaxBodyBytes = 64u << 20;
-constexpr std::size_t kMaxErrorBodyBytes = 256u << 10;
 constexpr long kPollSliceMs = 50;
 
 // libcurl's global state, initialized once per process, thread-safely (a function-local
@@ -67,6 +63,9 @@ struct Exchange {
   TransportResult* out = nullptr;
   bool sink_stopped = false;
   bool too_large = false;
+  bool headers_too_large = false;
+  bool error_body_cut = false;
+  std::size_t header_bytes = 0;
 };
 
 bool EqualsNoCase(std::string_view a, std::string_view b) {
@@ -100,6 +99,11 @@ size_t OnHeader(char* data, size_t size, size_t count, void* user) {
   auto* ex = static_cast<Exchange*>(user);
   const size_t n = size * count;
   std::string_view line(data, n);
+  ex->header_bytes += n;
+  if (ex->header_bytes > kMaxHeaderBytes) {
+    ex->headers_too_large = true;
+    return 0;  // CURLE_WRITE_ERROR
+  }
   if (line.size() >= 5 && line.substr(0, 5) == "HTTP/") {
     // A new response (a 100 Continue comes before the real one): start over.
     ex->out->content_type.clear();
@@ -141,6 +145,10 @@ size_t OnBody(char* data, size_t size, size_t count, void* user) {
   const long status = ex->out->status;
   const bool success = status >= 200 && status < 300;
   if (success && ex->sink && *ex->sink && IsEventStream(ex->out->content_type)) {
+    if (ex->out->body_bytes > kMaxBodyBytes) {  // a stream that does not end
+      ex->too_large = true;
+      return 0;
+    }
     if (!(*ex->sink)(std::string_view(data, n))) {
       ex->sink_stopped = true;
       return 0;  // CURLE_WRITE_ERROR
@@ -153,8 +161,13 @@ size_t OnBody(char* data, size_t size, size_t count, void* user) {
       return 0;
     }
     ex->out->body.append(data, n);
-  } else if (ex->out->body.size() < kMaxErrorBodyBytes) {
+  } else {
     ex->out->body.append(data, std::min(n, kMaxErrorBodyBytes - ex->out->body.size()));
+    if (ex->out->body.size() >= kMaxErrorBodyBytes) {
+      // Enough to classify it; an error body that never ends must not hold the call.
+      ex->error_body_cut = true;
+      return 0;
+    }
   }
   return n;
 }
@@ -229,6 +242,7 @@ TransportResult Perform(const HttpRequest& request, const CancellationToken& can
   set(curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, request.verify_tls ? 2L : 0L));
   if (!request.ca_file.empty()) set(curl_easy_setopt(h, CURLOPT_CAINFO, request.ca_file.c_str()));
   if (!request.ca_dir.empty()) set(curl_easy_setopt(h, CURLOPT_CAPATH, request.ca_dir.c_str()));
+  if (request.no_proxy) set(curl_easy_setopt(h, CURLOPT_NOPROXY, "*"));
   set(curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, &OnHeader));
   set(curl_easy_setopt(h, CURLOPT_HEADERDATA, &ex));
   set(curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, &OnBody));
@@ -285,7 +299,12 @@ TransportResult Perform(const HttpRequest& request, const CancellationToken& can
       error = cancel.IsCancelled() ? TransportError::kCancelled : TransportError::kNetwork;
       break;
     case CURLE_WRITE_ERROR:
-      error = ex.too_large      ? TransportError::kTooLarge
+      if (ex.error_body_cut) {
+        result.body_cut = true;
+        return result;  // the status and the body's start: the caller classifies them
+      }
+      error = ex.headers_too_large ? TransportError::kHeadersTooLarge
+              : ex.too_large      ? TransportError::kTooLarge
               : ex.sink_stopped ? TransportError::kAborted
                                 : TransportError::kNetwork;
       break;

@@ -33,7 +33,15 @@ struct HttpRequest {
   bool verify_tls = true;
   std::string ca_file;  // CURLOPT_CAINFO
   std::string ca_dir;   // CURLOPT_CAPATH
+  bool no_proxy = false;  // never use a proxy, whatever the environment says
 };
+
+// Limits on what a server may send (SPEC R13.1): a 2xx body or a stream, the part of an
+// error body that is read (the transfer then stops: the start is enough to classify it),
+// the response headers.
+inline constexpr std::size_t kMaxBodyBytes = 64u << 20;
+inline constexpr std::size_t kMaxErrorBodyBytes = 256u << 10;
+inline constexpr std::size_t kMaxHeaderBytes = 256u << 10;
 
 enum class TransportError : std::uint8_t {
   kNone,            // a complete HTTP response arrived (any status)
@@ -44,7 +52,8 @@ enum class TransportError : std::uint8_t {
   kNetwork,         // the connection failed mid-way: reset, closed early, partial body
   kTls,             // TLS handshake or certificate verification failed
   kAborted,         // the body sink asked to stop (its own reason is the caller's)
-  kTooLarge,        // the body passed the size cap
+  kTooLarge,        // the body (or stream) passed kMaxBodyBytes
+  kHeadersTooLarge,  // the response headers passed kMaxHeaderBytes
   kSetup,           // libcurl refused an option or could not start
 };
 
@@ -56,6 +65,7 @@ struct TransportResult {
   std::optional<std::chrono::milliseconds> retry_after;  // Retry-After / retry-after-ms
   std::string body;                                      // the body, unless a sink consumed it
   std::size_t body_bytes = 0;  // bytes received, including what a sink consumed
+  bool body_cut = false;       // an error body longer than kMaxErrorBodyBytes: `body` is its start
 };
 
 // Receives the body of a 2xx `text/event-stream` response piece by piece instead of

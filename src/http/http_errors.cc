@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstddef>
+#include <vector>
 
 #include "wire_format.h"
 
@@ -66,13 +68,92 @@ std::string Join(const std::string& what, long status, const std::string& proble
 
 }  // namespace
 
+namespace {
+
+// The base64 characters of `secret` that depend on its bytes alone when it is encoded after
+// `offset` other bytes (0, 1 or 2: the three alignments), in `alphabet`: the characters that
+// mix in a neighbour's bits, at either end, are left out.
+std::string Base64Core(const std::string& secret, std::size_t offset, const char* alphabet) {
+  std::string in(offset, '\0');
+  in += secret;
+  std::string out;
+  std::size_t i = 0;
+  for (; i + 2 < in.size(); i += 3) {
+    const unsigned v = (static_cast<unsigned char>(in[i]) << 16) |
+                       (static_cast<unsigned char>(in[i + 1]) << 8) |
+                       static_cast<unsigned char>(in[i + 2]);
+    for (int s = 18; s >= 0; s -= 6) out.push_back(alphabet[(v >> s) & 63]);
+  }
+  // The 1 or 2 bytes left would be encoded with what follows: not part of the core.
+  // Characters 0..offset of the first group hold bits of the bytes before.
+  const std::size_t skip = offset == 0 ? 0 : offset + 1;
+  return out.size() > skip ? out.substr(skip) : std::string();
+}
+
+bool TokenChar(char c) {
+  const auto u = static_cast<unsigned char>(c);
+  return std::isalnum(u) || c == '+' || c == '/' || c == '=' || c == '_' || c == '-';
+}
+
+}  // namespace
+
 void Scrubber::Add(const std::string& secret) {
-  // Very short values are not scrubbed: they would mangle ordinary words.
-  if (secret.size() >= 4) secrets_.push_back(secret);
+  if (secret.size() < 4) return;
+  if (secret.size() < kRun) {
+    short_secrets_.push_back(secret);
+    return;
+  }
+  auto add_windows = [this](const std::string& s) {
+    for (std::size_t i = 0; i + kRun <= s.size(); ++i) windows_.insert(s.substr(i, kRun));
+  };
+  add_windows(secret);
+  static const char* const kAlphabets[] = {
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/",
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"};
+  for (const char* alphabet : kAlphabets) {
+    for (std::size_t offset = 0; offset < 3; ++offset) {
+      add_windows(Base64Core(secret, offset, alphabet));
+    }
+  }
 }
 
 std::string Scrubber::operator()(std::string text) const {
-  for (const std::string& s : secrets_) {
+  if (!windows_.empty() && text.size() >= kRun) {
+    // Mark every byte covered by a window of a secret, widen each marked stretch to the token
+    // around it, then write each stretch as one "[redacted]".
+    std::vector<bool> marked(text.size(), false);
+    bool any = false;
+    for (std::size_t i = 0; i + kRun <= text.size(); ++i) {
+      if (windows_.count(text.substr(i, kRun)) != 0) {
+        std::fill(marked.begin() + static_cast<std::ptrdiff_t>(i),
+                  marked.begin() + static_cast<std::ptrdiff_t>(i + kRun), true);
+        any = true;
+      }
+    }
+    if (any) {
+      for (std::size_t i = 0; i < text.size(); ++i) {
+        if (!marked[i]) continue;
+        std::size_t b = i;
+        while (b > 0 && !marked[b - 1] && TokenChar(text[b - 1])) marked[--b] = true;
+        std::size_t e = i;
+        while (e < text.size() && marked[e]) ++e;
+        while (e < text.size() && TokenChar(text[e])) marked[e++] = true;
+        i = e;
+      }
+      std::string out;
+      out.reserve(text.size());
+      for (std::size_t i = 0; i < text.size();) {
+        if (!marked[i]) {
+          out.push_back(text[i++]);
+          continue;
+        }
+        while (i < text.size() && marked[i]) ++i;
+        out += "[redacted]";
+      }
+      text = std::move(out);
+    }
+  }
+  for (const std::string& s : short_secrets_) {
     for (std::size_t at = text.find(s); at != std::string::npos; at = text.find(s, at)) {
       text.replace(at, s.size(), "[redacted]");
       at += 10;

@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -22,14 +23,25 @@ inline namespace v0 {
 namespace internal {
 namespace http {
 
-// Replaces every occurrence of the secrets it was given with "[redacted]".
+// Keeps secrets out of text (SPEC R13.3). A secret of 8 characters or more: every run of 8 or
+// more consecutive characters of it — or of its base64 encoding (standard or URL-safe, at any
+// alignment, as in HTTP Basic credentials) — is replaced by "[redacted]", together with the
+// rest of the token it sits in (the adjacent letters, digits and "+/=_-"), so a key cut by an
+// excerpt at any offset, or echoed inside a longer word, shows nothing of itself. A shorter
+// secret (4 to 7 characters) is replaced where it occurs whole; under 4, nothing is done
+// (it would mangle ordinary words).
 class Scrubber {
  public:
   void Add(const std::string& secret);
   std::string operator()(std::string text) const;
 
+  // The run length from which a piece of a secret is redacted.
+  static constexpr std::size_t kRun = 8;
+
  private:
-  std::vector<std::string> secrets_;
+  std::vector<std::string> short_secrets_;
+  // Every kRun-byte window of every long secret and of its base64 forms.
+  std::unordered_set<std::string> windows_;
 };
 
 // The URL as it may be shown: scheme, host, port and path; user information and the query

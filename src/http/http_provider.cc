@@ -14,6 +14,8 @@
 #include <utility>
 
 #include <nlohmann/json.hpp>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/stat.h>
 
 #include "curl_transport.h"
@@ -74,6 +76,51 @@ bool ValidHeaderName(const std::string& name) {
   });
 }
 
+// The authority's parts of an http(s) URL: user information (may be empty) and host (without
+// brackets for IPv6), lower-cased.
+struct UrlParts {
+  std::string scheme;
+  std::string userinfo;
+  std::string host;
+};
+
+UrlParts SplitUrl(const std::string& url) {
+  UrlParts p;
+  const auto scheme_end = url.find("://");
+  if (scheme_end == std::string::npos) return p;
+  p.scheme = Lower(url.substr(0, scheme_end));
+  const auto start = scheme_end + 3;
+  auto end = url.find_first_of("/?#", start);
+  if (end == std::string::npos) end = url.size();
+  std::string authority = url.substr(start, end - start);
+  const auto at = authority.rfind('@');
+  if (at != std::string::npos) {
+    p.userinfo = authority.substr(0, at);
+    authority.erase(0, at + 1);
+  }
+  if (!authority.empty() && authority[0] == '[') {
+    const auto close = authority.find(']');
+    p.host = authority.substr(1, close == std::string::npos ? std::string::npos : close - 1);
+  } else {
+    p.host = authority.substr(0, authority.find(':'));
+  }
+  p.host = Lower(p.host);
+  return p;
+}
+
+// 127.0.0.0/8, ::1 (also as ::ffff:127.x.x.x) and localhost: the request stays on the machine.
+bool IsLoopbackHost(const std::string& host) {
+  if (host == "localhost" || host == "localhost.") return true;
+  in_addr v4{};
+  if (::inet_pton(AF_INET, host.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
+  in6_addr v6{};
+  if (::inet_pton(AF_INET6, host.c_str(), &v6) == 1) {
+    if (IN6_IS_ADDR_LOOPBACK(&v6)) return true;
+    return IN6_IS_ADDR_V4MAPPED(&v6) && v6.s6_addr[12] == 127;
+  }
+  return false;
+}
+
 // A random delay between half and all of base × 2^(retry-1), capped (exponential backoff
 // with "equal jitter": never zero, never in lockstep with other clients).
 milliseconds Backoff(std::uint32_t retry, std::uint32_t base_ms, std::uint32_t cap_ms) {
@@ -121,6 +168,13 @@ class HttpProvider final : public Provider {
     for (const auto& [name, value] : options_.extra_headers) {
       if (LooksSecret(name)) scrub_.Add(value);
     }
+    const UrlParts url = SplitUrl(options_.base_url);
+    if (!url.userinfo.empty()) {
+      scrub_.Add(url.userinfo);
+      const auto colon = url.userinfo.find(':');
+      if (colon != std::string::npos) scrub_.Add(url.userinfo.substr(colon + 1));
+    }
+    loopback_ = IsLoopbackHost(url.host);
     if (options_.protocol == HttpProtocol::kAnthropic) {
       completion_url_ = options_.base_url + "/v1/messages";
       models_url_ = options_.base_url + "/v1/models";
@@ -216,6 +270,9 @@ class HttpProvider final : public Provider {
     r.verify_tls = options_.verify_tls;
     r.ca_file = ca_file_;
     r.ca_dir = ca_dir_;
+    // A proxy on the way to a loopback server would take the request (and the key, in
+    // cleartext over http://) off the machine.
+    r.no_proxy = loopback_;
     return r;
   }
 
@@ -369,9 +426,17 @@ class HttpProvider final : public Provider {
             "that signed it.");
         return a;
       case TransportError::kTooLarge:
-        a.result = Status::Unavailable(what + " answered HTTP " + std::to_string(t.status) +
-                                       " with a body larger than recap accepts (" +
-                                       std::to_string(t.body_bytes) + " bytes).");
+        a.result = Status::Unavailable(
+            what + " answered HTTP " + std::to_string(t.status) + " with a " +
+            (options_.stream ? "body or stream" : "body") +
+            " larger than recap accepts (64 MiB); it stopped reading after " +
+            std::to_string(t.body_bytes) + " bytes. A reply that large is not a checkpoint.");
+        return a;
+      case TransportError::kHeadersTooLarge:
+        a.result = Status::Unavailable(what + (t.status ? " answered HTTP " + std::to_string(t.status) +
+                                                              " with response headers"
+                                                        : ": the response headers are") +
+                                       " larger than recap accepts (256 KiB).");
         return a;
       case TransportError::kAborted:
         break;  // the stream stopped itself: its state says why (below)
@@ -383,12 +448,18 @@ class HttpProvider final : public Provider {
 
     const long status = t.status;
     if (status < 200 || status >= 300) {
-      nlohmann::json parsed = nlohmann::json::parse(t.body, nullptr, false);
+      std::string too_deep;
+      nlohmann::json parsed = internal::http::ParseServerJson(t.body, &too_deep);
       HttpFailure f = internal::http::ClassifyHttpStatus(what, status, t.body, parsed, structured,
                                                          options_.model);
       a.retry = f.retry;
       a.structured_rejected = f.structured_rejected;
-      a.result = Status(f.status.code(), scrub_(f.status.message()));
+      std::string m = f.status.message();
+      if (!too_deep.empty()) m += " (The error body is JSON " + too_deep + "; recap did not parse it.)";
+      if (t.body_cut) {
+        m += " (Only the first 256 KiB of the error body were read.)";
+      }
+      a.result = Status(f.status.code(), scrub_(std::move(m)));
       return a;
     }
 
@@ -427,12 +498,15 @@ class HttpProvider final : public Provider {
     }
 
     // A whole body (also when a stream was asked for but the server answered in one piece).
-    nlohmann::json parsed = nlohmann::json::parse(t.body, nullptr, false);
+    std::string too_deep;
+    nlohmann::json parsed = internal::http::ParseServerJson(t.body, &too_deep);
     if (parsed.is_discarded()) {
       a.result = Status(StatusCode::kUnavailable,
                         scrub_(internal::http::MalformedResponse(
                                    what, status, t.content_type, t.body,
-                                   t.body.empty() ? "the body is empty" : "the body is not JSON")
+                                   t.body.empty()      ? "the body is empty"
+                                   : too_deep.empty() ? "the body is not JSON"
+                                                      : "the body is JSON " + too_deep)
                                    .message()));
       return a;
     }
@@ -475,13 +549,15 @@ class HttpProvider final : public Provider {
           t.error != TransportError::kNone ? scrub_(" " + t.detail) : std::string());
       return std::nullopt;
     }
-    nlohmann::json parsed = nlohmann::json::parse(t.body, nullptr, false);
+    std::string too_deep;
+    nlohmann::json parsed = internal::http::ParseServerJson(t.body, &too_deep);
     if (parsed.is_discarded()) {
       window_failed_at_ = Clock::now();
       RECAP_HTTP_LOG_WARN(
-          "http {}: {} answered HTTP {} with a body that is not JSON ({} bytes); "
+          "http {}: {} answered HTTP {} with a body that is {} ({} bytes); "
           "the context window stays unknown",
-          name_, what, t.status, t.body.size());
+          name_, what, t.status, too_deep.empty() ? std::string("not JSON") : "JSON " + too_deep,
+          t.body.size());
       return std::nullopt;
     }
     std::string field;
@@ -505,6 +581,7 @@ class HttpProvider final : public Provider {
   std::string name_;
   std::string ca_file_;
   std::string ca_dir_;
+  bool loopback_ = false;
   std::atomic<bool> structured_rejected_{false};
 
   std::mutex window_mu_;
@@ -605,6 +682,35 @@ Result<std::shared_ptr<Provider>> NewHttpProvider(HttpProviderOptions options) {
       return Invalid("extra_headers: the value of \"" + name +
                      "\" contains a line break or "
                      "control character");
+    }
+  }
+  // cleartext (R13.4): no credential over plain http:// off the machine, unless asked for
+  {
+    const UrlParts url = SplitUrl(base);
+    std::string credential;
+    if (!key.empty()) {
+      credential = options.api_key_env.empty() ? "api_key" : "api_key_env";
+    } else if (url.userinfo.find(':') != std::string::npos) {
+      credential = "a password in base_url";
+    } else {
+      for (const auto& [name, value] : options.extra_headers) {
+        if (LooksSecret(name) && !value.empty()) {
+          credential = "extra_headers \"" + name + "\"";
+          break;
+        }
+      }
+    }
+    if (url.scheme == "http" && !credential.empty() && !IsLoopbackHost(url.host) &&
+        !options.allow_insecure_http) {
+      return Invalid("base_url \"" + DisplayUrl(base) +
+                     "\" is plain http:// to a host that is not loopback, and " + credential +
+                     " would be sent over it in cleartext: use https://, or set "
+                     "HttpProviderOptions.allow_insecure_http = true if the network is yours "
+                     "(loopback — 127.0.0.1, ::1, localhost — is always allowed)");
+    }
+    if (url.scheme == "http" && !credential.empty() && !IsLoopbackHost(url.host)) {
+      RECAP_HTTP_LOG_WARN("http provider: {} goes to {} in cleartext (allow_insecure_http)",
+                          credential, DisplayUrl(base));
     }
   }
   // limits

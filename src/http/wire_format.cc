@@ -222,6 +222,46 @@ Result<Completion> ParseResponse(const json& body) {
 
 }  // namespace
 
+json ParseServerJson(std::string_view text, std::string* too_deep) {
+  if (too_deep) too_deep->clear();
+  std::size_t depth = 0;
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxReplyDepth) {
+        if (too_deep) {
+          *too_deep = "nested deeper than " + std::to_string(kMaxReplyDepth) +
+                      " levels (at byte " + std::to_string(i) + ")";
+        }
+        return json(json::value_t::discarded);
+      }
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return json::parse(text.begin(), text.end(), nullptr, false);
+}
+
+std::string BadContent(const json* content, const std::string& where) {
+  if (!content || content->is_null() || content->is_string() || content->is_array()) return {};
+  const char* type = content->is_number()    ? "a number"
+                     : content->is_boolean() ? "a boolean"
+                     : content->is_object()  ? "an object"
+                                             : "not text";
+  return "`" + where + "` is " + type + "; expected a string or an array of parts";
+}
+
 FinishReason MapFinishReason(const std::string& reason) {
   const std::string r = Lower(reason);
   if (r == "stop" || r == "end_turn" || r == "stop_sequence" || r == "eos" || r == "eos_token")
@@ -303,8 +343,14 @@ Result<Completion> ParseReply(HttpProtocol protocol, const json& body) {
   Completion c;
   if (protocol == HttpProtocol::kAnthropic) {
     const json* content = Member(body, "content");
-    if (!content || !content->is_array()) {
+    if (!content || content->is_null()) {
       return Status::Unavailable("the reply has no `content` array");
+    }
+    if (!content->is_array()) {
+      std::string bad = BadContent(content, "content");
+      return Status::Unavailable(bad.empty() ? "`content` is a string; expected an array of blocks"
+                                             : bad.substr(0, bad.find(';')) +
+                                                   "; expected an array of blocks");
     }
     for (const json& block : *content) {
       if (StringOr(Member(block, "type")) == "text") c.text += StringOr(Member(block, "text"));
@@ -322,7 +368,11 @@ Result<Completion> ParseReply(HttpProtocol protocol, const json& body) {
   const json& choice = (*choices)[0];
   const json* message = Member(choice, "message");
   if (message && message->is_object()) {
-    c.text = ContentText(Member(*message, "content"));
+    const json* content = Member(*message, "content");
+    if (std::string bad = BadContent(content, "choices[0].message.content"); !bad.empty()) {
+      return Status::Unavailable(std::move(bad));
+    }
+    c.text = ContentText(content);
   } else if (const json* text = Member(choice, "text"); text && text->is_string()) {
     c.text = text->get<std::string>();  // legacy completions shape, served by some proxies
   } else {
@@ -370,10 +420,12 @@ bool StreamAccumulator::OnEvent(const SseEvent& event) {
     done_ = true;
     return true;
   }
-  json j = json::parse(event.data, nullptr, false);
+  std::string too_deep;
+  json j = ParseServerJson(event.data, &too_deep);
   if (j.is_discarded() || !j.is_object()) {
     malformed_ = true;
-    error_ = "event " + std::to_string(events_) + " of the stream is not a JSON object";
+    error_ = "event " + std::to_string(events_) + " of the stream " +
+             (too_deep.empty() ? std::string("is not a JSON object") : "is " + too_deep);
     return false;
   }
   if (const json* error = Member(j, "error"); error && !error->is_null()) {
@@ -387,10 +439,9 @@ bool StreamAccumulator::OnEvent(const SseEvent& event) {
   }
   if (protocol_ == HttpProtocol::kAnthropic) {
     OnAnthropic(j);
-  } else {
-    OnOpenAi(j);
+    return true;
   }
-  return true;
+  return OnOpenAi(j);
 }
 
 void StreamAccumulator::AddText(const std::string& text) {
@@ -398,18 +449,25 @@ void StreamAccumulator::AddText(const std::string& text) {
   text_chars_ += CodePoints(text);
 }
 
-void StreamAccumulator::OnOpenAi(const json& chunk) {
+bool StreamAccumulator::OnOpenAi(const json& chunk) {
   ReadOpenAiUsage(Member(chunk, "usage"), &completion_.usage);
   const json* choices = Member(chunk, "choices");
-  if (!choices || !choices->is_array() || choices->empty()) return;
+  if (!choices || !choices->is_array() || choices->empty()) return true;
   const json& choice = (*choices)[0];
   if (const json* delta = Member(choice, "delta"); delta && delta->is_object()) {
-    AddText(ContentText(Member(*delta, "content")));
+    const json* content = Member(*delta, "content");
+    if (std::string bad = BadContent(content, "choices[0].delta.content"); !bad.empty()) {
+      malformed_ = true;
+      error_ = "event " + std::to_string(events_) + " of the stream: " + bad;
+      return false;
+    }
+    AddText(ContentText(content));
   }
   if (const json* finish = Member(choice, "finish_reason"); finish && finish->is_string()) {
     finish_reason_ = finish->get<std::string>();
     finish_seen_ = true;
   }
+  return true;
 }
 
 void StreamAccumulator::OnAnthropic(const json& event) {

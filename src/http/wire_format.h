@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -24,6 +25,20 @@ namespace recap {
 inline namespace v0 {
 namespace internal {
 namespace http {
+
+// JSON from a server nested deeper than this is not parsed (SPEC R13.1): nlohmann parses
+// iteratively but copies, compares, dumps and destroys recursively, so one hostile document
+// could exhaust the stack. Real replies nest a dozen levels.
+inline constexpr std::size_t kMaxReplyDepth = 512;
+
+// Parses a body or event from a server: discarded when it is not JSON, or when it nests
+// deeper than kMaxReplyDepth (checked before parsing; `*too_deep`, if given, is then set to
+// a description, "nested deeper than 512 levels (at byte 512)"; else cleared).
+nlohmann::json ParseServerJson(std::string_view text, std::string* too_deep = nullptr);
+
+// A choice's or delta's `content` that is neither a string, an array of parts nor null:
+// "`<where>` is a number; expected a string or an array of parts". Empty when it is fine.
+std::string BadContent(const nlohmann::json* content, const std::string& where);
 
 // "stop", "end_turn", "stop_sequence", "eos" -> kStop; "length", "max_tokens",
 // "max_output_tokens", "model_length" -> kLength; anything else (tool calls, content filter,
@@ -73,7 +88,7 @@ class StreamAccumulator {
 
  private:
   void AddText(const std::string& text);
-  void OnOpenAi(const nlohmann::json& chunk);
+  bool OnOpenAi(const nlohmann::json& chunk);
   void OnAnthropic(const nlohmann::json& event);
   bool OnResponses(const nlohmann::json& event);
 

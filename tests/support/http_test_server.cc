@@ -1,5 +1,6 @@
 #include "support/http_test_server.h"
 
+#include <ifaddrs.h>
 #include <poll.h>
 #include <unistd.h>
 
@@ -12,6 +13,11 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+
+#if RECAP_TEST_HAVE_TLS
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#endif
 
 namespace recap {
 namespace testing {
@@ -121,7 +127,38 @@ ScriptedHttpResponse ScriptedHttpResponse::Sse(const std::vector<std::string>& d
   return r;
 }
 
-HttpTestServer::HttpTestServer() {
+// One accepted connection: its socket and, for HTTPS, its TLS session.
+struct HttpTestServer::Connection {
+  int fd = -1;
+#if RECAP_TEST_HAVE_TLS
+  SSL* ssl = nullptr;
+#endif
+};
+
+HttpTestServer::HttpTestServer() { Start("127.0.0.1"); }
+
+HttpTestServer::HttpTestServer(const std::string& ipv4_address) { Start(ipv4_address); }
+
+HttpTestServer::HttpTestServer(const TlsIdentity& identity) {
+#if RECAP_TEST_HAVE_TLS
+  SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
+  if (ctx == nullptr) throw std::runtime_error("SSL_CTX_new failed");
+  if (SSL_CTX_use_certificate_chain_file(ctx, identity.certificate_file.c_str()) != 1 ||
+      SSL_CTX_use_PrivateKey_file(ctx, identity.key_file.c_str(), SSL_FILETYPE_PEM) != 1) {
+    SSL_CTX_free(ctx);
+    throw std::runtime_error("the test server cannot load " + identity.certificate_file + " and " +
+                             identity.key_file);
+  }
+  tls_context_ = ctx;
+  Start("127.0.0.1");
+#else
+  (void)identity;
+  throw std::runtime_error("the tests were built without OpenSSL: no HTTPS test server");
+#endif
+}
+
+void HttpTestServer::Start(const std::string& ipv4_address) {
+  address_ = ipv4_address;
   default_ = ScriptedHttpResponse::Json(
       500,
       R"({"error":{"message":"the test server has no scripted response left","type":"test"}})");
@@ -131,13 +168,16 @@ HttpTestServer::HttpTestServer() {
   ::setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::inet_pton(AF_INET, ipv4_address.c_str(), &addr.sin_addr) != 1) {
+    ::close(listen_fd_);
+    throw std::runtime_error("not an IPv4 address: " + ipv4_address);
+  }
   addr.sin_port = 0;
   if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
       ::listen(listen_fd_, 64) != 0) {
     const std::string err = std::strerror(errno);
     ::close(listen_fd_);
-    throw std::runtime_error("bind/listen on 127.0.0.1: " + err);
+    throw std::runtime_error("bind/listen on " + ipv4_address + ": " + err);
   }
   socklen_t len = sizeof addr;
   ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len);
@@ -147,7 +187,10 @@ HttpTestServer::HttpTestServer() {
 
 HttpTestServer::~HttpTestServer() { Stop(); }
 
-std::string HttpTestServer::BaseUrl() const { return "http://127.0.0.1:" + std::to_string(port_); }
+std::string HttpTestServer::BaseUrl() const {
+  return std::string(tls_context_ != nullptr ? "https://" : "http://") + address_ + ":" +
+         std::to_string(port_);
+}
 
 void HttpTestServer::Push(ScriptedHttpResponse response) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -180,17 +223,25 @@ std::size_t HttpTestServer::pending() const {
   return queue_.size();
 }
 
+std::size_t HttpTestServer::connection_count() const { return connections_accepted_.load(); }
+
+std::size_t HttpTestServer::tls_failures() const { return tls_failures_.load(); }
+
 void HttpTestServer::Stop() {
   if (stopping_.exchange(true)) return;
   if (acceptor_.joinable()) acceptor_.join();
-  std::vector<std::thread> connections;
+  std::vector<ConnectionThread> connections;
   {
     std::lock_guard<std::mutex> lock(mu_);
     connections.swap(connections_);
   }
-  for (std::thread& t : connections) t.join();
+  for (ConnectionThread& c : connections) c.thread.join();
   if (listen_fd_ >= 0) ::close(listen_fd_);
   listen_fd_ = -1;
+#if RECAP_TEST_HAVE_TLS
+  if (tls_context_ != nullptr) SSL_CTX_free(static_cast<SSL_CTX*>(tls_context_));
+#endif
+  tls_context_ = nullptr;
 }
 
 void HttpTestServer::AcceptLoop() {
@@ -199,9 +250,50 @@ void HttpTestServer::AcceptLoop() {
     if (::poll(&p, 1, 20) <= 0) continue;
     const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
     if (fd < 0) continue;
+    ++connections_accepted_;
     std::lock_guard<std::mutex> lock(mu_);
-    connections_.emplace_back([this, fd] {
-      Serve(fd);
+    for (auto it = connections_.begin(); it != connections_.end();) {
+      if (it->done->load()) {
+        it->thread.join();
+        it = connections_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    auto done = std::make_shared<std::atomic<bool>>(false);
+    ConnectionThread& added = connections_.emplace_back();
+    added.done = done;
+    added.thread = std::thread([this, fd, done] {
+      struct MarkDone {
+        std::atomic<bool>& flag;
+        ~MarkDone() { flag.store(true); }
+      } mark{*done};
+      Connection c;
+      c.fd = fd;
+#if RECAP_TEST_HAVE_TLS
+      if (tls_context_ != nullptr) {
+        // A handshake that stalls must not hold Stop() for ever.
+        timeval tv{10, 0};
+        ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+        c.ssl = SSL_new(static_cast<SSL_CTX*>(tls_context_));
+        SSL_set_fd(c.ssl, fd);
+        if (SSL_accept(c.ssl) != 1) {
+          ++tls_failures_;
+          ERR_clear_error();
+          SSL_free(c.ssl);
+          ::close(fd);
+          return;
+        }
+      }
+#endif
+      Serve(c);
+#if RECAP_TEST_HAVE_TLS
+      if (c.ssl != nullptr) {
+        SSL_shutdown(c.ssl);
+        SSL_free(c.ssl);
+      }
+#endif
       ::close(fd);
     });
   }
@@ -218,7 +310,8 @@ ScriptedHttpResponse HttpTestServer::Next(const RecordedHttpRequest& request) {
   return r;
 }
 
-bool HttpTestServer::Wait(int fd, std::chrono::milliseconds d) const {
+bool HttpTestServer::Wait(Connection& c, std::chrono::milliseconds d) const {
+  const int fd = c.fd;
   const auto until = Clock::now() + d;
   for (;;) {
     if (stopping_.load()) return false;
@@ -237,13 +330,34 @@ bool HttpTestServer::Wait(int fd, std::chrono::milliseconds d) const {
   }
 }
 
-bool HttpTestServer::SendAll(int fd, const std::string& data) const {
+bool HttpTestServer::SendAll(Connection& c, const std::string& data) const {
+#if RECAP_TEST_HAVE_TLS
+  if (c.ssl != nullptr) {
+    std::size_t sent = 0;
+    while (sent < data.size()) {
+      if (stopping_.load()) return false;
+      const int n = SSL_write(c.ssl, data.data() + sent,
+                              static_cast<int>(std::min<std::size_t>(data.size() - sent, 1 << 20)));
+      if (n <= 0) return false;
+      sent += static_cast<std::size_t>(n);
+    }
+    return true;
+  }
+#endif
+  // Non-blocking sends between polls, so that a client that stops reading (without closing)
+  // cannot hold the serving thread, and Stop(), for ever.
   std::size_t sent = 0;
   while (sent < data.size()) {
     if (stopping_.load()) return false;
-    const ssize_t n = ::send(fd, data.data() + sent, data.size() - sent, MSG_NOSIGNAL);
+    pollfd p{c.fd, POLLOUT, 0};
+    const int ready = ::poll(&p, 1, 20);
+    if (ready < 0 && errno != EINTR) return false;
+    if (ready <= 0) continue;
+    if (p.revents & (POLLERR | POLLHUP)) return false;
+    const ssize_t n =
+        ::send(c.fd, data.data() + sent, data.size() - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n < 0) {
-      if (errno == EINTR) continue;
+      if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
       return false;
     }
     sent += static_cast<std::size_t>(n);
@@ -251,18 +365,33 @@ bool HttpTestServer::SendAll(int fd, const std::string& data) const {
   return true;
 }
 
-void HttpTestServer::Serve(int fd) {
+long HttpTestServer::ReadSome(Connection& c, char* buffer, std::size_t size) const {
+#if RECAP_TEST_HAVE_TLS
+  if (c.ssl != nullptr) {
+    if (SSL_pending(c.ssl) == 0) {
+      pollfd p{c.fd, POLLIN, 0};
+      if (::poll(&p, 1, 20) <= 0) return 0;
+    }
+    const int n = SSL_read(c.ssl, buffer, static_cast<int>(size));
+    return n > 0 ? n : -1;
+  }
+#endif
+  pollfd p{c.fd, POLLIN, 0};
+  if (::poll(&p, 1, 20) <= 0) return 0;
+  const ssize_t n = ::recv(c.fd, buffer, size, 0);
+  return n > 0 ? static_cast<long>(n) : -1;
+}
+
+void HttpTestServer::Serve(Connection& c) {
   // Read the head.
   std::string in;
   std::size_t head_end = std::string::npos;
   const auto give_up = Clock::now() + std::chrono::seconds(10);
   while (head_end == std::string::npos) {
     if (stopping_.load() || Clock::now() > give_up || in.size() > (1u << 20)) return;
-    pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, 20) <= 0) continue;
     char buf[8192];
-    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-    if (n <= 0) return;
+    const long n = ReadSome(c, buf, sizeof buf);
+    if (n < 0) return;
     in.append(buf, static_cast<std::size_t>(n));
     head_end = in.find("\r\n\r\n");
   }
@@ -291,21 +420,19 @@ void HttpTestServer::Serve(int fd) {
   std::size_t length = 0;
   if (!req.Header("content-length").empty()) length = std::stoul(req.Header("content-length"));
   if (Lower(req.Header("expect")) == "100-continue") {
-    if (!SendAll(fd, "HTTP/1.1 100 Continue\r\n\r\n")) return;
+    if (!SendAll(c, "HTTP/1.1 100 Continue\r\n\r\n")) return;
   }
   req.body = in.substr(head_end + 4);
   while (req.body.size() < length) {
     if (stopping_.load() || Clock::now() > give_up) return;
-    pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, 20) <= 0) continue;
     char buf[65536];
-    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-    if (n <= 0) return;
+    const long n = ReadSome(c, buf, sizeof buf);
+    if (n < 0) return;
     req.body.append(buf, static_cast<std::size_t>(n));
   }
 
   const ScriptedHttpResponse r = Next(req);
-  if (r.delay.count() > 0 && !Wait(fd, r.delay)) return;
+  if (r.delay.count() > 0 && !Wait(c, r.delay)) return;
 
   std::string head = "HTTP/1.1 " + std::to_string(r.status) + " " + Reason(r.status) + "\r\n";
   for (const auto& [k, v] : r.headers) head += k + ": " + v + "\r\n";
@@ -318,14 +445,15 @@ void HttpTestServer::Serve(int fd) {
     case ScriptedHttpResponse::Framing::kClose: break;
   }
   head += "Connection: close\r\n\r\n";
-  if (!SendAll(fd, head)) return;
+  if (!SendAll(c, head)) return;
 
   std::vector<std::string> pieces = r.pieces;
   if (pieces.empty() && !r.body.empty()) pieces.push_back(r.body);
+  const bool chunked = r.framing == ScriptedHttpResponse::Framing::kChunked;
   std::size_t budget = r.close_after.value_or(static_cast<std::size_t>(-1));
   bool cut = false;
   for (std::size_t i = 0; i < pieces.size(); ++i) {
-    if (i > 0 && r.piece_delay.count() > 0 && !Wait(fd, r.piece_delay)) return;
+    if (i > 0 && r.piece_delay.count() > 0 && !Wait(c, r.piece_delay)) return;
     std::string piece = pieces[i];
     if (piece.size() > budget) {
       piece.resize(budget);
@@ -333,21 +461,28 @@ void HttpTestServer::Serve(int fd) {
     }
     budget -= piece.size();
     if (!piece.empty()) {
-      const std::string out = r.framing == ScriptedHttpResponse::Framing::kChunked
-                                  ? Hex(piece.size()) + "\r\n" + piece + "\r\n"
-                                  : piece;
-      if (!SendAll(fd, out)) return;
+      const std::string out = chunked ? Hex(piece.size()) + "\r\n" + piece + "\r\n" : piece;
+      if (!SendAll(c, out)) return;
     }
     if (cut || budget == 0) {
       cut = cut || i + 1 < pieces.size() || r.close_after.has_value();
       break;
     }
   }
-  if (!cut && r.framing == ScriptedHttpResponse::Framing::kChunked) SendAll(fd, "0\r\n\r\n");
-  ::shutdown(fd, SHUT_WR);
+  if (!cut && !r.repeat.empty()) {
+    const std::string out =
+        chunked ? Hex(r.repeat.size()) + "\r\n" + r.repeat + "\r\n" : r.repeat;
+    for (std::size_t i = 0; r.repeat_times == ScriptedHttpResponse::kForever || i < r.repeat_times;
+         ++i) {
+      if (r.piece_delay.count() > 0 && !Wait(c, r.piece_delay)) return;
+      if (!SendAll(c, out)) return;  // the client went away
+    }
+  }
+  if (!cut && chunked) SendAll(c, "0\r\n\r\n");
+  ::shutdown(c.fd, SHUT_WR);
   // Let the client read everything before the socket closes (a close with unread input
   // would reset the connection).
-  Wait(fd, milliseconds(200));
+  Wait(c, milliseconds(200));
 }
 
 int UnusedLoopbackPort() {
@@ -365,6 +500,53 @@ int UnusedLoopbackPort() {
   ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
   ::close(fd);
   return ntohs(addr.sin_port);
+}
+
+UnansweredLoopbackPort::UnansweredLoopbackPort() {
+  listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (listen_fd_ < 0) throw std::runtime_error("socket failed");
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::listen(listen_fd_, 0) != 0) {
+    ::close(listen_fd_);
+    throw std::runtime_error("bind/listen failed");
+  }
+  socklen_t len = sizeof addr;
+  ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+  port_ = ntohs(addr.sin_port);
+  // Fill the accept queue (backlog 0 holds one; a few more for good measure) with
+  // connections that are never accepted; each waits at most 200 ms to be established.
+  for (int i = 0; i < 4; ++i) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) break;
+    (void)::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+    pollfd p{fd, POLLOUT, 0};
+    ::poll(&p, 1, 200);
+    fillers_.push_back(fd);
+  }
+}
+
+UnansweredLoopbackPort::~UnansweredLoopbackPort() {
+  for (int fd : fillers_) ::close(fd);
+  if (listen_fd_ >= 0) ::close(listen_fd_);
+}
+
+std::string LocalNonLoopbackAddress() {
+  ifaddrs* list = nullptr;
+  if (::getifaddrs(&list) != 0) return {};
+  std::string found;
+  for (ifaddrs* a = list; a != nullptr && found.empty(); a = a->ifa_next) {
+    if (a->ifa_addr == nullptr || a->ifa_addr->sa_family != AF_INET) continue;
+    const auto* in = reinterpret_cast<const sockaddr_in*>(a->ifa_addr);
+    if ((ntohl(in->sin_addr.s_addr) >> 24) == 127) continue;
+    char text[INET_ADDRSTRLEN] = {0};
+    if (::inet_ntop(AF_INET, &in->sin_addr, text, sizeof text) != nullptr) found = text;
+  }
+  ::freeifaddrs(list);
+  return found;
 }
 
 }  // namespace testing

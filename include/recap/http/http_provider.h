@@ -43,7 +43,10 @@
 //
 // Every message names the URL (without credentials or query) and the HTTP status. The API key
 // is never written anywhere: not in a Status, not in a log record, and it is scrubbed from
-// anything the server echoes back. TLS certificates are verified unless `verify_tls` is
+// anything the server echoes back — every run of 8 or more of its characters, also
+// base64-encoded, also when an excerpt cut it (R13.3). Response bodies are bounded (64 MiB
+// for a reply or a stream, 256 KiB read of an error body, 256 KiB of headers) and so is the
+// nesting of every JSON recap parses from a server (R13.1). TLS certificates are verified unless `verify_tls` is
 // turned off explicitly. Redirects are not followed (they would carry the key elsewhere).
 //
 // Thread safety: a provider may be used from any number of threads at once; each call runs
@@ -118,11 +121,20 @@ struct HttpProviderOptions {
   std::uint32_t retry_base_delay_ms = 500;
   std::uint32_t max_retry_delay_ms = 30000;
 
+  // Plain http:// carries the key in cleartext. With a credential (api_key, api_key_env, an
+  // extra header whose name looks secret, or a password in base_url), NewHttpProvider refuses
+  // a plain http:// base_url whose host is not loopback (127.0.0.0/8, ::1, localhost) with
+  // kInvalidArgument, before any connection (SPEC R13.4). Set this to send it anyway (a
+  // trusted private network). Loopback is always allowed; a loopback URL never goes through
+  // a proxy named by the environment (http_proxy, ALL_PROXY …).
+  bool allow_insecure_http = false;
+
   // TLS: verify the server's certificate and name. Turn off only for a test server you
   // control; a warning is logged when it is off.
   bool verify_tls = true;
   // A CA bundle file (PEM) or a directory of hashed certificates to verify against instead of
-  // the system's. Must exist.
+  // the system's. Must exist. The library reads no environment variable for it (SSL_CERT_FILE,
+  // CURL_CA_BUNDLE are the `recap` command's business, or the host's).
   std::string ca_path;
 
   // Ask the model for JSON that follows recap's checkpoint schema (CompletionRequest::
