@@ -193,21 +193,20 @@ TEST_CASE("R2.4 calibration uses the provider's prompt-token count when switched
 }
 
 TEST_CASE("R2.5 after two weak auto compactions in a row, auto compaction pauses until a new turn") {
-  Config c = SmallConfig(100000);
-  c.compaction.threshold = 0.1;  // trigger at 10,000 characters; the hard limit stays far away
+  Config c = SmallConfig(1000000);
+  c.compaction.threshold = 0.1;  // trigger at 100,000 characters; the hard limit stays far away
   Harness h(c);
-  // A checkpoint as big as everything it was asked about: compaction frees nothing.
+  // Checkpoints as big as R12.7 lets them be (just under half the trigger), beside a tool
+  // catalog eight times the trigger: each compaction frees less than a tenth of the request.
   ScriptedStep echo;
-  echo.respond = [](const CompletionRequest& r) {
-    std::size_t n = CountCodePoints(r.system_prompt);
-    for (const Message& m : r.messages) n += MessageChars(m);
-    return R"({"goal":")" + std::string(n, 'g') + R"("})";
+  echo.respond = [](const CompletionRequest&) {
+    return R"({"goal":")" + std::string(45000, 'g') + R"("})";
   };
   h.provider->SetDefault(echo);
   RequestSizes sizes;
-  sizes.tool_catalog_chars = 10000;  // keeps every request above the trigger
-  for (int i = 1; i <= 4; ++i) h.Turn(i, 1500);
-  h.Append(Message::UserText(std::string(3000, 'q')));
+  sizes.tool_catalog_chars = 800000;  // keeps every request above the trigger
+  for (int i = 1; i <= 4; ++i) h.Turn(i, 15000);
+  h.Append(Message::UserText(std::string(30000, 'q')));
   auto p1 = h.compactor->Prepare(kS, sizes);
   REQUIRE(p1.ok());
   CHECK(p1->compactions.size() == 1);
