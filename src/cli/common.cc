@@ -627,6 +627,23 @@ std::string InCommandWords(std::string m, const std::string& ca_source) {
   }
   ReplaceAll(&m, "ca_path", ca_source);
   ReplaceAll(&m, "HttpProviderOptions.max_retries", "recap's retries");
+  // The retry settings have no flag: the command keeps the library's (2 retries, at most 30 s
+  // apart), so its messages say what happened in plain words.
+  for (std::size_t at = m.find("; max_retries = "); at != std::string::npos;
+       at = m.find("; max_retries = ", at)) {
+    const std::size_t end = m.find(')', at);
+    if (end == std::string::npos) break;
+    m.replace(at, end - at, ", the most the command retries");
+  }
+  const std::string delay = "longer than max_retry_delay_ms = ";
+  for (std::size_t at = m.find(delay); at != std::string::npos; at = m.find(delay, at)) {
+    const std::size_t digits = at + delay.size();
+    std::size_t end = digits;
+    while (end < m.size() && std::isdigit(static_cast<unsigned char>(m[end]))) ++end;
+    m.replace(at, end - at,
+              "longer than the command waits between tries (" + m.substr(digits, end - digits) +
+                  " ms)");
+  }
   ReplaceAll(&m, "HttpProviderOptions.structured_output", "structured output");
   ReplaceAll(&m, "HttpProviderOptions.", "");
   return m;
