@@ -27,6 +27,7 @@
 #define RECAP_SESSION_STORE_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -164,6 +165,14 @@ class RECAP_EXPORT SessionStore {
   // The tool calls of the active transcript that have no result (R3.7). The default loads
   // the transcript and scans it.
   virtual Result<std::vector<UncertainCall>> UncertainToolCalls(const std::string& session);
+
+  // Hands `visit` what History() returns, one entry at a time and in the same order, so that a
+  // session of millions of messages is never held at once: the SQLite store reads each entry
+  // from the file as it goes (the default calls History() and hands its entries over). A Status
+  // from `visit` that is not OK stops the walk and is returned as is. `visit` runs while the
+  // store is busy reading and must not call the store. A session never written has no entries.
+  virtual Status ForEachHistoryEntry(const std::string& session,
+                                     const std::function<Status(HistoryEntry&&)>& visit);
 };
 
 // The in-memory reference store. Everything is lost when the last reference goes.

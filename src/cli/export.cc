@@ -108,6 +108,12 @@ class JsonWriter {
   ~JsonWriter() { Flush(); }
 
   void Write(std::string_view json) {
+    if (!indent_ && hold_ == 0 && json.size() >= kChunk) {
+      Flush();  // a big piece goes out as it is, not through a copy
+      std::cout.write(json.data(), static_cast<std::streamsize>(json.size()));
+      written_ += json.size();
+      return;
+    }
     if (!indent_) {
       out_.append(json);
     } else {
@@ -124,8 +130,17 @@ class JsonWriter {
         Indent(json[i++]);
       }
     }
-    if (out_.size() >= kChunk) Flush();
+    if (out_.size() >= std::max(kChunk, hold_)) Flush();
   }
+  // Until `bytes` are there, nothing is written (0: write in chunks from the start).
+  void HoldUpTo(std::size_t bytes) { hold_ = bytes; }
+  // Forgets what is held; nothing of it is written.
+  void Discard() {
+    out_.clear();
+    pending_ = 0;
+  }
+  // How many bytes went to stdout so far.
+  std::size_t written() const { return written_; }
   // Text written as it is, whatever the mode (the final newline).
   void Raw(std::string_view text) { out_.append(text); }
   void Flush() {
@@ -134,7 +149,9 @@ class JsonWriter {
       pending_ = 0;
     }
     std::cout.write(out_.data(), static_cast<std::streamsize>(out_.size()));
+    written_ += out_.size();
     out_.clear();
+    hold_ = 0;
   }
 
  private:
@@ -195,6 +212,8 @@ class JsonWriter {
 
   const bool indent_;
   std::string out_;
+  std::size_t hold_ = 0;
+  std::size_t written_ = 0;
   int depth_ = 0;
   bool in_string_ = false;
   bool escaped_ = false;
@@ -232,17 +251,20 @@ int RunExport(const std::vector<std::string>& words) {
 
   recap::Result<std::shared_ptr<recap::SessionStore>> store = OpenStore(db, Access::kRead);
   if (!store.ok()) return Failure(args, store.status());
-  recap::Result<recap::SessionState> state = LoadExisting(**store, db, session);
-  if (!state.ok()) return Failure(args, state.status());
+  const bool history = args.flags.count("history") != 0;
+  recap::Result<recap::SessionState> state = recap::SessionState{};
+  if (!history) {  // the history is checked by its walk, without loading the transcript
+    state = LoadExisting(**store, db, session);
+    if (!state.ok()) return Failure(args, state.status());
+  }
   recap::Result<std::optional<recap::Message>> instructions = LoadInstructions(**store, session);
   if (!instructions.ok()) return Failure(args, instructions.status());
 
   const std::string hint =
       format == "recap" ? "" : " Export with --format recap, which keeps everything.";
-  // The whole document is made before a byte is written, so that a session that cannot be
-  // written in the format fails with nothing on stdout.
-  std::string out;
-  if (!args.flags.count("history")) {
+  if (!history) {
+    // The whole document is made before a byte is written, so that a session that cannot be
+    // written in the format fails with nothing on stdout.
     recap::Conversation conv;
     conv.instructions = *instructions;
     conv.messages = state->transcript.ToVector();
@@ -251,59 +273,96 @@ int RunExport(const std::vector<std::string>& words) {
       return Failure(args, "session '" + session + "' cannot be written as " + format + ": " +
                                Sentence(doc.status().message()) + hint);
     }
-    out = std::move(doc).value();
-  } else {
-    recap::Result<std::vector<recap::HistoryEntry>> history = (*store)->History(session);
-    if (!history.ok()) return Failure(args, history.status());
-    std::string instructions_json = "null";
-    if (*instructions) {
-      if (format == "anthropic" || format == "openai-responses") {
-        recap::Result<std::string> text = InstructionsText(format, **instructions);
-        if (!text.ok()) {
-          return Failure(args, "session '" + session + "' cannot be written as " + format + ": " +
-                                   Sentence(text.status().message()) + hint);
-        }
-        instructions_json = JsonString(*text);
-      } else {
-        recap::Result<std::string> text = format == "openai-chat"
-                                              ? recap::openai_chat::EncodeMessage(**instructions)
-                                              : recap::native::EncodeMessage(**instructions);
-        if (!text.ok()) return Failure(args, text.status());
-        instructions_json = std::move(text).value();
-      }
-    }
-    out = "{\"session\":" + JsonString(session) + ",\"format\":" + JsonString(format) +
-          ",\"instructions\":" + instructions_json + ",\"history\":[";
-    bool first = true;
-    for (recap::HistoryEntry& e : *history) {
-      const std::string id = e.message.id;
-      const bool summary = e.message.summary;
-      recap::Conversation one;
-      one.messages.push_back(std::move(e.message));  // each message freed once written
-      recap::Result<std::string> text = Encode(format, one);
+    JsonWriter writer(!args.json());
+    writer.Write(*doc);
+    std::string().swap(*doc);
+    writer.Raw("\n");
+    writer.Flush();
+    std::cout.flush();
+    return kExitOk;
+  }
+
+  // The history is read, encoded and written one entry at a time, so that a session of
+  // millions of messages is never held at once. Its first kHeldBytes are held back: a history
+  // that cannot be written in the format, found within them, leaves stdout empty as the
+  // transcript does; past them a failure says how much was written.
+  std::string instructions_json = "null";
+  if (*instructions) {
+    if (format == "anthropic" || format == "openai-responses") {
+      recap::Result<std::string> text = InstructionsText(format, **instructions);
       if (!text.ok()) {
-        return Failure(args, "history entry " + std::to_string(e.seq) + " of session '" +
-                                 session + "' cannot be written as " + format + ": " +
+        return Failure(args, "session '" + session + "' cannot be written as " + format + ": " +
                                  Sentence(text.status().message()) + hint);
       }
-      if (!first) out += ',';
-      first = false;
-      out += "{\"seq\":" + std::to_string(e.seq) + ",\"id\":" + JsonString(id) + ",\"state\":" +
-             (e.state == recap::HistoryState::kActive ? "\"active\"" : "\"compacted\"") +
-             ",\"replaced_by\":" + JsonString(e.replaced_by) +
-             ",\"summary\":" + (summary ? "true" : "false") + ",\"messages\":";
-      out += *text;
-      out += '}';
+      instructions_json = JsonString(*text);
+    } else {
+      recap::Result<std::string> text = format == "openai-chat"
+                                            ? recap::openai_chat::EncodeMessage(**instructions)
+                                            : recap::native::EncodeMessage(**instructions);
+      if (!text.ok()) return Failure(args, text.status());
+      instructions_json = std::move(text).value();
     }
-    out += "]}";
   }
-  {
-    JsonWriter writer(!args.json());
-    writer.Write(out);
-    out.clear();
-    out.shrink_to_fit();
-    writer.Raw("\n");
+  constexpr std::size_t kHeldBytes = std::size_t{64} << 20;
+  JsonWriter writer(!args.json());
+  writer.HoldUpTo(kHeldBytes);
+  writer.Write("{\"session\":" + JsonString(session) + ",\"format\":" + JsonString(format) +
+               ",\"instructions\":" + instructions_json + ",\"history\":[");
+  std::size_t entries = 0;
+  std::string failed;  // why an entry could not be written
+  std::string piece;
+  const recap::Status walked = (*store)->ForEachHistoryEntry(
+      session, [&](recap::HistoryEntry&& e) -> recap::Status {
+        const std::string id = e.message.id;
+        const bool summary = e.message.summary;
+        recap::Conversation one;
+        one.messages.push_back(std::move(e.message));
+        recap::Result<std::string> text = Encode(format, one);
+        if (!text.ok()) {
+          failed = "history entry " + std::to_string(e.seq) + " of session '" + session +
+                   "' cannot be written as " + format + ": " + Sentence(text.status().message()) +
+                   hint;
+          return recap::Status::Cancelled(failed);
+        }
+        piece.clear();
+        if (entries++ != 0) piece += ',';
+        piece += "{\"seq\":" + std::to_string(e.seq) + ",\"id\":" + JsonString(id) +
+                 ",\"state\":" +
+                 (e.state == recap::HistoryState::kActive ? "\"active\"" : "\"compacted\"") +
+                 ",\"replaced_by\":" + JsonString(e.replaced_by) +
+                 ",\"summary\":" + (summary ? "true" : "false") + ",\"messages\":";
+        writer.Write(piece);
+        writer.Write(*text);
+        writer.Write("}");
+        // A full disk or a closed pipe: stop reading (main reports the failed write).
+        if (!std::cout.good()) return recap::Status::Cancelled("standard output failed");
+        return recap::Status::OK();
+      });
+  if (!walked.ok() || entries == 0) {
+    const bool cut = writer.written() != 0;
+    writer.Discard();
+    if (walked.ok()) {  // no entry: the session was never written
+      recap::Result<recap::SessionState> none = LoadExisting(**store, db, session);
+      return Failure(args, none.ok() ? recap::Status::NotFound("session '" + session +
+                                                               "' has no history")
+                                     : none.status());
+    }
+    if (!std::cout.good()) return kExitOk;  // main reports the failed write, and fails
+    std::string why = failed.empty() ? walked.message() : failed;
+    if (cut) {
+      // What follows (the --json error object) starts a line of its own.
+      std::cout << '\n';
+      why += " The history on standard output is incomplete: it stops after " +
+             std::to_string(entries) + (entries == 1 ? " entry (" : " entries (") +
+             std::to_string(writer.written()) + " bytes were written before the failure).";
+    }
+    return Failure(args, recap::Status(failed.empty() ? walked.code()
+                                                      : recap::StatusCode::kInvalidArgument,
+                                       why));
   }
+  writer.Write("]}");
+  writer.Raw("\n");
+  writer.Flush();
   std::cout.flush();
   return kExitOk;
 }

@@ -37,6 +37,16 @@ Result<std::vector<UncertainCall>> SessionStore::UncertainToolCalls(const std::s
   return FindUncertainToolCalls(state->transcript);
 }
 
+Status SessionStore::ForEachHistoryEntry(const std::string& session,
+                                         const std::function<Status(HistoryEntry&&)>& visit) {
+  Result<std::vector<HistoryEntry>> history = History(session);
+  if (!history.ok()) return history.status();
+  for (HistoryEntry& e : *history) {
+    if (Status s = visit(std::move(e)); !s.ok()) return s;
+  }
+  return Status::OK();
+}
+
 namespace {
 
 struct Entry {

@@ -14,6 +14,7 @@
 #include <exception>
 #include <limits>
 #include <memory>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -725,31 +726,20 @@ class SqliteSessionStore final : public SessionStore {
   }
 
   Result<std::vector<HistoryEntry>> History(const std::string& session) override {
-    if (Status s = CheckName(session); !s.ok()) return s;
-    std::lock_guard<std::mutex> lock(mu_);
     std::vector<HistoryEntry> out;
-    Status s = c_->Transaction("reading the history of session " + Quoted(session), false, [&] {
-      out.clear();  // a read-only store may run this twice (Connection::Transaction)
-      std::optional<SessionRow> row = FindSession(session);
-      if (!row) return;
-      SQLite::Statement& st = c_->Stmt(
-          "SELECT m.seq, m.replaced_by, b.body FROM messages m JOIN bodies b ON b.seq = m.seq "
-          "WHERE m.session_id = ? ORDER BY m.seq");
-      st.bind(1, row->id);
-      while (st.executeStep()) {
-        HistoryEntry e;
-        e.seq = static_cast<std::uint64_t>(st.getColumn(0).getInt64());
-        const SQLite::Column by = st.getColumn(1);
-        if (!by.isNull()) {
-          e.state = HistoryState::kCompacted;
-          e.replaced_by = by.getString();
-        }
-        e.message = Decode(st.getColumn(2), e.seq);
-        out.push_back(std::move(e));
-      }
-    });
+    Status s = WalkHistory(
+        session, [&] { out.clear(); },
+        [&](HistoryEntry&& e) {
+          out.push_back(std::move(e));
+          return Status::OK();
+        });
     if (!s.ok()) return s;
     return out;
+  }
+
+  Status ForEachHistoryEntry(const std::string& session,
+                             const std::function<Status(HistoryEntry&&)>& visit) override {
+    return WalkHistory(session, nullptr, visit);
   }
 
   Result<std::vector<std::string>> ListSessions() override {
@@ -765,6 +755,49 @@ class SqliteSessionStore final : public SessionStore {
   }
 
  private:
+  // Reads the session's history in store order, handing each entry to `visit`. A read-only
+  // store reads again when a writer changed the file meanwhile: then `restart` forgets what
+  // was handed over, or, without one (what `visit` has seen cannot be taken back), the walk
+  // fails rather than mixing two states of the session.
+  Status WalkHistory(const std::string& session, const std::function<void()>& restart,
+                     const std::function<Status(HistoryEntry&&)>& visit) {
+    if (Status s = CheckName(session); !s.ok()) return s;
+    std::lock_guard<std::mutex> lock(mu_);
+    std::size_t delivered = 0;
+    return c_->Transaction("reading the history of session " + Quoted(session), false, [&] {
+      if (delivered > 0 && restart) {
+        restart();
+        delivered = 0;
+      } else if (delivered > 0) {
+        throw Abort{Status::Unavailable(
+            "recap sqlite store " + Quoted(c_->path()) + ": session " + Quoted(session) +
+            " changed while its history was read (after " + std::to_string(delivered) +
+            " entries); read it again")};
+      }
+      std::optional<SessionRow> row = FindSession(session);
+      if (!row) return;
+      SQLite::Statement& st = c_->Stmt(
+          "SELECT m.seq, m.replaced_by, b.body FROM messages m JOIN bodies b ON b.seq = m.seq "
+          "WHERE m.session_id = ? ORDER BY m.seq");
+      st.bind(1, row->id);
+      while (st.executeStep()) {
+        HistoryEntry e;
+        e.seq = static_cast<std::uint64_t>(st.getColumn(0).getInt64());
+        const SQLite::Column by = st.getColumn(1);
+        if (!by.isNull()) {
+          e.state = HistoryState::kCompacted;
+          e.replaced_by = by.getString();
+        }
+        e.message = Decode(st.getColumn(2), e.seq);
+        ++delivered;
+        if (Status v = visit(std::move(e)); !v.ok()) {
+          st.tryReset();  // a statement left mid-way would keep the read open
+          throw Abort{std::move(v)};
+        }
+      }
+    });
+  }
+
   std::optional<SessionRow> FindSession(const std::string& name) {
     SQLite::Statement& st = c_->Stmt(
         "SELECT session_id, version, rewrite_version, compactions, reductions, recoveries FROM "

@@ -535,6 +535,58 @@ TEST_CASE("R13.6 a streamed import that fails late writes nothing", "[cli]") {
   CHECK(LastJsonLine(r.out).at("messages") == 5000);
 }
 
+TEST_CASE("R13.1 export --history streams: an entry it cannot write fails the command, early with nothing on stdout, late with the output called incomplete", "[cli]") {
+  TempDir dir("recap-cli-history");
+  const std::string db = dir.File("s.db");
+  // Anthropic thinking has no OpenAI Responses equivalent: that entry cannot be written.
+  const std::string thinking =
+      R"({"role": "assistant", "content": [{"type": "thinking", "thinking": "hmm", )"
+      R"("signature": "c2ln"}, {"type": "text", "text": "ok"}]})";
+  Write(dir.File("early.json"), R"([{"role": "user", "content": "hi"}, )" + thinking + "]");
+  // Before it, more than the 64 MiB the command holds back.
+  Write(dir.File("late.json"), R"([{"role": "user", "content": ")" + std::string(70u << 20, 'x') +
+                                   R"("}, )" + thinking + "]");
+  for (const char* name : {"early", "late"}) {
+    Ran r = Run(dir, {"import", "--format", "anthropic", dir.File(std::string(name) + ".json"),
+                      "--session", name, "--db", db});
+    INFO(r.err);
+    REQUIRE(r.exit == 0);
+  }
+  Ran r = Run(dir, {"export", "--session", "early", "--db", db, "--history", "--format",
+                    "openai-responses"});
+  INFO(r.err);
+  CHECK(r.exit == 1);
+  CHECK(r.out.empty());
+  CHECK_THAT(r.err, Catch::Matchers::Contains("of session 'early' cannot be written as "
+                                              "openai-responses") &&
+                        Catch::Matchers::Contains("Export with --format recap"));
+  CHECK(r.err.find("incomplete") == std::string::npos);
+
+  r = Run(dir, {"export", "--session", "late", "--db", db, "--history", "--format",
+                "openai-responses", "--json"});
+  INFO(r.err);
+  CHECK(r.exit == 1);
+  // The history as far as it went, then, on a line of its own, --json's error object.
+  const std::size_t cut = r.out.find('\n');
+  REQUIRE(cut != std::string::npos);
+  CHECK(cut > (64u << 20));
+  CHECK(r.out.rfind(R"({"session":"late","format":"openai-responses")", 0) == 0);
+  CHECK_THAT(r.err, Catch::Matchers::Contains("cannot be written as openai-responses") &&
+                        Catch::Matchers::Contains("The history on standard output is "
+                                                  "incomplete: it stops after 1 entry (" +
+                                                  std::to_string(cut) + " bytes"));
+  CHECK_THAT(LastJsonLine(r.out).at("error").at("message").get<std::string>(),
+             Catch::Matchers::Contains("incomplete"));
+  // In the recap format the same history is written whole, and reads as JSON.
+  r = Run(dir, {"export", "--session", "late", "--db", db, "--history", "--format", "recap",
+                "--json"});
+  REQUIRE(r.exit == 0);
+  const Json history = Json::parse(r.out);
+  REQUIRE(history.at("history").size() == 2);
+  CHECK(history.at("history")[0].at("messages").dump().size() > (70u << 20));
+  CHECK(history.at("history")[1].at("state") == "active");
+}
+
 TEST_CASE("R13.1 a depth bomb is refused by every import format, never a crash", "[cli]") {
   TempDir dir("recap-cli-deep");
   const std::string db = dir.File("s.db");

@@ -776,6 +776,66 @@ void HistoryKeepsEverything(const SessionStoreFactory& make) {
   CHECK(active_in_history == active);
 }
 
+void ForEachHistoryEntryIsHistory(const SessionStoreFactory& make) {
+  auto store = make();
+  const std::string s = "s1";
+  CHECK(store->ForEachHistoryEntry("never", [](HistoryEntry&&) {
+                 FAIL("a session never written has no entries");
+                 return Status::OK();
+               }).ok());
+  // A history with compacted, reduced and active entries.
+  std::vector<Message> batch;
+  for (int i = 0; i < 40; ++i) {
+    const std::string id = "m" + std::to_string(i);
+    batch.push_back(i % 2 ? Assistant("reply " + id, id) : User("ask " + id, id));
+  }
+  std::uint64_t version = Ok(store->AppendMessages(s, batch));
+  CompactionCommit c;
+  c.expected_version = version;
+  for (int i = 0; i < 10; ++i) c.replaced.push_back(batch[static_cast<std::size_t>(i)].id);
+  c.checkpoint = Summary("summary", "cp1");
+  version = Ok(store->CommitCompaction(s, c));
+  ReductionCommit r;
+  r.expected_version = version;
+  Message clipped = batch[20];
+  clipped.parts = {Text{"clipped", ""}};
+  r.replacements.push_back(clipped);
+  version = Ok(store->CommitReduction(s, r));
+  REQUIRE(Ok(store->AppendMessages(s, {User("last", "m40")})) == version + 1);
+
+  const std::vector<HistoryEntry> whole = Ok(store->History(s));
+  REQUIRE(whole.size() == 43);
+  std::vector<HistoryEntry> walked;
+  REQUIRE(store
+              ->ForEachHistoryEntry(s,
+                                    [&](HistoryEntry&& e) {
+                                      walked.push_back(std::move(e));
+                                      return Status::OK();
+                                    })
+              .ok());
+  REQUIRE(walked.size() == whole.size());
+  for (std::size_t i = 0; i < whole.size(); ++i) {
+    INFO("entry " << i);
+    CHECK(walked[i].seq == whole[i].seq);
+    CHECK(walked[i].state == whole[i].state);
+    CHECK(walked[i].replaced_by == whole[i].replaced_by);
+    CHECK(Print(walked[i].message) == Print(whole[i].message));
+  }
+  // The visitor's Status stops the walk and comes back as is.
+  std::size_t seen = 0;
+  const Status stopped = store->ForEachHistoryEntry(s, [&](HistoryEntry&&) {
+    return ++seen == 5 ? Status::Cancelled("enough after five") : Status::OK();
+  });
+  CHECK(stopped.code() == StatusCode::kCancelled);
+  CHECK(stopped.message() == "enough after five");
+  CHECK(seen == 5);
+  // The store works as before after a walk that stopped half-way: reads and a write.
+  CHECK(Ok(store->History(s)).size() == 43);
+  CHECK(Ok(store->AppendMessages(s, {User("after", "m41")})) == version + 2);
+  CHECK(store->ForEachHistoryEntry("", [](HistoryEntry&&) { return Status::OK(); }).code() ==
+        StatusCode::kInvalidArgument);
+}
+
 void BadCommitsChangeNothing(const SessionStoreFactory& make) {
   auto store = make();
   const std::uint64_t v = Fill(*store, "s1", 6);

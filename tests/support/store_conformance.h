@@ -61,6 +61,7 @@ void ConcurrentCommitsOneWins(const SessionStoreFactory& make);
 void ConcurrentAppendsAndReads(const SessionStoreFactory& make);
 void Isolation(const SessionStoreFactory& make);
 void HistoryKeepsEverything(const SessionStoreFactory& make);
+void ForEachHistoryEntryIsHistory(const SessionStoreFactory& make);
 void BadCommitsChangeNothing(const SessionStoreFactory& make);
 void CreateSessions(const SessionStoreFactory& make);
 void CreateSessionsAllOrNothing(const SessionStoreFactory& make);
@@ -114,6 +115,10 @@ void ConcurrentCreatesOneWins(const SessionStoreFactory& make);
   RECAP_STORE_CONFORMANCE_CASE_(store_name, factory,                                               \
                                 "R6.5 the history holds every stored message exactly once",        \
                                 HistoryKeepsEverything)                                            \
+  RECAP_STORE_CONFORMANCE_CASE_(store_name, factory,                                               \
+                                "R13.1 ForEachHistoryEntry hands over History() one entry at a "   \
+                                "time and stops at the visitor's error",                           \
+                                ForEachHistoryEntryIsHistory)                                      \
   RECAP_STORE_CONFORMANCE_CASE_(store_name, factory,                                               \
                                 "R8.1 a bad commit is rejected and changes nothing",               \
                                 BadCommitsChangeNothing)                                           \
