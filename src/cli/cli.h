@@ -5,6 +5,7 @@
 #define RECAP_CLI_CLI_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <iosfwd>
 #include <map>
 #include <memory>
@@ -72,6 +73,11 @@ bool ParseBytes(const Args& args, const std::string& name, std::size_t* out, std
 inline constexpr std::size_t kDefaultMaxInputBytes = std::size_t{1} << 30;  // 1 GiB
 // No configuration file is read past this.
 inline constexpr std::size_t kMaxConfigBytes = std::size_t{16} << 20;  // 16 MiB
+
+// How long a command waits for a SQLite database that another process holds locked
+// ($RECAP_BUSY_TIMEOUT_MS changes it, up to kMaxBusyTimeoutMs).
+inline constexpr std::uint32_t kDefaultBusyTimeoutMs = 30000;
+inline constexpr std::uint32_t kMaxBusyTimeoutMs = 3600000;
 
 // Reads the whole file at `path` into *out, but never more than `max_bytes` (an endless stream
 // such as /dev/urandom is refused once that much was read). On failure *error says what was

@@ -1,4 +1,5 @@
 // recap CLI — option parsing, reporting, the database and the configuration.
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstdio>
@@ -204,8 +205,62 @@ int UsageError(const Args& args, const std::string& message) {
   return kExitUsage;
 }
 
-int Failure(const Args& args, const std::string& message) {
+namespace {
+
+void ReplaceEvery(std::string* text, const std::string& from, const std::string& to) {
+  for (std::size_t at = text->find(from); at != std::string::npos;
+       at = text->find(from, at + to.size())) {
+    text->replace(at, from.size(), to);
+  }
+}
+
+// A store's message in the command's words: the C++ options of the SQLite and PostgreSQL
+// stores that it names become what a user of the command can do (the command sets those
+// options itself).
+std::string InStoreWords(std::string m) {
+  // SQLite: "... for longer than busy_timeout_ms (30000 ms); retry, or raise busy_timeout_ms"
+  const std::string busy = "longer than busy_timeout_ms (";
+  for (std::size_t at = m.find(busy); at != std::string::npos; at = m.find(busy, at + 1)) {
+    const std::size_t digits = at + busy.size();
+    const std::size_t end = m.find(" ms); retry, or raise busy_timeout_ms", digits);
+    if (end == std::string::npos) break;
+    const std::string ms = m.substr(digits, end - digits);
+    m.replace(at, end + std::string(" ms); retry, or raise busy_timeout_ms").size() - at,
+              "longer than the command waits (" + ms +
+                  " ms); run the command again when the other writer is done, or wait longer "
+                  "with RECAP_BUSY_TIMEOUT_MS=" +
+                  std::to_string(std::max<long long>(2 * std::atoll(ms.c_str()), 60000)));
+  }
+  ReplaceEvery(&m, "the store was opened read-only (SqliteStoreOptions::read_only)",
+               "this command only reads");
+  // PostgreSQL: the command sets the schema ("recap"), the pool and read_only itself; the
+  // connection's settings are in the --db URL.
+  ReplaceEvery(&m, "ran longer than statement_timeout_ms and", "ran longer than the server allows and");
+  ReplaceEvery(&m, "; retry, or raise PostgresStoreOptions.statement_timeout_ms", "; retry");
+  ReplaceEvery(&m, " (PostgresStoreOptions.user, password or password_env)",
+               " in the --db URL");
+  ReplaceEvery(&m, "or name an existing one with dbname", "or name an existing one in the --db URL");
+  ReplaceEvery(&m, "; retry later or lower PostgresStoreOptions.pool_size", "; retry later");
+  ReplaceEvery(&m, "choose another PostgresStoreOptions.schema",
+               "give --db another database (the command keeps its tables in schema \"recap\")");
+  ReplaceEvery(&m, "set PostgresStoreOptions.schema to a schema of recap's own, e.g. \"recap\"",
+               "give --db another database (the command keeps its tables in schema \"recap\")");
+  ReplaceEvery(&m,
+               "Store a session first (open it without PostgresStoreOptions.read_only), or check "
+               "PostgresStoreOptions.schema",
+               "Import a session first (`recap import … --db URL`), or check the database the URL "
+               "names");
+  ReplaceEvery(&m, "Open it once without PostgresStoreOptions.read_only to migrate it",
+               "Run `recap import` or `recap compact` on it once to migrate it");
+  ReplaceEvery(&m, "the store was opened read-only", "this command only reads");
+  return m;
+}
+
+}  // namespace
+
+int Failure(const Args& args, const std::string& text) {
   FinishActiveProgress();
+  const std::string message = InStoreWords(text);
   std::cerr << "recap " << args.command << ": " << message << "\n";
   if (args.json()) {
     PrintJson(Json{{"error", {{"kind", "failed"}, {"message", message}}}});
@@ -215,12 +270,13 @@ int Failure(const Args& args, const std::string& message) {
 
 int Failure(const Args& args, const recap::Status& status) {
   FinishActiveProgress();
-  std::cerr << "recap " << args.command << ": " << status.message() << "\n";
+  const std::string message = InStoreWords(status.message());
+  std::cerr << "recap " << args.command << ": " << message << "\n";
   if (args.json()) {
     PrintJson(Json{{"error",
                     {{"kind", "failed"},
                      {"code", recap::StatusCodeName(status.code())},
-                     {"message", status.message()}}}});
+                     {"message", message}}}});
   }
   return kExitFailed;
 }
@@ -448,7 +504,20 @@ recap::Result<std::shared_ptr<recap::SessionStore>> OpenStore(const std::string&
   options.check_integrity = create;
   // Another recap command (or a host) may hold the write lock for a while, e.g. during a big
   // import: wait for it rather than fail at once.
-  options.busy_timeout_ms = 30000;
+  options.busy_timeout_ms = kDefaultBusyTimeoutMs;
+  if (const char* wait = std::getenv("RECAP_BUSY_TIMEOUT_MS"); wait != nullptr && *wait != '\0') {
+    char* end = nullptr;
+    errno = 0;
+    const unsigned long long ms = std::strtoull(wait, &end, 10);
+    if (*end != '\0' || errno != 0 || ms > kMaxBusyTimeoutMs || wait[0] == '-') {
+      return recap::Status::InvalidArgument(
+          "RECAP_BUSY_TIMEOUT_MS is '" + std::string(wait).substr(0, 40) +
+          "'; set it to the milliseconds to wait for a database another process holds, from 0 "
+          "to " + std::to_string(kMaxBusyTimeoutMs) + " (unset: " +
+          std::to_string(kDefaultBusyTimeoutMs) + ")");
+    }
+    options.busy_timeout_ms = static_cast<std::uint32_t>(ms);
+  }
   return recap::OpenSqliteSessionStore(path, options);
 }
 

@@ -1120,11 +1120,30 @@ TEST_CASE("issue 10 R8 every subcommand works on a PostgreSQL URL given as --db"
   r = run({"sessions", "list", "--db", url, "--json"});
   CHECK(LastJsonLine(r.out).at("sessions").size() == 3);
 
+  // A reading command on a database that has no recap tables yet creates none, and says what
+  // to type in the command's words.
+  const std::string empty_database = recap::testing::PostgresTestServer::UniqueName("cli_empty");
+  server.CreateDatabase(empty_database);
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"sessions", "list", "--db", server.Url(empty_database)},
+           {"stats", "--session", "s", "--db", server.Url(empty_database)}}) {
+    r = run(args);
+    INFO(r.err);
+    CHECK(r.exit == 1);
+    CHECK(r.err.find("holds no recap sessions yet") != std::string::npos);
+    CHECK(r.err.find("Import a session first (`recap import") != std::string::npos);
+  }
+  CHECK_THROWS(server.Exec(empty_database, "SELECT 1 FROM recap.sessions"));
+  server.DropDatabase(empty_database);
+
   // The password appears in no output of any run.
   for (const auto& [what, ran] : runs) {
     INFO("recap " << what);
     CHECK(ran.out.find(password) == std::string::npos);
     CHECK(ran.err.find(password) == std::string::npos);
+    // The command's words: none of the store's C++ options.
+    CHECK(ran.err.find("StoreOptions") == std::string::npos);
+    CHECK(ran.out.find("StoreOptions") == std::string::npos);
   }
   // A URL is no file name: nothing was created in the working directory.
   CHECK(!std::ifstream(dir.File("recap.db")).good());

@@ -26,6 +26,7 @@
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
+#include <sqlite3.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -673,6 +674,75 @@ TEST_CASE(
   CHECK(r.exit == 1);
   CHECK_THAT(r.err,
              Catch::Matchers::Contains("--config") && Catch::Matchers::Contains("larger than"));
+}
+
+TEST_CASE("R13 a database another process holds is waited for, then refused in the command's words", "[cli]") {
+  TempDir dir("recap-cli-busy");
+  const std::string db = dir.File("s.db");
+  Write(dir.File("t.json"), ChatTranscript(3, "T"));
+  Ran r = Run(dir, {"import", "--format", "openai-chat", dir.File("t.json"), "--session", "a",
+                    "--db", db});
+  REQUIRE(r.exit == 0);
+  // Another program holds the write lock (as a host's long transaction would).
+  sqlite3* other = nullptr;
+  REQUIRE(sqlite3_open(db.c_str(), &other) == SQLITE_OK);
+  REQUIRE(sqlite3_exec(other, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) == SQLITE_OK);
+
+  const auto started = std::chrono::steady_clock::now();
+  r = Run(dir, {"import", "--format", "openai-chat", dir.File("t.json"), "--session", "b", "--db",
+                db},
+          {"RECAP_BUSY_TIMEOUT_MS=300"});
+  const auto waited = std::chrono::steady_clock::now() - started;
+  INFO(r.err);
+  CHECK(r.exit == 1);
+  CHECK(waited >= std::chrono::milliseconds(300));
+  CHECK_THAT(r.err, Catch::Matchers::Contains("locked by another connection for longer than the "
+                                              "command waits (300 ms)") &&
+                        Catch::Matchers::Contains("run the command again when the other writer "
+                                                  "is done, or wait longer with "
+                                                  "RECAP_BUSY_TIMEOUT_MS=60000") &&
+                        Catch::Matchers::Contains("Nothing was written"));
+  CHECK(r.err.find("busy_timeout_ms") == std::string::npos);
+  // A reading command is not held up by a writer.
+  r = Run(dir, {"stats", "--session", "a", "--db", db}, {"RECAP_BUSY_TIMEOUT_MS=300"});
+  CHECK(r.exit == 0);
+  // A bad value is refused, saying what to set.
+  for (const char* bad : {"soon", "-5", "99999999999"}) {
+    r = Run(dir, {"import", "--format", "openai-chat", dir.File("t.json"), "--session", "c",
+                  "--db", db},
+            {std::string("RECAP_BUSY_TIMEOUT_MS=") + bad});
+    INFO(r.err);
+    CHECK(r.exit == 1);
+    CHECK_THAT(r.err, Catch::Matchers::Contains(std::string("RECAP_BUSY_TIMEOUT_MS is '") + bad +
+                                                "'; set it to the milliseconds"));
+  }
+  REQUIRE(sqlite3_exec(other, "ROLLBACK", nullptr, nullptr, nullptr) == SQLITE_OK);
+  sqlite3_close(other);
+  // Once the other writer is done, the same command works.
+  r = Run(dir, {"import", "--format", "openai-chat", dir.File("t.json"), "--session", "b", "--db",
+                db},
+          {"RECAP_BUSY_TIMEOUT_MS=300"});
+  INFO(r.err);
+  CHECK(r.exit == 0);
+  r = Run(dir, {"sessions", "list", "--db", db, "--json"});
+  CHECK(LastJsonLine(r.out).at("sessions").size() == 2);
+}
+
+TEST_CASE("R13.2 an openai-chat content part type recap does not know is imported and exported back as it came", "[cli]") {
+  TempDir dir("recap-cli-unknown");
+  const std::string db = dir.File("s.db");
+  const std::string part = R"({"type": "video_url", "video_url": {"url": "https://x/v.mp4", "fps": 2.50}})";
+  Write(dir.File("u.json"), R"([{"role": "user", "content": [{"type": "text", "text": "look"}, )" +
+                                part + R"(]}, {"role": "assistant", "content": "seen"}])");
+  Ran r = Run(dir, {"import", "--format", "openai-chat", dir.File("u.json"), "--session", "u",
+                    "--db", db});
+  INFO(r.err);
+  REQUIRE(r.exit == 0);
+  CHECK(r.err.find("DecodeOptions") == std::string::npos);
+  r = Run(dir, {"export", "--session", "u", "--db", db, "--format", "openai-chat", "--json"});
+  REQUIRE(r.exit == 0);
+  CHECK(r.out.find(R"({"type":"video_url","video_url":{"url":"https://x/v.mp4","fps":2.50}})") !=
+        std::string::npos);
 }
 
 TEST_CASE("R13 messages say what is wrong and what to type", "[cli]") {
