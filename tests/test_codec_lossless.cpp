@@ -7,6 +7,7 @@
 // modelled members first, then the unknown ones), compact, with strings escaped the way recap
 // escapes them; then the text that comes back must be the text that went in, byte for byte.
 // A failure prints its case seed; RECAP_SEED=<seed> replays that case alone.
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <functional>
@@ -563,4 +564,56 @@ TEST_CASE("R13.2 the store's body form keeps extra and payload texts byte for by
   CHECK(std::get<recap::Text>(back.parts[0]).extra == std::get<recap::Text>(m.parts[0]).extra);
   CHECK(std::get<recap::Opaque>(back.parts[1]).payload ==
         std::get<recap::Opaque>(m.parts[1]).payload);
+}
+
+TEST_CASE("R13.1 EncodeBodyPieces writes what EncodeBody writes, its large strings straight from the message, and EncodedBodySize is its length") {
+  std::uint64_t first = 1;
+  std::size_t cases = 300;
+  if (auto replay = ReplaySeed()) {
+    first = *replay;
+    cases = 1;
+  }
+  recap_test::GeneratorOptions options;
+  for (std::uint64_t seed = first; seed < first + cases; ++seed) {
+    INFO("RECAP_SEED=" << seed);
+    std::vector<Message> messages = recap_test::GenerateMessages(seed, options);
+    // Strings at, around and far over the 64 KiB a piece is written from the message itself.
+    Rng rng(seed);
+    for (Message& m : messages) {
+      if (!rng.OneIn(10)) continue;
+      const std::size_t size = (std::size_t{64} << 10) - 1 + rng.Below(4) * 70000;
+      if (rng.OneIn(2)) {
+        m.extra = std::string(size, 'e');
+      } else {
+        m.parts.push_back(recap::Text{std::string(size, 't'), {}});
+      }
+    }
+    for (const Message& m : messages) {
+      std::string whole;
+      recap::internal::EncodeBody(m, whole);
+      CHECK(recap::internal::EncodedBodySize(m) == whole.size());
+      std::string joined;
+      std::size_t from_message = 0;
+      recap::internal::EncodeBodyPieces(m, [&](std::string_view piece) {
+        REQUIRE(!piece.empty());
+        joined.append(piece);
+        // A piece of 64 KiB or more is one of the message's own strings, not a copy.
+        if (piece.size() >= (std::size_t{64} << 10) &&
+            (piece.data() == m.extra.data() ||
+             std::any_of(m.parts.begin(), m.parts.end(), [&](const recap::Part& p) {
+               const auto* t = std::get_if<recap::Text>(&p);
+               return t != nullptr && piece.data() == t->text.data();
+             }))) {
+          ++from_message;
+        }
+      });
+      REQUIRE(joined == whole);
+      std::size_t large = m.extra.size() >= (std::size_t{64} << 10) ? 1 : 0;
+      for (const recap::Part& p : m.parts) {
+        const auto* t = std::get_if<recap::Text>(&p);
+        if (t != nullptr && t->text.size() >= (std::size_t{64} << 10)) ++large;
+      }
+      CHECK(from_message == large);
+    }
+  }
 }

@@ -310,6 +310,39 @@ TEST_CASE("R13.1 a 64 MB tool output is decoded with one copy of it, not several
   CHECK(growth < static_cast<long>(kBytes / 1024) * 5 / 4);
 }
 
+TEST_CASE("R13.1 a 64 MB tool output full of escapes is decoded into one buffer, not a doubling one") {
+  // A log: lines of 99 characters, each ended by an escaped newline. A string that grew by
+  // doubling as the escapes were undone held its old and new buffers at once (up to 3x).
+  constexpr std::size_t kLines = (64u << 20) / 100;
+  std::string doc;
+  const long growth = PeakGrowthKb(
+      [&] {
+        doc = R"([{"role":"tool","tool_call_id":"c1","content":")";
+        doc.reserve(kLines * 102 + 64);
+        for (std::size_t i = 0; i < kLines; ++i) {
+          doc.append(98, static_cast<char>('a' + i % 26));
+          doc += i % 7 == 0 ? "\\\\\\n" : "\\\"\\n";  // JSON: an escaped \ or ", then \n
+        }
+        doc += R"("}])";
+      },
+      [&] {
+        bool right = false;
+        Status s = recap::openai_chat::DecodeEach(doc, {}, [&](Message&& m, bool) {
+          const std::string& text =
+              std::get<recap::Text>(std::get<recap::ToolResult>(m.parts[0]).content[0]).text;
+          right = text.size() == kLines * 100 && text.compare(0, 100, std::string(98, 'a') + "\\\n") == 0 &&
+                  text.compare(100, 100, std::string(98, 'b') + "\"\n") == 0;
+          return Status::OK();
+        });
+        return s.ok() && right;
+      });
+  REQUIRE(growth >= 0);
+  INFO("peak grew by " << growth / 1024 << " MiB for a " << kLines * 100 / (1 << 20)
+                       << " MiB string");
+  if (!kMemoryIsMeasured) return;
+  CHECK(growth < static_cast<long>(kLines * 100 / 1024) * 5 / 4);
+}
+
 TEST_CASE("R13.1 200,000 small messages stream through DecodeEach in little memory") {
   std::string doc;
   const long growth = PeakGrowthKb(

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <set>
+#include <thread>
 #include <string>
 
 #include "recap/measure.h"
@@ -314,4 +315,28 @@ TEST_CASE("R11.4 Set keeps the facts when calls and results stay, slices re-deri
   CHECK(big.Slice(Transcript::kChunk, big.size()).pairing() == Transcript::Pairing::kUnknown);
   CHECK(big.Slice(0, big.size()).pairing() == Transcript::Pairing::kClosed);
   CHECK(big.Slice(1, big.size()).pairing() == Transcript::Pairing::kClosed);
+}
+
+TEST_CASE("NewMessageId: m_ and 24 lowercase hex digits, in the order one thread made them, never repeated") {
+  std::set<std::string> seen;
+  std::string previous;
+  std::size_t ascending = 0;
+  for (int i = 0; i < 100000; ++i) {
+    const std::string id = NewMessageId();
+    REQUIRE(id.size() == 26);
+    REQUIRE(id.compare(0, 2, "m_") == 0);
+    for (std::size_t k = 2; k < id.size(); ++k) {
+      INFO(id);
+      REQUIRE(((id[k] >= '0' && id[k] <= '9') || (id[k] >= 'a' && id[k] <= 'f')));
+    }
+    REQUIRE(seen.insert(id).second);
+    if (!previous.empty() && previous < id) ++ascending;
+    previous = id;
+  }
+  // The first 8 digits count up: only a wrap of the 32-bit counter breaks the order.
+  CHECK(ascending >= 99998);
+  // Different threads draw different ids.
+  std::string other;
+  std::thread([&] { other = NewMessageId(); }).join();
+  CHECK(seen.count(other) == 0);
 }

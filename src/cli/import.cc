@@ -69,6 +69,14 @@ const char* const kHelp =
 const char* const kFormats[] = {"openai-chat", "anthropic", "openai-responses", "claude-code",
                                 "swe-agent", "openhands", "recap"};
 
+// Content part and block types newer than this recap are kept as opaque parts, written back
+// as they came (every format imports them; none is refused for one).
+recap::DecodeOptions KeepUnknown() {
+  recap::DecodeOptions options;
+  options.keep_unknown_blocks = true;
+  return options;
+}
+
 // How a file's messages are read: decoded whole already (`conversation`), or, when `stream`
 // is set, decoded by a codec from the file's text while the store writes them (then
 // `conversation` holds only the instructions found outside the messages, such as Anthropic's
@@ -370,7 +378,7 @@ DecodeResult DecodeOpenAiChat(const std::string& text, const Args& args) {
     const std::string_view json = *messages_text;
     return Streamed(
         [json](const recap::MessageSink& sink) {
-          return recap::openai_chat::DecodeEach(json, {}, sink);
+          return recap::openai_chat::DecodeEach(json, KeepUnknown(), sink);
         },
         "the messages are not OpenAI chat messages");
   }
@@ -398,7 +406,7 @@ DecodeResult DecodeOpenAiChat(const std::string& text, const Args& args) {
     return Fail("--run is for files holding several runs; this file holds one messages array",
                 true);
   }
-  return FromCodec(recap::openai_chat::DecodeMessages(messages->dump()),
+  return FromCodec(recap::openai_chat::DecodeMessages(messages->dump(), KeepUnknown()),
                    "the messages are not OpenAI chat messages", note);
 }
 
@@ -596,7 +604,7 @@ DecodeResult DecodeSweAgent(const std::string& text) {
       chat.push_back(m);
     }
   }
-  return FromCodec(recap::openai_chat::DecodeMessages(chat.dump()),
+  return FromCodec(recap::openai_chat::DecodeMessages(chat.dump(), KeepUnknown()),
                    "the trajectory's history is not chat messages");
 }
 
@@ -697,7 +705,7 @@ DecodeResult DecodeOpenHands(const std::string& text, const Args& args) {
   if (doc.contains("instance_id") && doc["instance_id"].is_string()) {
     note += " (" + doc["instance_id"].get<std::string>() + ")";
   }
-  return FromCodec(recap::openai_chat::DecodeMessages(chat.dump()),
+  return FromCodec(recap::openai_chat::DecodeMessages(chat.dump(), KeepUnknown()),
                    "the run's events did not convert into chat messages", note);
 }
 
@@ -816,8 +824,8 @@ class StreamedMessages : public recap::MessageSource {
   // The leading message the codec gave as the instructions, taken out of the stream (waits
   // for the first message). Nothing when there is none or decoding failed before it.
   std::optional<recap::Message> TakeInstructions() {
-    if (!Refill() || !batch_.front().second) return std::nullopt;
-    recap::Message m = std::move(batch_.front().first);
+    if (!Refill() || !batch_.front().is_instructions) return std::nullopt;
+    recap::Message m = std::move(batch_.front().message);
     batch_.pop_front();
     first_index_ = 1;
     return m;
@@ -837,17 +845,22 @@ class StreamedMessages : public recap::MessageSource {
       }
       return false;
     }
-    recap::Message& m = batch_.front().first;
+    Queued& q = batch_.front();
     // A message asking twice under one id could never have both calls answered; the store
     // would refuse it too, but here it can be named by its place in the file.
-    if (std::optional<std::string> id = recap::RepeatedCallId(m)) {
-      input_error_ = RepeatedCallIdError(path_, count_ + first_index_, *id);
+    if (q.repeated_call_id) {
+      input_error_ = RepeatedCallIdError(path_, count_ + first_index_, *q.repeated_call_id);
       return recap::Status::InvalidArgument(input_error_);
     }
-    chars_ += recap::MessageChars(m);
+    recap::Message& m = q.message;
+    chars_ += q.chars;
     if (++count_ % 65536 == 0 && progress_ != nullptr) {
       progress_->Update("writing: " + Num(count_) + " messages so far");
     }
+    // The message `out` held (the store's previous one) goes back to the decoding thread to be
+    // freed there: its memory came from that thread's malloc arena, and freeing it here would
+    // take that arena's lock against every allocation the decoder makes.
+    spent_.push_back(std::move(*out));
     *out = std::move(m);
     batch_.pop_front();
     return true;
@@ -877,7 +890,10 @@ class StreamedMessages : public recap::MessageSource {
 
   // The decoding thread: queues a message, waiting while the queue is full.
   recap::Status Push(recap::Message&& m, bool is_instructions) {
+    // Measured and checked here, on the decoding thread, which has time to spare: the store's
+    // thread is the one an import waits for.
     const std::size_t size = recap::MessageChars(m);
+    std::optional<std::string> repeated = recap::RepeatedCallId(m);
     std::unique_lock<std::mutex> lock(mu_);
     if (!(stop_ || queue_.empty() || (queue_.size() < kQueued && queued_bytes_ < kQueuedBytes))) {
       producer_waiting_ = true;
@@ -888,8 +904,13 @@ class StreamedMessages : public recap::MessageSource {
     }
     if (stop_) return recap::Status::Cancelled("the import stopped");
     queued_bytes_ += size;
-    queue_.emplace_back(std::move(m), is_instructions);
+    queue_.push_back(Queued{std::move(m), is_instructions, size, std::move(repeated)});
     if (consumer_waiting_) changed_.notify_all();
+    // The store's spent messages are freed here, outside the lock. The three vectors that carry
+    // them (spent_, returned_, freeing_) trade buffers, so none grows more than once.
+    freeing_.swap(returned_);
+    lock.unlock();
+    freeing_.clear();
     return recap::Status::OK();
   }
 
@@ -905,6 +926,13 @@ class StreamedMessages : public recap::MessageSource {
     }
     batch_.swap(queue_);
     queued_bytes_ = 0;
+    // What the store is done with, for the decoder to free (once it has taken the last lot);
+    // after the decoding there is no arena to contend for.
+    if (decoded_) {
+      spent_.clear();
+    } else if (returned_.empty()) {
+      returned_.swap(spent_);
+    }
     if (producer_waiting_) changed_.notify_all();
     return !batch_.empty();
   }
@@ -913,16 +941,25 @@ class StreamedMessages : public recap::MessageSource {
   Progress* const progress_;
   std::mutex mu_;
   std::condition_variable changed_;
-  std::deque<std::pair<recap::Message, bool>> queue_;  // (message, is_instructions)
+  struct Queued {
+    recap::Message message;
+    bool is_instructions = false;
+    std::size_t chars = 0;                         // recap::MessageChars
+    std::optional<std::string> repeated_call_id;  // recap::RepeatedCallId
+  };
+  std::deque<Queued> queue_;
   std::size_t queued_bytes_ = 0;
   bool decoded_ = false;
   bool stop_ = false;
   bool producer_waiting_ = false;
   bool consumer_waiting_ = false;
   recap::Status decode_status_;
+  std::vector<recap::Message> returned_;  // spent messages given to the decoder to free
+  std::vector<recap::Message> freeing_;   // the decoding thread's: what it frees
   std::thread thread_;  // last: it starts using the members above at once
   // The store's thread only:
-  std::deque<std::pair<recap::Message, bool>> batch_;  // taken from queue_, being handed over
+  std::deque<Queued> batch_;  // taken from queue_, being handed over
+  std::vector<recap::Message> spent_;                   // handed over and replaced since
   std::size_t first_index_ = 0;
   std::size_t count_ = 0;
   std::size_t chars_ = 0;

@@ -1,6 +1,7 @@
 #include "body_codec.h"
 
 #include <cstdint>
+#include <functional>
 #include <utility>
 
 namespace recap {
@@ -14,7 +15,10 @@ constexpr unsigned char kTagCall = 1;
 constexpr unsigned char kTagResult = 2;
 constexpr unsigned char kTagOpaque = 3;
 
-void PutVarint(std::string& out, std::uint64_t v) {
+// The Put functions write to any `out` with push_back(char) and append(const char*, size_t):
+// a std::string (EncodeBody), a counter (EncodedBodySize) or a piece writer (EncodeBodyPieces).
+template <typename Out>
+void PutVarint(Out& out, std::uint64_t v) {
   while (v >= 0x80) {
     out.push_back(static_cast<char>((v & 0x7F) | 0x80));
     v >>= 7;
@@ -22,24 +26,104 @@ void PutVarint(std::string& out, std::uint64_t v) {
   out.push_back(static_cast<char>(v));
 }
 
-void PutByte(std::string& out, unsigned v) { out.push_back(static_cast<char>(v)); }
+template <typename Out>
+void PutByte(Out& out, unsigned v) {
+  out.push_back(static_cast<char>(v));
+}
 
-void PutString(std::string& out, std::string_view s) {
+template <typename Out>
+void PutString(Out& out, std::string_view s) {
   PutVarint(out, s.size());
   out.append(s.data(), s.size());
 }
 
-void PutText(std::string& out, const Text& t) {
+template <typename Out>
+void PutText(Out& out, const Text& t) {
   PutString(out, t.text);
   PutString(out, t.extra);
 }
 
-void PutOpaque(std::string& out, const Opaque& o) {
+template <typename Out>
+void PutOpaque(Out& out, const Opaque& o) {
   PutString(out, o.kind);
   PutString(out, o.payload);
   PutByte(out, static_cast<unsigned>(o.link));
   PutString(out, o.link_id);
 }
+
+template <typename Out>
+void Put(Out& out, const Message& m) {
+  PutByte(out, kFormat);
+  PutString(out, m.id);
+  PutByte(out, static_cast<unsigned>(m.role));
+  PutByte(out, m.summary ? 1 : 0);
+  PutByte(out, static_cast<unsigned>(m.form));
+  PutString(out, m.extra);
+  PutVarint(out, m.parts.size());
+  for (const Part& part : m.parts) {
+    if (const auto* t = std::get_if<Text>(&part)) {
+      PutByte(out, kTagText);
+      PutText(out, *t);
+    } else if (const auto* c = std::get_if<ToolCall>(&part)) {
+      PutByte(out, kTagCall);
+      PutString(out, c->id);
+      PutString(out, c->name);
+      PutString(out, c->arguments);
+      PutString(out, c->extra);
+    } else if (const auto* res = std::get_if<ToolResult>(&part)) {
+      PutByte(out, kTagResult);
+      PutString(out, res->call_id);
+      PutByte(out, res->is_error ? 1 : 0);
+      PutByte(out, static_cast<unsigned>(res->form));
+      PutString(out, res->extra);
+      PutVarint(out, res->content.size());
+      for (const ResultItem& item : res->content) {
+        if (const auto* it = std::get_if<Text>(&item)) {
+          PutByte(out, kTagText);
+          PutText(out, *it);
+        } else {
+          PutByte(out, kTagOpaque);
+          PutOpaque(out, std::get<Opaque>(item));
+        }
+      }
+    } else {
+      PutByte(out, kTagOpaque);
+      PutOpaque(out, std::get<Opaque>(part));
+    }
+  }
+}
+
+struct Counter {
+  std::size_t n = 0;
+  void push_back(char) { ++n; }
+  void append(const char*, std::size_t size) { n += size; }
+};
+
+// Gathers small writes; a large string goes to `write` as it is, after what was gathered.
+class Pieces {
+ public:
+  explicit Pieces(const std::function<void(std::string_view)>& write) : write_(write) {}
+  void push_back(char c) { buffer_.push_back(c); }
+  void append(const char* data, std::size_t size) {
+    if (size < kDirectBytes) {
+      buffer_.append(data, size);
+      if (buffer_.size() >= kDirectBytes) Flush();
+      return;
+    }
+    Flush();
+    write_(std::string_view(data, size));
+  }
+  void Flush() {
+    if (buffer_.empty()) return;
+    write_(buffer_);
+    buffer_.clear();
+  }
+
+ private:
+  static constexpr std::size_t kDirectBytes = std::size_t{64} << 10;
+  const std::function<void(std::string_view)>& write_;
+  std::string buffer_;
+};
 
 // Reads a body; every read checks bounds, and the first failure sticks.
 class Reader {
@@ -115,45 +199,18 @@ constexpr unsigned kMaxForm = static_cast<unsigned>(ContentForm::kAbsent);
 
 }  // namespace
 
-void EncodeBody(const Message& m, std::string& out) {
-  PutByte(out, kFormat);
-  PutString(out, m.id);
-  PutByte(out, static_cast<unsigned>(m.role));
-  PutByte(out, m.summary ? 1 : 0);
-  PutByte(out, static_cast<unsigned>(m.form));
-  PutString(out, m.extra);
-  PutVarint(out, m.parts.size());
-  for (const Part& part : m.parts) {
-    if (const auto* t = std::get_if<Text>(&part)) {
-      PutByte(out, kTagText);
-      PutText(out, *t);
-    } else if (const auto* c = std::get_if<ToolCall>(&part)) {
-      PutByte(out, kTagCall);
-      PutString(out, c->id);
-      PutString(out, c->name);
-      PutString(out, c->arguments);
-      PutString(out, c->extra);
-    } else if (const auto* res = std::get_if<ToolResult>(&part)) {
-      PutByte(out, kTagResult);
-      PutString(out, res->call_id);
-      PutByte(out, res->is_error ? 1 : 0);
-      PutByte(out, static_cast<unsigned>(res->form));
-      PutString(out, res->extra);
-      PutVarint(out, res->content.size());
-      for (const ResultItem& item : res->content) {
-        if (const auto* it = std::get_if<Text>(&item)) {
-          PutByte(out, kTagText);
-          PutText(out, *it);
-        } else {
-          PutByte(out, kTagOpaque);
-          PutOpaque(out, std::get<Opaque>(item));
-        }
-      }
-    } else {
-      PutByte(out, kTagOpaque);
-      PutOpaque(out, std::get<Opaque>(part));
-    }
-  }
+void EncodeBody(const Message& m, std::string& out) { Put(out, m); }
+
+std::size_t EncodedBodySize(const Message& m) {
+  Counter counter;
+  Put(counter, m);
+  return counter.n;
+}
+
+void EncodeBodyPieces(const Message& m, const std::function<void(std::string_view)>& write) {
+  Pieces pieces(write);
+  Put(pieces, m);
+  pieces.Flush();
 }
 
 Result<Message> DecodeBody(std::string_view body) {

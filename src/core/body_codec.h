@@ -18,6 +18,8 @@
 #ifndef RECAP_SRC_CORE_BODY_CODEC_H_
 #define RECAP_SRC_CORE_BODY_CODEC_H_
 
+#include <cstddef>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -31,6 +33,16 @@ namespace internal {
 
 // Appends the encoding of `m` to `out`.
 RECAP_EXPORT void EncodeBody(const Message& m, std::string& out);
+
+// The number of bytes EncodeBody appends for `m`, without encoding it.
+RECAP_EXPORT std::size_t EncodedBodySize(const Message& m);
+
+// The encoding of `m` handed to `write` in order, in pieces: strings of 64 KiB and more as
+// views into `m` itself, the bytes between them gathered. Their concatenation is what
+// EncodeBody appends; no copy of a whole body is made (a store writes a 200 MB tool output
+// into its file piece by piece with one copy of it in memory: the message's own).
+RECAP_EXPORT void EncodeBodyPieces(const Message& m,
+                                   const std::function<void(std::string_view)>& write);
 
 // Decodes one body. A truncated or malformed body is StatusCode::kCorruption.
 RECAP_EXPORT Result<Message> DecodeBody(std::string_view body);

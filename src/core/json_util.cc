@@ -508,12 +508,29 @@ void Reader::Seek(std::size_t offset, int depth) {
   frames_.clear();
 }
 
+std::size_t Reader::EscapedLength(std::size_t from) const {
+  // The closing quote is the first '"' after `from` not escaped by an odd run of backslashes.
+  const char* data = text_.data();
+  std::size_t at = from;
+  while (at < text_.size()) {
+    const void* q = std::memchr(data + at, '"', text_.size() - at);
+    if (q == nullptr) return text_.size() - from;
+    const std::size_t quote = static_cast<std::size_t>(static_cast<const char*>(q) - data);
+    std::size_t backslashes = 0;
+    while (quote - backslashes > from && data[quote - backslashes - 1] == '\\') ++backslashes;
+    if (backslashes % 2 == 0) return quote - from;
+    at = quote + 1;
+  }
+  return text_.size() - from;
+}
+
 Status Reader::ReadString(std::string* out) {
   const auto* p = reinterpret_cast<const unsigned char*>(text_.data());
   const std::size_t n = text_.size();
   ++pos_;  // the opening quote
   if (out != nullptr) out->clear();
   std::size_t run = pos_;
+  bool reserved = false;
   while (true) {
     while (pos_ + 8 <= n && EightPlain(p + pos_)) pos_ += 8;
     while (pos_ < n) {
@@ -539,6 +556,13 @@ Status Reader::ReadString(std::string* out) {
                              ") in a string; write it as an escape such as \\n or \\u0000");
     }
     // A backslash.
+    if (out != nullptr && !reserved) {
+      // The first escape: from here on the string is copied piece by piece, so its room is
+      // made once, at most what is left of it in the text. A string that grew by doubling
+      // would hold its old and new buffers at once (a 200 MB tool output: 384 MB).
+      reserved = true;
+      out->reserve(pos_ - run + EscapedLength(pos_));
+    }
     if (out != nullptr) out->append(text_.data() + run, pos_ - run);
     if (pos_ + 1 >= n) return Error(n, "unexpected end of input in an escape sequence");
     const char e = text_[pos_ + 1];

@@ -163,6 +163,8 @@ class Reader {
   Status DuplicateKey(const std::string& key) const;
   void SkipWhitespace() noexcept;
   Status ReadString(std::string* out);
+  // Bytes from `from` (inside a string) to its closing quote, or to the end of the text.
+  std::size_t EscapedLength(std::size_t from) const;
   Status ReadNumber(Json* out);
   Status ReadLiteral(Json* out);
   Status ReadKey(Frame& frame, Json** slot);

@@ -77,26 +77,32 @@ bool HasToolCalls(const Message& m) noexcept {
 }
 
 std::optional<std::string> RepeatedCallId(const Message& m) {
-  std::vector<std::string_view> ids;
-  for (const auto& p : m.parts) {
-    if (const auto* c = std::get_if<ToolCall>(&p)) {
-      ids.push_back(c->id);
-    } else if (const auto* o = std::get_if<Opaque>(&p); o != nullptr && o->link == OpaqueLink::kCall) {
-      ids.push_back(o->link_id);
+  // The id a part asks under, or null for a part that asks nothing.
+  const auto call_id = [](const Part& p) -> const std::string* {
+    if (const auto* c = std::get_if<ToolCall>(&p)) return &c->id;
+    if (const auto* o = std::get_if<Opaque>(&p); o != nullptr && o->link == OpaqueLink::kCall) {
+      return &o->link_id;
     }
-  }
-  if (ids.size() < 2) return std::nullopt;
-  if (ids.size() <= 16) {  // the usual case: a few calls, compared pairwise
-    for (std::size_t i = 1; i < ids.size(); ++i) {
+    return nullptr;
+  };
+  std::size_t calls = 0;
+  for (const auto& p : m.parts) calls += call_id(p) != nullptr ? 1 : 0;
+  if (calls < 2) return std::nullopt;  // the usual case, and it allocates nothing
+  if (calls <= 16) {  // a few calls: compared pairwise
+    for (std::size_t i = 0; i < m.parts.size(); ++i) {
+      const std::string* a = call_id(m.parts[i]);
+      if (a == nullptr) continue;
       for (std::size_t j = 0; j < i; ++j) {
-        if (ids[i] == ids[j]) return std::string(ids[i]);
+        const std::string* b = call_id(m.parts[j]);
+        if (b != nullptr && *a == *b) return *a;
       }
     }
     return std::nullopt;
   }
   std::unordered_set<std::string_view> seen;
-  for (std::string_view id : ids) {
-    if (!seen.insert(id).second) return std::string(id);
+  for (const auto& p : m.parts) {
+    const std::string* id = call_id(p);
+    if (id != nullptr && !seen.insert(*id).second) return *id;
   }
   return std::nullopt;
 }

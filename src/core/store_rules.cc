@@ -60,14 +60,15 @@ Result<bool> NewSessionReader::Next(Message* out, std::size_t* chars) {
     }
   }
   const std::size_t i = count_++;
-  const std::string what = "new session " + QuotedName(session_.session);
+  // Named only when something is wrong: a million messages build no text here.
+  const auto what = [&] { return "new session " + QuotedName(session_.session); };
   if (std::optional<std::string> repeated = RepeatedCallId(*out)) {
-    return RepeatedCallIdStatus(what, i, *repeated);
+    return RepeatedCallIdStatus(what(), i, *repeated);
   }
   if (out->id.empty()) {
     out->id = NewMessageId();
   } else if (!given_ids_.insert(out->id).second) {
-    return Status::InvalidArgument("message " + std::to_string(i) + " of " + what +
+    return Status::InvalidArgument("message " + std::to_string(i) + " of " + what() +
                                    " has id " + QuotedName(out->id) +
                                    ", which an earlier message of the session has; ids must be "
                                    "unique. Leave the id empty to get a fresh one");

@@ -126,13 +126,17 @@ std::string NewMessageId() {
   // at a random place per message (a million-message import touched every index page). The
   // last 16 stay random.
   thread_local std::uint32_t next_hi = static_cast<std::uint32_t>(gen());
-  const std::uint64_t hi = next_hi++;
+  const std::uint32_t hi = next_hi++;
   const std::uint64_t lo = gen();
-  char buf[2 + 24 + 1];
-  std::snprintf(buf, sizeof buf, "m_%08llx%016llx",
-                static_cast<unsigned long long>(hi & 0xffffffffULL),
-                static_cast<unsigned long long>(lo));
-  return buf;
+  // Written by hand: this runs once per stored message (a million for a big import), where
+  // snprintf's format parsing was a tenth of the writing thread's own work.
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string id(2 + 8 + 16, '0');
+  id[0] = 'm';
+  id[1] = '_';
+  for (int i = 0; i < 8; ++i) id[2 + i] = kHex[(hi >> (28 - 4 * i)) & 0xf];
+  for (int i = 0; i < 16; ++i) id[10 + i] = kHex[(lo >> (60 - 4 * i)) & 0xf];
+  return id;
 }
 
 Transcript::Transcript() = default;

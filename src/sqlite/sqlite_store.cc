@@ -41,6 +41,8 @@ namespace {
 
 using internal::DecodeBody;
 using internal::EncodeBody;
+using internal::EncodeBodyPieces;
+using internal::EncodedBodySize;
 using sqlite_internal::kMigrations;
 using sqlite_internal::kSchemaVersion;
 
@@ -542,15 +544,16 @@ class SqliteSessionStore final : public SessionStore {
       for (NewSession& n : sessions) {
         SessionRow row = CreateSession(n.session, now);
         internal::NewSessionReader reader(n);
+        BulkInsert bulk(*this, row.id, now);
         Message m;
         std::size_t chars = 0;
-        std::int64_t position = 0;
         for (;;) {
           Result<bool> more = reader.Next(&m, &chars);
           if (!more.ok()) throw Abort{more.status()};
           if (!*more) break;
-          InsertMessage(row.id, m, chars, position++, 1, now);
+          bulk.Add(m, chars);
         }
+        bulk.Flush();
         if (reader.count() == 0) throw Abort{internal::NewSessionEmpty(n.session)};
         SetVersion(row.id, 1, 0);
         versions.push_back(1);
@@ -871,9 +874,10 @@ class SqliteSessionStore final : public SessionStore {
     row.bindNoCopy(8, now);
     row.exec();
     const std::int64_t seq = c_->db().getLastInsertRowid();
-    scratch_.clear();
-    EncodeBody(m, scratch_);
-    if (scratch_.size() < kBlobStreamBytes) {
+    const std::size_t size = EncodedBodySize(m);
+    if (size < kBlobStreamBytes) {
+      scratch_.clear();
+      EncodeBody(m, scratch_);
       SQLite::Statement& body = c_->Stmt("INSERT INTO bodies (seq, body) VALUES (?, ?)");
       body.bind(1, seq);
       body.bindNoCopy(2, scratch_.data(), static_cast<int>(scratch_.size()));
@@ -881,34 +885,157 @@ class SqliteSessionStore final : public SessionStore {
       return;
     }
     // A large body (a 200 MB tool output): SQLite would copy a bound blob into the record it
-    // builds, so the row gets a zeroblob of the right size and the body is written into it in
-    // pieces — one copy of the body in memory, not two.
-    if (scratch_.size() > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
+    // builds, so the row gets a zeroblob of the right size and the encoding is written into it
+    // piece by piece, its large strings straight from the message: no copy of the body is
+    // made in memory.
+    if (size > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
       throw Abort{Status::ResourceExhausted(
           "recap sqlite store " + Quoted(c_->path()) + ": message " + Quoted(m.id) + " is " +
-          std::to_string(scratch_.size()) +
+          std::to_string(size) +
           " bytes encoded; SQLite stores at most 2 GiB in one message. Nothing was written")};
     }
     SQLite::Statement& body = c_->Stmt("INSERT INTO bodies (seq, body) VALUES (?, zeroblob(?))");
     body.bind(1, seq);
-    body.bind(2, static_cast<std::int64_t>(scratch_.size()));
+    body.bind(2, static_cast<std::int64_t>(size));
     body.exec();
     sqlite3_blob* blob = nullptr;
     int rc = sqlite3_blob_open(c_->db().getHandle(), "main", "bodies", "body", seq, 1, &blob);
-    for (std::size_t at = 0; rc == SQLITE_OK && at < scratch_.size(); at += kBlobStreamBytes) {
-      const std::size_t n = std::min(kBlobStreamBytes, scratch_.size() - at);
-      rc =
-          sqlite3_blob_write(blob, scratch_.data() + at, static_cast<int>(n), static_cast<int>(at));
-    }
+    std::size_t at = 0;
+    EncodeBodyPieces(m, [&](std::string_view piece) {
+      for (std::size_t done = 0; rc == SQLITE_OK && done < piece.size();) {
+        const std::size_t n = std::min(kBlobStreamBytes, piece.size() - done);
+        rc = sqlite3_blob_write(blob, piece.data() + done, static_cast<int>(n),
+                                static_cast<int>(at + done));
+        done += n;
+      }
+      at += piece.size();
+    });
     const int closed = sqlite3_blob_close(blob);  // a null blob is a no-op
     if (rc == SQLITE_OK) rc = closed;
     if (rc != SQLITE_OK) throw SQLite::Exception(c_->db().getHandle(), rc);
-    // Keep no huge buffer alive after it.
-    std::string().swap(scratch_);
   }
 
   // Bodies of this size and more are written through SQLite's incremental blob I/O.
   static constexpr std::size_t kBlobStreamBytes = std::size_t{1} << 20;
+
+  // The messages of a new session (CreateSessions), written kRows at a time: one INSERT of
+  // kRows rows into messages and one into bodies, instead of two statements per message. Within
+  // one statement SQLite keeps its cursors open, so each row lands at the end of every index
+  // without a search from the root (a new session's keys only grow), and the per-statement
+  // work is paid once per kRows messages. The rows get consecutive seq numbers after the
+  // largest in the file (the transaction holds the write lock). A message whose body is large
+  // goes through InsertMessage alone (blob I/O). The message passed to Add is only read: what
+  // a row needs is copied out of it, so the caller keeps (and reuses) it.
+  class BulkInsert {
+   public:
+    static constexpr std::size_t kRows = 64;
+
+    BulkInsert(SqliteSessionStore& store, std::int64_t session_id, const std::string& now)
+        : store_(store), session_id_(session_id), now_(now) {
+      rows_.reserve(kRows);
+      next_seq_ = NextSeq();
+    }
+
+    void Add(const Message& m, std::size_t chars) {
+      if (EncodedBodySize(m) >= kBlobStreamBytes) {
+        Flush();
+        store_.InsertMessage(session_id_, m, chars, position_++, 1, now_);
+        next_seq_ = NextSeq();
+        return;
+      }
+      const std::size_t at = bodies_.size();
+      EncodeBody(m, bodies_);
+      rows_.push_back(Row{m.id, m.role, m.summary, chars, at, bodies_.size() - at});
+      if (rows_.size() == kRows) Flush();
+    }
+
+    // Writes what is pending (the last rows one statement each).
+    void Flush() {
+      std::size_t done = 0;
+      if (rows_.size() == kRows) {
+        Write(store_.c_->Stmt(MessagesSql()), store_.c_->Stmt(BodiesSql()), 0, kRows);
+        done = kRows;
+      }
+      for (; done < rows_.size(); ++done) {
+        Write(store_.c_->Stmt("INSERT INTO messages (seq, session_id, message_id, position, "
+                              "stored_version, role, summary, chars, stored_at) VALUES "
+                              "(?, ?, ?, ?, ?, ?, ?, ?, ?)"),
+              store_.c_->Stmt("INSERT INTO bodies (seq, body) VALUES (?, ?)"), done, 1);
+      }
+      rows_.clear();
+      bodies_.clear();
+    }
+
+   private:
+    struct Row {
+      std::string id;
+      Role role;
+      bool summary;
+      std::size_t chars;
+      std::size_t body_at, body_size;  // in bodies_
+    };
+
+    std::int64_t NextSeq() {
+      SQLite::Statement& st = store_.c_->Stmt("SELECT coalesce(max(seq), 0) + 1 FROM messages");
+      st.executeStep();
+      const std::int64_t seq = st.getColumn(0).getInt64();
+      st.reset();
+      return seq;
+    }
+
+    // Rows [from, from + n) through `messages` and `bodies`, statements of n rows.
+    void Write(SQLite::Statement& messages, SQLite::Statement& bodies, std::size_t from,
+               std::size_t n) {
+      for (std::size_t k = 0; k < n; ++k) {
+        const Row& r = rows_[from + k];
+        const int p = static_cast<int>(k) * 9;
+        const std::int64_t seq = next_seq_ + static_cast<std::int64_t>(k);
+        messages.bind(p + 1, seq);
+        messages.bind(p + 2, session_id_);
+        messages.bindNoCopy(p + 3, r.id);
+        messages.bind(p + 4, position_ + static_cast<std::int64_t>(k));
+        messages.bind(p + 5, static_cast<std::int64_t>(1));
+        messages.bindNoCopy(p + 6, RoleName(r.role));
+        messages.bind(p + 7, r.summary ? 1 : 0);
+        messages.bind(p + 8, static_cast<std::int64_t>(r.chars));
+        messages.bindNoCopy(p + 9, now_);
+        bodies.bind(static_cast<int>(k) * 2 + 1, seq);
+        bodies.bindNoCopy(static_cast<int>(k) * 2 + 2, bodies_.data() + r.body_at,
+                          static_cast<int>(r.body_size));
+      }
+      messages.exec();
+      bodies.exec();
+      next_seq_ += static_cast<std::int64_t>(n);
+      position_ += static_cast<std::int64_t>(n);
+    }
+
+    static const char* MessagesSql() {
+      static const std::string sql = [] {
+        std::string q =
+            "INSERT INTO messages (seq, session_id, message_id, position, stored_version, role, "
+            "summary, chars, stored_at) VALUES ";
+        for (std::size_t k = 0; k < kRows; ++k) q += k ? ",(?,?,?,?,?,?,?,?,?)" : "(?,?,?,?,?,?,?,?,?)";
+        return q;
+      }();
+      return sql.c_str();
+    }
+    static const char* BodiesSql() {
+      static const std::string sql = [] {
+        std::string q = "INSERT INTO bodies (seq, body) VALUES ";
+        for (std::size_t k = 0; k < kRows; ++k) q += k ? ",(?,?)" : "(?,?)";
+        return q;
+      }();
+      return sql.c_str();
+    }
+
+    SqliteSessionStore& store_;
+    const std::int64_t session_id_;
+    const std::string& now_;
+    std::vector<Row> rows_;
+    std::string bodies_;  // the pending rows' bodies, one after another
+    std::int64_t next_seq_ = 0;
+    std::int64_t position_ = 0;
+  };
 
   enum class CommitKind { kCompaction, kReduction, kRecovery };
 

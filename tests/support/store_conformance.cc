@@ -1008,6 +1008,80 @@ void CreateSessions(const SessionStoreFactory& make) {
   CHECK(Ok(store->Load("old")).version == 3);
 }
 
+// A source handing over prepared messages one at a time, as an importer does.
+class VectorSource : public MessageSource {
+ public:
+  explicit VectorSource(std::vector<Message> messages) : messages_(std::move(messages)) {}
+  Result<bool> Next(Message* out) override {
+    if (next_ == messages_.size()) return false;
+    *out = messages_[next_++];
+    return true;
+  }
+
+ private:
+  std::vector<Message> messages_;
+  std::size_t next_ = 0;
+};
+
+void CreateSessionsLargeAndMany(const SessionStoreFactory& make) {
+  auto store = make();
+  Fill(*store, "before", 5);  // the new session's rows come after another session's
+  // 300 messages: more than a few store batches and a tail, with bodies of 2 MiB (over the
+  // size a store may write in pieces) at the start, the middle, twice in a row and last, plus
+  // multi-byte text and tool pairs.
+  std::vector<Message> messages;
+  for (int i = 0; i < 300; ++i) {
+    const std::string id = "b" + std::to_string(i);
+    const bool large = i == 0 || i == 64 || i == 130 || i == 131 || i == 299;
+    const std::string text = large ? std::string(2u << 20, static_cast<char>('a' + i % 26))
+                                   : "text " + id + " \xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80";
+    if (i % 10 == 7) {
+      messages.push_back(Message::AssistantCalls({ToolCall{"c" + id, "read", "{\"n\":1.50}", {}}}));
+      messages.back().id = id;
+    } else if (i % 10 == 8) {
+      messages.push_back(Message::ToolOutput("cb" + std::to_string(i - 1), text));
+      messages.back().id = id;
+    } else {
+      messages.push_back(i % 2 == 0 ? User(text, id) : Assistant(text, id));
+    }
+  }
+  VectorSource source(messages);
+  std::vector<NewSession> one(1);
+  one[0].session = "bulk";
+  one[0].source = &source;
+  CHECK(Ok(store->CreateSessions(std::move(one))) == std::vector<std::uint64_t>{1});
+
+  SessionState back = Ok(store->Load("bulk"));
+  CHECK(back.version == 1);
+  REQUIRE(back.transcript.size() == messages.size());
+  std::size_t chars = 0;
+  for (std::size_t i = 0; i < messages.size(); ++i) {
+    INFO("message " << i);
+    CHECK(Print(back.transcript[i]) == Print(messages[i]));
+    CHECK(back.transcript.chars(i) == MessageChars(messages[i]));
+    chars += MessageChars(messages[i]);
+  }
+  CHECK(back.transcript.chars() == chars);
+  const std::vector<HistoryEntry> h = Ok(store->History("bulk"));
+  REQUIRE(h.size() == messages.size());
+  RequireIncreasingSeq(h);
+  for (std::size_t i = 0; i < h.size(); ++i) CHECK(h[i].message.id == messages[i].id);
+  // The session goes on as any other: an append, then a compaction of its first 150.
+  std::uint64_t version = Ok(store->Append("bulk", User("after", "b300")));
+  CHECK(version == 2);
+  CompactionCommit c;
+  c.expected_version = version;
+  for (int i = 0; i < 150; ++i) c.replaced.push_back(messages[static_cast<std::size_t>(i)].id);
+  c.checkpoint = Summary("summary of 150", "cp");
+  CHECK(Ok(store->CommitCompaction("bulk", c)) == 3);
+  back = Ok(store->Load("bulk"));
+  REQUIRE(back.transcript.size() == 152);
+  CHECK(Print(back.transcript[1]) == Print(messages[150]));
+  CHECK(Print(back.transcript[150]) == Print(messages[299]));
+  CHECK(Ok(store->History("bulk")).size() == 302);
+  CHECK(Ok(store->Load("before")).version == 5);
+}
+
 void CreateSessionsAllOrNothing(const SessionStoreFactory& make) {
   auto store = make();
   Fill(*store, "old", 3);

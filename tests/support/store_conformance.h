@@ -64,6 +64,7 @@ void HistoryKeepsEverything(const SessionStoreFactory& make);
 void ForEachHistoryEntryIsHistory(const SessionStoreFactory& make);
 void BadCommitsChangeNothing(const SessionStoreFactory& make);
 void CreateSessions(const SessionStoreFactory& make);
+void CreateSessionsLargeAndMany(const SessionStoreFactory& make);
 void CreateSessionsAllOrNothing(const SessionStoreFactory& make);
 void RepeatedCallIdsRefused(const SessionStoreFactory& make);
 void ConcurrentCreatesOneWins(const SessionStoreFactory& make);
@@ -125,6 +126,10 @@ void ConcurrentCreatesOneWins(const SessionStoreFactory& make);
   RECAP_STORE_CONFORMANCE_CASE_(store_name, factory,                                               \
                                 "R13.6 CreateSessions stores new sessions whole, from a source",   \
                                 CreateSessions)                                                    \
+  RECAP_STORE_CONFORMANCE_CASE_(store_name, factory,                                               \
+                                "R13.1 CreateSessions writes many messages and 2 MiB ones "        \
+                                "exactly, in order, after another session's",                      \
+                                CreateSessionsLargeAndMany)                                        \
   RECAP_STORE_CONFORMANCE_CASE_(store_name, factory,                                               \
                                 "R13.6 a refused CreateSessions stores nothing of any session",    \
                                 CreateSessionsAllOrNothing)                                        \
