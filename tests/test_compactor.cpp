@@ -196,15 +196,17 @@ TEST_CASE("R2.5 after two weak auto compactions in a row, auto compaction pauses
   Config c = SmallConfig(1000000);
   c.compaction.threshold = 0.1;  // trigger at 100,000 characters; the hard limit stays far away
   Harness h(c);
-  // Checkpoints as big as R12.7 lets them be (just under half the trigger), beside a tool
-  // catalog eight times the trigger: each compaction frees less than a tenth of the request.
+  // Checkpoints as big as R12.7 lets them be (just under half the trigger): each compaction
+  // frees less than a tenth of the request.
   ScriptedStep echo;
   echo.respond = [](const CompletionRequest&) {
-    return R"({"goal":")" + std::string(45000, 'g') + R"("})";
+    return R"({"goal":")" + std::string(47000, 'g') + R"("})";
   };
   h.provider->SetDefault(echo);
   RequestSizes sizes;
-  sizes.tool_catalog_chars = 800000;  // keeps every request above the trigger
+  // A catalog below the trigger (R12.4: one above it would make compaction pointless) that
+  // with the checkpoint and the kept turn keeps every request above it.
+  sizes.tool_catalog_chars = 60000;
   for (int i = 1; i <= 4; ++i) h.Turn(i, 15000);
   h.Append(Message::UserText(std::string(30000, 'q')));
   auto p1 = h.compactor->Prepare(kS, sizes);

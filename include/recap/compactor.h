@@ -35,6 +35,7 @@
 
 #include "recap/cancellation.h"
 #include "recap/checkpoint.h"
+#include "recap/time_source.h"
 #include "recap/config.h"
 #include "recap/events.h"
 #include "recap/export.h"
@@ -68,6 +69,17 @@ struct Prepared {
   std::size_t after_tokens = 0;   // and after
   std::vector<std::string> compactions;  // reasons of the compactions that committed, in order
   std::size_t reduced_messages = 0;      // messages the reducer cut (0: it did not run)
+
+  // The window the triggers used (R1.2, R12.2): its size when known, and where it came from —
+  // "config", "profile", "provider", "overflow" (lowered by ReportOverflow), or "fallback"
+  // when none is known (the window is then fallback_window_tokens = maxContextChars / 4, and
+  // the event `window_unknown` said why, once for the session).
+  std::optional<std::size_t> window_tokens;
+  std::string window_source;
+  std::size_t fallback_window_tokens = 0;
+  // The rule of R2 that fired at the start of this call ("window", "fallback", "chars",
+  // "overflow"), or empty when none did.
+  std::string trigger_rule;
 };
 
 // What Prepare would do now, without calling the model or writing anything (R7.3).
@@ -78,6 +90,13 @@ struct Plan {
   bool paused = false;        // auto compaction is paused for lack of progress (R2.5)
   bool auto_enabled = true;
   std::optional<std::size_t> window_tokens;  // the trusted window in use, if any (R1.2)
+  std::string window_source;  // "config", "profile", "provider", "overflow" or "fallback" (R12.2)
+  // Instructions and tool catalog alone reach the trigger: compaction cannot help, and
+  // Prepare does not attempt it (R12.4; the hard limit of R6 still applies).
+  bool irreducible = false;
+  // The summarizer failed 3 auto compactions in a row: Prepare leaves it alone for this long
+  // still (R12.3); 0 when it is not backing off.
+  std::uint64_t summarizer_backoff_ms = 0;
   std::size_t full_chars = 0;     // instructions + transcript + tool catalog
   std::size_t full_tokens = 0;
   std::size_t reducible_chars = 0;  // instructions + transcript
@@ -114,10 +133,13 @@ class RECAP_EXPORT Compactor {
  public:
   // `provider` writes checkpoints; null means recap's offline summarizer. `store` holds the
   // sessions; null means a new in-memory store. Fails when `config` is out of range.
+  // `time` times the back-offs of R12.2 and R12.3; null means the machine's monotonic clock
+  // (SteadyTimeSource()).
   static Result<std::unique_ptr<Compactor>> Create(
       Config config, std::shared_ptr<Provider> provider, std::shared_ptr<SessionStore> store,
       std::vector<std::shared_ptr<PluginHook>> plugins = {},
-      std::vector<std::shared_ptr<EventSink>> sinks = {});
+      std::vector<std::shared_ptr<EventSink>> sinks = {},
+      std::shared_ptr<TimeSource> time = nullptr);
 
   ~Compactor();
   Compactor(const Compactor&) = delete;

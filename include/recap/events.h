@@ -5,6 +5,7 @@
 //
 //   compaction_started    compaction_progress   compaction_completed
 //   compaction_skipped    context_reduced       compaction_failed     plugin_hook_failed
+//   window_unknown
 //
 // The summarizer's token usage travels in its own field ("usage" of compaction_completed),
 // so a host can keep compaction's tokens out of its agent's budget.

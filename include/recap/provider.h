@@ -87,6 +87,13 @@ class RECAP_EXPORT Provider {
   // server's model list). recap distrusts values above 2,000,000 (R1.2). Default: unknown.
   virtual std::optional<std::size_t> ContextWindow() { return std::nullopt; }
 
+  // The same, saying why when it is unknown: the window, kNotFound when the provider does not
+  // report one, or the error that kept it from being read (the model list did not answer, its
+  // reply named no window for the model). The Compactor asks this, reports an unknown window
+  // with the message (event `window_unknown`, R12.2) and asks again later. The default calls
+  // ContextWindow(); a provider that can fail to read its window overrides this one.
+  virtual Result<std::size_t> QueryContextWindow();
+
   // A short name for events and logs: "offline", "openai", "anthropic", "my-client".
   virtual std::string Name() const = 0;
 };

@@ -4,6 +4,7 @@
 
 #include "recap/cancellation.h"
 #include "recap/checkpoint.h"
+#include "recap/time_source.h"
 #include "recap/codec.h"
 #include "recap/compactor.h"
 #include "recap/config.h"

@@ -1,6 +1,7 @@
 #include "recap/compactor.h"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <map>
@@ -30,9 +31,12 @@ enum class AttemptKind { kNone, kCommitted, kSkipped, kFailed, kDisabled };
 struct Attempt {
   AttemptKind kind = AttemptKind::kNone;
   SkipReason skip = SkipReason::kNone;
+  std::string skip_note;  // a skip of Prepare's own (no_progress, irreducible, backing off)
   Status error;  // kFailed
   std::size_t before_full = 0;
   std::size_t after_full = 0;
+  bool provider_failed = false;  // the summarizer's call failed (R12.3 counts these)
+  bool budget_step = false;      // Prepare's step 3, the budget compaction
   CompactOutcome outcome;
 };
 
@@ -54,9 +58,17 @@ struct SessionCache {
   std::size_t chars_at_report = 0;
   std::size_t chars_at_last_prepare = 0;
 
-  // R2.5: consecutive auto compactions that freed < 10%, and the pause they cause.
+  // R2.5: consecutive auto compactions that freed < 10%, and the pause they cause. R12.4: the
+  // pause also lifts once the transcript has grown by a tenth of the trigger since it began.
   int weak_streak = 0;
   bool paused = false;
+  std::size_t chars_at_pause = 0;
+
+  // R12.4: the (instructions, tool catalog) sizes for which `irreducible` was last said.
+  std::optional<std::pair<std::size_t, std::size_t>> irreducible_said_for;
+
+  // R12.2: window_unknown was emitted for this session.
+  bool window_unknown_said = false;
 
   // Turn starts ever seen (monotonic): "once per turn" for the budget compaction (R7 step 3).
   std::uint64_t turn_serial = 0;
@@ -90,17 +102,45 @@ struct Compactor::Impl {
   std::mutex sessions_mu;
   std::unordered_map<std::string, std::shared_ptr<SessionCache>> sessions;
 
+  std::shared_ptr<TimeSource> clock;
+
+  // R1.2, R12.2: the provider's window. Asked when first needed; a failure is asked again
+  // after a wait that starts at a minute and doubles up to ten; a provider that says it
+  // reports none (kNotFound) is not asked again.
   std::mutex window_mu;
-  bool provider_window_asked = false;
+  bool provider_window_final = false;  // known, or reported as never known
   std::optional<std::size_t> provider_window;
+  std::string window_error;            // why it is unknown
+  bool window_error_loud = false;      // a failure, not "the provider reports none"
+  std::optional<TimeSource::time_point> next_window_query;
+  std::chrono::milliseconds window_retry{kWindowRetryFirst};
+
+  // R12.3: the summarizer's failures in auto compactions, for every session: after three in
+  // a row, auto compaction leaves it alone until `breaker_until` (30 s, doubling to 10 min).
+  std::mutex breaker_mu;
+  int provider_failures = 0;
+  std::optional<TimeSource::time_point> breaker_until;
+  std::chrono::milliseconds breaker_wait{kBreakerFirst};
+
+  static constexpr std::chrono::milliseconds kWindowRetryFirst{60000};
+  static constexpr std::chrono::milliseconds kWindowRetryMax{600000};
+  static constexpr int kBreakerFailures = 3;
+  static constexpr std::chrono::milliseconds kBreakerFirst{30000};
+  static constexpr std::chrono::milliseconds kBreakerMax{600000};
 
   Impl(Config c, std::shared_ptr<Provider> p, std::shared_ptr<SessionStore> s,
-       std::vector<std::shared_ptr<PluginHook>> hooks, std::vector<std::shared_ptr<EventSink>> sinks)
+       std::vector<std::shared_ptr<PluginHook>> hooks, std::vector<std::shared_ptr<EventSink>> sinks,
+       std::shared_ptr<TimeSource> time)
       : config(std::move(c)),
         provider(std::move(p)),
+        // Made here, not when first needed: sessions falling back at once share it.
+        offline(NewOfflineSummarizer()),
         store(std::move(s)),
         plugins(std::move(hooks)),
-        events(std::move(sinks)) {}
+        events(std::move(sinks)),
+        clock(time ? std::move(time) : SteadyTimeSource()) {}
+
+  bool IsOffline(const Provider& p) const { return &p == offline.get() || p.Name() == "offline"; }
 
   std::shared_ptr<SessionCache> Cache(const std::string& session) {
     std::lock_guard<std::mutex> lock(sessions_mu);
@@ -146,23 +186,81 @@ struct Compactor::Impl {
 
   // R1.2: configuration, then the host's profile, then the provider; each source above the
   // trust limit counts as if it had said nothing. An overflow report caps the result (R2.6).
-  std::optional<std::size_t> Window(const RequestSizes& sizes, const SessionCache& c) {
+  struct WindowChoice {
+    std::optional<std::size_t> tokens;
+    const char* source = "fallback";
+  };
+  WindowChoice Window(const RequestSizes& sizes, const SessionCache& c) {
     auto trusted = [](std::optional<std::size_t> w) -> std::optional<std::size_t> {
       if (w && *w > 0 && *w <= kMaxTrustedContextWindow) return w;
       return std::nullopt;
     };
-    std::optional<std::size_t> w = trusted(config.provider.context_window);
-    if (!w) w = trusted(sizes.profile_context_window);
-    if (!w) {
-      std::lock_guard<std::mutex> lock(window_mu);
-      if (!provider_window_asked) {
-        provider_window = provider->ContextWindow();
-        provider_window_asked = true;
-      }
-      w = trusted(provider_window);
+    WindowChoice w;
+    if ((w.tokens = trusted(config.provider.context_window))) {
+      w.source = "config";
+    } else if ((w.tokens = trusted(sizes.profile_context_window))) {
+      w.source = "profile";
+    } else if ((w.tokens = ProviderWindow())) {
+      w.source = "provider";
     }
-    if (c.overflow_window) w = w ? std::min(*w, *c.overflow_window) : *c.overflow_window;
+    if (c.overflow_window && (!w.tokens || *c.overflow_window < *w.tokens)) {
+      w.tokens = c.overflow_window;
+      w.source = "overflow";
+    }
     return w;
+  }
+
+  // The provider's window, asking it when the wait of R12.2 allows.
+  std::optional<std::size_t> ProviderWindow() {
+    std::lock_guard<std::mutex> lock(window_mu);
+    if (provider_window_final) return provider_window;
+    const TimeSource::time_point now = clock->Now();
+    if (next_window_query && now < *next_window_query) return std::nullopt;
+    Result<std::size_t> asked = Status::Internal("");
+    try {
+      asked = provider->QueryContextWindow();
+    } catch (const std::exception& e) {
+      asked = Status::Internal(std::string("it threw an exception: ") + e.what());
+    } catch (...) {
+      asked = Status::Internal("it threw a non-standard exception");
+    }
+    if (asked.ok() && *asked > 0 && *asked <= kMaxTrustedContextWindow) {
+      provider_window = *asked;
+      provider_window_final = true;
+      window_error.clear();
+      return provider_window;
+    }
+    if (!asked.ok() && asked.status().code() == StatusCode::kNotFound) {
+      provider_window_final = true;  // it reports none, now or later
+      window_error = asked.status().message();
+      window_error_loud = false;
+      return std::nullopt;
+    }
+    window_error = asked.ok() ? "the provider reported " + std::to_string(*asked) +
+                                    " tokens, more than the " +
+                                    std::to_string(kMaxTrustedContextWindow) + " recap trusts"
+                              : asked.status().message();
+    window_error_loud = true;
+    next_window_query = now + window_retry;
+    window_retry = std::min(window_retry * 2, kWindowRetryMax);
+    return std::nullopt;
+  }
+
+  // R12.2: once per session, when the provider's window could not be read.
+  void SayWindowUnknown(const std::string& session, SessionCache& c, const Plan& plan) {
+    if (c.window_unknown_said || plan.window_source != std::string("fallback")) return;
+    std::string error;
+    {
+      std::lock_guard<std::mutex> lock(window_mu);
+      if (!window_error_loud) return;
+      error = window_error;
+    }
+    c.window_unknown_said = true;
+    events.Emit("window_unknown", session,
+                internal::WindowUnknownFields(error, FallbackWindow(), "maxContextChars / 4"));
+    RECAP_LOG_WARN("session {}: the context window is unknown ({}); the triggers use "
+                   "maxContextChars / 4 = {} tokens until it is known",
+                   session, error, FallbackWindow());
   }
 
   std::size_t FallbackWindow() const { return config.limits.max_context_chars / 4; }
@@ -174,7 +272,9 @@ struct Compactor::Impl {
     plan.full_chars = sizes.instructions_chars + t_chars + sizes.tool_catalog_chars;
     plan.full_tokens = EstimateTokens(plan.full_chars);
     plan.reducible_chars = sizes.instructions_chars + t_chars;
-    plan.window_tokens = Window(sizes, c);
+    const WindowChoice chosen = Window(sizes, c);
+    plan.window_tokens = chosen.tokens;
+    plan.window_source = chosen.source;
     const double threshold = config.compaction.threshold;
     const std::size_t window = plan.window_tokens ? *plan.window_tokens : FallbackWindow();
     plan.trigger_tokens = static_cast<std::size_t>(std::floor(threshold * static_cast<double>(window)));
@@ -206,6 +306,35 @@ struct Compactor::Impl {
       plan.reason = "auto";
     }
     plan.paused = c.paused;
+    // R12.4: what no compaction can shrink reaches the trigger by itself.
+    const std::size_t fixed = sizes.instructions_chars + sizes.tool_catalog_chars;
+    plan.irreducible = EstimateTokens(fixed) >= plan.trigger_tokens || fixed >= plan.trigger_chars;
+    plan.summarizer_backoff_ms = BreakerWaitMs();
+  }
+
+  // R12.3: how long auto compaction still leaves the summarizer alone (0: it does not).
+  std::uint64_t BreakerWaitMs() {
+    std::lock_guard<std::mutex> lock(breaker_mu);
+    if (!breaker_until) return 0;
+    const TimeSource::time_point now = clock->Now();
+    if (now >= *breaker_until) return 0;
+    return static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(*breaker_until - now).count());
+  }
+
+  // R12.3: what one summarizer call of a compaction came to. `automatic`: a failure counts.
+  void RecordSummarizer(bool ok, bool automatic) {
+    std::lock_guard<std::mutex> lock(breaker_mu);
+    if (ok) {
+      provider_failures = 0;
+      breaker_until.reset();
+      breaker_wait = kBreakerFirst;
+      return;
+    }
+    if (!automatic) return;
+    if (++provider_failures < kBreakerFailures) return;
+    breaker_until = clock->Now() + breaker_wait;
+    breaker_wait = std::min(breaker_wait * 2, kBreakerMax);
   }
 
   // R3.8: the kept part should stay below half of the smaller trigger, in characters.
@@ -229,7 +358,7 @@ struct Compactor::Impl {
   // How much one summarizer request may hold (R4.7): the window less the reply's budget,
   // with a margin for the estimate's error. recap's offline summarizer needs no limit.
   std::size_t RequestBudget(const Plan& plan) const {
-    if (provider->Name() == "offline") return 0;
+    if (IsOffline(*provider)) return 0;
     const std::size_t window = plan.window_tokens ? *plan.window_tokens : FallbackWindow();
     const std::size_t out = config.compaction.max_output_tokens;
     std::size_t in_tokens = window > out ? window - out : 0;
@@ -290,6 +419,18 @@ struct Compactor::Impl {
     Evaluate(sizes, c, plan);
     a.before_full = plan.full_chars;
     const Transcript& t = c.transcript;
+    // R12.3: an automatic compaction leaves a summarizer that keeps failing alone for a while
+    // (straight to the offline one when that is the fallback); a manual one always tries.
+    const bool automatic = reason != "manual";
+    const bool backing_off = automatic && !IsOffline(*provider) && plan.summarizer_backoff_ms > 0;
+    const bool offline_instead = backing_off && config.compaction.fallback == Fallback::kOffline;
+    if (backing_off && !offline_instead) {
+      a.kind = AttemptKind::kSkipped;
+      a.skip_note = "summarizer_unavailable";
+      events.Emit("compaction_skipped", session,
+                  internal::CompactionSkippedFields("summarizer_unavailable"));
+      return a;
+    }
 
     CutOptions cut_options;
     cut_options.keep_turns = config.compaction.keep_turns;
@@ -329,16 +470,20 @@ struct Compactor::Impl {
       if (!r.request.instructions.empty()) in.plugin_instructions.push_back(r.request.instructions);
       for (const auto& f : r.request.output_fields) in.plugin_fields.push_back(f);
     }
-    in.max_output_tokens = provider->Name() == "offline" ? OfflineOutputTokens(plan)
-                                                         : config.compaction.max_output_tokens;
-    in.max_request_chars = RequestBudget(plan);
+    Provider& writer = offline_instead ? *offline : *provider;
+    in.max_output_tokens = IsOffline(writer) ? OfflineOutputTokens(plan)
+                                             : config.compaction.max_output_tokens;
+    in.max_request_chars = IsOffline(writer) ? 0 : RequestBudget(plan);
 
-    auto summary = RunSummarizer(*provider, in, session, cancel);
-    if (!summary.ok() && config.compaction.fallback == Fallback::kOffline &&
-        provider->Name() != "offline" && summary.status().code() != StatusCode::kCancelled) {
+    auto summary = RunSummarizer(writer, in, session, cancel);
+    if (!IsOffline(writer) && !(!summary.ok() && summary.status().code() == StatusCode::kCancelled)) {
+      a.provider_failed = !summary.ok();
+      RecordSummarizer(summary.ok(), automatic);
+    }
+    if (!summary.ok() && config.compaction.fallback == Fallback::kOffline && !IsOffline(writer) &&
+        summary.status().code() != StatusCode::kCancelled) {
       RECAP_LOG_WARN("session {}: summarizer failed ({}); writing the checkpoint offline", session,
                      summary.status().message());
-      if (!offline) offline = NewOfflineSummarizer();
       in.max_request_chars = 0;
       in.max_output_tokens = OfflineOutputTokens(plan);
       summary = RunSummarizer(*offline, in, session, cancel);
@@ -485,23 +630,85 @@ struct Compactor::Impl {
     return Status::OK();
   }
 
+  // R7 step 4, R12.8: what every attempt of this Prepare did, in order, and what to do.
+  // `attempts`: step 1's (or why it did not run), then step 3's budget compaction if it ran;
+  // `reduced_first` / `reduced_all`: messages the reducer clipped in step 2 / in all.
   std::string BudgetMessage(std::size_t reducible, const RequestSizes& sizes,
-                            const Attempt& last) const {
+                            const std::vector<Attempt>& attempts, std::size_t reduced_first,
+                            std::size_t reduced_all, bool budget_tried_before) const {
     const std::size_t limit = config.limits.max_context_chars;
     std::string msg = "Context budget exceeded (approximately " + std::to_string(reducible) +
                       " characters of conversation; limit " + std::to_string(limit) + ").";
-    if (!config.compaction.auto_compact) {
-      msg += " Automatic compaction is disabled.";
-    } else if (last.kind == AttemptKind::kFailed) {
-      msg += " Automatic compaction failed (" + last.error.message() + ").";
-    } else if (last.kind == AttemptKind::kSkipped &&
-               last.skip == SkipReason::kUncertainToolResults) {
-      msg += " Automatic compaction was skipped because tool calls have no recorded result;"
-             " recover the session first.";
-    } else if (last.kind == AttemptKind::kSkipped) {
-      msg += " Automatic compaction was skipped because there is no safe boundary to summarize.";
+    const Attempt* first = nullptr;
+    const Attempt* budget = nullptr;
+    for (const Attempt& a : attempts) (a.budget_step ? budget : first) = &a;
+    auto skipped_because = [](const Attempt& a) -> std::string {
+      if (a.skip_note == "no_progress") {
+        return "it is paused: the last two freed less than a tenth of the request each (it "
+               "resumes at a new turn, or once the conversation has grown by a tenth of the "
+               "trigger)";
+      }
+      if (a.skip_note == "irreducible") {
+        return "the instructions and the tool catalog alone reach the compaction trigger, so "
+               "summarizing the conversation cannot bring the request under it";
+      }
+      if (a.skip_note == "summarizer_unavailable") {
+        return "the summarizer failed three times in a row and is left alone for a while";
+      }
+      if (a.skip == SkipReason::kUncertainToolResults) {
+        return "tool calls have no recorded result; recover the session first";
+      }
+      return "there is no safe boundary to summarize";
+    };
+    // What happened after step 1, in order.
+    std::vector<std::string> then;
+    if (reduced_first > 0) {
+      then.push_back("the reducer clipped " + std::to_string(reduced_first) +
+                     (reduced_first == 1 ? " message" : " messages"));
+    }
+    if (budget != nullptr) {
+      std::string b = "a budget compaction ";
+      if (budget->kind == AttemptKind::kCommitted) {
+        b += "summarized " + std::to_string(budget->outcome.summarized_messages) +
+             " more messages inside the last turn";
+        if (reduced_all > reduced_first) {
+          b += " and the reducer clipped " + std::to_string(reduced_all - reduced_first) + " more";
+        }
+      } else if (budget->kind == AttemptKind::kFailed) {
+        b += "failed (" + budget->error.message() + ")";
+      } else if (!budget->skip_note.empty() ||
+                 budget->skip == SkipReason::kUncertainToolResults) {
+        b += "was skipped because " + skipped_because(*budget);
+      } else {
+        b += "found nothing left to summarize";
+      }
+      then.push_back(std::move(b));
+    }
+    std::string rest;
+    for (const std::string& t : then) rest += (rest.empty() ? "" : ", then ") + t;
+    if (first != nullptr && first->kind == AttemptKind::kCommitted) {
+      if (rest.empty()) {
+        msg += " Automatic compaction ran but could not reduce it enough.";
+      } else {
+        msg += " Automatic compaction ran (" +
+               std::to_string(first->outcome.summarized_messages) +
+               " messages summarized), then " + rest + ", but it is still over the limit.";
+      }
     } else {
-      msg += " Automatic compaction ran but could not reduce it enough.";
+      if (first != nullptr && first->kind == AttemptKind::kDisabled) {
+        msg += " Automatic compaction is disabled.";
+      } else if (first != nullptr && first->kind == AttemptKind::kFailed) {
+        msg += " Automatic compaction failed (" + first->error.message() + ").";
+      } else if (first != nullptr && first->kind == AttemptKind::kSkipped) {
+        msg += " Automatic compaction was skipped because " + skipped_because(*first) + ".";
+      }
+      if (!rest.empty()) {
+        rest[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(rest[0])));
+        msg += " " + rest + ".";
+      }
+    }
+    if (budget_tried_before) {
+      msg += " A budget compaction was already tried in this turn.";
     }
     if (sizes.instructions_chars + kMinReductionTarget > limit) {
       msg += " The instructions alone are " + std::to_string(sizes.instructions_chars) +
@@ -518,7 +725,8 @@ Compactor::~Compactor() = default;
 
 Result<std::unique_ptr<Compactor>> Compactor::Create(
     Config config, std::shared_ptr<Provider> provider, std::shared_ptr<SessionStore> store,
-    std::vector<std::shared_ptr<PluginHook>> plugins, std::vector<std::shared_ptr<EventSink>> sinks) {
+    std::vector<std::shared_ptr<PluginHook>> plugins, std::vector<std::shared_ptr<EventSink>> sinks,
+    std::shared_ptr<TimeSource> time) {
   Status valid = config.Validate();
   if (!valid.ok()) return valid;
   for (const auto& p : plugins) {
@@ -530,7 +738,7 @@ Result<std::unique_ptr<Compactor>> Compactor::Create(
   if (!provider) provider = NewOfflineSummarizer();
   if (!store) store = NewInMemorySessionStore();
   auto impl = std::make_unique<Impl>(std::move(config), std::move(provider), std::move(store),
-                                     std::move(plugins), std::move(sinks));
+                                     std::move(plugins), std::move(sinks), std::move(time));
   return std::unique_ptr<Compactor>(new Compactor(std::move(impl)));
 }
 
@@ -546,24 +754,63 @@ Result<Prepared> Compactor::Prepare(const std::string& session, const RequestSiz
   Prepared out;
   Plan plan;
   impl_->Evaluate(sizes, c, plan);
+  impl_->SayWindowUnknown(session, c, plan);
   out.before_chars = plan.reducible_chars;
   out.before_tokens = plan.full_tokens;
-  Attempt last;
-  if (!cfg.compaction.auto_compact) last.kind = AttemptKind::kDisabled;
+  out.window_tokens = plan.window_tokens;
+  out.window_source = plan.window_source;
+  out.fallback_window_tokens = impl_->FallbackWindow();
+  out.trigger_rule = plan.rule;
+  // What this call tried, in order, for the budget error (R12.8).
+  std::vector<Attempt> attempts;
+  std::size_t reductions = 0;
+
+  // R12.4: the no-progress pause lifts once the transcript has grown by a tenth of the
+  // trigger since it began, not only at a new turn.
+  if (c.paused) {
+    const std::size_t trigger = std::min(plan.trigger_tokens * 4, plan.trigger_chars);
+    if (c.transcript.chars() >= c.chars_at_pause + trigger / 10) {
+      c.paused = false;
+      c.weak_streak = 0;
+    }
+  }
+  if (!plan.irreducible) c.irreducible_said_for.reset();
 
   // Step 1 (R2): one gate, `auto`, for every trigger.
-  if (cfg.compaction.auto_compact && plan.trigger) {
+  if (!cfg.compaction.auto_compact) {
+    attempts.emplace_back().kind = AttemptKind::kDisabled;
+  } else if (plan.trigger) {
     if (c.paused && plan.reason != "overflow") {
+      Attempt& a = attempts.emplace_back();
+      a.kind = AttemptKind::kSkipped;
+      a.skip_note = "no_progress";
       impl_->events.Emit("compaction_skipped", session, internal::CompactionSkippedFields("no_progress"));
+    } else if (plan.irreducible) {
+      // R12.4: instructions and catalog alone reach the trigger; no compaction can help.
+      Attempt& a = attempts.emplace_back();
+      a.kind = AttemptKind::kSkipped;
+      a.skip_note = "irreducible";
+      const std::pair<std::size_t, std::size_t> fixed{sizes.instructions_chars,
+                                                       sizes.tool_catalog_chars};
+      if (c.irreducible_said_for != fixed) {
+        c.irreducible_said_for = fixed;
+        impl_->events.Emit("compaction_skipped", session,
+                           internal::CompactionSkippedFields("irreducible"));
+      }
+      c.overflow_pending = false;
     } else {
       c.overflow_pending = false;
-      last = impl_->RunCompaction(session, c, sizes, plan.reason, CutMode::kNormal, {}, cancel);
+      Attempt& last = attempts.emplace_back(
+          impl_->RunCompaction(session, c, sizes, plan.reason, CutMode::kNormal, {}, cancel));
       if (last.kind == AttemptKind::kCommitted) {
         out.compactions.push_back(plan.reason);
         // R2.5: two auto compactions in a row that each free < 10% pause auto compaction.
         const bool weak = last.after_full * 10 > last.before_full * 9;  // freed < 10%
         c.weak_streak = weak ? c.weak_streak + 1 : 0;
-        if (c.weak_streak >= 2) c.paused = true;
+        if (c.weak_streak >= 2 && !c.paused) {
+          c.paused = true;
+          c.chars_at_pause = c.transcript.chars();
+        }
       }
     }
   }
@@ -574,21 +821,29 @@ Result<Prepared> Compactor::Prepare(const std::string& session, const RequestSiz
   if (reducible() > limit) {
     Status s = impl_->RunReduction(session, c, sizes, &out.reduced_messages);
     if (!s.ok()) return s;
+    reductions = out.reduced_messages;
   }
   // Step 3: a last-chance compaction inside the last turn, once per turn.
-  if (reducible() > limit && cfg.compaction.auto_compact &&
-      c.budget_tried_at != c.turn_serial) {
-    c.budget_tried_at = c.turn_serial;
-    last = impl_->RunCompaction(session, c, sizes, "budget", CutMode::kBudget, {}, cancel);
-    if (last.kind == AttemptKind::kCommitted) out.compactions.push_back("budget");
-    if (reducible() > limit) {
-      Status s = impl_->RunReduction(session, c, sizes, &out.reduced_messages);
-      if (!s.ok()) return s;
+  bool budget_tried_before = false;
+  if (reducible() > limit && cfg.compaction.auto_compact) {
+    if (c.budget_tried_at != c.turn_serial) {
+      c.budget_tried_at = c.turn_serial;
+      Attempt& budget = attempts.emplace_back(
+          impl_->RunCompaction(session, c, sizes, "budget", CutMode::kBudget, {}, cancel));
+      budget.budget_step = true;
+      if (budget.kind == AttemptKind::kCommitted) out.compactions.push_back("budget");
+      if (reducible() > limit) {
+        Status s = impl_->RunReduction(session, c, sizes, &out.reduced_messages);
+        if (!s.ok()) return s;
+      }
+    } else {
+      budget_tried_before = true;
     }
   }
   // Step 4: fail with what happened and what to do; the reduction above stays persisted.
   if (reducible() > limit) {
-    return Status::ContextBudgetExceeded(impl_->BudgetMessage(reducible(), sizes, last));
+    return Status::ContextBudgetExceeded(impl_->BudgetMessage(
+        reducible(), sizes, attempts, reductions, out.reduced_messages, budget_tried_before));
   }
 
   out.messages = c.transcript;

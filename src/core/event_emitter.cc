@@ -151,6 +151,17 @@ Json CompactionSkippedFields(std::string_view reason) {
   return j;
 }
 
+Json WindowUnknownFields(std::string_view error, std::size_t fallback_tokens,
+                         std::string_view fallback_rule) {
+  Json j = Json::object();
+  j["error"] = std::string(error);
+  Json fallback = Json::object();
+  fallback["tokens"] = fallback_tokens;
+  fallback["rule"] = std::string(fallback_rule);
+  j["fallback"] = std::move(fallback);
+  return j;
+}
+
 Json ContextReducedFields(std::size_t messages, std::size_t before_chars, std::size_t after_chars) {
   Json j = Json::object();
   j["messages"] = messages;

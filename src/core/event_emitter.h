@@ -107,10 +107,16 @@ struct CompletedInfo {
 //     "plugins": [{"name", "report"}]}
 nlohmann::ordered_json CompactionCompletedFields(const CompletedInfo& info);
 
-// compaction_skipped: "nothing_to_summarize", "no_safe_boundary", "uncertain_tool_results" or
-// "no_progress".
+// compaction_skipped: "nothing_to_summarize", "no_safe_boundary", "uncertain_tool_results",
+// "no_progress", "irreducible" or "summarizer_unavailable".
 // -> {"reason"}
 nlohmann::ordered_json CompactionSkippedFields(std::string_view reason);
+
+// window_unknown: the provider's context window could not be read (`error`, as the provider
+// said it); the triggers use `fallback_tokens` (`fallback_rule`, e.g. "maxContextChars / 4").
+// -> {"error", "fallback": {"tokens", "rule"}}
+nlohmann::ordered_json WindowUnknownFields(std::string_view error, std::size_t fallback_tokens,
+                                           std::string_view fallback_rule);
 
 // context_reduced: the reducer clipped `messages` messages; reducible characters before/after.
 // -> {"messages", "before": {"chars"}, "after": {"chars"}}

@@ -15,5 +15,10 @@ const char* FinishReasonName(FinishReason reason) noexcept {
 // Out of line so that the vtable has one home (the library), not one per translation unit.
 Provider::~Provider() = default;
 
+Result<std::size_t> Provider::QueryContextWindow() {
+  if (std::optional<std::size_t> window = ContextWindow()) return *window;
+  return Status::NotFound("the provider (" + Name() + ") does not report a context window");
+}
+
 }  // namespace v0
 }  // namespace recap

@@ -223,13 +223,19 @@ class HttpProvider final : public Provider {
   }
 
   std::optional<std::size_t> ContextWindow() override {
-    if (options_.context_window) return options_.context_window;
+    Result<std::size_t> w = QueryContextWindow();
+    if (w.ok()) return *w;
+    return std::nullopt;
+  }
+
+  Result<std::size_t> QueryContextWindow() override {
+    if (options_.context_window) return *options_.context_window;
     try {
       return DiscoverContextWindow();
     } catch (const std::bad_alloc&) {
       throw;
-    } catch (...) {
-      return std::nullopt;
+    } catch (const std::exception& e) {
+      return Status::Internal(scrub_("reading the model list failed: " + std::string(e.what())));
     }
   }
 
@@ -529,13 +535,22 @@ class HttpProvider final : public Provider {
     return a;
   }
 
-  std::optional<std::size_t> DiscoverContextWindow() {
+  // The window from the server's model list, asked once it is needed; a failure is asked
+  // again after kModelListRetryAfter (the Compactor waits longer still, R12.2). The errors say
+  // what was asked and what to check.
+  Result<std::size_t> DiscoverContextWindow() {
     std::lock_guard<std::mutex> lock(window_mu_);
-    if (window_known_) return window_;
+    if (window_known_) {
+      if (window_) return *window_;
+      return Status::FailedPrecondition(window_error_);
+    }
     if (window_failed_at_ && Clock::now() - *window_failed_at_ < kModelListRetryAfter) {
-      return std::nullopt;
+      return Status::Unavailable(window_error_);
     }
     const std::string what = "GET " + DisplayUrl(models_url_);
+    const std::string advice =
+        "; the context window stays unknown. Check base_url (an OpenAI-compatible server's "
+        "usually ends in /v1) and that the server is up, or set context_window";
     HttpRequest http = BaseRequest(models_url_);
     http.method = "GET";
     http.headers = Headers(false, false);
@@ -543,22 +558,25 @@ class HttpProvider final : public Provider {
     TransportResult t = internal::http::Perform(http, CancellationToken());
     if (t.error != TransportError::kNone || t.status < 200 || t.status >= 300) {
       window_failed_at_ = Clock::now();
-      RECAP_HTTP_LOG_WARN(
-          "http {}: {} failed ({}{}); the context window stays unknown", name_, what,
-          t.status ? "HTTP " + std::to_string(t.status) : std::string(),
-          t.error != TransportError::kNone ? scrub_(" " + t.detail) : std::string());
-      return std::nullopt;
+      window_error_ = scrub_(what + " failed (" +
+                             (t.status ? "HTTP " + std::to_string(t.status) : std::string()) +
+                             (t.error != TransportError::kNone
+                                  ? std::string(t.status ? ", " : "") + t.detail
+                                  : std::string()) +
+                             ")" + advice);
+      RECAP_HTTP_LOG_WARN("http {}: {}", name_, window_error_);
+      return Status::Unavailable(window_error_);
     }
     std::string too_deep;
     nlohmann::json parsed = internal::http::ParseServerJson(t.body, &too_deep);
     if (parsed.is_discarded()) {
       window_failed_at_ = Clock::now();
-      RECAP_HTTP_LOG_WARN(
-          "http {}: {} answered HTTP {} with a body that is {} ({} bytes); "
-          "the context window stays unknown",
-          name_, what, t.status, too_deep.empty() ? std::string("not JSON") : "JSON " + too_deep,
-          t.body.size());
-      return std::nullopt;
+      window_error_ = scrub_(what + " answered HTTP " + std::to_string(t.status) +
+                             " with a body that is " +
+                             (too_deep.empty() ? std::string("not JSON") : "JSON " + too_deep) +
+                             " (" + std::to_string(t.body.size()) + " bytes)" + advice);
+      RECAP_HTTP_LOG_WARN("http {}: {}", name_, window_error_);
+      return Status::Unavailable(window_error_);
     }
     std::string field;
     window_ = internal::http::FindContextWindow(parsed, options_.model, &field);
@@ -566,11 +584,12 @@ class HttpProvider final : public Provider {
     if (window_) {
       RECAP_HTTP_LOG_DEBUG("http {}: context window of {} is {} tokens ({} of {})", name_,
                            options_.model, *window_, field, what);
-    } else {
-      RECAP_HTTP_LOG_DEBUG("http {}: {} names no usable context window for {}", name_, what,
-                           options_.model);
+      return *window_;
     }
-    return window_;
+    window_error_ = scrub_(what + " names no usable context window for model \"" +
+                           options_.model + "\"; set context_window to the model's window");
+    RECAP_HTTP_LOG_DEBUG("http {}: {}", name_, window_error_);
+    return Status::FailedPrecondition(window_error_);
   }
 
   const HttpProviderOptions options_;
@@ -588,6 +607,7 @@ class HttpProvider final : public Provider {
   bool window_known_ = false;
   std::optional<std::size_t> window_;
   std::optional<Clock::time_point> window_failed_at_;
+  std::string window_error_;  // why the window is unknown (scrubbed)
 };
 
 Status Invalid(const std::string& message) {

@@ -141,7 +141,26 @@ Result<Completion> ScriptedProvider::Complete(const CompletionRequest& request,
 
 std::optional<std::size_t> ScriptedProvider::ContextWindow() {
   std::lock_guard<std::mutex> lock(mu_);
+  ++window_queries_;
   return window_;
+}
+
+Result<std::size_t> ScriptedProvider::QueryContextWindow() {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++window_queries_;
+  if (!window_error_.ok()) return window_error_;
+  if (window_) return *window_;
+  return Status::NotFound("the provider (" + name_ + ") does not report a context window");
+}
+
+void ScriptedProvider::SetContextWindowError(Status error) {
+  std::lock_guard<std::mutex> lock(mu_);
+  window_error_ = std::move(error);
+}
+
+std::size_t ScriptedProvider::window_queries() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return window_queries_;
 }
 
 std::string ScriptedProvider::Name() const {

@@ -76,6 +76,10 @@ class ScriptedProvider : public Provider {
   // The step that answers when the queue is empty. Default: Reply(ValidCheckpointJson()).
   void SetDefault(ScriptedStep step);
   void SetContextWindow(std::optional<std::size_t> tokens);
+  // While set (not OK), QueryContextWindow fails with it, as a provider whose model list does
+  // not answer does; OK again: the window set above (or kNotFound) is reported.
+  void SetContextWindowError(Status error);
+  std::size_t window_queries() const;  // ContextWindow() and QueryContextWindow() calls
   void SetName(std::string name);
 
   std::size_t calls() const;    // Complete() calls so far, finished or not
@@ -85,6 +89,7 @@ class ScriptedProvider : public Provider {
   Result<Completion> Complete(const CompletionRequest& request,
                               const CancellationToken& cancel) override;
   std::optional<std::size_t> ContextWindow() override;
+  Result<std::size_t> QueryContextWindow() override;
   std::string Name() const override;
 
  private:
@@ -93,6 +98,8 @@ class ScriptedProvider : public Provider {
   std::deque<ScriptedStep> queue_;
   ScriptedStep default_step_;
   std::optional<std::size_t> window_;
+  Status window_error_;
+  std::size_t window_queries_ = 0;
   std::vector<RecordedRequest> requests_;
 };
 

@@ -1,0 +1,407 @@
+// A host's whole life (SPEC §15, R12): what a Compactor meets when it runs for weeks, serves
+// many sessions and talks to servers that are down — the offline fallback shared by sessions
+// at once, the budget error of a Prepare that tried several things, the no-progress pause and
+// a request that compaction cannot help. Over the scripted provider and the store of
+// support/test_store.h (in-memory, or SQLite / PostgreSQL with RECAP_TEST_STORE).
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "recap/time_source.h"
+#include "recap/compactor.h"
+#include "recap/measure.h"
+#include "support/fake_provider.h"
+#include "support/recording_sink.h"
+#include "support/test_store.h"
+
+using namespace recap;
+using recap::testing::RecordingSink;
+using recap::testing::ScriptedProvider;
+using recap::testing::ScriptedStep;
+
+namespace {
+
+struct Host {
+  std::shared_ptr<ScriptedProvider> provider = std::make_shared<ScriptedProvider>();
+  std::shared_ptr<SessionStore> store = recap::testing::NewTestSessionStore();
+  std::shared_ptr<RecordingSink> sink = std::make_shared<RecordingSink>();
+  std::unique_ptr<Compactor> compactor;
+
+  explicit Host(const Config& config, std::shared_ptr<TimeSource> clock = nullptr) {
+    auto made = Compactor::Create(config, provider, store, {}, {sink}, std::move(clock));
+    REQUIRE(made.ok());
+    compactor = std::move(made).value();
+  }
+
+  void Append(const std::string& session, Message m) {
+    REQUIRE(store->Append(session, std::move(m)).ok());
+  }
+  // A turn: a request, a tool call, its output of `output_chars`, an answer.
+  void Turn(const std::string& session, int n, std::size_t output_chars = 100) {
+    const std::string id = "call_" + std::to_string(n);
+    Append(session, Message::UserText("request " + std::to_string(n)));
+    Append(session,
+           Message::AssistantCalls({ToolCall{id, "read_file", R"({"path":"src/f.cc"})", {}}}));
+    Append(session, Message::ToolOutput(id, std::string(output_chars, 'o')));
+    Append(session, Message::AssistantText("answer " + std::to_string(n)));
+  }
+};
+
+// Time that moves only when the test says so.
+class ManualTime : public TimeSource {
+ public:
+  std::chrono::steady_clock::time_point Now() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return now_;
+  }
+  void Advance(std::chrono::milliseconds by) {
+    std::lock_guard<std::mutex> lock(mu_);
+    now_ += by;
+  }
+
+ private:
+  std::mutex mu_;
+  std::chrono::steady_clock::time_point now_{std::chrono::hours(1)};
+};
+
+Config Small(std::size_t max_chars = 20000) {
+  Config c;
+  c.limits.max_context_chars = max_chars;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("R12 two sessions falling back to the offline summarizer at once share it safely") {
+  Config c = Small();
+  c.compaction.fallback = Fallback::kOffline;
+  Host h(c);
+  h.provider->SetDefault(ScriptedStep::Fail(Status::Unavailable("the summarizer is down")));
+  const std::vector<std::string> sessions = {"a", "b", "c", "d"};
+  for (const std::string& s : sessions) {
+    for (int i = 1; i <= 4; ++i) h.Turn(s, i);
+  }
+  // Every session compacts at the same moment, each on its own thread; each summarizer call
+  // fails, so each falls back to the offline summarizer (ThreadSanitizer watches the build
+  // that runs this under build-tsan).
+  std::atomic<int> ready{0};
+  std::vector<std::thread> threads;
+  std::vector<Result<CompactOutcome>> outcomes(sessions.size(), Status::Internal("not run"));
+  for (std::size_t k = 0; k < sessions.size(); ++k) {
+    threads.emplace_back([&, k] {
+      ++ready;
+      while (ready.load() < static_cast<int>(sessions.size())) std::this_thread::yield();
+      outcomes[k] = h.compactor->Compact(sessions[k]);
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (std::size_t k = 0; k < sessions.size(); ++k) {
+    INFO("session " << sessions[k]);
+    REQUIRE(outcomes[k].ok());
+    CHECK(outcomes[k]->compacted);
+    CHECK(outcomes[k]->writer == "offline");
+  }
+  CHECK(h.provider->calls() == sessions.size());
+}
+
+TEST_CASE("R12.8 the budget error tells every attempt of the prepare, auto compaction ran, then a budget compaction found nothing left") {
+  Config c = Small(20000);
+  c.compaction.keep_turns = 1;
+  Host h(c);
+  ScriptedStep reply;  // a checkpoint of about 2,500 characters
+  reply.text = R"({"goal":")" + std::string(2500, 'g') + R"("})";
+  h.provider->SetDefault(reply);
+  for (int i = 1; i <= 6; ++i) h.Turn("s", i, 3000);
+  // The last turn is one long request: after the automatic compaction it is all that is left
+  // beside the checkpoint, and no clipping brings it under the limit beside instructions this
+  // large (just under the trigger of 17,000, so compaction can help the request).
+  h.Append("s", Message::UserText(std::string(5000, 'q')));
+  RequestSizes sizes;
+  sizes.instructions_chars = 16990;
+  auto p = h.compactor->Prepare("s", sizes);
+  REQUIRE_FALSE(p.ok());
+  CHECK(p.status().code() == StatusCode::kContextBudgetExceeded);
+  const std::string msg = p.status().message();
+  INFO(msg);
+  CHECK(msg.find("Automatic compaction ran (") != std::string::npos);
+  CHECK(msg.find("messages summarized") != std::string::npos);
+  CHECK(msg.find("then a budget compaction found nothing left to summarize") !=
+        std::string::npos);
+  CHECK(msg.find("skipped because there is no safe boundary") == std::string::npos);
+  CHECK(msg.find("The instructions alone are 16990 characters") != std::string::npos);
+  // What the events said happened, in order.
+  const std::vector<std::string> types = h.sink->types();
+  REQUIRE(std::count(types.begin(), types.end(), "compaction_completed") == 1);
+  CHECK(h.sink->OfType("compaction_skipped").back()["reason"] == "nothing_to_summarize");
+}
+
+TEST_CASE("R12.4 the no-progress pause lifts once the transcript has grown by a tenth of the trigger, not only at a new turn") {
+  Config c = Small(1000000);
+  c.compaction.threshold = 0.1;  // trigger at 100,000 characters
+  Host h(c);
+  ScriptedStep big;
+  big.respond = [](const CompletionRequest&) {
+    return R"({"goal":")" + std::string(47000, 'g') + R"("})";
+  };
+  h.provider->SetDefault(big);
+  RequestSizes sizes;
+  sizes.tool_catalog_chars = 60000;  // below the trigger; every request stays above it
+  for (int i = 1; i <= 4; ++i) h.Turn("s", i, 15000);
+  h.Append("s", Message::UserText(std::string(30000, 'q')));
+  REQUIRE(h.compactor->Prepare("s", sizes).ok());
+  int round = 0;
+  auto tool_round = [&](std::size_t output_chars) {
+    const std::string id = "r" + std::to_string(++round);
+    h.Append("s", Message::AssistantCalls({ToolCall{id, "t", "{}", {}}}));
+    h.Append("s", Message::ToolOutput(id, std::string(output_chars, 'r')));
+  };
+  tool_round(200);
+  REQUIRE(h.compactor->Prepare("s", sizes).ok());  // the second weak one: paused now
+  const std::size_t calls = h.provider->calls();
+  h.sink->Clear();
+  // Growth below a tenth of the trigger (10,000 characters): still paused.
+  for (int k = 0; k < 4; ++k) {
+    tool_round(2000);
+    auto p = h.compactor->Prepare("s", sizes);
+    REQUIRE(p.ok());
+    CHECK(p->compactions.empty());
+  }
+  CHECK(h.provider->calls() == calls);
+  const auto skipped = h.sink->OfType("compaction_skipped");
+  REQUIRE(skipped.size() == 4);
+  for (const auto& e : skipped) CHECK(e["reason"] == "no_progress");
+  // Past a tenth of the trigger since the pause began (no new user turn): it compacts again.
+  tool_round(3000);
+  auto p = h.compactor->Prepare("s", sizes);
+  REQUIRE(p.ok());
+  CHECK(p->compactions == std::vector<std::string>{"auto"});
+  CHECK(h.provider->calls() > calls);
+}
+
+TEST_CASE("R12.4 when instructions and tool catalog alone reach the trigger, compaction is not attempted, irreducible, said once") {
+  Host h(Small(20000));  // trigger at 17,000 characters
+  RequestSizes sizes;
+  sizes.instructions_chars = 3000;
+  sizes.tool_catalog_chars = 15000;  // 18,000 with the instructions, 90% of the limit
+  auto plan = h.compactor->PlanFor("s", sizes);
+  for (int i = 1; i <= 10; ++i) {
+    h.Turn("s", i, 200);
+    auto p = h.compactor->Prepare("s", sizes);
+    REQUIRE(p.ok());
+    CHECK(p->compactions.empty());
+  }
+  CHECK(h.provider->calls() == 0);
+  const auto skipped = h.sink->OfType("compaction_skipped");
+  REQUIRE(skipped.size() == 1);
+  CHECK(skipped[0]["reason"] == "irreducible");
+  plan = h.compactor->PlanFor("s", sizes);
+  REQUIRE(plan.ok());
+  CHECK(plan->trigger);
+  CHECK(plan->irreducible);
+  // The catalog shrinks: compaction can help again, and runs.
+  sizes.tool_catalog_chars = 2000;
+  for (int i = 11; i <= 40 && h.provider->calls() == 0; ++i) {
+    h.Turn("s", i, 600);
+    REQUIRE(h.compactor->Prepare("s", sizes).ok());
+  }
+  CHECK(h.provider->calls() >= 1);
+  plan = h.compactor->PlanFor("s", sizes);
+  REQUIRE(plan.ok());
+  CHECK_FALSE(plan->irreducible);
+  // Back above the trigger: said again, once.
+  sizes.tool_catalog_chars = 15000;
+  h.sink->Clear();
+  for (int i = 41; i <= 43; ++i) {
+    h.Turn("s", i, 200);
+    REQUIRE(h.compactor->Prepare("s", sizes).ok());
+  }
+  CHECK(h.sink->OfType("compaction_skipped").size() == 1);
+}
+
+TEST_CASE("R12.4 a 50-round tool loop calls the summarizer at most once a prepare") {
+  Config c = Small(40000);
+  Host h(c);
+  RequestSizes sizes;
+  sizes.tool_catalog_chars = 8000;
+  h.Append("s", Message::UserText("Fix every failing test"));
+  std::size_t most = 0;
+  for (int i = 1; i <= 50; ++i) {
+    const std::string id = "t" + std::to_string(i);
+    h.Append("s", Message::AssistantCalls({ToolCall{id, "run_tests", "{}", {}}}));
+    h.Append("s", Message::ToolOutput(id, std::string(1500, 'x')));
+    const std::size_t before = h.provider->calls();
+    auto p = h.compactor->Prepare("s", sizes);
+    REQUIRE(p.ok());
+    most = std::max(most, h.provider->calls() - before);
+  }
+  CHECK(most <= 1);
+  CHECK(h.provider->calls() >= 2);  // it did compact in the loop
+}
+
+using std::chrono::seconds;
+
+TEST_CASE("R12.2 an unknown window is loud, window_unknown once per session with the error and the fallback, asked again with back-off, and the window in Plan and Prepared") {
+  auto clock = std::make_shared<ManualTime>();
+  Config c = Small(200000);  // fallback window 50,000 tokens
+  Host h(c, clock);
+  h.provider->SetContextWindowError(
+      Status::Unavailable("GET http://127.0.0.1:9/v1/models failed: connection refused"));
+  // About 6,100 estimated tokens: far under the fallback window's trigger (42,500), over a
+  // 6,000-token model's (5,100).
+  for (int i = 1; i <= 3; ++i) h.Turn("s", i, 8000);
+
+  auto p = h.compactor->Prepare("s", {});
+  REQUIRE(p.ok());
+  CHECK_FALSE(p->window_tokens.has_value());
+  CHECK(p->window_source == "fallback");
+  CHECK(p->fallback_window_tokens == 50000);
+  auto unknown = h.sink->OfType("window_unknown");
+  REQUIRE(unknown.size() == 1);
+  CHECK(unknown[0]["session"] == "s");
+  CHECK(unknown[0]["error"].get<std::string>().find("connection refused") != std::string::npos);
+  CHECK(unknown[0]["fallback"]["tokens"] == 50000);
+  CHECK(unknown[0]["fallback"]["rule"] == "maxContextChars / 4");
+  const std::size_t asked = h.provider->window_queries();
+  CHECK(asked == 1);
+
+  // Within the minute: not asked again, not said again.
+  clock->Advance(seconds(30));
+  h.Turn("s", 4);
+  REQUIRE(h.compactor->Prepare("s", {}).ok());
+  CHECK(h.provider->window_queries() == asked);
+  // After it: asked again; still unknown, and this session was told already.
+  clock->Advance(seconds(31));
+  REQUIRE(h.compactor->Prepare("s", {}).ok());
+  CHECK(h.provider->window_queries() == asked + 1);
+  CHECK(h.sink->OfType("window_unknown").size() == 1);
+  // The wait doubles: 120 s now.
+  clock->Advance(seconds(90));
+  REQUIRE(h.compactor->Prepare("s", {}).ok());
+  CHECK(h.provider->window_queries() == asked + 1);
+  // Another session hears it once too.
+  h.Turn("t", 1);
+  REQUIRE(h.compactor->Prepare("t", {}).ok());
+  CHECK(h.sink->OfType("window_unknown").size() == 2);
+  CHECK(h.sink->OfType("window_unknown").back()["session"] == "t");
+
+  // The model list answers: a 6,000-token model. The window rule then fires.
+  h.provider->SetContextWindowError(Status::OK());
+  h.provider->SetContextWindow(6000);
+  clock->Advance(seconds(31));
+  auto plan = h.compactor->PlanFor("s", {});
+  REQUIRE(plan.ok());
+  REQUIRE(plan->window_tokens.has_value());
+  CHECK(*plan->window_tokens == 6000);
+  CHECK(plan->window_source == "provider");
+  p = h.compactor->Prepare("s", {});
+  REQUIRE(p.ok());
+  CHECK(p->compactions == std::vector<std::string>{"auto"});
+  CHECK(p->window_source == "provider");
+  CHECK(p->trigger_rule == "window");
+  // Known now: never asked again.
+  const std::size_t known_after = h.provider->window_queries();
+  clock->Advance(seconds(3600));
+  h.Turn("s", 9);
+  REQUIRE(h.compactor->Prepare("s", {}).ok());
+  CHECK(h.provider->window_queries() == known_after);
+}
+
+TEST_CASE("R12.2 a window from the configuration or the host's profile is not looked up, and nothing is said") {
+  Config c = Small(200000);
+  c.provider.context_window = 8000;
+  Host h(c);
+  h.provider->SetContextWindowError(Status::Unavailable("down"));
+  h.Turn("s", 1);
+  auto p = h.compactor->Prepare("s", {});
+  REQUIRE(p.ok());
+  CHECK(p->window_source == "config");
+  CHECK(*p->window_tokens == 8000);
+  Host h2(Small(200000));
+  h2.provider->SetContextWindowError(Status::Unavailable("down"));
+  h2.Turn("s", 1);
+  RequestSizes sizes;
+  sizes.profile_context_window = 9000;
+  p = h2.compactor->Prepare("s", sizes);
+  REQUIRE(p.ok());
+  CHECK(p->window_source == "profile");
+  CHECK(h.provider->window_queries() + h2.provider->window_queries() == 0);
+  CHECK(h.sink->OfType("window_unknown").empty());
+  CHECK(h2.sink->OfType("window_unknown").empty());
+}
+
+TEST_CASE("R12.3 a down summarizer does not tax every turn, after 3 failed auto compactions it is left alone, 30 s doubling, the hard limit still applies, a manual compaction still tries") {
+  auto clock = std::make_shared<ManualTime>();
+  Config c = Small(20000);  // trigger 17,000
+  Host h(c, clock);
+  h.provider->SetDefault(ScriptedStep::Fail(Status::Unavailable("HTTP 503 from the summarizer")));
+  for (int i = 1; i <= 7; ++i) h.Turn("s", i, 2500);  // ~17,900 characters, over the trigger
+  int turn = 7;
+  auto next_turn = [&](std::size_t output = 300) {
+    h.Turn("s", ++turn, output);
+    auto p = h.compactor->Prepare("s", {});
+    REQUIRE(p.ok());
+    return p;
+  };
+  for (int k = 0; k < 3; ++k) next_turn();
+  CHECK(h.provider->calls() == 3);
+  CHECK(h.sink->OfType("compaction_failed").size() == 3);
+  // Open: no call; compaction_skipped says why.
+  h.sink->Clear();
+  next_turn();
+  next_turn();
+  CHECK(h.provider->calls() == 3);
+  auto skipped = h.sink->OfType("compaction_skipped");
+  REQUIRE(skipped.size() == 2);
+  CHECK(skipped[0]["reason"] == "summarizer_unavailable");
+  auto plan = h.compactor->PlanFor("s", {});
+  REQUIRE(plan.ok());
+  CHECK(plan->summarizer_backoff_ms > 0);
+  // The hard limit still applies meanwhile: a big output is clipped.
+  auto big = next_turn(30000);
+  CHECK(big->reduced_messages > 0);
+  CHECK(h.provider->calls() == 3);
+  // A manual compaction always tries.
+  auto manual = h.compactor->Compact("s");
+  CHECK_FALSE(manual.ok());
+  CHECK(h.provider->calls() == 4);
+  // After 30 s: one try; it fails, and the wait doubles.
+  clock->Advance(seconds(31));
+  next_turn();
+  CHECK(h.provider->calls() == 5);
+  clock->Advance(seconds(31));
+  next_turn();
+  CHECK(h.provider->calls() == 5);
+  clock->Advance(seconds(30));
+  // It answers again: the first success closes the breaker.
+  h.provider->SetDefault(ScriptedStep::Reply(recap::testing::ValidCheckpointJson()));
+  auto ok = next_turn();
+  CHECK(h.provider->calls() == 6);
+  CHECK(ok->compactions == std::vector<std::string>{"auto"});
+  for (int i = 0; i < 12; ++i) next_turn(1500);
+  CHECK(h.sink->OfType("compaction_skipped").size() == 4);  // none since it closed
+}
+
+TEST_CASE("R12.3 with fallback offline a down summarizer is skipped straight to the offline one while it backs off") {
+  auto clock = std::make_shared<ManualTime>();
+  Config c = Small(20000);
+  c.compaction.fallback = Fallback::kOffline;
+  Host h(c, clock);
+  h.provider->SetDefault(ScriptedStep::Fail(Status::Unavailable("HTTP 503 from the summarizer")));
+  for (int i = 1; i <= 6; ++i) h.Turn("s", i, 2500);
+  int turn = 6;
+  for (int k = 0; k < 24; ++k) {
+    h.Turn("s", ++turn, 2500);
+    auto p = h.compactor->Prepare("s", {});
+    REQUIRE(p.ok());
+  }
+  const auto completed = h.sink->OfType("compaction_completed");
+  REQUIRE(completed.size() >= 4);
+  for (const auto& e : completed) CHECK(e["checkpoint"]["writer"] == "offline");
+  CHECK(h.provider->calls() == 3);  // three failures, then left alone
+}
