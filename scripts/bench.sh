@@ -53,7 +53,7 @@ if [[ -n $json && $json != /* ]]; then json=$CALLER_PWD/$json; fi
 
 BUILD=${RECAP_BENCH_BUILD:-build-bench}  # relative to the repository, or absolute
 if [[ $BUILD == /* ]]; then BUILD=$(realpath -m --relative-to="$ROOT" "$BUILD"); fi
-BENCHES=(recap_bench_core recap_bench_sqlite recap_bench_import recap_bench_offline)
+BENCHES=(recap_bench_core recap_bench_sqlite recap_bench_import recap_bench_offline recap_bench_sessions)
 
 recap_ensure_packages "${RECAP_DEBIAN_PACKAGES[@]}" || exit 2
 

@@ -617,3 +617,48 @@ TEST_CASE("R13.1 EncodeBodyPieces writes what EncodeBody writes, its large strin
     }
   }
 }
+
+TEST_CASE("R12.1 a pinned message keeps its flag through the stores' body form and the native form, and other bodies stay format 1") {
+  Message plain = Message::UserText("Answer in French.");
+  plain.id = "u1";
+  Message pinned = plain;
+  pinned.pinned = true;
+  std::string body;
+  recap::internal::EncodeBody(plain, body);
+  REQUIRE_FALSE(body.empty());
+  CHECK(body[0] == '\x01');  // readable by a recap that knows format 1 alone
+  CHECK_FALSE(ThroughBody(plain).pinned);
+  body.clear();
+  recap::internal::EncodeBody(pinned, body);
+  CHECK(body[0] == '\x02');
+  CHECK(recap::internal::EncodedBodySize(pinned) == body.size());
+  const Message back = ThroughBody(pinned);
+  CHECK(back.pinned);
+  CHECK(back.id == "u1");
+  CHECK(recap::JoinedText(back) == "Answer in French.");
+  // A flag this recap does not know, or a format after 2: written by a newer recap.
+  std::string newer = body;
+  const std::size_t flags_at = 1 + 1 + pinned.id.size() + 3;  // format, id, role, summary, form
+  REQUIRE(newer[flags_at] == '\x01');
+  newer[flags_at] = '\x03';
+  Result<Message> refused = recap::internal::DecodeBody(newer);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.status().code() == recap::StatusCode::kCorruption);
+  CHECK_THAT(refused.status().message(), Catch::Matchers::Contains("newer recap"));
+  newer = body;
+  newer[0] = '\x03';
+  refused = recap::internal::DecodeBody(newer);
+  REQUIRE_FALSE(refused.ok());
+  CHECK_THAT(refused.status().message(), Catch::Matchers::Contains("body format 3"));
+  // Native JSON.
+  Result<std::string> json = recap::native::EncodeMessage(pinned);
+  REQUIRE(json.ok());
+  CHECK(json->find("\"pinned\":true") != std::string::npos);
+  Result<Message> decoded = recap::native::DecodeMessage(*json);
+  REQUIRE(decoded.ok());
+  CHECK(decoded->pinned);
+  CHECK(recap::native::DecodeMessage(R"({"role":"user","pinned":"yes","parts":[]})")
+            .status()
+            .message()
+            .find("pinned") != std::string::npos);
+}

@@ -211,17 +211,17 @@ TEST_CASE("R1.1 booleans and the fallback choice are strict") {
 TEST_CASE("R1.1 unknown keys are rejected with the known ones listed") {
   CHECK(Rejected(One("compaction", "keepturns", "2")) ==
         "unknown key \"compaction.keepturns\"; known keys in \"compaction\" are: auto, "
-        "threshold, keepTurns, maxOutputTokens, calibrate, fallback. Did you mean "
+        "threshold, keepTurns, maxOutputTokens, calibrate, fallback, instructionsForSummarizerChars. Did you mean "
         "\"compaction.keepTurns\"?");
   CHECK(Rejected(One("compaction", "max_output_tokens", "2"))
             .find("Did you mean \"compaction.maxOutputTokens\"?") != std::string::npos);
   CHECK(Rejected(One("compaction", "ratio", "0.5")) ==
         "unknown key \"compaction.ratio\"; known keys in \"compaction\" are: auto, threshold, "
-        "keepTurns, maxOutputTokens, calibrate, fallback.");
+        "keepTurns, maxOutputTokens, calibrate, fallback, instructionsForSummarizerChars.");
   // A key under the wrong section points to the right one.
   CHECK(Rejected(One("compaction", "maxContextChars", "9000")) ==
         "unknown key \"compaction.maxContextChars\"; known keys in \"compaction\" are: auto, "
-        "threshold, keepTurns, maxOutputTokens, calibrate, fallback. Did you mean "
+        "threshold, keepTurns, maxOutputTokens, calibrate, fallback, instructionsForSummarizerChars. Did you mean "
         "\"limits.maxContextChars\"?");
   CHECK(Rejected(One("limits", "x", "1")) ==
         "unknown key \"limits.x\"; known keys in \"limits\" are: maxContextChars.");
@@ -233,13 +233,13 @@ TEST_CASE("R1.1 unknown keys are rejected with the known ones listed") {
   // Top level.
   CHECK(Rejected(R"({"limit": {}})") ==
         "unknown key \"limit\"; known top-level keys are: compaction, limits, pluginHooks, "
-        "provider.");
+        "provider, cache.");
   CHECK(Rejected(R"({"plugin_hooks": {}})") ==
         "unknown key \"plugin_hooks\"; known top-level keys are: compaction, limits, "
-        "pluginHooks, provider. Did you mean \"pluginHooks\"?");
+        "pluginHooks, provider, cache. Did you mean \"pluginHooks\"?");
   CHECK(Rejected(R"({"threshold": 0.5})") ==
         "unknown key \"threshold\"; known top-level keys are: compaction, limits, pluginHooks, "
-        "provider. Did you mean \"compaction.threshold\"?");
+        "provider, cache. Did you mean \"compaction.threshold\"?");
   CHECK(Rejected(R"({"$schema": "https://example.com/recap.json"})")
             .find("unknown key \"$schema\"") == 0);
   // Keys with control bytes are shown escaped.
@@ -255,7 +255,7 @@ TEST_CASE("R1.1 the first problem in document order is reported") {
 TEST_CASE("R1.1 sections must be objects, and keys appear once") {
   CHECK(Rejected(R"({"compaction": 5})") ==
         "compaction is 5; it must be an object with some of the keys auto, threshold, keepTurns, "
-        "maxOutputTokens, calibrate, fallback.");
+        "maxOutputTokens, calibrate, fallback, instructionsForSummarizerChars.");
   CHECK(Rejected(R"({"limits": null})") ==
         "limits is null; it must be an object with some of the keys maxContextChars.");
   CHECK(Rejected(R"({"compaction": {"threshold": 0.5, "threshold": 0.6}})") ==
@@ -356,7 +356,8 @@ TEST_CASE("R1 ToJson writes every key, and FromJson reads it back") {
         "    \"keepTurns\": 2,\n"
         "    \"maxOutputTokens\": 16000,\n"
         "    \"calibrate\": false,\n"
-        "    \"fallback\": \"none\"\n"
+        "    \"fallback\": \"none\",\n"
+        "    \"instructionsForSummarizerChars\": 8000\n"
         "  },\n"
         "  \"limits\": {\n"
         "    \"maxContextChars\": 800000\n"
@@ -366,6 +367,9 @@ TEST_CASE("R1 ToJson writes every key, and FromJson reads it back") {
         "  },\n"
         "  \"provider\": {\n"
         "    \"contextWindow\": null\n"
+        "  },\n"
+        "  \"cache\": {\n"
+        "    \"maxBytes\": 536870912\n"
         "  }\n"
         "}");
 
@@ -376,9 +380,11 @@ TEST_CASE("R1 ToJson writes every key, and FromJson reads it back") {
   c.compaction.max_output_tokens = 1;
   c.compaction.calibrate = true;
   c.compaction.fallback = Fallback::kOffline;
+  c.compaction.instructions_for_summarizer_chars = 0;
   c.limits.max_context_chars = 4000;
   c.plugin_hooks.timeout_ms = 77;
   c.provider.context_window = 2000001;
+  c.cache.max_bytes = 0;
   const Config back = Accepted(c.ToJson());
   CHECK(back.compaction.auto_compact == c.compaction.auto_compact);
   CHECK(back.compaction.threshold == c.compaction.threshold);
@@ -386,9 +392,12 @@ TEST_CASE("R1 ToJson writes every key, and FromJson reads it back") {
   CHECK(back.compaction.max_output_tokens == c.compaction.max_output_tokens);
   CHECK(back.compaction.calibrate == c.compaction.calibrate);
   CHECK(back.compaction.fallback == c.compaction.fallback);
+  CHECK(back.compaction.instructions_for_summarizer_chars ==
+        c.compaction.instructions_for_summarizer_chars);
   CHECK(back.limits.max_context_chars == c.limits.max_context_chars);
   CHECK(back.plugin_hooks.timeout_ms == c.plugin_hooks.timeout_ms);
   CHECK(back.provider.context_window == c.provider.context_window);
+  CHECK(back.cache.max_bytes == c.cache.max_bytes);
   CHECK(back.ToJson() == c.ToJson());
   CHECK(Accepted(defaults).ToJson() == defaults);
 }

@@ -27,6 +27,13 @@ using recap::testing::ScriptedStep;
 
 namespace {
 
+template <class T>
+T Ok(Result<T> r) {
+  INFO(r.status().ToString());
+  REQUIRE(r.ok());
+  return std::move(r).value();
+}
+
 struct Host {
   std::shared_ptr<ScriptedProvider> provider = std::make_shared<ScriptedProvider>();
   std::shared_ptr<SessionStore> store = recap::testing::NewTestSessionStore();
@@ -404,4 +411,224 @@ TEST_CASE("R12.3 with fallback offline a down summarizer is skipped straight to 
   REQUIRE(completed.size() >= 4);
   for (const auto& e : completed) CHECK(e["checkpoint"]["writer"] == "offline");
   CHECK(h.provider->calls() == 3);  // three failures, then left alone
+}
+
+namespace {
+
+// The text of the first Text part.
+std::string FirstText(const Message& m) {
+  for (const Part& p : m.parts) {
+    if (const auto* t = std::get_if<Text>(&p)) return t->text;
+  }
+  return {};
+}
+
+}  // namespace
+
+TEST_CASE("R12.1 a leading system message is the session's instructions, kept first through every compaction, never summarized or clipped, and shown to the summarizer") {
+  Config c = Small(40000);
+  Host h(c);
+  const std::string policy = "Never refund. " + std::string(9000, 'p');  // 9,014 characters
+  Message system = Message::SystemText(policy);
+  system.id = "instructions";
+  h.Append("s", system);
+  int compactions = 0;
+  for (int i = 1; i <= 40; ++i) {
+    h.Turn("s", i, 1500);
+    auto p = h.compactor->Prepare("s", {});
+    REQUIRE(p.ok());
+    compactions += static_cast<int>(p->compactions.size());
+    REQUIRE_FALSE(p->messages.empty());
+    CHECK(p->messages[0].id == "instructions");
+    CHECK(FirstText(p->messages[0]) == policy);
+  }
+  REQUIRE(compactions >= 2);
+  // One entry of the history, never compacted.
+  std::size_t entries = 0;
+  for (const HistoryEntry& e : Ok(h.store->History("s"))) {
+    if (e.message.id != "instructions") continue;
+    ++entries;
+    CHECK(e.state == HistoryState::kActive);
+  }
+  CHECK(entries == 1);
+  // The summarizer saw the instructions, clipped to instructionsForSummarizerChars (8,000),
+  // apart from the messages to summarize, and never as one of them.
+  const auto requests = h.provider->Requests();
+  REQUIRE(requests.size() >= static_cast<std::size_t>(compactions));  // long spans in chunks
+  for (const auto& r : requests) {
+    const std::string& prompt = r.request.system_prompt;
+    CHECK(prompt.find("Never refund.") != std::string::npos);
+    CHECK(prompt.find(std::string(7900, 'p')) != std::string::npos);
+    CHECK(prompt.find(std::string(8001, 'p')) == std::string::npos);
+    REQUIRE(r.span.has_value());
+    for (const Message& m : *r.span) CHECK(m.id != "instructions");
+  }
+  // The reducer never clips it, even far over the limit (compaction off: only the reducer).
+  Config off = Small(20000);
+  off.compaction.auto_compact = false;
+  Host r(off);
+  Message long_policy = Message::SystemText("Never refund. " + std::string(17000, 'p'));
+  r.Append("s", long_policy);
+  r.Turn("s", 1, 6000);
+  auto p = r.compactor->Prepare("s", {});
+  REQUIRE(p.ok());
+  CHECK(p->reduced_messages > 0);
+  CHECK(FirstText(p->messages[0]) == FirstText(long_policy));
+  CHECK(p->after_chars <= 20000);
+}
+
+TEST_CASE("R12.1 pinned user messages survive compaction verbatim, in order, before the checkpoint") {
+  Host h(Small(30000));
+  Message rule1 = Message::UserText("Always answer in French.");
+  rule1.pinned = true;
+  rule1.id = "rule1";
+  Message rule2 = Message::UserText("Never touch the production database.");
+  rule2.pinned = true;
+  rule2.id = "rule2";
+  h.Turn("s", 1, 2000);
+  h.Append("s", rule1);
+  h.Turn("s", 2, 2000);
+  h.Append("s", rule2);
+  for (int i = 3; i <= 30; ++i) {
+    h.Turn("s", i, 2000);
+    REQUIRE(h.compactor->Prepare("s", {}).ok());
+  }
+  auto out = h.compactor->Compact("s");
+  REQUIRE(out.ok());
+  REQUIRE(out->compacted);
+  const Transcript t = Ok(h.store->Load("s")).transcript;
+  REQUIRE(t.size() >= 3);
+  CHECK(t[0].id == "rule1");
+  CHECK(t[1].id == "rule2");
+  CHECK(t[2].summary);
+  CHECK(FirstText(t[0]) == "Always answer in French.");
+  CHECK(t[0].pinned);
+  for (const auto& r : h.provider->Requests()) {
+    REQUIRE(r.span.has_value());
+    for (const Message& m : *r.span) CHECK_FALSE(m.pinned);
+  }
+}
+
+TEST_CASE("R12.1 a span that is only instructions, pinned messages and an earlier checkpoint is nothing to summarize") {
+  Host h(Small(20000));
+  Message system = Message::SystemText("Be brief.");
+  h.Append("s", system);
+  Message rule = Message::UserText("Answer in French.");
+  rule.pinned = true;
+  h.Append("s", rule);
+  h.Turn("s", 1);
+  auto out = h.compactor->Compact("s");
+  REQUIRE(out.ok());
+  CHECK_FALSE(out->compacted);
+  CHECK(out->skipped == SkipReason::kNothingToSummarize);
+  CHECK(h.provider->calls() == 0);
+}
+
+TEST_CASE("R12.6 the per-session cache stays within cache.maxBytes, dropping the least recently used sessions, which come back from the store intact") {
+  Config c = Small(20000);
+  c.cache.max_bytes = 100000;
+  Host h(c);
+  const int kSessions = 60;
+  // About 8,000 characters each: 60 of them are several times the budget.
+  for (int k = 0; k < kSessions; ++k) {
+    for (int i = 1; i <= 4; ++i) h.Turn("s" + std::to_string(k), i, 1800);
+  }
+  std::size_t most = 0;
+  for (int round = 0; round < 3; ++round) {
+    for (int k = 0; k < kSessions; ++k) {
+      const std::string session = "s" + std::to_string(k);
+      h.Turn(session, 10 + round, 100);
+      auto p = h.compactor->Prepare(session, {});
+      REQUIRE(p.ok());
+      // What comes back is the stored session, whether or not it was cached.
+      CHECK(p->messages.size() == Ok(h.store->Load(session)).transcript.size());
+      const Compactor::CacheStats stats = h.compactor->cache_stats();
+      most = std::max(most, stats.bytes);
+      CHECK(stats.max_bytes == 100000);
+    }
+  }
+  INFO("largest cache: " << most << " bytes");
+  // Within the budget, give or take the one session just served.
+  CHECK(most <= 100000 + 20000);
+  const Compactor::CacheStats end = h.compactor->cache_stats();
+  CHECK(end.sessions < static_cast<std::size_t>(kSessions));
+  CHECK(end.sessions >= 2);
+  // A generous budget keeps every session.
+  Config roomy = Small(20000);
+  Host all(roomy);
+  for (int k = 0; k < 20; ++k) {
+    all.Turn("s" + std::to_string(k), 1);
+    REQUIRE(all.compactor->Prepare("s" + std::to_string(k), {}).ok());
+  }
+  CHECK(all.compactor->cache_stats().sessions == 20);
+}
+
+TEST_CASE("R12.6 a cache of 0 bytes keeps only the session in use, and every call is still right") {
+  Config c = Small(20000);
+  c.cache.max_bytes = 0;
+  Host h(c);
+  for (int k = 0; k < 5; ++k) {
+    for (int i = 1; i <= 14; ++i) {
+      const std::string session = "s" + std::to_string(k);
+      h.Turn(session, i, 1500);
+      auto p = h.compactor->Prepare(session, {});
+      REQUIRE(p.ok());
+      CHECK(p->messages.size() == Ok(h.store->Load(session)).transcript.size());
+    }
+  }
+  CHECK(h.compactor->cache_stats().sessions == 1);
+  CHECK(h.sink->OfType("compaction_completed").size() >= 5);
+}
+
+TEST_CASE("R12 Prepared says what ran without an event sink: messages summarized, summarizer calls and usage, messages reduced") {
+  auto provider = std::make_shared<ScriptedProvider>();
+  auto store = recap::testing::NewTestSessionStore();
+  auto made = Compactor::Create(Small(20000), provider, store);  // no sink at all
+  REQUIRE(made.ok());
+  std::unique_ptr<Compactor> compactor = std::move(made).value();
+  Usage usage;
+  usage.prompt_tokens = 4100;
+  usage.completion_tokens = 250;
+  provider->SetDefault(ScriptedStep::Reply(recap::testing::ValidCheckpointJson(), usage));
+  std::size_t summarized = 0, calls = 0, prompt = 0, completion = 0, compactions = 0;
+  for (int i = 1; i <= 12; ++i) {
+    for (const Message& m : {Message::UserText("request " + std::to_string(i)),
+                             Message::AssistantText(std::string(2500, 'a'))}) {
+      REQUIRE(store->Append("s", m).ok());
+    }
+    auto p = compactor->Prepare("s", {});
+    REQUIRE(p.ok());
+    compactions += p->compactions.size();
+    summarized += p->summarized_messages;
+    calls += p->summarizer_calls;
+    prompt += p->summarizer_usage.prompt_tokens;
+    completion += p->summarizer_usage.completion_tokens;
+    if (p->compactions.empty()) {
+      CHECK(p->summarized_messages == 0);
+      CHECK(p->summarizer_calls == 0);
+    }
+  }
+  REQUIRE(compactions >= 1);
+  CHECK(calls == provider->calls());
+  CHECK(prompt == 4100 * calls);
+  CHECK(completion == 250 * calls);
+  // Every message summarized is one the store retired.
+  std::size_t compacted = 0;
+  for (const HistoryEntry& e : Ok(store->History("s"))) {
+    compacted += e.state == HistoryState::kCompacted ? 1 : 0;
+  }
+  CHECK(summarized == compacted);
+  // A failing summarizer counts its call, and no usage.
+  provider->SetDefault(ScriptedStep::Fail(Status::Unavailable("down")));
+  for (int i = 0; i < 6; ++i) {
+    REQUIRE(store->Append("s", Message::UserText(std::string(3000, 'u'))).ok());
+  }
+  const std::size_t before = provider->calls();
+  auto p = compactor->Prepare("s", {});
+  REQUIRE(p.ok());
+  CHECK(p->compactions.empty());
+  CHECK(p->summarizer_calls >= 1);
+  CHECK(p->summarizer_calls == provider->calls() - before);
+  CHECK(p->summarizer_usage.prompt_tokens == 0);
+  CHECK(p->summarized_messages == 0);
 }

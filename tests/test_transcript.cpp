@@ -4,6 +4,9 @@
 
 #include <set>
 #include <thread>
+
+#include <sys/wait.h>
+#include <unistd.h>
 #include <string>
 
 #include "recap/measure.h"
@@ -339,4 +342,37 @@ TEST_CASE("NewMessageId: m_ and 24 lowercase hex digits, in the order one thread
   std::string other;
   std::thread([&] { other = NewMessageId(); }).join();
   CHECK(seen.count(other) == 0);
+}
+
+TEST_CASE("NewMessageId: a forked process draws other ids than its parent (a host that forks workers appends to one session from both)") {
+  (void)NewMessageId();  // the generator is seeded in this process before the fork
+  int fds[2];
+  REQUIRE(::pipe(fds) == 0);
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    ::close(fds[0]);
+    std::string ids;
+    for (int i = 0; i < 20; ++i) ids += NewMessageId() + "\n";
+    (void)!::write(fds[1], ids.data(), ids.size());
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  std::set<std::string> mine;
+  for (int i = 0; i < 20; ++i) mine.insert(NewMessageId());
+  std::string theirs;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) theirs.append(buf, static_cast<std::size_t>(n));
+  ::close(fds[0]);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  std::size_t shared = 0, count = 0;
+  for (std::size_t at = 0; at < theirs.size();) {
+    const std::size_t end = theirs.find('\n', at);
+    shared += mine.count(theirs.substr(at, end - at));
+    ++count;
+    at = end + 1;
+  }
+  CHECK(count == 20);
+  CHECK(shared == 0);
 }

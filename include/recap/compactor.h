@@ -69,6 +69,13 @@ struct Prepared {
   std::size_t after_tokens = 0;   // and after
   std::vector<std::string> compactions;  // reasons of the compactions that committed, in order
   std::size_t reduced_messages = 0;      // messages the reducer cut (0: it did not run)
+  // What the compactions of this call cost, without an event sink: messages summarized (and
+  // retired from the active transcript), requests to the summarizer (a failed compaction
+  // counts one; a chunked one, one per chunk; the offline fallback, one more) and the tokens
+  // it reported. The agent's own model calls never count here.
+  std::size_t summarized_messages = 0;
+  std::size_t summarizer_calls = 0;
+  Usage summarizer_usage;
 
   // The window the triggers used (R1.2, R12.2): its size when known, and where it came from —
   // "config", "profile", "provider", "overflow" (lowered by ReportOverflow), or "fallback"
@@ -175,6 +182,15 @@ class RECAP_EXPORT Compactor {
 
   const Config& config() const noexcept;
   SessionStore& store() noexcept;
+
+  // What the per-session cache holds now (R12.6): sessions, their estimated bytes, the budget
+  // (cache.maxBytes). The most recently used session stays even when it alone is larger.
+  struct CacheStats {
+    std::size_t sessions = 0;
+    std::size_t bytes = 0;
+    std::size_t max_bytes = 0;
+  };
+  CacheStats cache_stats() const;
 
  private:
   struct Impl;

@@ -41,6 +41,9 @@ struct CompactionConfig {
   std::size_t max_output_tokens = 16000;  // >= 1
   bool calibrate = false;                 // R2.4
   Fallback fallback = Fallback::kNone;
+  // How much of the session's instructions (a leading system message, R12.1) the summarizer
+  // is shown, in characters; 0 shows none.
+  std::size_t instructions_for_summarizer_chars = 8000;
 };
 
 struct LimitsConfig {
@@ -49,6 +52,14 @@ struct LimitsConfig {
 
 struct PluginHooksConfig {
   std::size_t timeout_ms = 5000;  // >= 1
+};
+
+// R12.6: the Compactor keeps each session it serves in memory between calls (its measured
+// transcript and what it learned); past this many bytes (an estimate of the transcripts'
+// memory) it drops the sessions used least recently. A dropped session is loaded from the
+// store again when it comes back.
+struct CacheConfig {
+  std::size_t max_bytes = std::size_t{512} << 20;  // >= 0
 };
 
 struct ProviderConfig {
@@ -64,6 +75,7 @@ struct RECAP_EXPORT Config {
   LimitsConfig limits;
   PluginHooksConfig plugin_hooks;
   ProviderConfig provider;
+  CacheConfig cache;
 
   // Parses the JSON form. An empty object gives the defaults.
   static Result<Config> FromJson(std::string_view json);

@@ -87,6 +87,10 @@ struct RECAP_EXPORT Message {
   Role role = Role::kUser;
   std::vector<Part> parts;
   bool summary = false;  // this message is a checkpoint (SPEC R4.4)
+  // Kept verbatim by every compaction, in its place before the checkpoint, and never clipped
+  // (R12.1): for a user or system message without tool parts that must survive as written
+  // (a rule the user stated, a task description). The stores refuse it on anything else.
+  bool pinned = false;
   ContentForm form = ContentForm::kDefault;
   std::string extra;  // JSON object text of the foreign message's unmodelled fields
 
@@ -107,6 +111,14 @@ RECAP_EXPORT bool IsTurnStart(const Message& m) noexcept;
 
 // True when the message carries at least one ToolCall or an opaque call.
 RECAP_EXPORT bool HasToolCalls(const Message& m) noexcept;
+
+// True when the message is a session's instructions when it comes first (R12.1): a system
+// message that is not a checkpoint.
+RECAP_EXPORT bool IsInstructions(const Message& m) noexcept;
+
+// Why `m` cannot be pinned (an assistant or tool message, or one with tool calls, results or
+// linked opaque items), or empty when it can (or is not pinned).
+RECAP_EXPORT std::string PinnedProblem(const Message& m);
 
 // The first id that two calls of the message share (tool calls' `id`s and opaque calls'
 // `link_id`s), or nullopt. A result answers one call of an id, so a message asking twice under

@@ -66,6 +66,12 @@ struct CompactionCommit {
   Message checkpoint;            // flagged summary
   std::vector<Message> injected;  // context plugins add after the checkpoint (R9.1)
   std::string reason;             // "auto", "manual", "budget", "overflow"
+  // Messages among the leading ones that stay active, verbatim and in their order, before the
+  // checkpoint (R12.1): the session's instructions and pinned messages. The leading
+  // kept.size() + replaced.size() active messages are exactly these and `replaced`, each list
+  // in its own order, kept ones anywhere among the replaced. The transcript afterwards is:
+  // kept, checkpoint, injected, then the messages after the span.
+  std::vector<std::string> kept;
 };
 
 // A reduction (R6.5): each replacement takes the place of the active message with the same

@@ -15,7 +15,9 @@
 // code points, marker included; a UTF-8 sequence is never split. Tool-call arguments that are
 // valid JSON stay valid JSON: long string values inside them are clipped, not the JSON text.
 // Only content changes — roles, ids, tool-call ids, order and message boundaries stay
-// identical. Checkpoint messages (Message::summary) and opaque items are never touched.
+// identical. Checkpoint messages (Message::summary), pinned messages (Message::pinned), a
+// leading system message (the session's instructions, R12.1) and opaque items are never
+// touched.
 // Clipping is idempotent: a text already within a cap is left alone, so a clipped text is
 // never clipped again to the same cap and the marker never appears twice.
 //

@@ -10,6 +10,11 @@ namespace internal {
 namespace {
 
 constexpr unsigned char kFormat = 1;
+// Format 2 is format 1 with a varint of flags after the form: bit 0, pinned (R12.1). It is
+// written only for a message with a flag set, so that every other body stays readable by a
+// recap that knows format 1 alone.
+constexpr unsigned char kFormatWithFlags = 2;
+constexpr std::uint64_t kFlagPinned = 1;
 constexpr unsigned char kTagText = 0;
 constexpr unsigned char kTagCall = 1;
 constexpr unsigned char kTagResult = 2;
@@ -53,11 +58,13 @@ void PutOpaque(Out& out, const Opaque& o) {
 
 template <typename Out>
 void Put(Out& out, const Message& m) {
-  PutByte(out, kFormat);
+  const std::uint64_t flags = m.pinned ? kFlagPinned : 0;
+  PutByte(out, flags != 0 ? kFormatWithFlags : kFormat);
   PutString(out, m.id);
   PutByte(out, static_cast<unsigned>(m.role));
   PutByte(out, m.summary ? 1 : 0);
   PutByte(out, static_cast<unsigned>(m.form));
+  if (flags != 0) PutVarint(out, flags);
   PutString(out, m.extra);
   PutVarint(out, m.parts.size());
   for (const Part& part : m.parts) {
@@ -217,15 +224,26 @@ Result<Message> DecodeBody(std::string_view body) {
   Reader r(body);
   Message m;
   const unsigned format = r.Byte();
-  if (r.ok() && format != kFormat) {
+  if (r.ok() && format != kFormat && format != kFormatWithFlags) {
     return Status::Corruption("a stored message has body format " + std::to_string(format) +
-                              ", which this recap does not know (it reads format " +
-                              std::to_string(kFormat) + ")");
+                              ", which this recap does not know (it reads formats " +
+                              std::to_string(kFormat) + " and " +
+                              std::to_string(kFormatWithFlags) +
+                              "); it was written by a newer recap");
   }
   r.String(m.id);
   m.role = static_cast<Role>(r.Enum(static_cast<unsigned>(Role::kTool)));
   m.summary = r.Enum(1) == 1;
   m.form = static_cast<ContentForm>(r.Enum(kMaxForm));
+  if (format == kFormatWithFlags) {
+    const std::uint64_t flags = r.Varint();
+    if (r.ok() && (flags & ~kFlagPinned) != 0) {
+      return Status::Corruption("a stored message has flags " + std::to_string(flags) +
+                                ", which this recap does not know; it was written by a newer "
+                                "recap");
+    }
+    m.pinned = (flags & kFlagPinned) != 0;
+  }
   r.String(m.extra);
   const std::size_t nparts = r.Count();
   m.parts.reserve(nparts);

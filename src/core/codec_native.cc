@@ -136,6 +136,7 @@ Status MessageJson(const Message& m, const std::string& where, Json* out) {
   if (!m.id.empty()) j["id"] = m.id;
   j["role"] = RoleName(m.role);
   if (m.summary) j["summary"] = true;
+  if (m.pinned) j["pinned"] = true;
   if (const char* form = FormName(m.form)) j["form"] = form;
   Json parts = Json::array();
   for (std::size_t i = 0; i < m.parts.size(); ++i) {
@@ -358,7 +359,7 @@ Status DecodePart(Json& j, const JsonPath& path, Part* out) {
 
 Status DecodeOne(Json& j, const JsonPath& path, Message* out) {
   if (!j.is_object()) return jsonutil::WrongType(path, j, "a message object");
-  Status s = OnlyMembers(j, path, {"id", "role", "summary", "form", "parts", "extra"});
+  Status s = OnlyMembers(j, path, {"id", "role", "summary", "pinned", "form", "parts", "extra"});
   if (!s.ok()) return s;
   Message m;
   s = GetString(j, path, "id", false, &m.id);
@@ -378,6 +379,13 @@ Status DecodeOne(Json& j, const JsonPath& path, Message* out) {
       return jsonutil::WrongType(path.Member("summary"), *summary, "true or false");
     }
     m.summary = summary->get<bool>();
+  }
+  auto pinned = j.find("pinned");
+  if (pinned != j.end()) {
+    if (!pinned->is_boolean()) {
+      return jsonutil::WrongType(path.Member("pinned"), *pinned, "true or false");
+    }
+    m.pinned = pinned->get<bool>();
   }
   s = GetForm(j, path, &m.form);
   if (s.ok()) s = GetExtra(j, path, &m.extra);

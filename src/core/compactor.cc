@@ -1,9 +1,12 @@
 #include "recap/compactor.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <chrono>
 #include <cmath>
+#include <iterator>
+#include <list>
 #include <map>
 #include <mutex>
 #include <unordered_map>
@@ -37,6 +40,8 @@ struct Attempt {
   std::size_t after_full = 0;
   bool provider_failed = false;  // the summarizer's call failed (R12.3 counts these)
   bool budget_step = false;      // Prepare's step 3, the budget compaction
+  std::size_t calls = 0;         // requests to the summarizer
+  Usage usage;                   // what the summarizer reported
   CompactOutcome outcome;
 };
 
@@ -70,6 +75,13 @@ struct SessionCache {
   // R12.2: window_unknown was emitted for this session.
   bool window_unknown_said = false;
 
+  // R12.1: characters of the pinned messages of the transcript (kept up to date on append).
+  std::size_t pinned_chars = 0;
+
+  // R12.6: about how much memory the cached transcript holds (TranscriptBytes), kept up to
+  // date by whoever holds `mu`; read by the cache's accounting without it.
+  std::atomic<std::size_t> bytes{0};
+
   // Turn starts ever seen (monotonic): "once per turn" for the budget compaction (R7 step 3).
   std::uint64_t turn_serial = 0;
   std::optional<std::uint64_t> budget_tried_at;
@@ -79,6 +91,57 @@ std::size_t CountTurnStarts(const Transcript& t) {
   std::size_t n = 0;
   for (const Message& m : t) n += IsTurnStart(m) ? 1 : 0;
   return n;
+}
+
+// R12.6: about how many bytes of memory a message takes in the cache: its strings and the
+// fixed size of the objects that hold them. An estimate, for the cache's budget.
+std::size_t MessageBytes(const Message& m) {
+  constexpr std::size_t kPerMessage = sizeof(Message) + 96;  // + its Transcript entry
+  std::size_t n = kPerMessage + m.id.size() + m.extra.size();
+  auto opaque = [](const Opaque& o) { return o.kind.size() + o.payload.size() + o.link_id.size(); };
+  for (const Part& p : m.parts) {
+    n += sizeof(Part);
+    if (const auto* t = std::get_if<Text>(&p)) {
+      n += t->text.size() + t->extra.size();
+    } else if (const auto* c = std::get_if<ToolCall>(&p)) {
+      n += c->id.size() + c->name.size() + c->arguments.size() + c->extra.size();
+    } else if (const auto* r = std::get_if<ToolResult>(&p)) {
+      n += r->call_id.size() + r->extra.size();
+      for (const ResultItem& item : r->content) {
+        n += sizeof(ResultItem);
+        if (const auto* it = std::get_if<Text>(&item)) {
+          n += it->text.size() + it->extra.size();
+        } else {
+          n += opaque(std::get<Opaque>(item));
+        }
+      }
+    } else {
+      n += opaque(std::get<Opaque>(p));
+    }
+  }
+  return n;
+}
+
+std::size_t TranscriptBytes(const Transcript& t) {
+  std::size_t n = 0;
+  for (const Message& m : t) n += MessageBytes(m);
+  return n;
+}
+
+// R12.1: characters of the session's instructions (a leading system message), 0 when none.
+std::size_t StoredInstructionsChars(const Transcript& t) {
+  return !t.empty() && IsInstructions(t[0]) ? t.chars(0) : 0;
+}
+
+std::size_t PinnedChars(const Transcript& t) {
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < t.size(); ++i) n += t[i].pinned ? t.chars(i) : 0;
+  return n;
+}
+
+// Kept by a compaction whose span holds it, before the checkpoint (R12.1).
+bool KeptByCompaction(const Transcript& t, std::size_t i) {
+  return t[i].pinned || (i == 0 && IsInstructions(t[0]));
 }
 
 bool IsResultOnly(const Message& m) {
@@ -99,8 +162,16 @@ struct Compactor::Impl {
   std::vector<std::shared_ptr<PluginHook>> plugins;
   EventEmitter events;
 
+  // R12.6: the sessions' caches, least recently used last, within config.cache.max_bytes.
+  struct Slot {
+    std::shared_ptr<SessionCache> cache;
+    std::list<std::string>::iterator used;  // its place in `lru`
+    std::size_t bytes = 0;                  // counted in cached_bytes
+  };
   std::mutex sessions_mu;
-  std::unordered_map<std::string, std::shared_ptr<SessionCache>> sessions;
+  std::unordered_map<std::string, Slot> sessions;
+  std::list<std::string> lru;  // most recently used first
+  std::size_t cached_bytes = 0;
 
   std::shared_ptr<TimeSource> clock;
 
@@ -140,13 +211,76 @@ struct Compactor::Impl {
         events(std::move(sinks)),
         clock(time ? std::move(time) : SteadyTimeSource()) {}
 
-  bool IsOffline(const Provider& p) const { return &p == offline.get() || p.Name() == "offline"; }
+  // The offline summarizer, known by what it is, never by its name: a host's provider that
+  // calls itself "offline" is a model like any other (chunked requests, the fallback).
+  static bool IsOffline(const Provider& p) { return internal::IsOfflineSummarizer(p); }
 
-  std::shared_ptr<SessionCache> Cache(const std::string& session) {
+  // A session's cache for one call: made when missing, marked most recently used; when the
+  // call ends (CacheUse's destructor), its size is counted and the least recently used
+  // sessions that no call is using are dropped until the cache fits its budget.
+  class CacheUse {
+   public:
+    CacheUse(Impl* impl, std::string session, std::shared_ptr<SessionCache> cache)
+        : impl_(impl), session_(std::move(session)), cache_(std::move(cache)) {}
+    ~CacheUse() { impl_->Release(session_, std::move(cache_)); }
+    CacheUse(const CacheUse&) = delete;
+    CacheUse& operator=(const CacheUse&) = delete;
+    SessionCache& operator*() const { return *cache_; }
+    SessionCache* operator->() const { return cache_.get(); }
+
+   private:
+    Impl* impl_;
+    std::string session_;
+    std::shared_ptr<SessionCache> cache_;
+  };
+
+  CacheUse Cache(const std::string& session) {
     std::lock_guard<std::mutex> lock(sessions_mu);
-    auto& slot = sessions[session];
-    if (!slot) slot = std::make_shared<SessionCache>();
-    return slot;
+    auto it = sessions.find(session);
+    if (it == sessions.end()) {
+      lru.push_front(session);
+      it = sessions.emplace(session, Slot{std::make_shared<SessionCache>(), lru.begin(), 0}).first;
+    } else if (it->second.used != lru.begin()) {
+      lru.splice(lru.begin(), lru, it->second.used);
+    }
+    return CacheUse(this, session, it->second.cache);
+  }
+
+  void Release(const std::string& session, std::shared_ptr<SessionCache> cache) {
+    std::vector<std::shared_ptr<SessionCache>> dropped;  // freed after the lock
+    {
+      std::lock_guard<std::mutex> lock(sessions_mu);
+      auto it = sessions.find(session);
+      if (it != sessions.end() && it->second.cache == cache) {
+        const std::size_t now = cache->bytes.load(std::memory_order_relaxed);
+        cached_bytes = cached_bytes - it->second.bytes + now;
+        it->second.bytes = now;
+      }
+      cache.reset();
+      // The most recently used session always stays: a session larger than the budget is
+      // not loaded again at every call.
+      auto victim = lru.end();
+      while (cached_bytes > config.cache.max_bytes && victim != lru.begin() &&
+             std::prev(victim) != lru.begin()) {
+        --victim;
+        auto slot = sessions.find(*victim);
+        if (slot->second.cache.use_count() > 1) continue;  // a call is using it
+        cached_bytes -= slot->second.bytes;
+        dropped.push_back(std::move(slot->second.cache));
+        sessions.erase(slot);
+        victim = lru.erase(victim);
+      }
+    }
+    if (!dropped.empty()) {
+      RECAP_LOG_DEBUG("cache over cache.maxBytes ({}): dropped {} least recently used sessions",
+                      config.cache.max_bytes, dropped.size());
+    }
+  }
+
+  // How many sessions are cached, and their bytes (for tests and Plan).
+  std::pair<std::size_t, std::size_t> CacheFigures() {
+    std::lock_guard<std::mutex> lock(sessions_mu);
+    return {sessions.size(), cached_bytes};
   }
 
   // Brings the cached transcript up to date with the store: O(what was appended) when only
@@ -157,6 +291,8 @@ struct Compactor::Impl {
       if (!state.ok()) return state.status();
       c.transcript = std::move(state->transcript);
       c.version = state->version;
+      c.pinned_chars = PinnedChars(c.transcript);
+      c.bytes = TranscriptBytes(c.transcript);
       c.turn_serial = CountTurnStarts(c.transcript);
       c.loaded = true;
       return Status::OK();
@@ -170,11 +306,16 @@ struct Compactor::Impl {
           c.paused = false;  // R2.5: a new turn lifts the no-progress pause
           c.weak_streak = 0;
         }
+        const bool pinned = m.pinned;
+        c.bytes += MessageBytes(m);
         c.transcript.Append(std::move(m));
+        if (pinned) c.pinned_chars += c.transcript.chars(c.transcript.size() - 1);
       }
     } else {
       // Another writer rewrote the session: start over from what it holds now.
       c.transcript = std::move(changes->transcript);
+      c.pinned_chars = PinnedChars(c.transcript);
+      c.bytes = TranscriptBytes(c.transcript);
       c.turn_serial += 1;
       c.paused = false;
       c.weak_streak = 0;
@@ -306,8 +447,10 @@ struct Compactor::Impl {
       plan.reason = "auto";
     }
     plan.paused = c.paused;
-    // R12.4: what no compaction can shrink reaches the trigger by itself.
-    const std::size_t fixed = sizes.instructions_chars + sizes.tool_catalog_chars;
+    // R12.4: what no compaction can shrink reaches the trigger by itself: instructions (the
+    // host's and the session's own, R12.1), pinned messages and the tool catalog.
+    const std::size_t fixed = sizes.instructions_chars + StoredInstructionsChars(c.transcript) +
+                              c.pinned_chars + sizes.tool_catalog_chars;
     plan.irreducible = EstimateTokens(fixed) >= plan.trigger_tokens || fixed >= plan.trigger_chars;
     plan.summarizer_backoff_ms = BreakerWaitMs();
   }
@@ -445,6 +588,33 @@ struct Compactor::Impl {
       return a;
     }
 
+    // R12.1: the span's instructions and pinned messages stay, verbatim and first; the rest
+    // is summarized. A span with nothing else (earlier checkpoints aside) is nothing to do.
+    std::vector<std::string> kept_ids;
+    std::vector<std::string> replaced_ids;
+    Transcript span;
+    bool something_new = false;
+    std::size_t kept_chars_in_span = 0;
+    for (std::size_t i = 0; i < cut.position; ++i) {
+      if (KeptByCompaction(t, i)) {
+        kept_ids.push_back(t[i].id);
+        kept_chars_in_span += t.chars(i);
+        continue;
+      }
+      replaced_ids.push_back(t[i].id);
+      internal::TranscriptAccess::AppendFrom(span, t, i);
+      something_new = something_new || !t[i].summary;
+    }
+    if (!something_new) {
+      a.kind = AttemptKind::kSkipped;
+      a.skip = SkipReason::kNothingToSummarize;
+      a.outcome.skipped = a.skip;
+      events.Emit("compaction_skipped", session,
+                  internal::CompactionSkippedFields(SkipReasonName(a.skip)));
+      return a;
+    }
+    const std::size_t summarized_chars = cut.summarized_chars - kept_chars_in_span;
+
     events.Emit("compaction_started", session,
                 internal::CompactionStartedFields(reason, plan.full_chars, plan.full_tokens));
 
@@ -452,8 +622,8 @@ struct Compactor::Impl {
     BeforeCompactContext before_ctx;
     before_ctx.session = session;
     before_ctx.reason = reason;
-    before_ctx.messages = cut.position;
-    before_ctx.chars = cut.summarized_chars;
+    before_ctx.messages = replaced_ids.size();
+    before_ctx.chars = summarized_chars;
     // Clamped so that huge configured values cannot overflow the clock's arithmetic.
     const auto timeout = std::chrono::milliseconds(
         std::min<std::size_t>(config.plugin_hooks.timeout_ms, 24u * 3600u * 1000u));
@@ -464,8 +634,16 @@ struct Compactor::Impl {
     }
 
     internal::SummarizeInput in;
-    in.span = t.Slice(0, cut.position);
+    in.span = std::move(span);
     in.focus = focus;
+    if (!kept_ids.empty() && IsInstructions(t[0]) &&
+        config.compaction.instructions_for_summarizer_chars > 0) {
+      const std::string text = JoinedText(t[0]);
+      const std::size_t limit = config.compaction.instructions_for_summarizer_chars;
+      const std::size_t bytes = PrefixBytesForCodePoints(text, limit);
+      in.instructions = text.substr(0, bytes);
+      if (bytes < text.size()) in.instructions += "\n[… the rest of the instructions is not shown]";
+    }
     for (const auto& r : before.ok) {
       if (!r.request.instructions.empty()) in.plugin_instructions.push_back(r.request.instructions);
       for (const auto& f : r.request.output_fields) in.plugin_fields.push_back(f);
@@ -476,6 +654,8 @@ struct Compactor::Impl {
     in.max_request_chars = IsOffline(writer) ? 0 : RequestBudget(plan);
 
     auto summary = RunSummarizer(writer, in, session, cancel);
+    a.calls += summary.ok() ? summary->calls : 1;
+    if (summary.ok()) a.usage = summary->usage;
     if (!IsOffline(writer) && !(!summary.ok() && summary.status().code() == StatusCode::kCancelled)) {
       a.provider_failed = !summary.ok();
       RecordSummarizer(summary.ok(), automatic);
@@ -487,6 +667,8 @@ struct Compactor::Impl {
       in.max_request_chars = 0;
       in.max_output_tokens = OfflineOutputTokens(plan);
       summary = RunSummarizer(*offline, in, session, cancel);
+      a.calls += 1;
+      if (summary.ok()) a.usage = summary->usage;
     }
     if (summary.ok()) {
       // R12.7: no checkpoint above half the trigger. A reply within its budget that would
@@ -530,8 +712,8 @@ struct Compactor::Impl {
     CompactionCommit commit;
     commit.expected_version = c.version;
     commit.reason = reason;
-    commit.replaced.reserve(cut.position);
-    for (std::size_t i = 0; i < cut.position; ++i) commit.replaced.push_back(t[i].id);
+    commit.replaced = std::move(replaced_ids);
+    commit.kept = kept_ids;
     commit.checkpoint = CheckpointMessage(checkpoint);
     commit.checkpoint.id = NewMessageId();
     for (const auto& r : after.ok) {
@@ -555,6 +737,10 @@ struct Compactor::Impl {
     }
 
     Transcript next;
+    for (std::size_t i = 0; i < cut.position; ++i) {
+      if (KeptByCompaction(t, i)) internal::TranscriptAccess::AppendFrom(next, t, i);
+    }
+    const std::size_t checkpoint_at = next.size();
     next.Append(commit.checkpoint);
     for (const auto& m : commit.injected) next.Append(m);
     for (std::size_t i = cut.position; i < t.size(); ++i) {
@@ -562,6 +748,8 @@ struct Compactor::Impl {
     }
     const std::size_t before_t = t.chars();
     c.transcript = std::move(next);
+    c.pinned_chars = PinnedChars(c.transcript);
+    c.bytes = TranscriptBytes(c.transcript);
     c.version = *committed;
     c.reported_prompt_tokens.reset();  // the transcript it described is gone
 
@@ -576,9 +764,9 @@ struct Compactor::Impl {
     info.before_tokens = plan.full_tokens;
     info.after_chars = after_plan.full_chars;
     info.after_tokens = after_plan.full_tokens;
-    info.summarized_messages = cut.position;
-    info.summarized_chars = cut.summarized_chars;
-    info.checkpoint_chars = c.transcript.chars(0);
+    info.summarized_messages = commit.replaced.size();
+    info.summarized_chars = summarized_chars;
+    info.checkpoint_chars = c.transcript.chars(checkpoint_at);
     info.structured = checkpoint.structured;
     info.partial = summary->parsed.partial;
     info.writer = summary->writer;
@@ -591,7 +779,7 @@ struct Compactor::Impl {
     events.Emit("compaction_completed", session, internal::CompactionCompletedFields(info));
 
     a.outcome.compacted = true;
-    a.outcome.summarized_messages = cut.position;
+    a.outcome.summarized_messages = commit.replaced.size();
     a.outcome.before_chars = before_t;
     a.outcome.after_chars = c.transcript.chars();
     a.outcome.checkpoint = checkpoint;
@@ -599,7 +787,7 @@ struct Compactor::Impl {
     a.outcome.writer = summary->writer;
     a.outcome.version = c.version;
     RECAP_LOG_INFO("session {}: compacted ({}): {} messages summarized, {} -> {} chars", session,
-                   reason, cut.position, a.before_full, a.after_full);
+                   reason, commit.replaced.size(), a.before_full, a.after_full);
     return a;
   }
 
@@ -607,8 +795,12 @@ struct Compactor::Impl {
   // when the store refused.
   Status RunReduction(const std::string& session, SessionCache& c, const RequestSizes& sizes,
                       std::size_t* reduced_messages) {
+    // R12.1: the session's own instructions count as instructions; the reducer leaves them
+    // (and pinned messages) alone and brings the rest to the target.
+    const std::size_t stored = StoredInstructionsChars(c.transcript);
     const std::size_t target =
-        ReductionTarget(config.limits.max_context_chars, sizes.instructions_chars);
+        ReductionTarget(config.limits.max_context_chars, sizes.instructions_chars + stored) +
+        stored;
     ReduceResult r = ReduceTail(c.transcript, target);
     if (r.clipped.empty()) return Status::OK();
     ReductionCommit commit;
@@ -620,6 +812,7 @@ struct Compactor::Impl {
       return committed.status().WithContext("could not save the reduced transcript");
     }
     c.transcript = std::move(r.transcript);
+    c.bytes = TranscriptBytes(c.transcript);
     c.version = *committed;
     c.reported_prompt_tokens.reset();
     *reduced_messages += r.clipped.size();
@@ -635,7 +828,8 @@ struct Compactor::Impl {
   // `reduced_first` / `reduced_all`: messages the reducer clipped in step 2 / in all.
   std::string BudgetMessage(std::size_t reducible, const RequestSizes& sizes,
                             const std::vector<Attempt>& attempts, std::size_t reduced_first,
-                            std::size_t reduced_all, bool budget_tried_before) const {
+                            std::size_t reduced_all, bool budget_tried_before,
+                            std::size_t stored_instructions) const {
     const std::size_t limit = config.limits.max_context_chars;
     std::string msg = "Context budget exceeded (approximately " + std::to_string(reducible) +
                       " characters of conversation; limit " + std::to_string(limit) + ").";
@@ -710,8 +904,9 @@ struct Compactor::Impl {
     if (budget_tried_before) {
       msg += " A budget compaction was already tried in this turn.";
     }
-    if (sizes.instructions_chars + kMinReductionTarget > limit) {
-      msg += " The instructions alone are " + std::to_string(sizes.instructions_chars) +
+    const std::size_t instructions = sizes.instructions_chars + stored_instructions;
+    if (instructions + kMinReductionTarget > limit) {
+      msg += " The instructions alone are " + std::to_string(instructions) +
              " characters, more than the limit leaves room for.";
     }
     msg += " To continue: compact manually (with a focus), trim large tool outputs, start a new"
@@ -840,10 +1035,17 @@ Result<Prepared> Compactor::Prepare(const std::string& session, const RequestSiz
       budget_tried_before = true;
     }
   }
+  for (const Attempt& a : attempts) {
+    if (a.kind == AttemptKind::kCommitted) out.summarized_messages += a.outcome.summarized_messages;
+    out.summarizer_calls += a.calls;
+    out.summarizer_usage.prompt_tokens += a.usage.prompt_tokens;
+    out.summarizer_usage.completion_tokens += a.usage.completion_tokens;
+  }
   // Step 4: fail with what happened and what to do; the reduction above stays persisted.
   if (reducible() > limit) {
     return Status::ContextBudgetExceeded(impl_->BudgetMessage(
-        reducible(), sizes, attempts, reductions, out.reduced_messages, budget_tried_before));
+        reducible(), sizes, attempts, reductions, out.reduced_messages, budget_tried_before,
+        StoredInstructionsChars(c.transcript)));
   }
 
   out.messages = c.transcript;
@@ -1019,6 +1221,11 @@ Result<RecoveryOutcome> Compactor::Recover(const std::string& session, bool ackn
 }
 
 const Config& Compactor::config() const noexcept { return impl_->config; }
+
+Compactor::CacheStats Compactor::cache_stats() const {
+  const auto [sessions, bytes] = impl_->CacheFigures();
+  return CacheStats{sessions, bytes, impl_->config.cache.max_bytes};
+}
 SessionStore& Compactor::store() noexcept { return *impl_->store; }
 
 }  // namespace v0

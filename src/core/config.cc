@@ -282,6 +282,8 @@ const std::vector<Key>& Keys() {
       OneOf<Fallback>("compaction", "fallback",
                       {{"none", Fallback::kNone}, {"offline", Fallback::kOffline}},
                       Slot{&Config::compaction, &CompactionConfig::fallback}),
+      Integer("compaction", "instructionsForSummarizerChars", 0, kMaxJsonInteger,
+              Slot{&Config::compaction, &CompactionConfig::instructions_for_summarizer_chars}),
       Integer("limits", "maxContextChars", 4000, kMaxJsonInteger,
               Slot{&Config::limits, &LimitsConfig::max_context_chars}),
       Integer("pluginHooks", "timeoutMs", 1, kMaxJsonInteger,
@@ -291,6 +293,7 @@ const std::vector<Key>& Keys() {
       // model's advertised window grew.
       Integer("provider", "contextWindow", 1, kMaxJsonInteger,
               Slot{&Config::provider, &ProviderConfig::context_window}),
+      Integer("cache", "maxBytes", 0, kMaxJsonInteger, Slot{&Config::cache, &CacheConfig::max_bytes}),
   };
   return keys;
 }

@@ -107,6 +107,26 @@ std::optional<std::string> RepeatedCallId(const Message& m) {
   return std::nullopt;
 }
 
+bool IsInstructions(const Message& m) noexcept { return m.role == Role::kSystem && !m.summary; }
+
+std::string PinnedProblem(const Message& m) {
+  if (!m.pinned) return {};
+  if (m.role != Role::kUser && m.role != Role::kSystem) {
+    return std::string("it is ") + (m.role == Role::kAssistant ? "an assistant" : "a tool") +
+           " message; only user and system messages can be pinned";
+  }
+  if (m.summary) return "it is a checkpoint (summary), which a compaction replaces by design";
+  for (const Part& p : m.parts) {
+    const bool tool = std::holds_alternative<ToolCall>(p) || std::holds_alternative<ToolResult>(p);
+    const auto* o = std::get_if<Opaque>(&p);
+    if (tool || (o != nullptr && o->link != OpaqueLink::kNone)) {
+      return "it carries tool calls or results, which must stay beside their pair; pin a "
+             "message without tool parts";
+    }
+  }
+  return {};
+}
+
 std::string JoinedText(const Message& m) {
   std::string out;
   bool first = true;

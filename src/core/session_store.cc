@@ -216,23 +216,22 @@ class InMemorySessionStore final : public SessionStore {
     const Transcript& t = found->transcript;
     // The version matched, so the caller saw this very transcript: a wrong prefix is a bug
     // in the caller, not a race.
-    const std::size_t head = std::min(commit.replaced.size(), t.size());
-    for (std::size_t i = 0; i < head; ++i) {
-      const std::string& id = commit.replaced[i];
-      if (t[i].id == id) continue;
-      if (found->active.count(id) == 0) return internal::ReplacedNotActive(session, i, id);
-      return internal::ReplacedOutOfOrder(session, i, id, t[i].id);
-    }
-    if (commit.replaced.size() > t.size()) {
-      return internal::ReplacesTooMany(session, commit.replaced.size(), t.size());
+    const std::size_t span = commit.kept.size() + commit.replaced.size();
+    std::vector<std::string> leading;
+    for (std::size_t i = 0; i < span && i < t.size(); ++i) leading.push_back(t[i].id);
+    if (Status st = internal::CheckCompactionSpan(
+            session, commit, leading, t.size(),
+            [&](const std::string& id) { return found->active.count(id) != 0; });
+        !st.ok()) {
+      return st;
     }
 
     // The checkpoint and the injected messages, with ids unique among what stays active.
     Transcript added;
     added.Append(commit.checkpoint);
     for (const Message& m : commit.injected) added.Append(m);
-    std::unordered_set<std::string> taken;
-    for (std::size_t i = commit.replaced.size(); i < t.size(); ++i) taken.insert(t[i].id);
+    std::unordered_set<std::string> taken(commit.kept.begin(), commit.kept.end());
+    for (std::size_t i = span; i < t.size(); ++i) taken.insert(t[i].id);
     for (std::size_t k = 0; k < added.size(); ++k) {
       if (!taken.insert(added[k].id).second) {
         return internal::CommitIdTaken(session, internal::CompactionAddedName(commit, k),
@@ -240,13 +239,23 @@ class InMemorySessionStore final : public SessionStore {
       }
     }
 
-    // Everything is valid: apply.
+    // Everything is valid: apply. The kept messages stay as they are (same entries of the
+    // history), first.
     Session& s = *found;
     const std::string by = "compaction:" + std::to_string(++s.compactions);
+    const std::unordered_set<std::string> kept(commit.kept.begin(), commit.kept.end());
+    Transcript next;
+    for (std::size_t i = 0; i < span; ++i) {
+      if (kept.count(s.transcript[i].id) != 0) {
+        internal::TranscriptAccess::AppendFrom(next, s.transcript, i);
+      }
+    }
     for (const std::string& id : commit.replaced) s.Retire(id, by);
-    Transcript next = std::move(added);
-    for (std::size_t i = 0; i < next.size(); ++i) s.AddToHistory(next.shared(i));
-    for (std::size_t i = commit.replaced.size(); i < s.transcript.size(); ++i) {
+    for (std::size_t i = 0; i < added.size(); ++i) {
+      s.AddToHistory(added.shared(i));
+      internal::TranscriptAccess::AppendFrom(next, added, i);
+    }
+    for (std::size_t i = span; i < s.transcript.size(); ++i) {
       internal::TranscriptAccess::AppendFrom(next, s.transcript, i);
     }
     s.transcript = std::move(next);

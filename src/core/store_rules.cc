@@ -29,6 +29,9 @@ Result<Transcript> PrepareAppend(std::vector<Message> messages) {
     if (std::optional<std::string> repeated = RepeatedCallId(m)) {
       return RepeatedCallIdStatus("the append", i, *repeated);
     }
+    if (std::string problem = PinnedProblem(m); !problem.empty()) {
+      return PinnedStatus("the append", i, problem);
+    }
     batch.Append(std::move(m));
     if (!ids.insert(batch[i].id).second) {
       return Status::InvalidArgument(
@@ -38,6 +41,11 @@ Result<Transcript> PrepareAppend(std::vector<Message> messages) {
     }
   }
   return batch;
+}
+
+Status PinnedStatus(const std::string& what, std::size_t i, const std::string& problem) {
+  return Status::InvalidArgument("message " + std::to_string(i) + " of " + what +
+                                 " is pinned, but " + problem + " (R12.1)");
 }
 
 Status RepeatedCallIdStatus(const std::string& what, std::size_t i, const std::string& id) {
@@ -64,6 +72,11 @@ Result<bool> NewSessionReader::Next(Message* out, std::size_t* chars) {
   const auto what = [&] { return "new session " + QuotedName(session_.session); };
   if (std::optional<std::string> repeated = RepeatedCallId(*out)) {
     return RepeatedCallIdStatus(what(), i, *repeated);
+  }
+  if (out->pinned) {
+    if (std::string problem = PinnedProblem(*out); !problem.empty()) {
+      return PinnedStatus(what(), i, problem);
+    }
   }
   if (out->id.empty()) {
     out->id = NewMessageId();
@@ -184,6 +197,75 @@ Status ReplacesTooMany(const std::string& session, std::size_t replaced, std::si
   return Status::InvalidArgument("the compaction replaces " + std::to_string(replaced) +
                                  " messages but session " + QuotedName(session) + " has only " +
                                  std::to_string(active) + " active messages");
+}
+
+Status CheckCompactionSpan(const std::string& session, const CompactionCommit& commit,
+                           const std::vector<std::string>& leading, std::size_t active_count,
+                           const std::function<bool(const std::string&)>& is_active) {
+  const std::size_t span = commit.kept.size() + commit.replaced.size();
+  {
+    std::unordered_set<std::string> seen;
+    for (std::size_t k = 0; k < commit.kept.size(); ++k) {
+      if (!seen.insert(commit.kept[k]).second) {
+        return Status::InvalidArgument("kept[" + std::to_string(k) + "] is " +
+                                       QuotedName(commit.kept[k]) +
+                                       ", which an earlier entry of `kept` names too");
+      }
+    }
+    for (std::size_t i = 0; i < commit.replaced.size(); ++i) {
+      if (seen.count(commit.replaced[i]) != 0) {
+        return Status::InvalidArgument(
+            "replaced[" + std::to_string(i) + "] is " + QuotedName(commit.replaced[i]) +
+            ", which `kept` (or an earlier entry of `replaced`) names too; a message of the "
+            "span is either kept or replaced");
+      }
+      seen.insert(commit.replaced[i]);
+    }
+  }
+  std::size_t k = 0, r = 0;
+  for (std::size_t j = 0; j < leading.size() && j < span; ++j) {
+    const std::string& id = leading[j];
+    if (k < commit.kept.size() && commit.kept[k] == id) {
+      ++k;
+      continue;
+    }
+    if (r < commit.replaced.size() && commit.replaced[r] == id) {
+      ++r;
+      continue;
+    }
+    // The first entry that does not fit: the next replaced one, or the next kept one.
+    if (r < commit.replaced.size() && !is_active(commit.replaced[r])) {
+      return ReplacedNotActive(session, r, commit.replaced[r]);
+    }
+    if (k < commit.kept.size() && !is_active(commit.kept[k])) {
+      return Status::InvalidArgument("kept[" + std::to_string(k) + "] is " +
+                                     QuotedName(commit.kept[k]) +
+                                     ", which is not an active message of session " +
+                                     QuotedName(session));
+    }
+    if (commit.kept.empty()) return ReplacedOutOfOrder(session, r, commit.replaced[r], id);
+    return Status::InvalidArgument(
+        "active message " + std::to_string(j) + " of session " + QuotedName(session) + " is " +
+        QuotedName(id) + ", but the compaction's next messages are " +
+        (r < commit.replaced.size() ? "replaced[" + std::to_string(r) + "] " +
+                                          QuotedName(commit.replaced[r])
+                                    : std::string("none of `replaced`")) +
+        (k < commit.kept.size()
+             ? " and kept[" + std::to_string(k) + "] " + QuotedName(commit.kept[k])
+             : std::string()) +
+        "; a compaction covers the leading messages of the transcript, in order (those in "
+        "`kept` stay, before the checkpoint)");
+  }
+  if (span > active_count) {
+    if (commit.kept.empty()) return ReplacesTooMany(session, commit.replaced.size(), active_count);
+    return Status::InvalidArgument("the compaction covers " + std::to_string(span) +
+                                   " messages (" + std::to_string(commit.kept.size()) +
+                                   " kept, " + std::to_string(commit.replaced.size()) +
+                                   " replaced) but session " + QuotedName(session) +
+                                   " has only " + std::to_string(active_count) +
+                                   " active messages");
+  }
+  return Status::OK();
 }
 
 Status NoReplacements(const std::string& session) {

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -34,6 +35,10 @@ RECAP_EXPORT Status CheckSessionName(const std::string& session);
 // UTF-8 repaired and sizes measured (Transcript::Append). Two messages of the batch with one
 // id are kInvalidArgument.
 RECAP_EXPORT Result<Transcript> PrepareAppend(std::vector<Message> messages);
+
+// Message `i` of an append or of a new session that is pinned but cannot be (PinnedProblem).
+RECAP_EXPORT Status PinnedStatus(const std::string& what, std::size_t i,
+                                 const std::string& problem);
 
 // Message `i` of an append (`what`: "the append") or of a new session whose calls share `id`.
 RECAP_EXPORT Status RepeatedCallIdStatus(const std::string& what, std::size_t i,
@@ -104,6 +109,16 @@ RECAP_EXPORT Status ReplacedOutOfOrder(const std::string& session, std::size_t i
 // A compaction that replaces more messages than the session has active.
 RECAP_EXPORT Status ReplacesTooMany(const std::string& session, std::size_t replaced,
                                     std::size_t active);
+
+// The span of a compaction against the session's leading active messages (`leading`: their
+// ids in order, at most commit.kept.size() + commit.replaced.size() of them; `is_active`: true
+// for any active id). OK when they are exactly `kept` and `replaced`, each in its own order;
+// otherwise the error names the first entry that does not fit. Also refused: an id in both
+// lists, or given twice.
+RECAP_EXPORT Status CheckCompactionSpan(const std::string& session, const CompactionCommit& commit,
+                                        const std::vector<std::string>& leading,
+                                        std::size_t active_count,
+                                        const std::function<bool(const std::string&)>& is_active);
 
 // A reduction with no replacements.
 RECAP_EXPORT Status NoReplacements(const std::string& session);

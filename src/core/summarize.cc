@@ -475,6 +475,13 @@ std::string SummarizerSystemPrompt(const SummarizeInput& in) {
       p += '\n';
     }
   }
+  if (!Trim(in.instructions).empty()) {
+    p += "\nThe agent works under these instructions. They are context, kept apart and sent to "
+         "the agent with every request: do not summarize them or repeat them in the "
+         "checkpoint, but let the checkpoint serve the task they describe.\n<instructions>\n";
+    p += in.instructions;
+    p += "\n</instructions>\n";
+  }
   if (!Trim(in.focus).empty()) {
     p += "\nFocus of this checkpoint, as the user asked: ";
     p += Trim(in.focus);

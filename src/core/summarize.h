@@ -35,6 +35,9 @@ namespace internal {
 struct SummarizeInput {
   Transcript span;    // messages to summarize; may contain earlier checkpoints (summary == true)
   std::string focus;  // manual focus instructions (R4.6)
+  // The session's instructions (R12.1), already clipped for the summarizer's eyes: shown as
+  // context, never summarized.
+  std::string instructions;
   std::vector<std::string> plugin_instructions;
   std::vector<OutputField> plugin_fields;
   std::size_t max_output_tokens = 16000;  // R5.1

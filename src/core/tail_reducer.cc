@@ -934,7 +934,8 @@ std::size_t FixedBytes(const Message& m) noexcept {
 }
 
 void InitSlots(const Message& m, Item& item, std::vector<Slot>& slots) {
-  item.summary = m.summary;
+  // Never clipped: checkpoints (bounded by design, R4.4) and pinned messages (R12.1).
+  item.summary = m.summary || m.pinned;
   item.slot_begin = slots.size();
   std::size_t bytes = 0;
   ForEachClippable(m, [&](const std::string& s, Slot::Kind kind) {
@@ -1101,6 +1102,7 @@ std::shared_ptr<Message> BuildClipped(const Message& src, Slot* slots, bool well
   copy(m.id, src.id);
   m.role = src.role;
   m.summary = src.summary;
+  m.pinned = src.pinned;
   m.form = src.form;
   copy(m.extra, src.extra);
   m.parts.reserve(src.parts.size());
@@ -1285,6 +1287,8 @@ ReduceResult ReduceTail(const Transcript& t, std::size_t target_chars) {
     for (std::size_t k = 0; k < first.size(); ++k) {
       PrefetchAhead(t, first, k);
       InitSlots(t[first[k]], items[first[k]], slots);
+      // The session's instructions, when they come first, are never clipped either (R12.1).
+      if (first[k] == 0 && IsInstructions(t[0])) items[0].summary = true;
     }
     // Which messages have a text over this round's cap.
     over.clear();
@@ -1292,7 +1296,7 @@ ReduceResult ReduceTail(const Transcript& t, std::size_t target_chars) {
     for (std::size_t i = 0; i < n; ++i) {
       const Item& item = items[i];
       if (item.chars <= smallest_cap) continue;  // no part of it can be over a cap
-      if (item.summary) continue;  // checkpoints are bounded by design (R4.4)
+      if (item.summary) continue;  // checkpoints, pinned messages, the instructions
       std::size_t saving = 0;
       if (OverCaps(slots.data() + item.slot_begin, slots.data() + item.slot_end, round, saving)) {
         over.push_back(i);

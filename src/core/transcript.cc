@@ -1,5 +1,7 @@
 #include "recap/transcript.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cassert>
@@ -109,23 +111,48 @@ void RepairUtf8(Message& m) {
 
 }  // namespace internal
 
-std::string NewMessageId() {
-  // One generator per thread, seeded from the OS plus a process-wide counter so that threads
-  // started in the same instant still diverge.
+namespace {
+
+// Bumped in every child a fork() makes: a child inherits its parent's generators, state and
+// all, and would otherwise draw the very ids its parent (or a sibling) draws next — a host
+// that forks workers which append to one session had them refused as duplicates.
+std::atomic<std::uint64_t> fork_generation{0};
+
+std::mt19937_64 SeededGenerator() {
+  // Seeded from the OS plus a process-wide counter, so that threads started in the same
+  // instant still diverge.
   static std::atomic<std::uint64_t> counter{0};
-  thread_local std::mt19937_64 gen([] {
-    std::random_device rd;
-    std::seed_seq seq{rd(), rd(), rd(), rd(),
-                      static_cast<unsigned>(counter.fetch_add(1, std::memory_order_relaxed)),
-                      static_cast<unsigned>(
-                          std::chrono::steady_clock::now().time_since_epoch().count())};
-    return std::mt19937_64(seq);
-  }());
+  std::random_device rd;
+  std::seed_seq seq{rd(), rd(), rd(), rd(),
+                    static_cast<unsigned>(counter.fetch_add(1, std::memory_order_relaxed)),
+                    static_cast<unsigned>(
+                        std::chrono::steady_clock::now().time_since_epoch().count())};
+  return std::mt19937_64(seq);
+}
+
+}  // namespace
+
+std::string NewMessageId() {
+  static const bool watching_forks = [] {
+    ::pthread_atfork(nullptr, nullptr,
+                     [] { fork_generation.fetch_add(1, std::memory_order_relaxed); });
+    return true;
+  }();
+  (void)watching_forks;
+  // One generator per thread, drawn afresh after a fork.
+  thread_local std::uint64_t generation = fork_generation.load(std::memory_order_relaxed);
+  thread_local std::mt19937_64 gen = SeededGenerator();
   // The first 8 hex digits count up from a random start, so that the ids one thread makes
   // sort in the order it made them: a store's index of ids then grows at one end instead of
   // at a random place per message (a million-message import touched every index page). The
   // last 16 stay random.
   thread_local std::uint32_t next_hi = static_cast<std::uint32_t>(gen());
+  if (const std::uint64_t now = fork_generation.load(std::memory_order_relaxed);
+      now != generation) {
+    generation = now;
+    gen = SeededGenerator();
+    next_hi = static_cast<std::uint32_t>(gen());
+  }
   const std::uint32_t hi = next_hi++;
   const std::uint64_t lo = gen();
   // Written by hand: this runs once per stored message (a million for a big import), where

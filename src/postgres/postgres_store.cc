@@ -234,6 +234,7 @@ enum Q : int {
   kAddMemory,
   kListMemories,
   kVersion,
+  kRestoreKept,
   kStatementCount
 };
 
@@ -264,8 +265,8 @@ constexpr const char* kStatementText[kStatementCount] = {
     "next_position = $4 WHERE session_id = $1",
     "INSERT INTO {S}.commits (session_id, version, kind, number, reason, retired, added) VALUES "
     "($1, $2, $3, $4, $5, $6, $7)",
-    "SELECT message_id, position FROM {S}.messages WHERE session_id = $1 AND position IS NOT "
-    "NULL ORDER BY position LIMIT $2",
+    "SELECT message_id, position, seq FROM {S}.messages WHERE session_id = $1 AND position IS "
+    "NOT NULL ORDER BY position LIMIT $2",
     "SELECT true FROM {S}.messages WHERE session_id = $1 AND message_id = $2 AND position IS NOT "
     "NULL",
     "UPDATE {S}.messages SET position = NULL, replaced_by = $2 WHERE session_id = $1 AND "
@@ -286,6 +287,8 @@ constexpr const char* kStatementText[kStatementCount] = {
     "NOTHING",
     "SELECT text FROM {S}.memories WHERE scope = $1 ORDER BY memory_id",
     "SELECT version FROM {S}.sessions WHERE name = $1",
+    // kRestoreKept: $1 seq, $2 position: a message a compaction keeps (R12.1) is active again.
+    "UPDATE {S}.messages SET position = $2, replaced_by = NULL WHERE seq = $1",
 };
 
 std::string WithSchema(std::string sql, const std::string& quoted_schema) {
@@ -1045,26 +1048,25 @@ class PostgresSessionStore final : public SessionStore {
       if (Status shape = internal::CheckCompactionShape(session, commit); !shape.ok()) {
         throw Abort{shape};
       }
+      // The span: the leading active messages, which are the kept and the replaced ones.
+      const std::size_t span = commit.kept.size() + commit.replaced.size();
       Params hp;
-      hp.Int(row.id).Int(static_cast<std::int64_t>(commit.replaced.size()));
+      hp.Int(row.id).Int(static_cast<std::int64_t>(span));
       ResultPtr head = c.Run(kHead, pool_->texts(), hp);
       const int n = PQntuples(head.get());
+      std::vector<std::string> leading;
+      std::vector<std::int64_t> seqs;
       std::int64_t last_position = 0;
       for (int i = 0; i < n; ++i) {
-        const std::string_view id = GetView(head.get(), i, 0);
-        const std::string& want = commit.replaced[static_cast<std::size_t>(i)];
-        if (want != id) {
-          const auto at = static_cast<std::size_t>(i);
-          if (!IsActiveId(c, row.id, want)) {
-            throw Abort{internal::ReplacedNotActive(session, at, want)};
-          }
-          throw Abort{internal::ReplacedOutOfOrder(session, at, want, std::string(id))};
-        }
+        leading.emplace_back(GetView(head.get(), i, 0));
         last_position = GetInt(head.get(), i, 1);
+        seqs.push_back(GetInt(head.get(), i, 2));
       }
-      if (static_cast<std::size_t>(n) < commit.replaced.size()) {
-        throw Abort{
-            internal::ReplacesTooMany(session, commit.replaced.size(), static_cast<std::size_t>(n))};
+      if (Status st = internal::CheckCompactionSpan(
+              session, commit, leading, leading.size(),
+              [&](const std::string& id) { return IsActiveId(c, row.id, id); });
+          !st.ok()) {
+        throw Abort{st};
       }
       version = row.version + 1;
       const std::int64_t number = row.compactions + 1;
@@ -1073,11 +1075,23 @@ class PostgresSessionStore final : public SessionStore {
       rp.Int(row.id).Text(by).Int(last_position);
       c.Run(kRetirePrefix, pool_->texts(), rp);
 
+      // The kept messages, then the checkpoint and the injected messages, take the places just
+      // before the messages after the span.
       Transcript added;
       added.Append(commit.checkpoint);
       for (const Message& m : commit.injected) added.Append(m);
-      std::unordered_set<std::string> ids;
-      std::int64_t position = last_position - static_cast<std::int64_t>(added.size()) + 1;
+      std::int64_t position = last_position -
+                              static_cast<std::int64_t>(commit.kept.size() + added.size()) + 1;
+      if (!commit.kept.empty()) {
+        const std::unordered_set<std::string> kept(commit.kept.begin(), commit.kept.end());
+        for (std::size_t j = 0; j < leading.size(); ++j) {
+          if (kept.count(leading[j]) == 0) continue;
+          Params kp;
+          kp.Int(seqs[j]).Int(position++);
+          c.Run(kRestoreKept, pool_->texts(), kp);
+        }
+      }
+      std::unordered_set<std::string> ids(commit.kept.begin(), commit.kept.end());
       for (std::size_t k = 0; k < added.size(); ++k) {
         auto duplicate = [&] {
           return internal::CommitIdTaken(session, internal::CompactionAddedName(commit, k),

@@ -574,29 +574,27 @@ class SqliteSessionStore final : public SessionStore {
       if (Status shape = internal::CheckCompactionShape(session, commit); !shape.ok()) {
         throw Abort{shape};
       }
-      // The replaced ids must be the leading active messages, in order.
+      // The span: the leading active messages, which are the kept and the replaced ones.
+      const std::size_t span = commit.kept.size() + commit.replaced.size();
       SQLite::Statement& head = c_->Stmt(
-          "SELECT message_id, position FROM messages WHERE session_id = ? AND position IS NOT "
-          "NULL ORDER BY position LIMIT ?");
+          "SELECT message_id, position, seq FROM messages WHERE session_id = ? AND position IS "
+          "NOT NULL ORDER BY position LIMIT ?");
       head.bind(1, row.id);
-      head.bind(2, static_cast<std::int64_t>(commit.replaced.size()));
-      std::size_t i = 0;
+      head.bind(2, static_cast<std::int64_t>(span));
+      std::vector<std::string> leading;
+      std::vector<std::int64_t> seqs;
       std::int64_t last_position = 0;
       while (head.executeStep()) {
-        const char* id = head.getColumn(0).getText();
-        if (commit.replaced[i] != id) {
-          const std::string active_id = id;
-          head.reset();
-          if (!IsActiveId(row.id, commit.replaced[i])) {
-            throw Abort{internal::ReplacedNotActive(session, i, commit.replaced[i])};
-          }
-          throw Abort{internal::ReplacedOutOfOrder(session, i, commit.replaced[i], active_id)};
-        }
+        leading.emplace_back(head.getColumn(0).getText());
         last_position = head.getColumn(1).getInt64();
-        ++i;
+        seqs.push_back(head.getColumn(2).getInt64());
       }
-      if (i < commit.replaced.size()) {
-        throw Abort{internal::ReplacesTooMany(session, commit.replaced.size(), i)};
+      head.reset();
+      if (Status st = internal::CheckCompactionSpan(
+              session, commit, leading, leading.size() < span ? leading.size() : span,
+              [&](const std::string& id) { return IsActiveId(row.id, id); });
+          !st.ok()) {
+        throw Abort{st};
       }
 
       version = row.version + 1;
@@ -610,13 +608,27 @@ class SqliteSessionStore final : public SessionStore {
       retire.bind(3, last_position);
       retire.exec();
 
-      // The checkpoint and the injected messages take the places just before the kept part.
+      // The kept messages, then the checkpoint and the injected messages, take the places just
+      // before the messages after the span.
       Transcript added;
       added.Append(commit.checkpoint);
       for (const Message& m : commit.injected) added.Append(m);
+      std::int64_t position = last_position -
+                              static_cast<std::int64_t>(commit.kept.size() + added.size()) + 1;
+      if (!commit.kept.empty()) {
+        const std::unordered_set<std::string> kept(commit.kept.begin(), commit.kept.end());
+        SQLite::Statement& restore = c_->Stmt(
+            "UPDATE messages SET position = ?, replaced_by = NULL WHERE seq = ?");
+        for (std::size_t j = 0; j < leading.size(); ++j) {
+          if (kept.count(leading[j]) == 0) continue;
+          restore.reset();
+          restore.bind(1, position++);
+          restore.bind(2, seqs[j]);
+          restore.exec();
+        }
+      }
       std::unordered_set<std::string> ids;
       const std::string now = NowUtc();
-      std::int64_t position = last_position - static_cast<std::int64_t>(added.size()) + 1;
       for (std::size_t k = 0; k < added.size(); ++k) {
         if (!ids.insert(added[k].id).second || IsActiveId(row.id, added[k].id)) {
           throw Abort{internal::CommitIdTaken(

@@ -304,7 +304,13 @@ ReferenceReduction ReferenceReduce(const recap::Transcript& t, std::size_t targe
     // The round's candidates: checkpoints never; others with a text over its cap. Only a
     // message handled in this round changes, so this holds for the whole round.
     std::vector<bool> candidate(n, false);
-    for (std::size_t i = 0; i < n; ++i) candidate[i] = !r.messages[i].summary && OverCap(r.messages[i], caps);
+    // Never clipped: checkpoints, pinned messages, and the instructions when they come first
+    // (R4.4, R12.1).
+    for (std::size_t i = 0; i < n; ++i) {
+      const recap::Message& m = r.messages[i];
+      candidate[i] = !m.summary && !m.pinned && !(i == 0 && recap::IsInstructions(m)) &&
+                     OverCap(m, caps);
+    }
     while (total > target_chars) {
       // The largest candidate not handled yet in this round (ties: the earlier position).
       std::size_t best = n;
@@ -373,6 +379,7 @@ std::string MessageDifference(const Message& a, const Message& b) {
   if (a.id != b.id) return "id " + a.id + " vs " + b.id;
   if (a.role != b.role) return std::string("role ") + RoleLetter(a.role) + " vs " + RoleLetter(b.role);
   if (a.summary != b.summary) return "summary flag";
+  if (a.pinned != b.pinned) return "pinned flag";
   if (a.form != b.form) return "message form";
   if (a.extra != b.extra) return "message extra";
   if (a.parts.size() != b.parts.size()) {

@@ -1008,6 +1008,151 @@ void CreateSessions(const SessionStoreFactory& make) {
   CHECK(Ok(store->Load("old")).version == 3);
 }
 
+void CompactionKeepsInstructionsAndPinned(const SessionStoreFactory& make) {
+  auto store = make();
+  const std::string s = "s1";
+  Message instructions = Message::SystemText("Never refund.");
+  instructions.id = "i0";
+  Message rule = User("Always answer in French.", "p");
+  rule.pinned = true;
+  std::uint64_t v = Ok(store->AppendMessages(
+      s, {instructions, User("u1 text", "u1"), Assistant("a1 text", "a1"), rule,
+          User("u2 text", "u2"), Assistant("a2 text", "a2"), User("u3 text", "u3"),
+          Assistant("a3 text", "a3")}));
+  const std::vector<HistoryEntry> before = Ok(store->History(s));
+
+  // Refused, changing nothing: each shows the message a store gives.
+  const Snapshot untouched = Take(*store, s);
+  struct Bad {
+    std::vector<std::string> kept, replaced, checkpoint_id;
+    const char* says;
+  };
+  const std::vector<Bad> bad = {
+      {{"i0"}, {"u1", "u2"}, {"cp"}, "active message 2 of session \"s1\" is \"a1\""},
+      {{"gone"}, {"u1"}, {"cp"}, "kept[0] is \"gone\", which is not an active message"},
+      {{"i0", "u1"}, {"u1", "a1"}, {"cp"}, "which `kept` (or an earlier entry of `replaced`) names too"},
+      {{"i0", "i0"}, {"u1"}, {"cp"}, "kept[1] is \"i0\", which an earlier entry of `kept` names too"},
+      {{"a3"}, {"i0"}, {"cp"}, "a compaction covers the leading messages of the transcript"},
+      {{"i0", "p"}, {"u1", "a1", "u2", "a2"}, {"p"}, "\"p\""},
+  };
+  for (const Bad& b : bad) {
+    INFO(b.says);
+    CompactionCommit c;
+    c.expected_version = v;
+    c.kept = b.kept;
+    c.replaced = b.replaced;
+    c.checkpoint = Summary("summary", b.checkpoint_id[0]);
+    Result<std::uint64_t> r = store->CommitCompaction(s, c);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().code() == StatusCode::kInvalidArgument);
+    CHECK_THAT(r.status().message(), Catch::Matchers::Contains(b.says));
+    RequireSame(untouched, Take(*store, s));
+  }
+
+  // Kept: the instructions first and the pinned rule from the middle of the span.
+  CompactionCommit c;
+  c.expected_version = v;
+  c.kept = {"i0", "p"};
+  c.replaced = {"u1", "a1", "u2", "a2"};
+  c.checkpoint = Summary("summary 1", "cp1");
+  v = Ok(store->CommitCompaction(s, c));
+  SessionState state = Ok(store->Load(s));
+  CHECK(state.version == v);
+  CHECK(Ids(state.transcript) == std::vector<std::string>{"i0", "p", "cp1", "u3", "a3"});
+  CHECK(Print(state.transcript[0]) == Print(instructions));
+  CHECK(Print(state.transcript[1]) == Print(rule));  // pinned, as it was written
+  CHECK(state.transcript[1].pinned);
+  std::vector<HistoryEntry> h = Ok(store->History(s));
+  REQUIRE(h.size() == before.size() + 1);
+  RequireIncreasingSeq(h);
+  // The kept ones are the same entries of the history (same seq), still active.
+  for (const char* id : {"i0", "p"}) {
+    INFO(id);
+    const HistoryEntry* now = FindEntry(h, id, HistoryState::kActive);
+    const HistoryEntry* was = FindEntry(before, id, HistoryState::kActive);
+    REQUIRE(now != nullptr);
+    REQUIRE(was != nullptr);
+    CHECK(now->seq == was->seq);
+    CHECK(now->replaced_by.empty());
+  }
+  for (const char* id : {"u1", "a1", "u2", "a2"}) {
+    INFO(id);
+    CHECK(FindEntry(h, id, HistoryState::kCompacted) != nullptr);
+    CHECK(FindEntry(h, id, HistoryState::kActive) == nullptr);
+  }
+  CHECK_FALSE(Ok(store->LoadChanges(s, v - 1)).appended_only);
+
+  // Appends go after the tail; a second compaction keeps them again and merges cp1.
+  v = Ok(store->Append(s, User("u4 text", "u4")));
+  CompactionCommit c2;
+  c2.expected_version = v;
+  c2.kept = {"i0", "p"};
+  c2.replaced = {"cp1", "u3"};
+  c2.checkpoint = Summary("summary 2", "cp2");
+  Message context = User("context from a plugin", "ctx");
+  context.summary = true;
+  c2.injected = {context};
+  v = Ok(store->CommitCompaction(s, c2));
+  state = Ok(store->Load(s));
+  CHECK(Ids(state.transcript) ==
+        std::vector<std::string>{"i0", "p", "cp2", "ctx", "a3", "u4"});
+  // The store stays consistent afterwards: a reduction of a kept message and an append.
+  ReductionCommit r;
+  r.expected_version = v;
+  Message shorter = state.transcript[4];
+  shorter.parts = {Text{"a3 clipped", ""}};
+  r.replacements = {shorter};
+  v = Ok(store->CommitReduction(s, r));
+  v = Ok(store->Append(s, User("u5 text", "u5")));
+  state = Ok(store->Load(s));
+  CHECK(Ids(state.transcript) ==
+        std::vector<std::string>{"i0", "p", "cp2", "ctx", "a3", "u4", "u5"});
+  CHECK(JoinedText(state.transcript[4]) == "a3 clipped");
+}
+
+void PinnedOnlyWhereItCanStay(const SessionStoreFactory& make) {
+  auto store = make();
+  Message call = Message::AssistantCalls({ToolCall{"c1", "read", "{}", {}}});
+  call.pinned = true;
+  Message assistant = Assistant("ok", "a");
+  assistant.pinned = true;
+  Message result = Message::ToolOutput("c1", "out");
+  result.role = Role::kUser;
+  result.pinned = true;
+  const std::vector<std::pair<Message, const char*>> refused = {
+      {call, "is pinned, but it is an assistant message"},
+      {assistant, "is pinned, but it is an assistant message"},
+      {result, "is pinned, but it carries tool calls or results"},
+  };
+  for (const auto& [m, says] : refused) {
+    INFO(says);
+    Result<std::uint64_t> r = store->AppendMessages("s", {User("first", "u0"), m});
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().code() == StatusCode::kInvalidArgument);
+    CHECK_THAT(r.status().message(),
+               Catch::Matchers::Contains(std::string("message 1 of the append ") + says));
+    CHECK(Ok(store->Load("s")).version == 0);
+    std::vector<NewSession> one(1);
+    one[0].session = "new";
+    one[0].messages = {User("first", "u0"), m};
+    Result<std::vector<std::uint64_t>> created = store->CreateSessions(std::move(one));
+    REQUIRE_FALSE(created.ok());
+    CHECK_THAT(created.status().message(), Catch::Matchers::Contains(says));
+  }
+  // A pinned user or system text goes in, and comes back pinned.
+  Message rule = User("rule", "r");
+  rule.pinned = true;
+  Message sys = Message::SystemText("mid-session system note");
+  sys.id = "sys";
+  sys.pinned = true;
+  REQUIRE(Ok(store->AppendMessages("s", {User("first", "u0"), rule, sys})) == 1);
+  SessionState state = Ok(store->Load("s"));
+  REQUIRE(state.transcript.size() == 3);
+  CHECK_FALSE(state.transcript[0].pinned);
+  CHECK(state.transcript[1].pinned);
+  CHECK(state.transcript[2].pinned);
+}
+
 // A source handing over prepared messages one at a time, as an importer does.
 class VectorSource : public MessageSource {
  public:

@@ -65,6 +65,8 @@ void ForEachHistoryEntryIsHistory(const SessionStoreFactory& make);
 void BadCommitsChangeNothing(const SessionStoreFactory& make);
 void CreateSessions(const SessionStoreFactory& make);
 void CreateSessionsLargeAndMany(const SessionStoreFactory& make);
+void CompactionKeepsInstructionsAndPinned(const SessionStoreFactory& make);
+void PinnedOnlyWhereItCanStay(const SessionStoreFactory& make);
 void CreateSessionsAllOrNothing(const SessionStoreFactory& make);
 void RepeatedCallIdsRefused(const SessionStoreFactory& make);
 void ConcurrentCreatesOneWins(const SessionStoreFactory& make);
@@ -133,6 +135,14 @@ void ConcurrentCreatesOneWins(const SessionStoreFactory& make);
   RECAP_STORE_CONFORMANCE_CASE_(store_name, factory,                                               \
                                 "R13.6 a refused CreateSessions stores nothing of any session",    \
                                 CreateSessionsAllOrNothing)                                        \
+  RECAP_STORE_CONFORMANCE_CASE_(store_name, factory,                                               \
+                                "R12.1 a compaction keeps the instructions and pinned messages "   \
+                                "it is told to, first, as they were",                              \
+                                CompactionKeepsInstructionsAndPinned)                              \
+  RECAP_STORE_CONFORMANCE_CASE_(store_name, factory,                                               \
+                                "R12.1 only user and system messages without tool parts can be "   \
+                                "pinned, and they come back pinned",                               \
+                                PinnedOnlyWhereItCanStay)                                          \
   RECAP_STORE_CONFORMANCE_CASE_(store_name, factory,                                               \
                                 "R13 a message whose calls share an id is refused",                \
                                 RepeatedCallIdsRefused)                                            \
