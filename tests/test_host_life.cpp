@@ -632,3 +632,101 @@ TEST_CASE("R12 Prepared says what ran without an event sink: messages summarized
   CHECK(p->summarizer_usage.prompt_tokens == 0);
   CHECK(p->summarized_messages == 0);
 }
+
+TEST_CASE("R12.5 a restarted host, or another host of the fleet, continues from what the Compactor learned about a session") {
+  auto store = recap::testing::NewTestSessionStore();
+  auto provider = std::make_shared<ScriptedProvider>();
+  auto sink = std::make_shared<RecordingSink>();
+  auto make = [&](const Config& config) {
+    auto made = Compactor::Create(config, provider, store, {}, {sink});
+    REQUIRE(made.ok());
+    return std::move(made).value();
+  };
+  auto turn = [&](const std::string& session, int n, std::size_t output) {
+    const std::string id = "call_" + std::to_string(n);
+    REQUIRE(store->Append(session, Message::UserText("request " + std::to_string(n))).ok());
+    REQUIRE(store->Append(session, Message::AssistantCalls({ToolCall{id, "read", "{}", {}}})).ok());
+    REQUIRE(store->Append(session, Message::ToolOutput(id, std::string(output, 'o'))).ok());
+  };
+  const Config config = Small(200000);
+
+  SECTION("an overflow report, then a restart") {
+    for (int i = 1; i <= 4; ++i) turn("s", i, 3000);
+    auto first = make(config);
+    REQUIRE(first->Prepare("s", {}).ok());
+    first->ReportOverflow("s", 3000);
+    first.reset();  // the host goes down
+    auto second = make(config);
+    auto p = second->Prepare("s", {});
+    REQUIRE(p.ok());
+    CHECK(p->compactions == std::vector<std::string>{"overflow"});
+    CHECK(p->window_source == "overflow");
+    REQUIRE(p->window_tokens.has_value());
+    CHECK(*p->window_tokens == 3000);
+    // Consumed: a third host does not compact again for it, but keeps the lowered window.
+    auto third = make(config);
+    auto plan = third->PlanFor("s", {});
+    REQUIRE(plan.ok());
+    CHECK(plan->window_source == "overflow");
+    CHECK(plan->reason != "overflow");
+  }
+  SECTION("two hosts at once: what one learns, the other's next Prepare sees") {
+    for (int i = 1; i <= 4; ++i) turn("s", i, 3000);
+    auto a = make(config);
+    auto b = make(config);
+    REQUIRE(a->Prepare("s", {}).ok());
+    REQUIRE(b->Prepare("s", {}).ok());  // b has the session cached now
+    a->ReportOverflow("s", 2500);
+    auto p = b->Prepare("s", {});
+    REQUIRE(p.ok());
+    CHECK(p->compactions == std::vector<std::string>{"overflow"});
+    CHECK(p->window_source == "overflow");
+  }
+  SECTION("the no-progress pause survives a restart") {
+    Config c = Small(1000000);
+    c.compaction.threshold = 0.1;
+    ScriptedStep big;
+    big.respond = [](const CompletionRequest&) {
+      return R"({"goal":")" + std::string(47000, 'g') + R"("})";
+    };
+    provider->SetDefault(big);
+    RequestSizes sizes;
+    sizes.tool_catalog_chars = 60000;
+    for (int i = 1; i <= 4; ++i) turn("s", i, 15000);
+    REQUIRE(store->Append("s", Message::UserText(std::string(30000, 'q'))).ok());
+    auto first = make(c);
+    REQUIRE(first->Prepare("s", sizes).ok());
+    REQUIRE(store->Append("s", Message::AssistantCalls({ToolCall{"x1", "t", "{}", {}}})).ok());
+    REQUIRE(store->Append("s", Message::ToolOutput("x1", std::string(200, 'r'))).ok());
+    REQUIRE(first->Prepare("s", sizes).ok());
+    REQUIRE(first->PlanFor("s", sizes)->paused);
+    first.reset();
+    auto second = make(c);
+    const std::size_t calls = provider->calls();
+    sink->Clear();
+    REQUIRE(store->Append("s", Message::AssistantCalls({ToolCall{"x2", "t", "{}", {}}})).ok());
+    REQUIRE(store->Append("s", Message::ToolOutput("x2", std::string(100, 'r'))).ok());
+    auto p = second->Prepare("s", sizes);
+    REQUIRE(p.ok());
+    CHECK(p->compactions.empty());
+    CHECK(provider->calls() == calls);
+    const auto skipped = sink->OfType("compaction_skipped");
+    REQUIRE(skipped.size() == 1);
+    CHECK(skipped[0]["reason"] == "no_progress");
+  }
+  SECTION("the calibration survives a restart") {
+    Config c = Small(200000);
+    c.compaction.calibrate = true;
+    c.provider.context_window = 10000;  // trigger at 8,500 tokens
+    for (int i = 1; i <= 2; ++i) turn("s", i, 4000);  // about 2,000 estimated tokens
+    auto first = make(c);
+    REQUIRE(first->Prepare("s", {}).ok());
+    first->ReportPromptTokens("s", 9000);  // the model counted far more than recap estimates
+    first.reset();
+    auto second = make(c);
+    auto plan = second->PlanFor("s", {});
+    REQUIRE(plan.ok());
+    CHECK(plan->trigger);
+    CHECK(plan->rule == "window");
+  }
+}

@@ -389,7 +389,7 @@ std::map<std::string, std::vector<Message>> Sources() {
 TEST_CASE("R8 a new file is a WAL database at the current schema version") {
   TempDir dir("recap-sqlite");
   const std::string path = dir.File("sessions.db");
-  CHECK(SqliteSchemaVersion() == 1);
+  CHECK(SqliteSchemaVersion() == 2);
   {
     auto store = Open(path);
     REQUIRE(Exists(path));
@@ -399,6 +399,39 @@ TEST_CASE("R8 a new file is a WAL database at the current schema version") {
   CHECK(Sql(path, "PRAGMA journal_mode") == "wal");
   CHECK(Sql(path, "PRAGMA integrity_check") == "ok");
   CHECK(Sql(path, "SELECT name FROM sessions") == "s");
+}
+
+TEST_CASE("R12.5 a version-1 file is read as it is when opened read-only, and migrated to version 2 by a writer") {
+  TempDir dir("recap-sqlite");
+  const std::string path = dir.File("old.db");
+  {
+    auto store = Open(path);
+    Ok(store->Append("s", Message::UserText("hello")));
+  }
+  // What a recap of version 1 left: no `learned` table, user_version 1.
+  Sql(path, "DROP TABLE learned; PRAGMA user_version = 1;");
+  REQUIRE(Sql(path, "PRAGMA user_version") == "1");
+  {
+    SqliteStoreOptions o;
+    o.read_only = true;
+    auto opened = OpenSqliteSessionStore(path, o);
+    INFO(opened.status().ToString());
+    REQUIRE(opened.ok());
+    SessionState state = Ok((*opened)->Load("s"));
+    CHECK(state.version == 1);
+    CHECK(state.learned.empty());
+    CHECK(Ok((*opened)->LoadChanges("s", 0)).learned.empty());
+    CHECK((*opened)->SaveLearned("s", "{}").code() == StatusCode::kFailedPrecondition);
+  }
+  CHECK(Sql(path, "PRAGMA user_version") == "1");  // not migrated by a reader
+  {
+    auto store = Open(path);
+    CHECK(Sql(path, "PRAGMA user_version") == "2");
+    REQUIRE(store->SaveLearned("s", R"({"paused":true})").ok());
+    CHECK(Ok(store->Load("s")).learned == R"({"paused":true})");
+    CHECK(Ok(store->Load("s")).transcript.size() == 1);
+  }
+  CHECK(Sql(path, "PRAGMA integrity_check") == "ok");
 }
 
 TEST_CASE("R8.1 what a store wrote reads back the same after reopening the file") {

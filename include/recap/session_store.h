@@ -44,6 +44,7 @@ inline namespace v0 {
 struct SessionState {
   Transcript transcript;      // the active messages, in order
   std::uint64_t version = 0;  // 0 for a session never written
+  std::string learned;        // what a Compactor saved with SaveLearned (R12.5); may be empty
 };
 
 // What changed since a version the caller already has (see LoadChanges).
@@ -55,11 +56,13 @@ struct SessionChanges {
   bool appended_only = true;
   std::vector<Message> appended;
   Transcript transcript;
+  std::string learned;  // the session's learned state now (SaveLearned), whatever changed
 };
 
 // A compaction (R8.1): the first `replaced.size()` active messages — whose ids must be exactly
 // `replaced`, in order — are marked compacted, and `checkpoint` followed by `injected` take
-// their place.
+// their place. With `kept` (R12.1), the span is kept.size() + replaced.size() messages and the
+// kept ones stay, first (see below).
 struct CompactionCommit {
   std::uint64_t expected_version = 0;
   std::vector<std::string> replaced;
@@ -171,6 +174,15 @@ class RECAP_EXPORT SessionStore {
   // The tool calls of the active transcript that have no result (R3.7). The default loads
   // the transcript and scans it.
   virtual Result<std::vector<UncertainCall>> UncertainToolCalls(const std::string& session);
+
+  // Saves what a Compactor learned about the session (R12.5: a window lowered by an overflow
+  // report, the calibration, the no-progress pause), an opaque text that Load and LoadChanges
+  // return in `learned`; empty clears it. It is advice, not content: it does not move the
+  // session's version, conflicts with nothing (the last save wins), and may be written with
+  // relaxed durability. A session never written keeps nothing. The default keeps nothing
+  // either (a store of a host's own without it works; what was learned is then relearned
+  // after a restart); recap's stores keep it.
+  virtual Status SaveLearned(const std::string& session, const std::string& learned);
 
   // Hands `visit` what History() returns, one entry at a time and in the same order, so that a
   // session of millions of messages is never held at once: the SQLite store reads each entry

@@ -82,6 +82,9 @@ struct SessionCache {
   // date by whoever holds `mu`; read by the cache's accounting without it.
   std::atomic<std::size_t> bytes{0};
 
+  // R12.5: the learned state as the store last had it (LearnedText of the fields above).
+  std::string learned_text;
+
   // Turn starts ever seen (monotonic): "once per turn" for the budget compaction (R7 step 3).
   std::uint64_t turn_serial = 0;
   std::optional<std::uint64_t> budget_tried_at;
@@ -91,6 +94,57 @@ std::size_t CountTurnStarts(const Transcript& t) {
   std::size_t n = 0;
   for (const Message& m : t) n += IsTurnStart(m) ? 1 : 0;
   return n;
+}
+
+// R12.5: what the Compactor learned about a session, as the store keeps it: a JSON object of
+// the fields that differ from a fresh session's, or "" when none does.
+std::string LearnedText(const SessionCache& c) {
+  nlohmann::json j = nlohmann::json::object();
+  if (c.overflow_pending) j["overflowPending"] = true;
+  if (c.overflow_window) j["overflowWindow"] = *c.overflow_window;
+  if (c.reported_prompt_tokens) {
+    j["promptTokens"] = *c.reported_prompt_tokens;
+    j["charsAtReport"] = c.chars_at_report;
+  }
+  if (c.weak_streak != 0) j["weakStreak"] = c.weak_streak;
+  if (c.paused) {
+    j["paused"] = true;
+    j["charsAtPause"] = c.chars_at_pause;
+  }
+  return j.empty() ? std::string() : j.dump();
+}
+
+// Takes `text` (LearnedText, maybe written by another host or another recap) into `c`. What
+// does not read as expected is left at a fresh session's value: it is advice.
+void ApplyLearned(SessionCache& c, const std::string& text) {
+  c.learned_text = text;
+  c.overflow_pending = false;
+  c.overflow_window.reset();
+  c.reported_prompt_tokens.reset();
+  c.chars_at_report = 0;
+  c.weak_streak = 0;
+  c.paused = false;
+  c.chars_at_pause = 0;
+  if (text.empty()) return;
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  if (!j.is_object()) return;
+  auto count = [&](const char* key) -> std::optional<std::size_t> {
+    auto it = j.find(key);
+    if (it == j.end() || !it->is_number_unsigned()) return std::nullopt;
+    return it->get<std::size_t>();
+  };
+  auto flag = [&](const char* key) {
+    auto it = j.find(key);
+    return it != j.end() && it->is_boolean() && it->get<bool>();
+  };
+  c.overflow_pending = flag("overflowPending");
+  c.overflow_window = count("overflowWindow");
+  if (c.overflow_window && *c.overflow_window == 0) c.overflow_window.reset();
+  c.reported_prompt_tokens = count("promptTokens");
+  c.chars_at_report = count("charsAtReport").value_or(0);
+  c.weak_streak = static_cast<int>(std::min<std::size_t>(count("weakStreak").value_or(0), 2));
+  c.paused = flag("paused");
+  c.chars_at_pause = count("charsAtPause").value_or(0);
 }
 
 // R12.6: about how many bytes of memory a message takes in the cache: its strings and the
@@ -291,6 +345,7 @@ struct Compactor::Impl {
       if (!state.ok()) return state.status();
       c.transcript = std::move(state->transcript);
       c.version = state->version;
+      ApplyLearned(c, state->learned);
       c.pinned_chars = PinnedChars(c.transcript);
       c.bytes = TranscriptBytes(c.transcript);
       c.turn_serial = CountTurnStarts(c.transcript);
@@ -299,6 +354,8 @@ struct Compactor::Impl {
     }
     auto changes = store->LoadChanges(session, c.version);
     if (!changes.ok()) return changes.status();
+    // Another host of the fleet (or another Compactor) learned something: take it (R12.5).
+    if (changes->learned != c.learned_text) ApplyLearned(c, changes->learned);
     if (changes->appended_only) {
       for (auto& m : changes->appended) {
         if (IsTurnStart(m)) {
@@ -323,6 +380,21 @@ struct Compactor::Impl {
     }
     c.version = changes->version;
     return Status::OK();
+  }
+
+  // R12.5: keeps what was learned about the session in the store, when it changed. A store
+  // that cannot save it now is told again at the next call; nothing else depends on it.
+  void SaveLearned(const std::string& session, SessionCache& c) {
+    if (!c.loaded) return;  // nothing read yet: what the store has must not be overwritten
+    std::string text = LearnedText(c);
+    if (text == c.learned_text) return;
+    Status saved = store->SaveLearned(session, text);
+    if (!saved.ok()) {
+      RECAP_LOG_DEBUG("session {}: what was learned could not be saved ({}); trying again at "
+                      "the next call", session, saved.message());
+      return;
+    }
+    c.learned_text = std::move(text);
   }
 
   // R1.2: configuration, then the host's profile, then the provider; each source above the
@@ -1041,6 +1113,7 @@ Result<Prepared> Compactor::Prepare(const std::string& session, const RequestSiz
     out.summarizer_usage.prompt_tokens += a.usage.prompt_tokens;
     out.summarizer_usage.completion_tokens += a.usage.completion_tokens;
   }
+  impl_->SaveLearned(session, c);
   // Step 4: fail with what happened and what to do; the reduction above stays persisted.
   if (reducible() > limit) {
     return Status::ContextBudgetExceeded(impl_->BudgetMessage(
@@ -1093,6 +1166,7 @@ Result<CompactOutcome> Compactor::Compact(const std::string& session, const Comp
   if (!synced.ok()) return synced;
   Attempt a = impl_->RunCompaction(session, c, options.sizes, "manual", CutMode::kNormal,
                                    options.focus, cancel);
+  impl_->SaveLearned(session, c);
   if (a.kind == AttemptKind::kFailed) return a.error;
   a.outcome.version = c.version;
   if (a.kind == AttemptKind::kSkipped) a.outcome.before_chars = a.outcome.after_chars = c.transcript.chars();
@@ -1101,20 +1175,28 @@ Result<CompactOutcome> Compactor::Compact(const std::string& session, const Comp
 
 void Compactor::ReportOverflow(const std::string& session, std::optional<std::size_t> rejected_tokens) {
   auto cache = impl_->Cache(session);
-  std::lock_guard<std::mutex> lock(cache->mu);
-  cache->overflow_pending = true;
-  const std::size_t rejected = rejected_tokens ? *rejected_tokens : cache->last_full_tokens;
+  SessionCache& c = *cache;
+  std::lock_guard<std::mutex> lock(c.mu);
+  // What the store knows first (another host may have learned something), then this; a store
+  // that cannot be read now still gets the report in memory.
+  (void)impl_->Sync(session, c);
+  c.overflow_pending = true;
+  const std::size_t rejected = rejected_tokens ? *rejected_tokens : c.last_full_tokens;
   if (rejected > 0) {
-    cache->overflow_window =
-        cache->overflow_window ? std::min(*cache->overflow_window, rejected) : rejected;
+    c.overflow_window = c.overflow_window ? std::min(*c.overflow_window, rejected) : rejected;
   }
+  impl_->SaveLearned(session, c);
 }
 
 void Compactor::ReportPromptTokens(const std::string& session, std::size_t prompt_tokens) {
   auto cache = impl_->Cache(session);
-  std::lock_guard<std::mutex> lock(cache->mu);
-  cache->reported_prompt_tokens = prompt_tokens;
-  cache->chars_at_report = cache->chars_at_last_prepare;
+  SessionCache& c = *cache;
+  std::lock_guard<std::mutex> lock(c.mu);
+  (void)impl_->Sync(session, c);
+  c.reported_prompt_tokens = prompt_tokens;
+  c.chars_at_report = c.chars_at_last_prepare;
+  // Kept in the store only when calibration uses it (R2.4): otherwise it is never read.
+  if (impl_->config.compaction.calibrate) impl_->SaveLearned(session, c);
 }
 
 Result<RecoveryOutcome> Compactor::Recover(const std::string& session, bool acknowledge) {

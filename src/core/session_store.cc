@@ -37,6 +37,8 @@ Result<std::vector<UncertainCall>> SessionStore::UncertainToolCalls(const std::s
   return FindUncertainToolCalls(state->transcript);
 }
 
+Status SessionStore::SaveLearned(const std::string&, const std::string&) { return Status::OK(); }
+
 Status SessionStore::ForEachHistoryEntry(const std::string& session,
                                          const std::function<Status(HistoryEntry&&)>& visit) {
   Result<std::vector<HistoryEntry>> history = History(session);
@@ -76,6 +78,7 @@ struct Session {
   std::uint64_t compactions = 0;
   std::uint64_t reductions = 0;
   std::uint64_t recoveries = 0;
+  std::string learned;  // SaveLearned (R12.5)
 
   void AddToHistory(const std::shared_ptr<const Message>& m) {
     Entry e;
@@ -112,8 +115,16 @@ class InMemorySessionStore final : public SessionStore {
     if (const Session* s = Find(session)) {
       state.transcript = s->transcript;  // copies pointers, not messages
       state.version = s->version;
+      state.learned = s->learned;
     }
     return state;
+  }
+
+  Status SaveLearned(const std::string& session, const std::string& learned) override {
+    if (Status s = internal::CheckSessionName(session); !s.ok()) return s;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (Session* s = Find(session)) s->learned = learned;  // never written: nothing kept
+    return Status::OK();
   }
 
   Result<SessionChanges> LoadChanges(const std::string& session,
@@ -128,6 +139,7 @@ class InMemorySessionStore final : public SessionStore {
     }
     SessionChanges changes;
     changes.version = s.version;
+    changes.learned = s.learned;
     if (since_version >= s.rewrite_version) {
       changes.appended_only = true;
       // The first batch that produced a version after `since_version`.

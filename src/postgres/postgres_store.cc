@@ -235,6 +235,8 @@ enum Q : int {
   kListMemories,
   kVersion,
   kRestoreKept,
+  kSaveLearned,
+  kClearLearned,
   kStatementCount
 };
 
@@ -244,7 +246,9 @@ constexpr const char* kStatementText[kStatementCount] = {
     // come in any order, with their positions: the store sorts them itself, which costs
     // microseconds, where a server-side sort of a long session spills to disk under the
     // default work_mem.
-    "SELECT s.version, s.rewrite_version, m.seq, m.chars, m.body, m.position FROM {S}.sessions s "
+    // The learned state (R12.5) rides on every row; it is NULL for most sessions, and small.
+    "SELECT s.version, s.rewrite_version, m.seq, m.chars, m.body, m.position, l.state FROM "
+    "{S}.sessions s LEFT JOIN {S}.learned l ON l.session_id = s.session_id "
     "LEFT JOIN {S}.messages m ON m.session_id = s.session_id AND m.position IS NOT NULL AND "
     "m.stored_version > (CASE WHEN $2::bigint >= s.rewrite_version THEN $2::bigint ELSE -1 END) "
     "WHERE s.name = $1",
@@ -289,6 +293,12 @@ constexpr const char* kStatementText[kStatementCount] = {
     "SELECT version FROM {S}.sessions WHERE name = $1",
     // kRestoreKept: $1 seq, $2 position: a message a compaction keeps (R12.1) is active again.
     "UPDATE {S}.messages SET position = $2, replaced_by = NULL WHERE seq = $1",
+    // kSaveLearned: $1 name, $2 state; nothing for a session never written.
+    "INSERT INTO {S}.learned (session_id, state) SELECT session_id, $2 FROM {S}.sessions WHERE "
+    "name = $1 ON CONFLICT (session_id) DO UPDATE SET state = excluded.state, updated_at = now()",
+    // kClearLearned: $1 name.
+    "DELETE FROM {S}.learned l USING {S}.sessions s WHERE l.session_id = s.session_id AND "
+    "s.name = $1",
 };
 
 std::string WithSchema(std::string sql, const std::string& quoted_schema) {
@@ -861,7 +871,8 @@ class PostgresSessionStore final : public SessionStore {
     SessionState state;
     Status s = Call(*pool_, "loading session " + Quoted(session), false, [&](Connection& c) {
       bool appended_only = false;
-      state.transcript = ReadActive(c, session, -1, &state.version, &appended_only);
+      state.transcript =
+          ReadActive(c, session, -1, &state.version, &appended_only, &state.learned);
     });
     if (!s.ok()) return s;
     return state;
@@ -875,7 +886,8 @@ class PostgresSessionStore final : public SessionStore {
                     [&](Connection& c) {
                       bool appended_only = true;
                       Transcript t = ReadActive(c, session, static_cast<std::int64_t>(since_version),
-                                                &changes.version, &appended_only);
+                                                &changes.version, &appended_only,
+                                                &changes.learned);
                       if (Status future = internal::CheckSinceVersion(session, since_version,
                                                                       changes.version);
                           !future.ok()) {
@@ -890,6 +902,23 @@ class PostgresSessionStore final : public SessionStore {
                     });
     if (!s.ok()) return s;
     return changes;
+  }
+
+  Status SaveLearned(const std::string& session, const std::string& learned) override {
+    if (Status s = CheckName(session); !s.ok()) return s;
+    return Call(*pool_, "saving what was learned about session " + Quoted(session), true,
+                [&](Connection& c) {
+                  // Advice, not content: no wait for the disk (R12.5).
+                  c.Simple("SET LOCAL synchronous_commit = off");
+                  Params p;
+                  p.Text(session);
+                  if (learned.empty()) {
+                    c.Run(kClearLearned, pool_->texts(), p);
+                  } else {
+                    p.Text(learned);
+                    c.Run(kSaveLearned, pool_->texts(), p);
+                  }
+                });
   }
 
   Result<std::uint64_t> AppendMessages(const std::string& session,
@@ -1248,7 +1277,8 @@ class PostgresSessionStore final : public SessionStore {
   // The active messages of `session` stored after `since` (-1: all); `appended_only` is
   // cleared when a rewrite happened after `since`, and then every active message comes back.
   Transcript ReadActive(Connection& c, const std::string& session, std::int64_t since,
-                        std::uint64_t* version, bool* appended_only) {
+                        std::uint64_t* version, bool* appended_only,
+                        std::string* learned = nullptr) {
     Params p;
     p.Text(session).Int(since);
     ResultPtr r = c.Run(kLoad, pool_->texts(), p);
@@ -1259,6 +1289,7 @@ class PostgresSessionStore final : public SessionStore {
       return t;
     }
     *version = static_cast<std::uint64_t>(GetInt(r.get(), 0, 0));
+    if (learned != nullptr && !IsNull(r.get(), 0, 6)) *learned = GetView(r.get(), 0, 6);
     const std::int64_t rewrite = GetInt(r.get(), 0, 1);
     *appended_only = since >= rewrite;
     std::vector<std::pair<std::int64_t, int>> order;  // position, row

@@ -83,6 +83,15 @@ CREATE TABLE {S}.memories (
 );
 CREATE UNIQUE INDEX memories_scope_text ON {S}.memories (scope, md5(text));
 )sql",
+    // Version 2: what the Compactor learned about a session (R12.5), one row per session that
+    // has any; advice, not content (written with synchronous_commit off).
+    R"sql(
+CREATE TABLE {S}.learned (
+  session_id bigint      PRIMARY KEY REFERENCES {S}.sessions (session_id),
+  state      text        NOT NULL,
+  updated_at timestamptz NOT NULL DEFAULT now()
+);
+)sql",
 };
 
 inline constexpr int kSchemaVersion = static_cast<int>(sizeof(kMigrations) / sizeof(kMigrations[0]));

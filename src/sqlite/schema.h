@@ -76,6 +76,17 @@ CREATE TABLE memories (
   UNIQUE (scope, text)
 );
 )sql",
+    // Version 2: what the Compactor learned about a session (R12.5), one row per session that
+    // has any, written with relaxed durability (it is advice, never content). A recap that
+    // knows version 1 only reads a version-1 file; this one reads both (a file opened
+    // read-only is not migrated, and has no learned state).
+    R"sql(
+CREATE TABLE learned (
+  session_id INTEGER PRIMARY KEY REFERENCES sessions (session_id),
+  state      TEXT    NOT NULL,
+  updated_at TEXT    NOT NULL
+);
+)sql",
 };
 
 inline constexpr int kSchemaVersion = static_cast<int>(sizeof(kMigrations) / sizeof(kMigrations[0]));

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
+#include <cstring>
 #include <exception>
 #include <limits>
 #include <memory>
@@ -220,13 +221,8 @@ class Connection {
             "recap schema; opened read-only, so it was left as it is); store a session first, "
             "or check the path")};
       }
-      if (version < kSchemaVersion) {
-        throw Abort{Status::FailedPrecondition(
-            "recap sqlite store " + Quoted(path_) + ": the database has schema version " +
-            std::to_string(version) +
-            ", written by an older recap, and was opened read-only, so "
-            "it was not migrated. Open it once for writing to migrate it")};
-      }
+      // An older version is read as it is: version 2 only added the `learned` table, which
+      // such a file simply lacks (ReadLearned). Opened read-only, it is not migrated.
     });
   }
 
@@ -455,6 +451,7 @@ class SqliteSessionStore final : public SessionStore {
       if (!row) return;
       state.version = row->version;
       state.transcript = ReadActive(row->id, std::nullopt);
+      state.learned = ReadLearned(row->id);
     });
     if (!s.ok()) return s;
     return state;
@@ -474,6 +471,7 @@ class SqliteSessionStore final : public SessionStore {
       }
       changes.version = version;
       if (!row) return;
+      changes.learned = ReadLearned(row->id);
       if (since_version >= row->rewrite_version) {
         changes.appended_only = true;
         Transcript appended = ReadActive(row->id, since_version);
@@ -757,6 +755,40 @@ class SqliteSessionStore final : public SessionStore {
     return WalkHistory(session, nullptr, visit);
   }
 
+  Status SaveLearned(const std::string& session, const std::string& learned) override {
+    if (Status s = CheckName(session); !s.ok()) return s;
+    std::lock_guard<std::mutex> lock(mu_);
+    // Advice, not content: not worth an fsync per turn. A power loss may lose the last of it,
+    // never a message; it is restored by the next save.
+    const char* relaxed = "PRAGMA synchronous = OFF";
+    const std::string restore =
+        std::string("PRAGMA synchronous = ") +
+        (c_->options().synchronous == SqliteSynchronous::kFull     ? "FULL"
+         : c_->options().synchronous == SqliteSynchronous::kNormal ? "NORMAL"
+                                                                   : "OFF");
+    if (!c_->options().read_only) c_->db().exec(relaxed);
+    Status s = c_->Transaction("saving what was learned about session " + Quoted(session), true,
+                               [&] {
+      std::optional<SessionRow> row = FindSession(session);
+      if (!row) return;  // a session never written keeps nothing
+      if (learned.empty()) {
+        SQLite::Statement& st = c_->Stmt("DELETE FROM learned WHERE session_id = ?");
+        st.bind(1, row->id);
+        st.exec();
+        return;
+      }
+      SQLite::Statement& st = c_->Stmt(
+          "INSERT INTO learned (session_id, state, updated_at) VALUES (?, ?, ?) ON CONFLICT "
+          "(session_id) DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at");
+      st.bind(1, row->id);
+      st.bindNoCopy(2, learned);
+      st.bind(3, NowUtc());
+      st.exec();
+    });
+    if (!c_->options().read_only) c_->db().exec(restore);
+    return s;
+  }
+
   Result<std::vector<std::string>> ListSessions() override {
     std::lock_guard<std::mutex> lock(mu_);
     std::vector<std::string> out;
@@ -811,6 +843,23 @@ class SqliteSessionStore final : public SessionStore {
         }
       }
     });
+  }
+
+  // The session's learned state (R12.5), or empty: none saved, or a version-1 file read as
+  // it is (no `learned` table).
+  std::string ReadLearned(std::int64_t session_id) {
+    SQLite::Statement* st = nullptr;
+    try {
+      st = &c_->Stmt("SELECT state FROM learned WHERE session_id = ?");
+    } catch (const SQLite::Exception& e) {
+      if (std::strstr(e.what(), "no such table") != nullptr) return {};
+      throw;
+    }
+    st->bind(1, session_id);
+    std::string state;
+    if (st->executeStep()) state = st->getColumn(0).getString();
+    st->reset();
+    return state;
   }
 
   std::optional<SessionRow> FindSession(const std::string& name) {

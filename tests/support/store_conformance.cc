@@ -1,5 +1,6 @@
 #include "support/store_conformance.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <map>
@@ -1151,6 +1152,44 @@ void PinnedOnlyWhereItCanStay(const SessionStoreFactory& make) {
   CHECK_FALSE(state.transcript[0].pinned);
   CHECK(state.transcript[1].pinned);
   CHECK(state.transcript[2].pinned);
+}
+
+void LearnedStateIsKept(const SessionStoreFactory& make) {
+  auto store = make();
+  const std::uint64_t v = Fill(*store, "s1", 4);
+  Fill(*store, "s2", 2);
+  // Nothing saved: empty.
+  CHECK(Ok(store->Load("s1")).learned.empty());
+  const std::string state = R"({"overflowWindow":5000,"paused":true,"charsAtPause":1200})";
+  REQUIRE(store->SaveLearned("s1", state).ok());
+  // Returned by Load and LoadChanges, the version unchanged, the other session untouched.
+  SessionState loaded = Ok(store->Load("s1"));
+  CHECK(loaded.learned == state);
+  CHECK(loaded.version == v);
+  CHECK(Ok(store->LoadChanges("s1", v)).learned == state);
+  CHECK(Ok(store->LoadChanges("s1", 0)).learned == state);
+  CHECK(Ok(store->Load("s2")).learned.empty());
+  // Appends and commits leave it; a later save replaces it; an empty one clears it.
+  std::uint64_t v2 = Ok(store->Append("s1", User("more", "m-more")));
+  CHECK(Ok(store->LoadChanges("s1", v)).learned == state);
+  CompactionCommit c;
+  c.expected_version = v2;
+  c.replaced = {"m0", "m1"};
+  c.checkpoint = Summary("summary", "cp");
+  REQUIRE(store->CommitCompaction("s1", c).ok());
+  CHECK(Ok(store->Load("s1")).learned == state);
+  REQUIRE(store->SaveLearned("s1", R"({"weakStreak":1})").ok());
+  CHECK(Ok(store->Load("s1")).learned == R"({"weakStreak":1})");
+  REQUIRE(store->SaveLearned("s1", "").ok());
+  CHECK(Ok(store->Load("s1")).learned.empty());
+  // A session never written keeps nothing (and is not created).
+  REQUIRE(store->SaveLearned("never", state).ok());
+  const SessionState never = Ok(store->Load("never"));
+  CHECK(never.version == 0);
+  CHECK(never.learned.empty());
+  const std::vector<std::string> names = Ok(store->ListSessions());
+  CHECK(std::find(names.begin(), names.end(), "never") == names.end());
+  CHECK(store->SaveLearned("", state).code() == StatusCode::kInvalidArgument);
 }
 
 // A source handing over prepared messages one at a time, as an importer does.

@@ -67,6 +67,7 @@ void CreateSessions(const SessionStoreFactory& make);
 void CreateSessionsLargeAndMany(const SessionStoreFactory& make);
 void CompactionKeepsInstructionsAndPinned(const SessionStoreFactory& make);
 void PinnedOnlyWhereItCanStay(const SessionStoreFactory& make);
+void LearnedStateIsKept(const SessionStoreFactory& make);
 void CreateSessionsAllOrNothing(const SessionStoreFactory& make);
 void RepeatedCallIdsRefused(const SessionStoreFactory& make);
 void ConcurrentCreatesOneWins(const SessionStoreFactory& make);
@@ -143,6 +144,10 @@ void ConcurrentCreatesOneWins(const SessionStoreFactory& make);
                                 "R12.1 only user and system messages without tool parts can be "   \
                                 "pinned, and they come back pinned",                               \
                                 PinnedOnlyWhereItCanStay)                                          \
+  RECAP_STORE_CONFORMANCE_CASE_(store_name, factory,                                               \
+                                "R12.5 what a Compactor learned is kept beside the session, "      \
+                                "outside its versions",                                            \
+                                LearnedStateIsKept)                                                \
   RECAP_STORE_CONFORMANCE_CASE_(store_name, factory,                                               \
                                 "R13 a message whose calls share an id is refused",                \
                                 RepeatedCallIdsRefused)                                            \
