@@ -7,7 +7,10 @@
 #                               R11.6, W2), recap_bench_sqlite (R11.5), recap_bench_import
 #                               (the command's big imports and exports) and recap_bench_offline
 #                               (offline compaction of up to 1,000,000 messages against their
-#                               import): figure, measured, baseline, ratio, budget, PASS/FAIL.
+#                               import), recap_bench_sessions (R12.6: 10,000 sessions within
+#                               cache.maxBytes): figure, measured, baseline, ratio, budget,
+#                               PASS/FAIL; then the chaos soak (recap_bench_soak, issue 17: 50
+#                               sessions x 1,000 turns on two hosts with faults on a schedule).
 #                               A few minutes on 2 cores.
 #   scripts/bench.sh --smoke    the same at tiny sizes (checks that everything runs; budgets
 #                               are not enforced)
@@ -44,7 +47,7 @@ while [[ $# -gt 0 ]]; do
       json=$2; shift 2 ;;
     --json=*) json=${1#--json=}; shift ;;
     --) shift; extra+=("$@"); break ;;
-    -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "scripts/bench.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -66,9 +69,13 @@ COMPARISONS=()
 if grep -q '^RECAP_BUILD_POSTGRES:BOOL=ON$' "$BUILD/CMakeCache.txt" 2>/dev/null; then
   COMPARISONS=(recap_bench_postgres)
 fi
-echo "==> build ${BENCHES[*]} ${COMPARISONS[*]}"
+SOAK=()
+if grep -q '^RECAP_BUILD_HTTP:BOOL=ON$' "$BUILD/CMakeCache.txt" 2>/dev/null; then
+  SOAK=(recap_bench_soak)
+fi
+echo "==> build ${BENCHES[*]} ${COMPARISONS[*]} ${SOAK[*]}"
 cmake --build "$BUILD" -j "${RECAP_BENCH_JOBS:-$(recap_jobs)}" \
-  --target "${BENCHES[@]}" "${COMPARISONS[@]}" || exit 2
+  --target "${BENCHES[@]}" "${COMPARISONS[@]}" "${SOAK[@]}" || exit 2
 
 status=0
 parts=()
@@ -118,6 +125,17 @@ merge_lines() {  # merge_lines FILE...: the objects of FILE..., joined by commas
     done <"$part"
   done
 }
+# The chaos soak (issue 17): its checks hold after every turn or it exits 1.
+if grep -q '^RECAP_BUILD_HTTP:BOOL=ON$' "$BUILD/CMakeCache.txt" 2>/dev/null; then
+  echo
+  soak_args=(--recap_dir="$ROOT/$BUILD")
+  for arg in "${extra[@]}"; do [[ $arg == --recap_smoke ]] && soak_args+=(--recap_smoke); done
+  echo "==> recap_bench_soak ${soak_args[*]}"
+  "$BUILD/bench/recap_bench_soak" "${soak_args[@]}"
+  rc=$?
+  if [[ $rc -gt $status ]]; then status=$rc; fi
+fi
+
 if [[ -n $json ]]; then
   {
     echo '{"budgets": ['

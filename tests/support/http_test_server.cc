@@ -219,7 +219,12 @@ std::vector<RecordedHttpRequest> HttpTestServer::Requests() const {
 
 std::size_t HttpTestServer::request_count() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return requests_.size();
+  return requests_seen_;
+}
+
+void HttpTestServer::KeepRequests(bool keep) {
+  std::lock_guard<std::mutex> lock(mu_);
+  keep_requests_ = keep;
 }
 
 std::size_t HttpTestServer::pending() const {
@@ -305,7 +310,8 @@ void HttpTestServer::AcceptLoop() {
 
 ScriptedHttpResponse HttpTestServer::Next(const RecordedHttpRequest& request) {
   std::lock_guard<std::mutex> lock(mu_);
-  requests_.push_back(request);
+  ++requests_seen_;
+  if (keep_requests_) requests_.push_back(request);
   auto route = routes_.find({request.method, request.path});
   if (route != routes_.end()) return route->second;
   if (queue_.empty()) return default_;

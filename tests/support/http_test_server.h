@@ -125,6 +125,8 @@ class HttpTestServer {
   // The answer when the queue is empty. Default: 500 with a JSON error saying so.
   void SetDefault(ScriptedHttpResponse response);
 
+  // With false, requests are counted but not kept (a long soak sends thousands of large ones).
+  void KeepRequests(bool keep);
   std::vector<RecordedHttpRequest> Requests() const;
   std::size_t request_count() const;
   std::size_t pending() const;  // queued responses not used yet
@@ -163,6 +165,8 @@ class HttpTestServer {
   std::map<std::pair<std::string, std::string>, ScriptedHttpResponse> routes_;
   ScriptedHttpResponse default_;
   std::vector<RecordedHttpRequest> requests_;
+  bool keep_requests_ = true;
+  std::size_t requests_seen_ = 0;
   // One thread per connection; finished ones are joined as new connections come, so a test
   // that makes thousands of requests does not keep thousands of threads.
   struct ConnectionThread {
