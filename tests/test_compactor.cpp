@@ -317,7 +317,13 @@ TEST_CASE("R3.7 uncertain tool results block compaction until recovered (R8.3)")
   const auto& r = std::get<ToolResult>(t[call_at + 1].parts.at(0));
   CHECK(r.call_id == "lost");
   CHECK(r.is_error);
-  CHECK(JoinedText(t[call_at + 1]).empty());
+  // What the recorded result says (JoinedText reads text parts only, and a result has none).
+  REQUIRE(r.content.size() == 1);
+  const auto* said = std::get_if<Text>(&r.content[0]);
+  REQUIRE(said != nullptr);
+  CHECK(said->text.rfind("Outcome unknown: the session stopped before this tool call's result "
+                         "was recorded.", 0) == 0);
+  CHECK(said->text.find("The call was not repeated.") != std::string::npos);
   h.sink->Clear();
   REQUIRE(h.compactor->Prepare(kS, {}).ok());
   CHECK(HasType(h.Types(), "compaction_completed"));

@@ -16,6 +16,7 @@
 #include "recap/time_source.h"
 #include "recap/compactor.h"
 #include "recap/measure.h"
+#include "recap/memory_plugin.h"
 #include "support/fake_provider.h"
 #include "support/recording_sink.h"
 #include "support/test_store.h"
@@ -729,4 +730,191 @@ TEST_CASE("R12.5 a restarted host, or another host of the fleet, continues from 
     CHECK(plan->trigger);
     CHECK(plan->rule == "window");
   }
+}
+
+// ---- Rules of the seed that had no test (issue 17, item 9) ----------------------------------
+
+TEST_CASE("R6 the tool catalog never counts for the hard limit: a 150,000-character catalog with a small transcript is sent") {
+  Host h(Small(100000));
+  h.Turn("s", 1, 500);
+  RequestSizes sizes;
+  sizes.tool_catalog_chars = 150000;
+  auto p = h.compactor->Prepare("s", sizes);
+  INFO(p.status().ToString());
+  REQUIRE(p.ok());
+  CHECK(p->reduced_messages == 0);
+  CHECK(p->messages.size() == 4);
+  CHECK(h.sink->OfType("context_reduced").empty());
+}
+
+namespace {
+
+Message Filled(Role role, std::size_t chars, char fill) {
+  Message m = role == Role::kUser ? Message::UserText(std::string(chars, fill))
+                                  : Message::AssistantText(std::string(chars, fill));
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("R7 step 3 the budget compaction runs once per turn, and again at the next turn") {
+  Host h(Small(20000));
+  // 25 turns of texts the reducer cannot clip (each under its smallest cap): 45,000 characters.
+  for (int i = 0; i < 25; ++i) {
+    h.Append("s", Filled(Role::kUser, 900, 'u'));
+    h.Append("s", Filled(Role::kAssistant, 900, 'a'));
+  }
+  // The automatic compaction fails; the budget compaction (cut inside the last turn) does it.
+  h.provider->Push(ScriptedStep::Fail(Status::Unavailable("a passing failure")));
+  auto p = h.compactor->Prepare("s", {});
+  INFO(p.status().ToString());
+  REQUIRE(p.ok());
+  CHECK(p->compactions == std::vector<std::string>{"budget"});
+  auto started = h.sink->OfType("compaction_started");
+  REQUIRE(started.size() == 2);
+  CHECK(started[0]["reason"] == "auto");
+  CHECK(started[1]["reason"] == "budget");
+  // Same turn, over again: the automatic one fails, and no second budget compaction.
+  for (int i = 0; i < 25; ++i) h.Append("s", Filled(Role::kAssistant, 900, 'b'));
+  h.provider->Push(ScriptedStep::Fail(Status::Unavailable("a passing failure")));
+  const std::size_t calls = h.provider->calls();
+  p = h.compactor->Prepare("s", {});
+  REQUIRE_FALSE(p.ok());
+  CHECK(p.status().code() == StatusCode::kContextBudgetExceeded);
+  CHECK(h.provider->calls() == calls + 1);
+  CHECK_THAT(p.status().message(),
+             Catch::Matchers::Contains("Automatic compaction failed (") &&
+                 Catch::Matchers::Contains("A budget compaction was already tried in this turn."));
+  // A new turn: the budget compaction runs again.
+  h.Append("s", Filled(Role::kUser, 900, 'n'));
+  h.provider->Push(ScriptedStep::Fail(Status::Unavailable("a passing failure")));
+  p = h.compactor->Prepare("s", {});
+  INFO(p.status().ToString());
+  REQUIRE(p.ok());
+  CHECK(p->compactions == std::vector<std::string>{"budget"});
+}
+
+TEST_CASE("R7 step 4 the budget error's sentences: ran but could not reduce it enough, and failed with the error") {
+  SECTION("ran but could not reduce it enough") {
+    Host h(Small(20000));
+    // An opaque item (encrypted reasoning, say) is never clipped: a message holding 25,000
+    // characters of one stays over the limit, whatever is summarized before it.
+    auto reasoning = [](const std::string& id) {
+      Message m;
+      m.role = Role::kAssistant;
+      m.id = id;
+      m.parts.push_back(Opaque{"reasoning", R"({"encrypted_content":")" + std::string(25000, 'e') + R"("})",
+                               OpaqueLink::kNone, {}});
+      return m;
+    };
+    h.Append("s", Filled(Role::kUser, 900, 'u'));
+    h.Append("s", reasoning("r1"));
+    // The automatic compaction commits, the budget compaction of this turn finds nothing.
+    auto p = h.compactor->Prepare("s", {});
+    REQUIRE_FALSE(p.ok());
+    // Same turn: more, and another such message. The automatic compaction commits again; the
+    // budget compaction was spent for the turn.
+    h.Append("s", Filled(Role::kAssistant, 900, 'a'));
+    h.Append("s", reasoning("r2"));
+    p = h.compactor->Prepare("s", {});
+    REQUIRE_FALSE(p.ok());
+    INFO(p.status().message());
+    CHECK(p.status().message().find("Automatic compaction ran but could not reduce it enough.") !=
+          std::string::npos);
+    CHECK(p.status().message().find("A budget compaction was already tried in this turn.") !=
+          std::string::npos);
+    CHECK(h.sink->OfType("compaction_completed").size() == 2);
+  }
+  SECTION("failed, with the summarizer's error") {
+    Config c = Small(20000);
+    Host h(c);
+    for (int i = 0; i < 25; ++i) {
+      h.Append("s", Filled(Role::kUser, 900, 'u'));
+      h.Append("s", Filled(Role::kAssistant, 900, 'a'));
+    }
+    h.provider->SetDefault(ScriptedStep::Fail(Status::Unavailable("HTTP 503 from the summarizer")));
+    auto p = h.compactor->Prepare("s", {});
+    REQUIRE_FALSE(p.ok());
+    INFO(p.status().message());
+    CHECK(p.status().message().find("Automatic compaction failed (") != std::string::npos);
+    CHECK(p.status().message().find("HTTP 503 from the summarizer") != std::string::npos);
+  }
+}
+
+TEST_CASE("R9.3 the memory plugin through the Compactor: its memories are stored and injected after the checkpoint") {
+  auto memories = NewInMemoryMemoryStore();
+  auto provider = std::make_shared<ScriptedProvider>();
+  auto store = recap::testing::NewTestSessionStore();
+  auto sink = std::make_shared<RecordingSink>();
+  auto made = Compactor::Create(Small(20000), provider, store, {NewMemoryPlugin(memories)}, {sink});
+  REQUIRE(made.ok());
+  std::unique_ptr<Compactor> compactor = std::move(made).value();
+  ScriptedStep reply;
+  reply.respond = [](const CompletionRequest& r) {
+    // The plugin's field was asked for in the same request.
+    const bool asked = r.system_prompt.find("\"memories\"") != std::string::npos;
+    return std::string(R"({"goal":"ship the release","memories":)") +
+           (asked ? R"(["the user prefers tabs","CI runs on Debian 12"])" : "[]") + "}";
+  };
+  provider->SetDefault(reply);
+  for (int i = 1; i <= 8; ++i) {
+    REQUIRE(store->Append("s", Message::UserText("request " + std::to_string(i))).ok());
+    REQUIRE(store->Append("s", Message::AssistantText(std::string(2500, 'a'))).ok());
+  }
+  auto out = compactor->Compact("s");
+  REQUIRE(out.ok());
+  REQUIRE(out->compacted);
+  CHECK(*memories->List("default") ==
+        std::vector<std::string>{"the user prefers tabs", "CI runs on Debian 12"});
+  const Transcript t = Ok(store->Load("s")).transcript;
+  REQUIRE(t.size() >= 2);
+  CHECK(t[0].summary);
+  CHECK(t[1].summary);  // injected context: bounded, recap-made
+  CHECK(JoinedText(t[1]) == "## Memories\n- the user prefers tabs\n- CI runs on Debian 12\n");
+  const auto completed = sink->OfType("compaction_completed");
+  REQUIRE(completed.size() == 1);
+  REQUIRE(completed[0]["plugins"].size() == 1);
+  CHECK(completed[0]["plugins"][0]["name"] == "memory");
+  CHECK(completed[0]["plugins"][0]["report"] == "2 new memories, 2 total");
+}
+
+TEST_CASE("R10 the summarizer's own usage reaches compaction_completed, summed over its calls") {
+  Config c = Small(800000);
+  c.provider.context_window = 6000;  // a small window: the span goes in chunks (R4.7)
+  Host h(c);
+  Usage usage;
+  usage.prompt_tokens = 3000;
+  usage.completion_tokens = 120;
+  h.provider->SetDefault(ScriptedStep::Reply(recap::testing::ValidCheckpointJson(), usage));
+  // Texts, which the summarizer's view never shortens (tool outputs it would).
+  for (int i = 1; i <= 10; ++i) {
+    h.Append("s", Message::UserText("request " + std::to_string(i)));
+    h.Append("s", Filled(Role::kAssistant, 6000, 'a'));
+  }
+  auto out = h.compactor->Compact("s");
+  REQUIRE(out.ok());
+  REQUIRE(out->compacted);
+  const auto completed = h.sink->OfType("compaction_completed");
+  REQUIRE(completed.size() == 1);
+  const std::size_t calls = h.provider->calls();
+  CHECK(calls >= 2);
+  CHECK(completed[0]["usage"]["calls"] == calls);
+  CHECK(completed[0]["usage"]["prompt_tokens"] == 3000 * calls);
+  CHECK(completed[0]["usage"]["completion_tokens"] == 120 * calls);
+}
+
+TEST_CASE("R2.6 an overflow reported without a count lowers the window to the estimate of the last request Prepare returned") {
+  Host h(Small(800000));
+  for (int i = 1; i <= 4; ++i) h.Turn("s", i, 2000);
+  auto p = h.compactor->Prepare("s", {});
+  REQUIRE(p.ok());
+  const std::size_t sent = p->after_tokens;
+  REQUIRE(sent > 0);
+  h.compactor->ReportOverflow("s");
+  auto plan = h.compactor->PlanFor("s", {});
+  REQUIRE(plan.ok());
+  REQUIRE(plan->window_tokens.has_value());
+  CHECK(*plan->window_tokens == sent);
+  CHECK(plan->window_source == "overflow");
+  CHECK(plan->reason == "overflow");
 }
