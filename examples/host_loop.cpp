@@ -6,8 +6,12 @@
 // the store is recap's in-memory store and checkpoints are written by the offline summarizer,
 // so the example needs no network, no API key and no other library.
 //
+// The system prompt is stored too, as the session's first message: it is then the session's
+// instructions (SPEC R12.1), kept first in every request, never summarized or clipped.
+//
 // It runs as a test: it exits non-zero if a request would have gone out over the limit, if a
-// tool call was separated from its result, or if the store lost or duplicated a message.
+// tool call was separated from its result, if the instructions were not first and whole, or
+// if the store lost or duplicated a message.
 #include <cstdio>
 #include <iostream>
 #include <map>
@@ -109,9 +113,11 @@ int main() {
        AssistantText("src/parser/parser.cc:88 now checks the remaining length before reading.")},
   };
 
+  // The system prompt, stored first: the session's instructions. (A host that sends its
+  // system prompt itself instead passes its size as sizes.instructions_chars.)
+  if (!store->Append(session, recap::Message::SystemText(system_prompt)).ok()) return 1;
   recap::RequestSizes sizes;
-  sizes.instructions_chars = recap::CountCodePoints(system_prompt);
-  std::size_t appended = 0;
+  std::size_t appended = 1;
   std::size_t compactions = 0;
 
   for (std::size_t turn = 0; turn < turns.size(); ++turn) {
@@ -145,9 +151,12 @@ int main() {
     std::printf("\n");
     compactions += prepared->compactions.size();
 
-    // The request: instructions + what Prepare returned, in the host's format.
+    // The request: what Prepare returned — the system prompt first — in the host's format.
+    Expect(prepared->messages.size() > 0 &&
+               prepared->messages[0].role == recap::Role::kSystem &&
+               recap::JoinedText(prepared->messages[0]) == system_prompt,
+           "the system prompt is first and whole in turn " + std::to_string(turn + 1));
     recap::Conversation request;
-    request.instructions = recap::Message::SystemText(system_prompt);
     request.messages = prepared->messages.ToVector();
     recap::Result<std::string> body = recap::openai_chat::EncodeMessages(request);
     Expect(body.ok(), "the request encodes: " + body.status().ToString());
@@ -173,12 +182,13 @@ int main() {
                                        " appended messages, got " + std::to_string(ids.size()));
   }
 
-  // The checkpoint now at the head of the session, as the model will read it.
+  // The instructions, then the checkpoint, at the head of the session, as the model reads them.
   recap::Result<recap::SessionState> state = store->Load(session);
-  Expect(state.ok() && state->transcript.size() > 0 && state->transcript[0].summary,
-         "the session starts with a checkpoint");
-  if (state.ok() && state->transcript.size() > 0 && state->transcript[0].summary) {
-    std::printf("checkpoint:\n%s\n", recap::JoinedText(state->transcript[0]).c_str());
+  Expect(state.ok() && state->transcript.size() > 1 &&
+             state->transcript[0].role == recap::Role::kSystem && state->transcript[1].summary,
+         "the session starts with its instructions, then a checkpoint");
+  if (state.ok() && state->transcript.size() > 1 && state->transcript[1].summary) {
+    std::printf("checkpoint:\n%s\n", recap::JoinedText(state->transcript[1]).c_str());
   }
 
   Expect(compactions >= 1, "the session was compacted at least once");

@@ -918,3 +918,36 @@ TEST_CASE("R2.6 an overflow reported without a count lowers the window to the es
   CHECK(plan->window_source == "overflow");
   CHECK(plan->reason == "overflow");
 }
+
+TEST_CASE("R12.5 learned state that is damaged or foreign is ignored, and the session is served as a fresh one") {
+  auto store = recap::testing::NewTestSessionStore();
+  for (int i = 1; i <= 3; ++i) {
+    REQUIRE(store->Append("s", Message::UserText("request " + std::to_string(i))).ok());
+    REQUIRE(store->Append("s", Message::AssistantText("answer")).ok());
+  }
+  const std::vector<std::string> garbage = {
+      "not json {{{", "[1,2,3]", R"({"overflowWindow":-5,"paused":"yes"})",
+      R"({"overflowWindow":0,"weakStreak":99999999999,"promptTokens":1e400})",
+      std::string(1000, '{'), std::string(1000000, '[') + std::string(1000000, ']')};
+  for (const std::string& text : garbage) {
+    INFO(text.substr(0, 60));
+    REQUIRE(store->SaveLearned("s", text).ok());
+    auto made = Compactor::Create(Small(200000), nullptr, store);
+    REQUIRE(made.ok());
+    auto p = (*made)->Prepare("s", {});
+    REQUIRE(p.ok());
+    CHECK(p->messages.size() == 6);
+    CHECK(p->window_source == "fallback");
+    auto plan = (*made)->PlanFor("s", {});
+    REQUIRE(plan.ok());
+    CHECK_FALSE(plan->paused);
+  }
+  // A pending overflow that did parse is honoured, the bad window beside it is not.
+  REQUIRE(store->SaveLearned("s", R"({"overflowPending":true,"overflowWindow":"big"})").ok());
+  auto made = Compactor::Create(Small(200000), nullptr, store);
+  REQUIRE(made.ok());
+  auto plan = (*made)->PlanFor("s", {});
+  REQUIRE(plan.ok());
+  CHECK(plan->reason == "overflow");
+  CHECK(plan->window_source == "fallback");
+}

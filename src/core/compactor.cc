@@ -125,7 +125,9 @@ void ApplyLearned(SessionCache& c, const std::string& text) {
   c.weak_streak = 0;
   c.paused = false;
   c.chars_at_pause = 0;
-  if (text.empty()) return;
+  // Written by recap, but read from a file anyone may have touched: a few hundred bytes, one
+  // level deep; anything else is not parsed at all (R13.1).
+  if (text.empty() || text.size() > 4096 || internal::NestsDeeperThan(text, 2)) return;
   const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
   if (!j.is_object()) return;
   auto count = [&](const char* key) -> std::optional<std::size_t> {
