@@ -28,10 +28,10 @@ Checkpoint Sample() {
   c.goal = "Make `recap` compact sessions";
   c.instructions = {"Use C++17", "Never re-run a tool"};
   c.discoveries = {"ctest -L checkpoint runs these tests"};
-  c.accomplished = {"Wrote src/core/checkpoint.cc"};
+  c.accomplished = {"Wrote src/core/checkpoint/checkpoint.cc"};
   c.current_state = "Tests pass except the salvage property";
   c.next_steps = {"Fix the salvage property", "Write docs/checkpoint-format.md"};
-  c.relevant_files = {{"src/core/checkpoint.cc", "the parser"}, {"docs/checkpoint-format.md", ""}};
+  c.relevant_files = {{"src/core/checkpoint/checkpoint.cc", "the parser"}, {"docs/checkpoint-format.md", ""}};
   return c;
 }
 
@@ -267,7 +267,7 @@ TEST_CASE("R4.1 CheckpointToJson writes the R4.1 object that ParseCheckpoint rea
   const std::string json = CheckpointToJson(c);
   const Json j = Json::parse(json);
   CHECK(j["goal"] == c.goal);
-  CHECK(j["relevantFiles"][0]["path"] == "src/core/checkpoint.cc");
+  CHECK(j["relevantFiles"][0]["path"] == "src/core/checkpoint/checkpoint.cc");
   CHECK(j["relevantFiles"][1]["why"] == "");
   std::vector<std::string> keys;
   for (const auto& [k, v] : j.items()) keys.push_back(k);
@@ -678,7 +678,7 @@ TEST_CASE("R4.4 the rendering is the fixed layout, sections in R4.1 order") {
       "- ctest -L checkpoint runs these tests\n"
       "\n"
       "## Accomplished\n"
-      "- Wrote src/core/checkpoint.cc\n"
+      "- Wrote src/core/checkpoint/checkpoint.cc\n"
       "\n"
       "## Current state\n"
       "Tests pass except the salvage property\n"
@@ -688,7 +688,7 @@ TEST_CASE("R4.4 the rendering is the fixed layout, sections in R4.1 order") {
       "- Write docs/checkpoint-format.md\n"
       "\n"
       "## Relevant files\n"
-      "- `src/core/checkpoint.cc` \xE2\x80\x94 the parser\n"
+      "- `src/core/checkpoint/checkpoint.cc` \xE2\x80\x94 the parser\n"
       "- `docs/checkpoint-format.md`\n";
   CHECK(RenderCheckpoint(Sample()) == expected);
   CHECK(RenderCheckpoint(Sample()) == RenderCheckpoint(Sample()));  // deterministic

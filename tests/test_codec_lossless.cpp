@@ -22,7 +22,7 @@
 
 #include "recap/codec.h"
 
-#include "body_codec.h"
+#include "recap_internal/body_codec.h"
 #include "support/generator.h"
 
 namespace {

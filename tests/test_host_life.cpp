@@ -356,13 +356,13 @@ TEST_CASE("R12.3 a down summarizer does not tax every turn, after 3 failed auto 
     REQUIRE(p.ok());
     return p;
   };
-  for (int k = 0; k < 3; ++k) next_turn();
+  for (int k = 0; k < 3; ++k) (void)next_turn();
   CHECK(h.provider->calls() == 3);
   CHECK(h.sink->OfType("compaction_failed").size() == 3);
   // Open: no call; compaction_skipped says why.
   h.sink->Clear();
-  next_turn();
-  next_turn();
+  (void)next_turn();
+  (void)next_turn();
   CHECK(h.provider->calls() == 3);
   auto skipped = h.sink->OfType("compaction_skipped");
   REQUIRE(skipped.size() == 2);
@@ -380,10 +380,10 @@ TEST_CASE("R12.3 a down summarizer does not tax every turn, after 3 failed auto 
   CHECK(h.provider->calls() == 4);
   // After 30 s: one try; it fails, and the wait doubles.
   clock->Advance(seconds(31));
-  next_turn();
+  (void)next_turn();
   CHECK(h.provider->calls() == 5);
   clock->Advance(seconds(31));
-  next_turn();
+  (void)next_turn();
   CHECK(h.provider->calls() == 5);
   clock->Advance(seconds(30));
   // It answers again: the first success closes the breaker.
@@ -391,7 +391,7 @@ TEST_CASE("R12.3 a down summarizer does not tax every turn, after 3 failed auto 
   auto ok = next_turn();
   CHECK(h.provider->calls() == 6);
   CHECK(ok->compactions == std::vector<std::string>{"auto"});
-  for (int i = 0; i < 12; ++i) next_turn(1500);
+  for (int i = 0; i < 12; ++i) (void)next_turn(1500);
   CHECK(h.sink->OfType("compaction_skipped").size() == 4);  // none since it closed
 }
 

@@ -23,7 +23,7 @@
 #include "recap/tail_reducer.h"
 #include "support/generator.h"
 #include "support/invariants.h"
-#include "../src/core/utf8.h"  // the core's private ScanWellFormed
+#include "../src/core/model/utf8.h"  // the core's private ScanWellFormed
 
 namespace old_impl {
 

@@ -1,6 +1,6 @@
 // recap — codecs between the neutral message model and foreign message formats.
 //
-// Four formats, one shape. Each namespace offers:
+// Three providers' formats and recap's own, one shape. Each namespace offers:
 //
 //   DecodeMessages(json)        a JSON array of messages -> Conversation
 //   DecodeEach(json, o, sink)   the same array, each Message handed to `sink` as soon as it

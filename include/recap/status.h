@@ -11,6 +11,12 @@
 // recap never throws across its API for expected failures (bad input, I/O, conflicts); the
 // only exceptions that can escape are std::bad_alloc and those thrown by host callbacks.
 //
+// Both are [[nodiscard]]: a call whose Status is dropped is a warning. To ignore one on purpose,
+// say so: `(void)store.Append(...);  // best effort: ...`.
+//
+// RECAP_RETURN_IF_ERROR(expr) returns the Status of `expr` (a Status or a Result<T>) from the
+// enclosing function when it is not OK; that function returns a Status or a Result<U>.
+//
 // Thread safety: Status and Result are values; distinct objects may be used concurrently.
 #ifndef RECAP_STATUS_H_
 #define RECAP_STATUS_H_
@@ -59,14 +65,15 @@ enum class StatusCode : int {
 // A short lower-case name for a code, e.g. "invalid_argument".
 RECAP_EXPORT const char* StatusCodeName(StatusCode code) noexcept;
 
-class RECAP_EXPORT Status {
+// (Exported member by member: RECAP_EXPORT cannot stand beside [[nodiscard]] on the class.)
+class [[nodiscard]] Status {
  public:
   // An OK status. Cheap: no allocation.
   Status() noexcept = default;
-  Status(StatusCode code, std::string message);
+  RECAP_EXPORT Status(StatusCode code, std::string message);
 
-  Status(const Status& other);
-  Status& operator=(const Status& other);
+  RECAP_EXPORT Status(const Status& other);
+  RECAP_EXPORT Status& operator=(const Status& other);
   Status(Status&& other) noexcept = default;
   Status& operator=(Status&& other) noexcept = default;
   ~Status() = default;
@@ -88,13 +95,13 @@ class RECAP_EXPORT Status {
   bool ok() const noexcept { return state_ == nullptr; }
   StatusCode code() const noexcept { return state_ ? state_->code : StatusCode::kOk; }
   // The message for people; empty for OK.
-  const std::string& message() const noexcept;
+  RECAP_EXPORT const std::string& message() const noexcept;
 
   // "invalid_argument: <message>", or "ok".
-  std::string ToString() const;
+  RECAP_EXPORT std::string ToString() const;
 
   // Returns a copy whose message is "<context>: <message>"; OK stays OK.
-  Status WithContext(const std::string& context) const;
+  RECAP_EXPORT Status WithContext(const std::string& context) const;
 
   friend bool operator==(const Status& a, const Status& b) noexcept {
     return a.code() == b.code() && a.message() == b.message();
@@ -118,7 +125,7 @@ namespace internal {
 
 // Either a value of type T or the Status that explains why there is none.
 template <typename T>
-class Result {
+class [[nodiscard]] Result {
   static_assert(!std::is_same<std::decay_t<T>, Status>::value, "Result<Status> is meaningless");
 
  public:
@@ -149,7 +156,24 @@ class Result {
   std::optional<T> value_;
 };
 
+namespace internal {
+inline const Status& StatusOf(const Status& s) noexcept { return s; }
+template <typename T>
+const Status& StatusOf(const Result<T>& r) noexcept {
+  return r.status();
+}
+}  // namespace internal
+
 }  // namespace v0
 }  // namespace recap
+
+// Returns the Status of `expr` (a Status or a Result<T>, evaluated once) when it is not OK.
+#define RECAP_RETURN_IF_ERROR(expr)                                                 \
+  do {                                                                              \
+    const auto& recap_status_or_result_ = (expr);                                   \
+    if (!recap_status_or_result_.ok()) {                                            \
+      return ::recap::internal::StatusOf(recap_status_or_result_);                  \
+    }                                                                               \
+  } while (false)
 
 #endif  // RECAP_STATUS_H_

@@ -35,7 +35,7 @@ namespace recap {
 inline namespace v0 {
 
 namespace internal {
-struct TranscriptAccess;  // recap's own code (src/core/transcript_access.h)
+struct TranscriptAccess;  // recap's own code (src/core/model/transcript_access.h)
 }  // namespace internal
 
 class RECAP_EXPORT Transcript {

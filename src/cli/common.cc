@@ -526,7 +526,7 @@ recap::Result<recap::SessionState> LoadExisting(recap::SessionStore& store, cons
   std::string error;
   if (!ValidSessionId(session, &error)) return recap::Status::InvalidArgument(error);
   recap::Result<recap::SessionState> state = store.Load(session);
-  if (!state.ok()) return state.status();
+  RECAP_RETURN_IF_ERROR(state);
   if (state->version == 0) {
     const std::string shown = ShownDb(db);
     return recap::Status::NotFound(
@@ -540,7 +540,7 @@ recap::Result<recap::SessionState> LoadExisting(recap::SessionStore& store, cons
 recap::Result<std::optional<recap::Message>> LoadInstructions(recap::SessionStore& store,
                                                               const std::string& session) {
   recap::Result<recap::SessionState> state = store.Load(kInstructionsPrefix + session);
-  if (!state.ok()) return state.status();
+  RECAP_RETURN_IF_ERROR(state);
   if (state->transcript.empty()) return std::optional<recap::Message>();
   return std::optional<recap::Message>(state->transcript.back());
 }

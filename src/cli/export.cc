@@ -86,10 +86,10 @@ std::string JsonString(const std::string& text) {
 // written as it is, never parsed again: numbers stay as they were written (SPEC R13.2).
 recap::Result<std::string> Document(const std::string& format, const recap::Conversation& conv) {
   recap::Result<std::string> text = Encode(format, conv);
-  if (!text.ok()) return text.status();
+  RECAP_RETURN_IF_ERROR(text);
   if ((format == "anthropic" || format == "openai-responses") && conv.instructions) {
     recap::Result<std::string> instructions = InstructionsText(format, *conv.instructions);
-    if (!instructions.ok()) return instructions.status();
+    RECAP_RETURN_IF_ERROR(instructions);
     return (format == "anthropic" ? "{\"system\":" : "{\"instructions\":") +
            JsonString(*instructions) + (format == "anthropic" ? ",\"messages\":" : ",\"input\":") +
            *text + "}";

@@ -20,7 +20,7 @@
 
 #include "curl_transport.h"
 #include "http_errors.h"
-#include "http_log.h"
+#include "recap_internal/log_internal.h"
 #include "sse_parser.h"
 #include "wire_format.h"
 
@@ -195,7 +195,7 @@ class HttpProvider final : public Provider {
       }
     }
     if (!options_.verify_tls) {
-      RECAP_HTTP_LOG_WARN("http provider {}: TLS certificate verification is OFF for {}", name_,
+      RECAP_LOG_WARN("http provider {}: TLS certificate verification is OFF for {}", name_,
                           DisplayUrl(options_.base_url));
     }
     if (!options_.ca_path.empty()) {
@@ -302,7 +302,7 @@ class HttpProvider final : public Provider {
                                        HttpProtocolName(options_.protocol) +
                                        " format: " + body.status().message());
       }
-      RECAP_HTTP_LOG_DEBUG("http {}: {} attempt {} ({} bytes{}{})", name_, what, attempt_no,
+      RECAP_LOG_DEBUG("http {}: {} attempt {} ({} bytes{}{})", name_, what, attempt_no,
                            body->size(), structured ? ", structured output" : "",
                            options_.stream ? ", streamed" : "");
       const auto attempt_started = Clock::now();
@@ -310,7 +310,7 @@ class HttpProvider final : public Provider {
       const auto ms =
           std::chrono::duration_cast<milliseconds>(Clock::now() - attempt_started).count();
       if (a.result.ok()) {
-        RECAP_HTTP_LOG_DEBUG("http {}: {} done in {} ms: finish {}, {} chars, usage {} + {} tokens",
+        RECAP_LOG_DEBUG("http {}: {} done in {} ms: finish {}, {} chars, usage {} + {} tokens",
                              name_, what, ms, FinishReasonName(a.result->finish_reason),
                              a.result->text.size(), a.result->usage.prompt_tokens,
                              a.result->usage.completion_tokens);
@@ -318,7 +318,7 @@ class HttpProvider final : public Provider {
       }
       const Status& failed = a.result.status();
       if (a.structured_rejected && structured && !structured_retry_done) {
-        RECAP_HTTP_LOG_WARN(
+        RECAP_LOG_WARN(
             "http {}: the server rejected structured output; retrying without "
             "it (and not asking for it again)",
             name_);
@@ -329,7 +329,7 @@ class HttpProvider final : public Provider {
       }
       if (!a.retry || retries >= options_.max_retries || cancel.IsCancelled()) {
         if (cancel.IsCancelled()) return Status::Cancelled(what + ": cancelled.");
-        RECAP_HTTP_LOG_DEBUG("http {}: {} failed after {} attempt(s) in {} ms: {}", name_, what,
+        RECAP_LOG_DEBUG("http {}: {} failed after {} attempt(s) in {} ms: {}", name_, what,
                              attempt_no, ms, StatusCodeName(failed.code()));
         if (retries == 0) return failed;
         const auto total = std::chrono::duration_cast<milliseconds>(Clock::now() - started).count();
@@ -351,7 +351,7 @@ class HttpProvider final : public Provider {
         }
         delay = *a.retry_after;
       }
-      RECAP_HTTP_LOG_WARN("http {}: {} failed ({}); retry {} of {} in {} ms", name_, what,
+      RECAP_LOG_WARN("http {}: {} failed ({}); retry {} of {} in {} ms", name_, what,
                           StatusCodeName(failed.code()), retries, options_.max_retries,
                           delay.count());
       if (!SleepUnlessCancelled(delay, cancel)) {
@@ -564,7 +564,7 @@ class HttpProvider final : public Provider {
                                   ? std::string(t.status ? ", " : "") + t.detail
                                   : std::string()) +
                              ")" + advice);
-      RECAP_HTTP_LOG_WARN("http {}: {}", name_, window_error_);
+      RECAP_LOG_WARN("http {}: {}", name_, window_error_);
       return Status::Unavailable(window_error_);
     }
     std::string too_deep;
@@ -575,20 +575,20 @@ class HttpProvider final : public Provider {
                              " with a body that is " +
                              (too_deep.empty() ? std::string("not JSON") : "JSON " + too_deep) +
                              " (" + std::to_string(t.body.size()) + " bytes)" + advice);
-      RECAP_HTTP_LOG_WARN("http {}: {}", name_, window_error_);
+      RECAP_LOG_WARN("http {}: {}", name_, window_error_);
       return Status::Unavailable(window_error_);
     }
     std::string field;
     window_ = internal::http::FindContextWindow(parsed, options_.model, &field);
     window_known_ = true;
     if (window_) {
-      RECAP_HTTP_LOG_DEBUG("http {}: context window of {} is {} tokens ({} of {})", name_,
+      RECAP_LOG_DEBUG("http {}: context window of {} is {} tokens ({} of {})", name_,
                            options_.model, *window_, field, what);
       return *window_;
     }
     window_error_ = scrub_(what + " names no usable context window for model \"" +
                            options_.model + "\"; set context_window to the model's window");
-    RECAP_HTTP_LOG_DEBUG("http {}: {}", name_, window_error_);
+    RECAP_LOG_DEBUG("http {}: {}", name_, window_error_);
     return Status::FailedPrecondition(window_error_);
   }
 
@@ -729,7 +729,7 @@ Result<std::shared_ptr<Provider>> NewHttpProvider(HttpProviderOptions options) {
                      "(loopback — 127.0.0.1, ::1, localhost — is always allowed)");
     }
     if (url.scheme == "http" && !credential.empty() && !IsLoopbackHost(url.host)) {
-      RECAP_HTTP_LOG_WARN("http provider: {} goes to {} in cleartext (allow_insecure_http)",
+      RECAP_LOG_WARN("http provider: {} goes to {} in cleartext (allow_insecure_http)",
                           credential, DisplayUrl(base));
     }
   }

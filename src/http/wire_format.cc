@@ -283,7 +283,7 @@ Result<std::string> BuildRequestBody(HttpProtocol protocol, const std::string& m
     // The system prompt travels as `instructions`; nothing is stored on the server, so the
     // request carries the whole input each time and leaves no conversation state behind.
     Result<std::string> items = openai_responses::EncodeMessages(conversation);
-    if (!items.ok()) return items.status();
+    RECAP_RETURN_IF_ERROR(items);
     if (!request.system_prompt.empty()) body["instructions"] = request.system_prompt;
     body["input"] = ordered_json::parse(*items, nullptr, false);
     if (body["input"].is_discarded()) {
@@ -305,7 +305,7 @@ Result<std::string> BuildRequestBody(HttpProtocol protocol, const std::string& m
   }
   if (protocol == HttpProtocol::kAnthropic) {
     Result<std::string> messages = anthropic::EncodeMessages(conversation);
-    if (!messages.ok()) return messages.status();
+    RECAP_RETURN_IF_ERROR(messages);
     body["max_tokens"] = request.max_output_tokens;
     if (!request.system_prompt.empty()) body["system"] = request.system_prompt;
     body["messages"] = ordered_json::parse(*messages, nullptr, false);
@@ -315,7 +315,7 @@ Result<std::string> BuildRequestBody(HttpProtocol protocol, const std::string& m
       conversation.instructions = Message::SystemText(request.system_prompt);
     }
     Result<std::string> messages = openai_chat::EncodeMessages(conversation);
-    if (!messages.ok()) return messages.status();
+    RECAP_RETURN_IF_ERROR(messages);
     body["messages"] = ordered_json::parse(*messages, nullptr, false);
     body[max_tokens_field] = request.max_output_tokens;
     if (stream) {

@@ -30,8 +30,8 @@
 #include <utility>
 #include <vector>
 
-#include "body_codec.h"
-#include "store_rules.h"
+#include "recap_internal/body_codec.h"
+#include "recap_internal/store_rules.h"
 #include "recap/transcript.h"
 #include "recap/version.h"
 #include "schema.h"
@@ -87,7 +87,6 @@ class Describer {
   std::string Where(const std::string& doing) const {
     return "recap postgres store (" + server_ + "): " + doing + " failed: ";
   }
-  const std::string& server() const { return server_; }
 
  private:
   std::string server_;
@@ -696,7 +695,7 @@ template <typename Fn>
 Status Call(Pool& pool, const std::string& doing, bool write, Fn&& fn) {
   const Describer d = pool.describer();
   Result<std::unique_ptr<Connection>> got = pool.Acquire();
-  if (!got.ok()) return got.status();
+  RECAP_RETURN_IF_ERROR(got);
   std::unique_ptr<Connection> c = std::move(got).value();
   bool in_transaction = false;
   bool committing = false;
@@ -835,7 +834,7 @@ Status EnsureSchema(Pool& pool) {
 }
 
 Status CheckName(const std::string& session) {
-  if (Status s = internal::CheckSessionName(session); !s.ok()) return s;
+  RECAP_RETURN_IF_ERROR(internal::CheckSessionName(session));
   if (session.find('\0') != std::string::npos) {
     return Status::InvalidArgument("the session id holds a NUL character, which PostgreSQL "
                                    "cannot store; use another name");
@@ -867,20 +866,20 @@ class PostgresSessionStore final : public SessionStore {
   explicit PostgresSessionStore(std::unique_ptr<Pool> pool) : pool_(std::move(pool)) {}
 
   Result<SessionState> Load(const std::string& session) override {
-    if (Status s = CheckName(session); !s.ok()) return s;
+    RECAP_RETURN_IF_ERROR(CheckName(session));
     SessionState state;
     Status s = Call(*pool_, "loading session " + Quoted(session), false, [&](Connection& c) {
       bool appended_only = false;
       state.transcript =
           ReadActive(c, session, -1, &state.version, &appended_only, &state.learned);
     });
-    if (!s.ok()) return s;
+    RECAP_RETURN_IF_ERROR(s);
     return state;
   }
 
   Result<SessionChanges> LoadChanges(const std::string& session,
                                      std::uint64_t since_version) override {
-    if (Status s = CheckName(session); !s.ok()) return s;
+    RECAP_RETURN_IF_ERROR(CheckName(session));
     SessionChanges changes;
     Status s = Call(*pool_, "loading the changes of session " + Quoted(session), false,
                     [&](Connection& c) {
@@ -900,12 +899,12 @@ class PostgresSessionStore final : public SessionStore {
                         changes.transcript = std::move(t);
                       }
                     });
-    if (!s.ok()) return s;
+    RECAP_RETURN_IF_ERROR(s);
     return changes;
   }
 
   Status SaveLearned(const std::string& session, const std::string& learned) override {
-    if (Status s = CheckName(session); !s.ok()) return s;
+    RECAP_RETURN_IF_ERROR(CheckName(session));
     return Call(*pool_, "saving what was learned about session " + Quoted(session), true,
                 [&](Connection& c) {
                   // Advice, not content: no wait for the disk (R12.5).
@@ -923,9 +922,9 @@ class PostgresSessionStore final : public SessionStore {
 
   Result<std::uint64_t> AppendMessages(const std::string& session,
                                        std::vector<Message> messages) override {
-    if (Status s = CheckName(session); !s.ok()) return s;
+    RECAP_RETURN_IF_ERROR(CheckName(session));
     Result<Transcript> prepared = internal::PrepareAppend(std::move(messages));
-    if (!prepared.ok()) return prepared.status();
+    RECAP_RETURN_IF_ERROR(prepared);
     const Transcript& batch = *prepared;
     if (batch.empty()) {
       std::uint64_t version = 0;
@@ -938,7 +937,7 @@ class PostgresSessionStore final : public SessionStore {
                           version = static_cast<std::uint64_t>(GetInt(r.get(), 0, 0));
                         }
                       });
-      if (!s.ok()) return s;
+      RECAP_RETURN_IF_ERROR(s);
       return version;
     }
     std::uint64_t version = 0;
@@ -990,12 +989,12 @@ class PostgresSessionStore final : public SessionStore {
       p.Int(row->id).Int(static_cast<std::int64_t>(version)).Int(position);
       c.Run(kSetVersion, pool_->texts(), p);
     });
-    if (!s.ok()) return s;
+    RECAP_RETURN_IF_ERROR(s);
     return version;
   }
 
   Result<std::vector<std::uint64_t>> CreateSessions(std::vector<NewSession> sessions) override {
-    if (Status st = internal::CheckNewSessions(sessions); !st.ok()) return st;
+    RECAP_RETURN_IF_ERROR(internal::CheckNewSessions(sessions));
     std::vector<std::uint64_t> versions;
     const std::string doing = sessions.size() == 1
                                   ? "creating session " + Quoted(sessions[0].session)
@@ -1063,13 +1062,13 @@ class PostgresSessionStore final : public SessionStore {
         versions.push_back(1);
       }
     });
-    if (!s.ok()) return s;
+    RECAP_RETURN_IF_ERROR(s);
     return versions;
   }
 
   Result<std::uint64_t> CommitCompaction(const std::string& session,
                                          const CompactionCommit& commit) override {
-    if (Status s = CheckName(session); !s.ok()) return s;
+    RECAP_RETURN_IF_ERROR(CheckName(session));
     std::uint64_t version = 0;
     Status s = Call(*pool_, "committing a compaction of session " + Quoted(session), true,
                     [&](Connection& c) {
@@ -1133,13 +1132,13 @@ class PostgresSessionStore final : public SessionStore {
       LogCommit(c, row.id, version, "compaction", number, commit.reason, commit.replaced.size(),
                 added.size());
     });
-    if (!s.ok()) return s;
+    RECAP_RETURN_IF_ERROR(s);
     return version;
   }
 
   Result<std::uint64_t> CommitReduction(const std::string& session,
                                         const ReductionCommit& commit) override {
-    if (Status s = CheckName(session); !s.ok()) return s;
+    RECAP_RETURN_IF_ERROR(CheckName(session));
     std::uint64_t version = 0;
     Status s = Call(*pool_, "committing a reduction of session " + Quoted(session), true,
                     [&](Connection& c) {
@@ -1179,13 +1178,13 @@ class PostgresSessionStore final : public SessionStore {
       MarkRewrite(c, kMarkReduction, row.id, version, number);
       LogCommit(c, row.id, version, "reduction", number, "", targets.size(), targets.size());
     });
-    if (!s.ok()) return s;
+    RECAP_RETURN_IF_ERROR(s);
     return version;
   }
 
   Result<std::uint64_t> CommitRecovery(const std::string& session,
                                        const RecoveryCommit& commit) override {
-    if (Status s = CheckName(session); !s.ok()) return s;
+    RECAP_RETURN_IF_ERROR(CheckName(session));
     std::uint64_t version = 0;
     Status s = Call(*pool_, "committing a recovery of session " + Quoted(session), true,
                     [&](Connection& c) {
@@ -1234,12 +1233,12 @@ class PostgresSessionStore final : public SessionStore {
       MarkRewrite(c, kMarkRecovery, row.id, version, number, position);
       LogCommit(c, row.id, version, "recovery", number, "", 0, results.size());
     });
-    if (!s.ok()) return s;
+    RECAP_RETURN_IF_ERROR(s);
     return version;
   }
 
   Result<std::vector<HistoryEntry>> History(const std::string& session) override {
-    if (Status s = CheckName(session); !s.ok()) return s;
+    RECAP_RETURN_IF_ERROR(CheckName(session));
     std::vector<HistoryEntry> out;
     Status s = Call(*pool_, "reading the history of session " + Quoted(session), false,
                     [&](Connection& c) {
@@ -1259,7 +1258,7 @@ class PostgresSessionStore final : public SessionStore {
                         out.push_back(std::move(e));
                       }
                     });
-    if (!s.ok()) return s;
+    RECAP_RETURN_IF_ERROR(s);
     return out;
   }
 
@@ -1269,7 +1268,7 @@ class PostgresSessionStore final : public SessionStore {
       ResultPtr r = c.Run(kListSessions, pool_->texts(), Params());
       for (int i = 0; i < PQntuples(r.get()); ++i) out.emplace_back(GetView(r.get(), i, 0));
     });
-    if (!s.ok()) return s;
+    RECAP_RETURN_IF_ERROR(s);
     return out;
   }
 
@@ -1438,7 +1437,7 @@ class PostgresMemoryStore final : public MemoryStore {
                         out.emplace_back(GetView(r.get(), i, 0));
                       }
                     });
-    if (!s.ok()) return s;
+    RECAP_RETURN_IF_ERROR(s);
     return out;
   }
 
@@ -1448,9 +1447,9 @@ class PostgresMemoryStore final : public MemoryStore {
 
 Result<std::unique_ptr<Pool>> OpenPool(const PostgresStoreOptions& options) {
   Result<ConnectSpec> spec = MakeSpec(options);
-  if (!spec.ok()) return spec.status();
+  RECAP_RETURN_IF_ERROR(spec);
   auto pool = std::make_unique<Pool>(std::move(spec).value());
-  if (Status s = EnsureSchema(*pool); !s.ok()) return s;
+  RECAP_RETURN_IF_ERROR(EnsureSchema(*pool));
   return pool;
 }
 
@@ -1461,14 +1460,14 @@ int PostgresSchemaVersion() noexcept { return kSchemaVersion; }
 Result<std::shared_ptr<SessionStore>> OpenPostgresSessionStore(
     const PostgresStoreOptions& options) {
   Result<std::unique_ptr<Pool>> pool = OpenPool(options);
-  if (!pool.ok()) return pool.status();
+  RECAP_RETURN_IF_ERROR(pool);
   return std::shared_ptr<SessionStore>(
       std::make_shared<PostgresSessionStore>(std::move(pool).value()));
 }
 
 Result<std::shared_ptr<MemoryStore>> OpenPostgresMemoryStore(const PostgresStoreOptions& options) {
   Result<std::unique_ptr<Pool>> pool = OpenPool(options);
-  if (!pool.ok()) return pool.status();
+  RECAP_RETURN_IF_ERROR(pool);
   return std::shared_ptr<MemoryStore>(
       std::make_shared<PostgresMemoryStore>(std::move(pool).value()));
 }

@@ -19,7 +19,7 @@ namespace sqlite_internal {
 //            version that stored it (what LoadChanges reads). role, summary, chars and
 //            message_id are there for people reading the file; the message itself is in
 //            bodies.
-// bodies     the message, encoded (src/core/body_codec.h), written once and never changed.
+// bodies     the message, encoded (src/core/internal/recap_internal/body_codec.h), written once and never changed.
 // commits    every compaction, reduction and recovery: what it did, when, at which version.
 // memories   the memory plugin's memories by scope.
 inline constexpr const char* kMigrations[] = {

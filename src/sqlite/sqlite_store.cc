@@ -32,9 +32,9 @@
 #include "recap/measure.h"
 #include "recap/transcript.h"
 
-#include "body_codec.h"
+#include "recap_internal/body_codec.h"
 #include "schema.h"
-#include "store_rules.h"
+#include "recap_internal/store_rules.h"
 
 namespace recap {
 inline namespace v0 {
@@ -201,7 +201,7 @@ class Connection {
     }
     immutable_ = !Exists(path_ + "-wal");
     Status s = OpenReader();
-    if (!s.ok()) return s;
+    RECAP_RETURN_IF_ERROR(s);
     return Guard("opening the database", [&] {
       const int version = db_->execAndGet("PRAGMA user_version").getInt();
       if (version > kSchemaVersion) {
@@ -315,12 +315,12 @@ class Connection {
           if (Exists(path_ + "-wal")) break;
           if (Stat(path_) == before_) return s;
           // A writer came and went, and changed the file: read the new file afresh.
-          if (Status reopened = OpenReader(); !reopened.ok()) return reopened;
+          RECAP_RETURN_IF_ERROR(OpenReader());
         }
         // A writer is there: read through its -wal, as an ordinary reader (its -wal and -shm
         // files exist already, so this reader creates none).
         immutable_ = false;
-        if (Status s = OpenReader(); !s.ok()) return s;
+        RECAP_RETURN_IF_ERROR(OpenReader());
       }
     }
     return RawTransaction(doing, write, fn);
@@ -443,7 +443,7 @@ class SqliteSessionStore final : public SessionStore {
   explicit SqliteSessionStore(std::unique_ptr<Connection> c) : c_(std::move(c)) {}
 
   Result<SessionState> Load(const std::string& session) override {
-    if (Status s = CheckName(session); !s.ok()) return s;
+    RECAP_RETURN_IF_ERROR(CheckName(session));
     std::lock_guard<std::mutex> lock(mu_);
     SessionState state;
     Status s = c_->Transaction("loading session " + Quoted(session), false, [&] {
@@ -453,13 +453,13 @@ class SqliteSessionStore final : public SessionStore {
       state.transcript = ReadActive(row->id, std::nullopt);
       state.learned = ReadLearned(row->id);
     });
-    if (!s.ok()) return s;
+    RECAP_RETURN_IF_ERROR(s);
     return state;
   }
 
   Result<SessionChanges> LoadChanges(const std::string& session,
                                      std::uint64_t since_version) override {
-    if (Status s = CheckName(session); !s.ok()) return s;
+    RECAP_RETURN_IF_ERROR(CheckName(session));
     std::lock_guard<std::mutex> lock(mu_);
     SessionChanges changes;
     Status s = c_->Transaction("loading the changes of session " + Quoted(session), false, [&] {
@@ -481,16 +481,16 @@ class SqliteSessionStore final : public SessionStore {
         changes.transcript = ReadActive(row->id, std::nullopt);
       }
     });
-    if (!s.ok()) return s;
+    RECAP_RETURN_IF_ERROR(s);
     return changes;
   }
 
   Result<std::uint64_t> AppendMessages(const std::string& session,
                                        std::vector<Message> messages) override {
-    if (Status s = CheckName(session); !s.ok()) return s;
+    RECAP_RETURN_IF_ERROR(CheckName(session));
     // Ids, UTF-8 repair and sizes exactly as the in-memory store and Transcript do them.
     Result<Transcript> prepared = internal::PrepareAppend(std::move(messages));
-    if (!prepared.ok()) return prepared.status();
+    RECAP_RETURN_IF_ERROR(prepared);
     const Transcript& batch = *prepared;
     std::lock_guard<std::mutex> lock(mu_);
     std::uint64_t version = 0;
@@ -512,12 +512,12 @@ class SqliteSessionStore final : public SessionStore {
       }
       SetVersion(row->id, version, row->rewrite_version);
     });
-    if (!s.ok()) return s;
+    RECAP_RETURN_IF_ERROR(s);
     return version;
   }
 
   Result<std::vector<std::uint64_t>> CreateSessions(std::vector<NewSession> sessions) override {
-    if (Status st = internal::CheckNewSessions(sessions); !st.ok()) return st;
+    RECAP_RETURN_IF_ERROR(internal::CheckNewSessions(sessions));
     std::lock_guard<std::mutex> lock(mu_);
     std::vector<std::uint64_t> versions;
     const std::string doing = sessions.size() == 1
@@ -558,13 +558,13 @@ class SqliteSessionStore final : public SessionStore {
       }
     });
     c_->db().exec("PRAGMA cache_size = " + std::to_string(cache_pages));
-    if (!s.ok()) return s;
+    RECAP_RETURN_IF_ERROR(s);
     return versions;
   }
 
   Result<std::uint64_t> CommitCompaction(const std::string& session,
                                          const CompactionCommit& commit) override {
-    if (Status s = CheckName(session); !s.ok()) return s;
+    RECAP_RETURN_IF_ERROR(CheckName(session));
     std::lock_guard<std::mutex> lock(mu_);
     std::uint64_t version = 0;
     Status s = c_->Transaction("committing a compaction of session " + Quoted(session), true, [&] {
@@ -638,13 +638,13 @@ class SqliteSessionStore final : public SessionStore {
       LogCommit(row.id, version, "compaction", number, commit.reason, commit.replaced.size(),
                 added.size(), now);
     });
-    if (!s.ok()) return s;
+    RECAP_RETURN_IF_ERROR(s);
     return version;
   }
 
   Result<std::uint64_t> CommitReduction(const std::string& session,
                                         const ReductionCommit& commit) override {
-    if (Status s = CheckName(session); !s.ok()) return s;
+    RECAP_RETURN_IF_ERROR(CheckName(session));
     std::lock_guard<std::mutex> lock(mu_);
     std::uint64_t version = 0;
     Status s = c_->Transaction("committing a reduction of session " + Quoted(session), true, [&] {
@@ -687,13 +687,13 @@ class SqliteSessionStore final : public SessionStore {
       MarkRewrite(row.id, version, CommitKind::kReduction, number);
       LogCommit(row.id, version, "reduction", number, "", targets.size(), targets.size(), now);
     });
-    if (!s.ok()) return s;
+    RECAP_RETURN_IF_ERROR(s);
     return version;
   }
 
   Result<std::uint64_t> CommitRecovery(const std::string& session,
                                        const RecoveryCommit& commit) override {
-    if (Status s = CheckName(session); !s.ok()) return s;
+    RECAP_RETURN_IF_ERROR(CheckName(session));
     std::lock_guard<std::mutex> lock(mu_);
     std::uint64_t version = 0;
     Status s = c_->Transaction("committing a recovery of session " + Quoted(session), true, [&] {
@@ -734,7 +734,7 @@ class SqliteSessionStore final : public SessionStore {
       MarkRewrite(row.id, version, CommitKind::kRecovery, number);
       LogCommit(row.id, version, "recovery", number, "", 0, results.size(), now);
     });
-    if (!s.ok()) return s;
+    RECAP_RETURN_IF_ERROR(s);
     return version;
   }
 
@@ -746,7 +746,7 @@ class SqliteSessionStore final : public SessionStore {
           out.push_back(std::move(e));
           return Status::OK();
         });
-    if (!s.ok()) return s;
+    RECAP_RETURN_IF_ERROR(s);
     return out;
   }
 
@@ -756,7 +756,7 @@ class SqliteSessionStore final : public SessionStore {
   }
 
   Status SaveLearned(const std::string& session, const std::string& learned) override {
-    if (Status s = CheckName(session); !s.ok()) return s;
+    RECAP_RETURN_IF_ERROR(CheckName(session));
     std::lock_guard<std::mutex> lock(mu_);
     // Advice, not content: not worth an fsync per turn. A power loss may lose the last of it,
     // never a message; it is restored by the next save.
@@ -797,7 +797,7 @@ class SqliteSessionStore final : public SessionStore {
       SQLite::Statement& st = c_->Stmt("SELECT name FROM sessions ORDER BY name");
       while (st.executeStep()) out.push_back(st.getColumn(0).getString());
     });
-    if (!s.ok()) return s;
+    RECAP_RETURN_IF_ERROR(s);
     return out;
   }
 
@@ -808,7 +808,7 @@ class SqliteSessionStore final : public SessionStore {
   // fails rather than mixing two states of the session.
   Status WalkHistory(const std::string& session, const std::function<void()>& restart,
                      const std::function<Status(HistoryEntry&&)>& visit) {
-    if (Status s = CheckName(session); !s.ok()) return s;
+    RECAP_RETURN_IF_ERROR(CheckName(session));
     std::lock_guard<std::mutex> lock(mu_);
     std::size_t delivered = 0;
     return c_->Transaction("reading the history of session " + Quoted(session), false, [&] {
@@ -1228,7 +1228,7 @@ class SqliteMemoryStore final : public MemoryStore {
       st.bind(1, scope);
       while (st.executeStep()) out.push_back(st.getColumn(0).getString());
     });
-    if (!s.ok()) return s;
+    RECAP_RETURN_IF_ERROR(s);
     return out;
   }
 
@@ -1243,7 +1243,7 @@ Result<std::unique_ptr<Connection>> OpenConnection(const std::string& path,
     return Status::InvalidArgument("the SQLite store's path is empty; pass a file path");
   }
   auto c = std::make_unique<Connection>(path, options);
-  if (Status s = c->Open(); !s.ok()) return s;
+  RECAP_RETURN_IF_ERROR(c->Open());
   return c;
 }
 
@@ -1254,14 +1254,14 @@ int SqliteSchemaVersion() noexcept { return kSchemaVersion; }
 Result<std::shared_ptr<SessionStore>> OpenSqliteSessionStore(const std::string& path,
                                                              const SqliteStoreOptions& options) {
   Result<std::unique_ptr<Connection>> c = OpenConnection(path, options);
-  if (!c.ok()) return c.status();
+  RECAP_RETURN_IF_ERROR(c);
   return std::shared_ptr<SessionStore>(std::make_shared<SqliteSessionStore>(std::move(c).value()));
 }
 
 Result<std::shared_ptr<MemoryStore>> OpenSqliteMemoryStore(const std::string& path,
                                                            const SqliteStoreOptions& options) {
   Result<std::unique_ptr<Connection>> c = OpenConnection(path, options);
-  if (!c.ok()) return c.status();
+  RECAP_RETURN_IF_ERROR(c);
   return std::shared_ptr<MemoryStore>(std::make_shared<SqliteMemoryStore>(std::move(c).value()));
 }
 

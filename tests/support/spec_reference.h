@@ -3,7 +3,7 @@
 // differential test tests/test_spec_differential.cpp.
 //
 // Deliberately simple and slow (quadratic where that is the obvious way): nothing here shares
-// code with src/core/safe_boundary.cc or src/core/tail_reducer.cc. It uses only the public data
+// code with src/core/cut/safe_boundary.cc or src/core/reduce/tail_reducer.cc. It uses only the public data
 // types, CountCodePoints and IsTurnStart (PrefixBytesForCodePoints for failure reports), and —
 // as leaf functions tested on their own — the library's ClipText and ClipArguments. Pairing, safe boundaries, turn bookkeeping, character
 // counts, the cut rules, the reducer's rounds, ordering and stopping are all computed here.

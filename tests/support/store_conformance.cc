@@ -852,7 +852,7 @@ void BadCommitsChangeNothing(const SessionStoreFactory& make) {
     return store->CommitCompaction("s1", c);
   };
   // Every store refuses each bad commit with the same words: `says` is a phrase the message
-  // must hold (the stores share their messages, src/core/store_rules.h).
+  // must hold (the stores share their messages, src/core/internal/recap_internal/store_rules.h).
   auto bad = [&](const Result<std::uint64_t>& r, const char* what, const char* says) {
     INFO(what);
     RequireCode(r, StatusCode::kInvalidArgument);

@@ -1,0 +1,140 @@
+// Private: how recap's own code emits the events of SPEC R10.
+//
+// The event schema lives here and nowhere else: each event type has a builder below that takes
+// typed values and returns the fields of that type, named and nested exactly as in the R10
+// table and docs/events.md. The Compactor calls a builder and hands the result to
+// EventEmitter::Emit, which adds the common fields ("v", "type", "session", "at") in front and
+// passes the finished line to every sink. A field can therefore not be misspelled at a call
+// site, and a change to the schema is a change to this file and docs/events.md.
+//
+// Thread safety: an EventEmitter is immutable after construction; Emit may be called from any
+// number of threads at once (the sinks must be thread-safe, as events.h requires).
+#ifndef RECAP_SRC_CORE_EVENTS_EVENT_EMITTER_H_
+#define RECAP_SRC_CORE_EVENTS_EVENT_EMITTER_H_
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "recap/events.h"
+
+namespace recap {
+inline namespace v0 {
+namespace internal {
+
+// The current UTC time as RFC 3339 with milliseconds, e.g. "2026-12-02T10:34:52.123Z".
+std::string NowRfc3339Millis();
+// The same for a given instant (rounded down to the millisecond).
+std::string FormatRfc3339Millis(std::chrono::system_clock::time_point t);
+
+class EventEmitter {
+ public:
+  // Null sinks are dropped.
+  explicit EventEmitter(std::vector<std::shared_ptr<EventSink>> sinks);
+
+  // Builds {"v":1,"type":type,"session":session,"at":now, ...fields} in that key order and
+  // hands it to every sink in turn. A sink that throws is logged (warn) and the others still
+  // get the event; Emit itself throws only std::bad_alloc. `fields` must be an object built by
+  // one of the builders below; its members keep their order. Text that is not valid UTF-8
+  // (a host's session id, a provider's error message) is written with U+FFFD in its place.
+  void Emit(std::string_view type, const std::string& session, nlohmann::ordered_json fields) const;
+
+  // No sinks: callers on a hot path may skip building the fields at all.
+  bool empty() const noexcept { return sinks_.empty(); }
+
+ private:
+  std::vector<std::shared_ptr<EventSink>> sinks_;
+};
+
+// The event types of SPEC R10.
+namespace event_type {
+inline constexpr std::string_view kCompactionStarted = "compaction_started";
+inline constexpr std::string_view kCompactionProgress = "compaction_progress";
+inline constexpr std::string_view kCompactionCompleted = "compaction_completed";
+inline constexpr std::string_view kCompactionSkipped = "compaction_skipped";
+inline constexpr std::string_view kContextReduced = "context_reduced";
+inline constexpr std::string_view kCompactionFailed = "compaction_failed";
+inline constexpr std::string_view kPluginHookFailed = "plugin_hook_failed";
+}  // namespace event_type
+
+// compaction_started: `reason` is "auto", "manual", "budget" or "overflow"; `before` is the full
+// request's characters and estimated tokens.
+// -> {"reason", "before": {"chars", "tokens"}}
+nlohmann::ordered_json CompactionStartedFields(std::string_view reason, std::size_t before_chars,
+                                               std::size_t before_tokens);
+
+// compaction_progress: chunk `chunk` (1-based) of `chunks` of a chunked summary is done (R4.7).
+// -> {"chunk", "chunks"}
+nlohmann::ordered_json CompactionProgressFields(int chunk, int chunks);
+
+struct CompletedPlugin {
+  std::string name;    // PluginHook::Name()
+  std::string report;  // AfterCompactResult::report
+};
+
+struct CompletedInfo {
+  std::string reason;  // as for compaction_started
+  std::size_t before_chars = 0;
+  std::size_t before_tokens = 0;
+  std::size_t after_chars = 0;
+  std::size_t after_tokens = 0;
+  std::size_t summarized_messages = 0;
+  std::size_t summarized_chars = 0;
+  std::size_t checkpoint_chars = 0;
+  bool structured = false;  // the reply parsed as a checkpoint object (false: text-only, R4.3)
+  bool partial = false;     // salvaged from a reply cut at maxOutputTokens (R5.2)
+  std::string writer;       // the summarizer that wrote it: a Provider::Name(), or "offline"
+  // The summarizer's own usage over every call of this compaction (chunks and fallback
+  // included): never the agent's tokens.
+  std::uint64_t prompt_tokens = 0;
+  std::uint64_t completion_tokens = 0;
+  std::size_t calls = 0;
+  // One entry per plugin whose AfterCompact returned a non-empty report, in plugin order
+  // (docs/events.md promises that; a failed hook is a plugin_hook_failed event instead).
+  std::vector<CompletedPlugin> plugins;
+};
+
+// compaction_completed.
+// -> {"reason", "before": {"chars", "tokens"}, "after": {"chars", "tokens"},
+//     "summarized": {"messages", "chars"}, "checkpoint": {"chars", "structured", "partial",
+//     "writer"}, "usage": {"prompt_tokens", "completion_tokens", "calls"},
+//     "plugins": [{"name", "report"}]}
+nlohmann::ordered_json CompactionCompletedFields(const CompletedInfo& info);
+
+// compaction_skipped: "nothing_to_summarize", "no_safe_boundary", "uncertain_tool_results",
+// "no_progress", "irreducible" or "summarizer_unavailable".
+// -> {"reason"}
+nlohmann::ordered_json CompactionSkippedFields(std::string_view reason);
+
+// window_unknown: the provider's context window could not be read (`error`, as the provider
+// said it); the triggers use `fallback_tokens` (`fallback_rule`, e.g. "maxContextChars / 4").
+// -> {"error", "fallback": {"tokens", "rule"}}
+nlohmann::ordered_json WindowUnknownFields(std::string_view error, std::size_t fallback_tokens,
+                                           std::string_view fallback_rule);
+
+// context_reduced: the reducer clipped `messages` messages; reducible characters before/after.
+// -> {"messages", "before": {"chars"}, "after": {"chars"}}
+nlohmann::ordered_json ContextReducedFields(std::size_t messages, std::size_t before_chars,
+                                            std::size_t after_chars);
+
+// compaction_failed: `reason` as for compaction_started; `error` is the Status message.
+// -> {"reason", "error"}
+nlohmann::ordered_json CompactionFailedFields(std::string_view reason, std::string_view error);
+
+// plugin_hook_failed: `hook` is "beforeCompact" or "afterCompact"; `error` says what happened
+// (the hook's Status, an exception's what(), a timeout, or why its output was refused).
+// -> {"plugin", "hook", "error"}
+nlohmann::ordered_json PluginHookFailedFields(std::string_view plugin, std::string_view hook,
+                                              std::string_view error);
+
+}  // namespace internal
+}  // namespace v0
+}  // namespace recap
+
+#endif  // RECAP_SRC_CORE_EVENTS_EVENT_EMITTER_H_
