@@ -80,9 +80,9 @@
 #include "recap/session_store.h"
 #include "recap/tail_reducer.h"
 #include "recap/transcript.h"
-#include "support/test_data.h"
 
 #include "bench_support.h"
+#include "support/test_data.h"
 #include "w1_workload.h"
 
 using recap_bench::JsonString;
@@ -116,7 +116,7 @@ struct Setup {
   std::size_t w1_bytes = 0;
   std::vector<std::shared_ptr<const Message>> shared;  // W1 as a store holds it
   Transcript transcript;                               // W1 measured
-  std::vector<Message> appended;  // what R11.1 appends, in turn
+  std::vector<Message> appended;                       // what R11.1 appends, in turn
   std::unique_ptr<char[]> copy_buffer;  // R11.3's baseline writes here: w1_bytes, mapped
 };
 Setup g;
@@ -788,7 +788,6 @@ std::string JsonNumber(std::optional<double> v) {
   return buf;
 }
 
-
 // One budget object a line, so that scripts/bench.sh can merge files line by line.
 bool WriteJson(const std::string& path, const std::vector<Budget>& budgets, bool smoke) {
   std::ofstream out(path);
@@ -809,7 +808,6 @@ bool WriteJson(const std::string& path, const std::vector<Budget>& budgets, bool
   out << "\n]}\n";
   return static_cast<bool>(out);
 }
-
 
 }  // namespace
 
@@ -883,7 +881,8 @@ int main(int argc, char** argv) {
     g.w1 = recap_bench::GenerateW1({o.messages, 20240611});
     for (const Message& m : g.w1) g.w1_bytes += recap_bench::MessageBytes(m);
     g.transcript = Transcript(g.w1);
-    for (std::size_t i = 0; i < g.transcript.size(); ++i) g.shared.push_back(g.transcript.shared(i));
+    for (std::size_t i = 0; i < g.transcript.size(); ++i)
+      g.shared.push_back(g.transcript.shared(i));
     // W1 ends with a user text and an assistant reply of 500 characters each.
     for (std::size_t i = g.w1.size() - 2; i < g.w1.size(); ++i) {
       Message m = g.w1[i];
@@ -902,10 +901,9 @@ int main(int argc, char** argv) {
     };
     const std::string small_name = "prepare/" + std::to_string(small);
     const std::string large_name = "prepare/" + std::to_string(o.messages);
-    timed(benchmark::RegisterBenchmark(small_name.c_str(),
-                                       [small, small_name](benchmark::State& s) {
-                                         PrepareNothing(s, small, small_name);
-                                       })
+    timed(benchmark::RegisterBenchmark(
+              small_name.c_str(),
+              [small, small_name](benchmark::State& s) { PrepareNothing(s, small, small_name); })
               ->Unit(benchmark::kMicrosecond),
           o.prepare_calls);
     timed(benchmark::RegisterBenchmark(large_name.c_str(),
@@ -917,8 +915,9 @@ int main(int argc, char** argv) {
     timed(benchmark::RegisterBenchmark("measure/transcript", MeasureTranscript)
               ->Unit(benchmark::kMillisecond),
           o.measure_iterations);
-    timed(benchmark::RegisterBenchmark("measure/plain", MeasurePlain)->Unit(benchmark::kMillisecond),
-          o.measure_iterations);
+    timed(
+        benchmark::RegisterBenchmark("measure/plain", MeasurePlain)->Unit(benchmark::kMillisecond),
+        o.measure_iterations);
     timed(benchmark::RegisterBenchmark("measure/message_chars", MeasureMessageChars)
               ->Unit(benchmark::kMillisecond),
           o.measure_iterations);
@@ -943,9 +942,9 @@ int main(int argc, char** argv) {
           o.reduce_iterations);
     timed(benchmark::RegisterBenchmark("cut/find_cut", Cut)->Unit(benchmark::kMicrosecond),
           o.cut_iterations);
-    for (auto [name, fn] : {std::pair{"cut/turn_starts", &CutTurnStarts},
-                            std::pair{"cut/safe_boundaries", &CutSafeBoundaries},
-                            std::pair{"cut/walk", &CutWalk}}) {
+    for (auto [name, fn] :
+         {std::pair{"cut/turn_starts", &CutTurnStarts},
+          std::pair{"cut/safe_boundaries", &CutSafeBoundaries}, std::pair{"cut/walk", &CutWalk}}) {
       timed(benchmark::RegisterBenchmark(name, fn)->Unit(benchmark::kMicrosecond),
             o.cut_iterations);
     }
@@ -955,7 +954,8 @@ int main(int argc, char** argv) {
     benchmark::Shutdown();
 
     // R11.6 in fresh processes, after the timings (nothing else runs meanwhile).
-    std::fprintf(stderr, "recap_bench_core: R11.6, peak memory of Prepare in a child process ...\n");
+    std::fprintf(stderr,
+                 "recap_bench_core: R11.6, peak memory of Prepare in a child process ...\n");
     MemoryFigure compact, reduce;
     if (o.memory) {
       compact = RunMemoryChild("compact");
@@ -977,22 +977,24 @@ int main(int argc, char** argv) {
       }
       return out;
     };
-    std::printf("\nR11.1-R11.4, R11.6 — recap's core on W1, each figure against its baseline, "
-                "same run\n");
+    std::printf(
+        "\nR11.1-R11.4, R11.6 — recap's core on W1, each figure against its baseline, "
+        "same run\n");
     std::printf("W1: %s messages, %.1f MB of message text, %s characters\n",
                 grouped(g.w1.size()).c_str(), static_cast<double>(g.w1_bytes) / 1e6,
                 grouped(g.transcript.chars()).c_str());
-    std::printf("each timed figure the median of every call timed over %d run%s, interleaved "
-                "at random\n",
-                o.repetitions, o.repetitions == 1 ? "" : "s");
+    std::printf(
+        "each timed figure the median of every call timed over %d run%s, interleaved "
+        "at random\n",
+        o.repetitions, o.repetitions == 1 ? "" : "s");
     if (o.smoke) std::printf("SMOKE RUN: tiny sizes, budgets not enforced\n");
 
     std::vector<Budget> budgets;
     {
       Budget b;
       b.id = "R11.1";
-      b.label = "prepare, nothing to do: " + grouped(o.messages) + " vs " + grouped(small) +
-                " msgs";
+      b.label =
+          "prepare, nothing to do: " + grouped(o.messages) + " vs " + grouped(small) + " msgs";
       b.value = MedianOf(large_name);
       b.baseline = MedianOf(small_name);
       b.limit = 1.5;
@@ -1057,44 +1059,49 @@ int main(int argc, char** argv) {
     std::printf("\nfor reference (no budget):\n");
     auto ms = [](std::optional<double> v) { return v ? *v * 1e3 : 0.0; };
     if (auto plain = MedianOf("measure/plain")) {
-      std::printf("  plain pass %.1f ms (%.2f GB/s); MessageChars alone %.1f ms; "
-                  "Transcript(vector<Message>) (UTF-8 checked too) %.1f ms\n",
-                  *plain * 1e3, static_cast<double>(g.w1_bytes) / *plain / 1e9,
-                  ms(MedianOf("measure/message_chars")), ms(MedianOf("measure/from_vector")));
+      std::printf(
+          "  plain pass %.1f ms (%.2f GB/s); MessageChars alone %.1f ms; "
+          "Transcript(vector<Message>) (UTF-8 checked too) %.1f ms\n",
+          *plain * 1e3, static_cast<double>(g.w1_bytes) / *plain / 1e9,
+          ms(MedianOf("measure/message_chars")), ms(MedianOf("measure/from_vector")));
     }
     if (auto copy = MedianOf("reduce/copy_messages")) {
-      std::printf("  a deep copy of W1's messages (a string each) %.1f ms; the copy into a fresh "
-                  "buffer (page faults included) %.1f ms\n",
-                  *copy * 1e3, ms(MedianOf("reduce/copy_fresh")));
+      std::printf(
+          "  a deep copy of W1's messages (a string each) %.1f ms; the copy into a fresh "
+          "buffer (page faults included) %.1f ms\n",
+          *copy * 1e3, ms(MedianOf("reduce/copy_fresh")));
     }
     if (auto clip = MedianOf("reduce/clip_arguments")) {
-      std::printf("  of ReduceTail's %.1f ms, ClipArguments on the tool-call arguments over 1,024 "
-                  "characters takes %.1f ms\n",
-                  ms(MedianOf("reduce/reduce_tail")), *clip * 1e3);
+      std::printf(
+          "  of ReduceTail's %.1f ms, ClipArguments on the tool-call arguments over 1,024 "
+          "characters takes %.1f ms\n",
+          ms(MedianOf("reduce/reduce_tail")), *clip * 1e3);
     }
     if (auto cut = MedianOf("cut/find_cut")) {
-      std::printf("  the cut %.2f ms = FindSafeBoundaries %.2f ms (pairing calls and results) + "
-                  "FindTurnStarts %.2f ms + the rest;\n  a walk reading each message's role "
-                  "and parts' kinds, nothing else: %.2f ms\n",
-                  *cut * 1e3, ms(MedianOf("cut/safe_boundaries")), ms(MedianOf("cut/turn_starts")),
-                  ms(MedianOf("cut/walk")));
+      std::printf(
+          "  the cut %.2f ms = FindSafeBoundaries %.2f ms (pairing calls and results) + "
+          "FindTurnStarts %.2f ms + the rest;\n  a walk reading each message's role "
+          "and parts' kinds, nothing else: %.2f ms\n",
+          *cut * 1e3, ms(MedianOf("cut/safe_boundaries")), ms(MedianOf("cut/turn_starts")),
+          ms(MedianOf("cut/walk")));
     }
     for (const auto* f : {&compact, &reduce}) {
       if (!f->ok) continue;
-      std::printf("  %s: resident before W1 %.1f MB, with W1 in the store %.1f MB, peak %.1f MB "
-                  "(%.2fx W1 above the start)%s; Prepare %.2f s, %s\n",
-                  f == &compact ? "compact" : "reduce ", static_cast<double>(f->start) / 1e6,
-                  static_cast<double>(f->base) / 1e6, static_cast<double>(f->peak) / 1e6,
-                  static_cast<double>(f->peak - f->start) / static_cast<double>(f->bytes),
-                  f->reset ? "" : " [peak NOT reset before Prepare]", f->seconds,
-                  f->outcome.c_str());
+      std::printf(
+          "  %s: resident before W1 %.1f MB, with W1 in the store %.1f MB, peak %.1f MB "
+          "(%.2fx W1 above the start)%s; Prepare %.2f s, %s\n",
+          f == &compact ? "compact" : "reduce ", static_cast<double>(f->start) / 1e6,
+          static_cast<double>(f->base) / 1e6, static_cast<double>(f->peak) / 1e6,
+          static_cast<double>(f->peak - f->start) / static_cast<double>(f->bytes),
+          f->reset ? "" : " [peak NOT reset before Prepare]", f->seconds, f->outcome.c_str());
     }
 
     if (!w2.empty()) {
-      std::printf("\nW2 — the real transcripts of tests/data, each as a session (no budget of "
-                  "its own; R11.1's 20 us and R11.4's 1 ms shown)\n");
-      std::printf("%-44s %6s %9s %10s %12s %12s %12s\n", "transcript", "msgs", "chars",
-                  "measure", "prepare med", "cut med", "cut max");
+      std::printf(
+          "\nW2 — the real transcripts of tests/data, each as a session (no budget of "
+          "its own; R11.1's 20 us and R11.4's 1 ms shown)\n");
+      std::printf("%-44s %6s %9s %10s %12s %12s %12s\n", "transcript", "msgs", "chars", "measure",
+                  "prepare med", "cut med", "cut max");
       for (const W2Row& r : w2) {
         const double prep = Median(r.prepare);
         const double cut = Median(r.cut);

@@ -14,8 +14,9 @@
 // (the in-memory store) and `sqlite` (a file in --recap_dir, default synchronous=FULL).
 // Budgets, in-memory store: compaction of the largest N at most 3x its import, and time per
 // message roughly constant — from the smallest N to the largest, the compaction's time per
-// message grows at most 2x as much as the import's does (both grow a little in a larger heap). SQLite's figures are printed beside them (no budget: its commit marks every
-// row). Destroying the store and the Compactor is not timed, on either side.
+// message grows at most 2x as much as the import's does (both grow a little in a larger heap).
+// SQLite's figures are printed beside them (no budget: its commit marks every row). Destroying the
+// store and the Compactor is not timed, on either side.
 //
 // The session (--recap_shape):
 //   tiny       (default) turns of four messages, about 60 bytes each: a user request, an
@@ -134,7 +135,8 @@ std::vector<Message> TinySession(std::size_t n) {
     if (out.size() == n) break;
     const bool error = k % 5 == 3;
     out.push_back(Message::ToolOutput(
-        id, error ? "error: " + file + ":" + Num(k % 300) + ": expected ';'" : "ok (" + Num(k) + ")",
+        id,
+        error ? "error: " + file + ":" + Num(k % 300) + ": expected ';'" : "ok (" + Num(k) + ")",
         error));
     if (out.size() == n) break;
     out.push_back(Message::AssistantText("Step " + Num(k) + " done."));
@@ -199,7 +201,8 @@ void ImportThenCompact(benchmark::State& state, const std::string& store_kind, s
 
       auto t0 = Clock::now();
       {
-        recap::Conversation conv = Value(recap::openai_chat::DecodeMessages(text), "DecodeMessages");
+        recap::Conversation conv =
+            Value(recap::openai_chat::DecodeMessages(text), "DecodeMessages");
         if (conv.messages.size() != n) throw std::runtime_error("decoded a different count");
         Value(store->AppendMessages(session, std::move(conv.messages)), "AppendMessages");
       }
@@ -346,8 +349,9 @@ int main(int argc, char** argv) {
   if (o.smoke) o.sizes = {1000, 4000};
   if (sizes) {
     if (sizes->empty()) {
-      std::fprintf(stderr, "recap_bench_offline: --recap_sizes needs sizes of at least 16 "
-                           "messages, e.g. --recap_sizes=62500,250000\n");
+      std::fprintf(stderr,
+                   "recap_bench_offline: --recap_sizes needs sizes of at least 16 "
+                   "messages, e.g. --recap_sizes=62500,250000\n");
       return 2;
     }
     o.sizes = *sizes;
@@ -387,10 +391,9 @@ int main(int argc, char** argv) {
       char ratio[16] = "-";
       if (imp && cmp && *imp > 0) std::snprintf(ratio, sizeof ratio, "%.2f", *cmp / *imp);
       std::printf("%-7s %10s %9.1f %11s %11s %7s %11s %11s %10s\n", store.c_str(),
-                  Grouped(static_cast<double>(n)).c_str(),
-                  static_cast<double>(g_bytes[n]) / 1e6, Secs(imp).c_str(), Secs(cmp).c_str(),
-                  ratio, PerMessage(imp, n).c_str(), PerMessage(cmp, n).c_str(),
-                  Secs(MedianOf("load/" + suffix)).c_str());
+                  Grouped(static_cast<double>(n)).c_str(), static_cast<double>(g_bytes[n]) / 1e6,
+                  Secs(imp).c_str(), Secs(cmp).c_str(), ratio, PerMessage(imp, n).c_str(),
+                  PerMessage(cmp, n).c_str(), Secs(MedianOf("load/" + suffix)).c_str());
     }
   }
 
@@ -427,8 +430,8 @@ int main(int argc, char** argv) {
     b.limit = 2.0;
     budgets.push_back(b);
   }
-  std::printf("\n%-52s %12s %12s %7s %8s  %s\n", "figure (in-memory store)", "measured",
-              "baseline", "ratio", "budget", "result");
+  std::printf("\n%-52s %12s %12s %7s %8s  %s\n", "figure (in-memory store)", "measured", "baseline",
+              "ratio", "budget", "result");
   int missed = 0;
   for (const Budget& b : budgets) {
     char ratio[16] = "-";
@@ -446,7 +449,9 @@ int main(int argc, char** argv) {
     };
     std::printf("%-52s %12s %12s %7s %8s  %s\n", b.label.c_str(), shown(b.value).c_str(),
                 shown(b.baseline).c_str(), ratio, limit,
-                !ran ? "not run" : b.pass() ? "PASS" : "FAIL");
+                !ran       ? "not run"
+                : b.pass() ? "PASS"
+                           : "FAIL");
   }
 
   int status = 0;

@@ -65,10 +65,7 @@
 // Exit status: 0 every figure ran, 2 an operation failed or the server could not be set up.
 #include <pthread.h>
 #include <signal.h>
-#include <sys/vfs.h>
 #include <unistd.h>
-
-#include <libpq-fe.h>
 
 #include <algorithm>
 #include <atomic>
@@ -89,14 +86,16 @@
 #include <vector>
 
 #include <benchmark/benchmark.h>
+#include <libpq-fe.h>
+#include <sys/vfs.h>
 
 #include "recap/message.h"
 #include "recap/postgres/postgres_store.h"
 #include "recap/session_store.h"
 #include "recap/sqlite/sqlite_store.h"
-#include "support/pg_server.h"
 
 #include "bench_support.h"
+#include "support/pg_server.h"
 #include "w1_workload.h"
 
 using recap_bench::CollectingReporter;
@@ -176,11 +175,11 @@ struct Setup {
   Config config;
   std::unique_ptr<recap::testing::PostgresTestServer> pg;
   std::unique_ptr<PgConn> admin;  // DROP SCHEMA, VACUUM: quiet about cascades
-  std::string conn_durable;  // synchronous_commit = on (the server's setting)
-  std::string conn_relaxed;  // the same with synchronous_commit = off for the connection
-  std::string server_line;   // what SHOW said, for the table's header
-  std::string tmp;           // the SQLite files' folder
-  std::string sqlite_load;   // W1, written by the SQLite store
+  std::string conn_durable;       // synchronous_commit = on (the server's setting)
+  std::string conn_relaxed;       // the same with synchronous_commit = off for the connection
+  std::string server_line;        // what SHOW said, for the table's header
+  std::string tmp;                // the SQLite files' folder
+  std::string sqlite_load;        // W1, written by the SQLite store
   std::string sqlite_changes;
   std::vector<Message> w1;
   std::size_t w1_bytes = 0;
@@ -212,7 +211,6 @@ void Guarded(benchmark::State& state, const std::string& name, Fn&& fn) {
   }
 }
 
-
 // ---- PostgreSQL -----------------------------------------------------------------------------
 
 std::shared_ptr<recap::SessionStore> OpenPg(const std::string& schema, bool durable) {
@@ -225,7 +223,9 @@ std::shared_ptr<recap::SessionStore> OpenPg(const std::string& schema, bool dura
   return std::move(store).value();
 }
 
-std::string NewSchema(const char* what) { return std::string(what) + "_" + std::to_string(g_counter++); }
+std::string NewSchema(const char* what) {
+  return std::string(what) + "_" + std::to_string(g_counter++);
+}
 
 void DropSchema(const std::string& schema) {
   g.admin->Value("DROP SCHEMA IF EXISTS " + schema + " CASCADE");
@@ -247,19 +247,21 @@ void SetUpServer() {
   for (const auto& s : kServerSettings) {
     std::string v = durable.Value(std::string("SHOW ") + s[0]);
     if (v != s[1]) {
-      throw std::runtime_error(std::string("the server's ") + s[0] + " is " + v + ", not " +
-                               s[1] + " after ALTER SYSTEM and a restart");
+      throw std::runtime_error(std::string("the server's ") + s[0] + " is " + v + ", not " + s[1] +
+                               " after ALTER SYSTEM and a restart");
     }
   }
   g.admin = std::make_unique<PgConn>(g.conn_durable + " options='-c client_min_messages=warning'");
   PgConn relaxed(g.conn_relaxed);
   if (std::string v = relaxed.Value("SHOW synchronous_commit"); v != "off") {
-    throw std::runtime_error("a connection with options='-c synchronous_commit=off' has "
-                             "synchronous_commit = " + v);
+    throw std::runtime_error(
+        "a connection with options='-c synchronous_commit=off' has "
+        "synchronous_commit = " +
+        v);
   }
   g.server_line = "PostgreSQL " + durable.Value("SHOW server_version") +
-                  " on a Unix socket, data in " + g.pg->data_dir() + ": fsync=" +
-                  durable.Value("SHOW fsync") +
+                  " on a Unix socket, data in " + g.pg->data_dir() +
+                  ": fsync=" + durable.Value("SHOW fsync") +
                   ", full_page_writes=" + durable.Value("SHOW full_page_writes") +
                   ", wal_level=" + durable.Value("SHOW wal_level") +
                   ", shared_buffers=" + durable.Value("SHOW shared_buffers") +
@@ -281,7 +283,6 @@ void WriteW1(recap::SessionStore& store, const std::string& what) {
 std::string NewPath(const char* what) {
   return g.tmp + "/" + what + "-" + std::to_string(g_counter++) + ".db";
 }
-
 
 std::shared_ptr<recap::SessionStore> OpenSqlite(const std::string& path, SqliteSynchronous sync) {
   recap::SqliteStoreOptions options;
@@ -414,9 +415,8 @@ void Changes(benchmark::State& state, Side side) {
   Guarded(state, std::string("changes ") + SideName(side), [&] {
     // A host keeps its store open: one store object for the run. The appends are not timed;
     // they are not durable (NORMAL / synchronous_commit off) so that they take little time.
-    auto store = side == Side::kPostgres
-                     ? OpenPg(kChangesSchema, false)
-                     : OpenSqlite(g.sqlite_changes, SqliteSynchronous::kNormal);
+    auto store = side == Side::kPostgres ? OpenPg(kChangesSchema, false)
+                                         : OpenSqlite(g.sqlite_changes, SqliteSynchronous::kNormal);
     // One turn untimed first: statements prepared, the new backend's caches filled.
     auto turn = [&](bool timed) {
       Message m = Message::UserText("one more turn: " + std::string(480, 'x'));
@@ -430,11 +430,10 @@ void Changes(benchmark::State& state, Side side) {
       Check(r, "LoadChanges");
       if (!r.value().appended_only || r.value().appended.size() != 1 ||
           r.value().version != v.value()) {
-        throw std::runtime_error("LoadChanges after one append returned " +
-                                 std::to_string(r.value().appended.size()) +
-                                 " appended messages at version " +
-                                 std::to_string(r.value().version) + ", appended_only " +
-                                 (r.value().appended_only ? "true" : "false"));
+        throw std::runtime_error(
+            "LoadChanges after one append returned " + std::to_string(r.value().appended.size()) +
+            " appended messages at version " + std::to_string(r.value().version) +
+            ", appended_only " + (r.value().appended_only ? "true" : "false"));
       }
       if (timed) state.SetIterationTime(std::chrono::duration<double>(end - start).count());
     };
@@ -533,7 +532,6 @@ struct Figure {
   bool rate;  // shown as messages per second
 };
 
-
 std::string Shown(double seconds, bool rate) {
   char buf[64];
   if (rate) return Grouped(1.0 / seconds) + " msg/s";
@@ -554,10 +552,10 @@ struct JsonComparison {
 std::vector<JsonComparison> g_json;
 
 void PrintTable(const CollectingReporter& reporter, const std::vector<Figure>& figures) {
-  std::printf("\nrecap's PostgreSQL store vs its SQLite store, same run, W1: %s messages, "
-              "%.1f MB of message text\n",
-              Grouped(static_cast<double>(g.w1.size())).c_str(),
-              static_cast<double>(g.w1_bytes) / 1e6);
+  std::printf(
+      "\nrecap's PostgreSQL store vs its SQLite store, same run, W1: %s messages, "
+      "%.1f MB of message text\n",
+      Grouped(static_cast<double>(g.w1.size())).c_str(), static_cast<double>(g.w1_bytes) / 1e6);
   std::printf("server: %s\n", g.server_line.c_str());
   std::printf("SQLite: WAL, files in %s\n", g.tmp.c_str());
   if (g.config.repetitions > 1) {
@@ -585,9 +583,10 @@ void PrintTable(const CollectingReporter& reporter, const std::vector<Figure>& f
   auto bare = reporter.seconds.find("load/postgres_bare");
   auto load = reporter.seconds.find("load/postgres");
   if (bare != reporter.seconds.end() && load != reporter.seconds.end() && bare->second > 0) {
-    std::printf("for reference: the store's load statement by bare libpq (fresh connection, binary "
-                "result buffered,\nnot decoded) takes %s; the store's Load is %.2fx that\n",
-                Shown(bare->second, false).c_str(), load->second / bare->second);
+    std::printf(
+        "for reference: the store's load statement by bare libpq (fresh connection, binary "
+        "result buffered,\nnot decoded) takes %s; the store's Load is %.2fx that\n",
+        Shown(bare->second, false).c_str(), load->second / bare->second);
   }
   if (auto rt = reporter.seconds.find("roundtrip/postgres"); rt != reporter.seconds.end()) {
     std::printf(
@@ -598,7 +597,6 @@ void PrintTable(const CollectingReporter& reporter, const std::vector<Figure>& f
         rt->second * 1e6);
   }
 }
-
 
 // One comparison object a line, so that scripts/bench.sh can merge files line by line.
 bool WriteJson(const std::string& path, bool smoke) {
@@ -645,7 +643,6 @@ void StopServerOnSignal(const std::string& server_dir, const std::string& tmp, b
   }).detach();
 }
 
-
 void Register() {
   const Config& c = g.config;
   const int append_reps = c.repetitions > 1 ? 2 * c.repetitions : 1;
@@ -668,10 +665,10 @@ void Register() {
     int iterations;
     benchmark::TimeUnit unit;
   };
-  for (const Timed& t : {Timed{"batch", &Batch, c.batch_iterations, benchmark::kMillisecond},
-                         Timed{"load", &Load, c.load_iterations, benchmark::kMillisecond},
-                         Timed{"changes", &Changes, c.changes_iterations,
-                               benchmark::kMicrosecond}}) {
+  for (const Timed& t :
+       {Timed{"batch", &Batch, c.batch_iterations, benchmark::kMillisecond},
+        Timed{"load", &Load, c.load_iterations, benchmark::kMillisecond},
+        Timed{"changes", &Changes, c.changes_iterations, benchmark::kMicrosecond}}) {
     for (Side side : {Side::kPostgres, Side::kSqlite}) {
       const std::string name = std::string(t.what) + "/" + SideName(side);
       auto* b = benchmark::RegisterBenchmark(

@@ -36,9 +36,10 @@
 
 #include <sys/wait.h>
 
-#include "bench_support.h"
 #include "recap/recap.h"
 #include "recap/sqlite/sqlite_store.h"
+
+#include "bench_support.h"
 
 namespace {
 
@@ -85,9 +86,8 @@ std::vector<recap::Message> SessionMessages(std::size_t k) {
     const std::string id = "c" + std::to_string(t);
     out.push_back(recap::Message::UserText("Session " + std::to_string(k) + ", request " +
                                            std::to_string(t) + ": " + std::string(120, 'r')));
-    out.push_back(recap::Message::AssistantCalls(
-        {recap::ToolCall{id, "read_file", R"({"path":"src/file_)" + std::to_string(t) + R"(.cc"})",
-                         {}}}));
+    out.push_back(recap::Message::AssistantCalls({recap::ToolCall{
+        id, "read_file", R"({"path":"src/file_)" + std::to_string(t) + R"(.cc"})", {}}}));
     out.push_back(recap::Message::ToolOutput(id, std::string(2400, static_cast<char>('a' + t))));
     out.push_back(recap::Message::AssistantText("Done with step " + std::to_string(t) + ". " +
                                                 std::string(200, 'd')));
@@ -141,8 +141,8 @@ bool Serve(std::size_t max_bytes, int fd) {
   for (int round = 0; round < g_options.rounds; ++round) {
     for (std::size_t k = 0; k < g_options.sessions; ++k) {
       const std::string session = SessionName(k);
-      auto appended =
-          (*store)->Append(session, recap::Message::UserText("next, round " + std::to_string(round)));
+      auto appended = (*store)->Append(
+          session, recap::Message::UserText("next, round " + std::to_string(round)));
       if (!appended.ok()) {
         std::fprintf(stderr, "Append(%s): %s\n", session.c_str(),
                      appended.status().message().c_str());
@@ -193,8 +193,8 @@ bool g_failed = false;
 void BM_Serve(benchmark::State& state, bool bounded) {
   for (auto _ : state) {
     double seconds = 0;
-    std::vector<Sample> samples = ServeInChild(
-        bounded ? g_options.max_mb << 20 : std::size_t{1} << 40, &seconds);
+    std::vector<Sample> samples =
+        ServeInChild(bounded ? g_options.max_mb << 20 : std::size_t{1} << 40, &seconds);
     if (samples.empty()) {
       g_failed = true;
       state.SkipWithError("the serving child failed");
@@ -237,8 +237,9 @@ int main(int argc, char** argv) {
     g_options.rounds = 1;
   }
   if (g_options.sessions == 0 || g_options.rounds < 1) {
-    std::fprintf(stderr, "recap_bench_sessions: --recap_sessions and --recap_rounds must be "
-                         "at least 1\n");
+    std::fprintf(stderr,
+                 "recap_bench_sessions: --recap_sessions and --recap_rounds must be "
+                 "at least 1\n");
     return 2;
   }
   if (g_options.dir.empty()) {
@@ -271,10 +272,10 @@ int main(int argc, char** argv) {
     return 2;
   }
 
-  std::printf("\nR12.6 — %s sessions of ~30 KB served in turn, %d round(s); cache.maxBytes %zu MiB "
-              "(bounded) vs 1 TiB (unbounded)\n\n",
-              Grouped(static_cast<double>(g_options.sessions)).c_str(), g_options.rounds,
-              g_options.max_mb);
+  std::printf(
+      "\nR12.6 — %s sessions of ~30 KB served in turn, %d round(s); cache.maxBytes %zu MiB "
+      "(bounded) vs 1 TiB (unbounded)\n\n",
+      Grouped(static_cast<double>(g_options.sessions)).c_str(), g_options.rounds, g_options.max_mb);
   std::printf("%10s %16s %16s %18s %16s\n", "served", "bounded RSS MB", "cache MB (sess.)",
               "unbounded RSS MB", "cache MB (sess.)");
   for (std::size_t i = 0; i < g_bounded.size() && i < g_unbounded.size(); ++i) {
@@ -298,9 +299,14 @@ int main(int argc, char** argv) {
   std::printf("\n%-58s %10s %12s  %s\n", "figure", "measured", "budget", "result");
   std::printf("%-58s %8.1f MB %9.1f MB  %s\n",
               "bounded: RSS growth after the first 10% of sessions", growth, 1.5 * budget_mb,
-              g_options.smoke ? "(smoke)" : rss_ok ? "PASS" : "FAIL");
+              g_options.smoke ? "(smoke)"
+              : rss_ok        ? "PASS"
+                              : "FAIL");
   std::printf("%-58s %8.1f MB %9.1f MB  %s\n", "bounded: the cache's own peak", cache_peak,
-              budget_mb + session_mb, g_options.smoke ? "(smoke)" : cache_ok ? "PASS" : "FAIL");
+              budget_mb + session_mb,
+              g_options.smoke ? "(smoke)"
+              : cache_ok      ? "PASS"
+                              : "FAIL");
   std::printf("for reference: the unbounded run ended at %.1f MB resident, %.1f MB cached\n",
               g_unbounded.back().rss_mb, g_unbounded.back().cache_mb);
   if (g_options.smoke) {

@@ -146,7 +146,6 @@ std::string NewPath(const char* what) {
   return g.tmp + "/" + what + "-" + std::to_string(g_file_counter++) + ".db";
 }
 
-
 void FsyncFile(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY);
   if (fd < 0) throw std::runtime_error("cannot open " + path + " to fsync it");
@@ -162,7 +161,6 @@ std::string FreshCopy(const char* what) {
   FsyncFile(path);
   return path;
 }
-
 
 // ---- the bare sqlite3 side ------------------------------------------------------------------
 
@@ -548,7 +546,6 @@ struct Figure {
   double budget;  // rate: ratio ≥ budget; time: ratio ≤ budget
 };
 
-
 std::string Shown(double seconds, bool rate) {
   char buf[64];
   if (rate) return Grouped(1.0 / seconds) + " msg/s";
@@ -616,7 +613,6 @@ int PrintTable(const CollectingReporter& reporter, const std::vector<Figure>& fi
   return missed;
 }
 
-
 // One budget object a line, so that scripts/bench.sh can merge files line by line.
 bool WriteJson(const std::string& path, bool smoke) {
   FILE* f = std::fopen(path.c_str(), "w");
@@ -626,17 +622,18 @@ bool WriteJson(const std::string& path, bool smoke) {
     const JsonBudget& b = g_json[i];
     std::fprintf(f,
                  "  {\"id\": %s, \"figure\": %s, \"unit\": %s, \"value\": %.9g, \"baseline\": "
-                 "%.9g, \"ratio\": %.9g, \"limit\": %.9g, \"compare\": %s, \"pass\": %s, \"enforced\": %s}%s\n",
+                 "%.9g, \"ratio\": %.9g, \"limit\": %.9g, \"compare\": %s, \"pass\": %s, "
+                 "\"enforced\": %s}%s\n",
                  JsonString(b.id).c_str(), JsonString(b.label).c_str(), JsonString(b.unit).c_str(),
                  b.value, b.baseline, b.ratio, b.limit, b.at_least ? "\">=\"" : "\"<=\"",
-                 b.pass ? "true" : "false", smoke ? "false" : "true", i + 1 < g_json.size() ? "," : "");
+                 b.pass ? "true" : "false", smoke ? "false" : "true",
+                 i + 1 < g_json.size() ? "," : "");
   }
   std::fprintf(f, "]}\n");
   return std::fclose(f) == 0;
 }
 
 // ---- main ---------------------------------------------------------------------------------
-
 
 }  // namespace
 
@@ -767,8 +764,10 @@ int main(int argc, char** argv) {
                   Grouped(static_cast<double>(g.w1.size())).c_str(),
                   static_cast<double>(g.w1_bytes) / 1e6);
     const std::vector<Figure> figures = {
-        {"R11.5/append_full", "append, synchronous=FULL", "append_full/store", "append_full/bare", true, 0.70},
-        {"R11.5/append_normal", "append, synchronous=NORMAL", "append_normal/store", "append_normal/bare", true, 0.70},
+        {"R11.5/append_full", "append, synchronous=FULL", "append_full/store", "append_full/bare",
+         true, 0.70},
+        {"R11.5/append_normal", "append, synchronous=NORMAL", "append_normal/store",
+         "append_normal/bare", true, 0.70},
         {"R11.5/compaction", compaction_label, "compaction/store", "compaction/bare", false, 3.0},
         {"R11.5/load", load_label, "load/store", "load/bare_copy", false, 2.0},
     };

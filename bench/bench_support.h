@@ -4,7 +4,6 @@
 #ifndef RECAP_BENCH_BENCH_SUPPORT_H_
 #define RECAP_BENCH_BENCH_SUPPORT_H_
 
-#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -14,6 +13,7 @@
 #include <vector>
 
 #include <benchmark/benchmark.h>
+#include <sys/vfs.h>
 
 namespace recap_bench {
 

@@ -53,6 +53,7 @@
 #include "recap/http/http_provider.h"
 #include "recap/recap.h"
 #include "recap/sqlite/sqlite_store.h"
+
 #include "support/http_test_server.h"
 #include "support/test_data.h"
 #include "w1_workload.h"
@@ -214,8 +215,9 @@ class Soak {
       const std::size_t pool = k % 2 == 0 ? (k / 2) % real : real + (k / 2) % 4;
       s->turns = &pools_[pool];
       if (k % 2 == 1 || !pool_instructions_[pool]) {
-        if (k % 4 == 1) s->instructions = Message::SystemText(
-            "You are the soak's agent. Never delete files. Always answer in English.");
+        if (k % 4 == 1)
+          s->instructions = Message::SystemText(
+              "You are the soak's agent. Never delete files. Always answer in English.");
       } else {
         s->instructions = *pool_instructions_[pool];
       }
@@ -274,13 +276,13 @@ class Soak {
     if (!force && phase == phase_) return;
     phase_ = phase;
     server_.Route("GET", "/v1/models",
-                  models_down ? ScriptedHttpResponse::Json(503, R"({"error":{"message":"down"}})")
-                              : ScriptedHttpResponse::Json(
-                                    200, R"({"data":[{"id":"soak-model","context_length":16000}]})"));
+                  models_down
+                      ? ScriptedHttpResponse::Json(503, R"({"error":{"message":"down"}})")
+                      : ScriptedHttpResponse::Json(
+                            200, R"({"data":[{"id":"soak-model","context_length":16000}]})"));
     ScriptedHttpResponse reply =
-        summarizer_down
-            ? ScriptedHttpResponse::Json(503, R"({"error":{"message":"overloaded"}})")
-            : ScriptedHttpResponse::Json(200, CheckpointReply());
+        summarizer_down ? ScriptedHttpResponse::Json(503, R"({"error":{"message":"overloaded"}})")
+                        : ScriptedHttpResponse::Json(200, CheckpointReply());
     if (slow) reply.delay = std::chrono::milliseconds(o_.slow_ms);
     server_.Route("POST", "/v1/chat/completions", reply);
   }
@@ -411,23 +413,25 @@ class Soak {
     std::sort(quiet_us_.begin(), quiet_us_.end());
     auto pct = [&](double q) {
       if (quiet_us_.empty()) return 0.0;
-      return quiet_us_[std::min(quiet_us_.size() - 1,
-                                static_cast<std::size_t>(q * static_cast<double>(quiet_us_.size())))];
+      return quiet_us_[std::min(
+          quiet_us_.size() - 1,
+          static_cast<std::size_t>(q * static_cast<double>(quiet_us_.size())))];
     };
     const std::size_t turns = turns_done_.load();
     std::printf("\nchaos soak — %zu sessions x %zu turns (%zu turns) on two hosts, %.1f s\n\n",
                 o_.sessions, o_.turns, turns, seconds);
     std::printf("%-52s %s\n", "figure", "measured");
     std::printf("%-52s %zu\n", "compactions", compactions_);
-    std::printf("%-52s %.1f\n", "summarizer calls per 1,000 turns",
-                turns ? 1000.0 * static_cast<double>(summarizer_calls_) / static_cast<double>(turns)
-                      : 0.0);
+    std::printf(
+        "%-52s %.1f\n", "summarizer calls per 1,000 turns",
+        turns ? 1000.0 * static_cast<double>(summarizer_calls_) / static_cast<double>(turns) : 0.0);
     std::printf("%-52s %zu\n", "requests the summarizer's server saw", server_.request_count());
-    std::printf("%-52s %zu\n", "Prepare refused with kContextBudgetExceeded", budget_errors_.load());
+    std::printf("%-52s %zu\n", "Prepare refused with kContextBudgetExceeded",
+                budget_errors_.load());
     std::printf("%-52s %zu\n", "host restarts", restarts_.load());
     std::printf("%-52s %zu\n", "overflow reports", overflows_.load());
-    std::printf("%-52s %.1f us / %.1f us (%zu turns)\n",
-                "Prepare with nothing to do: p50 / p99", pct(0.50), pct(0.99), quiet_us_.size());
+    std::printf("%-52s %.1f us / %.1f us (%zu turns)\n", "Prepare with nothing to do: p50 / p99",
+                pct(0.50), pct(0.99), quiet_us_.size());
     std::printf("%-52s %zu\n", "crashes", std::size_t{0});
     if (!budget_by_session_.empty()) {
       std::vector<std::pair<std::size_t, std::string>> by;
@@ -513,7 +517,8 @@ int main(int argc, char** argv) {
     o.dir = tmp != nullptr && *tmp != '\0' ? tmp : "/tmp";
   }
   const std::string db =
-      (std::filesystem::path(o.dir) / ("recap-soak-" + std::to_string(::getpid()) + ".db")).string();
+      (std::filesystem::path(o.dir) / ("recap-soak-" + std::to_string(::getpid()) + ".db"))
+          .string();
   int status = 2;
   {
     Soak soak(o, db);

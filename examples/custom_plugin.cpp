@@ -49,14 +49,13 @@ class OpenTasksPlugin : public recap::PluginHook {
     result.instructions =
         "Also list, in open_tasks, every task the user asked for that is not finished yet, "
         "one short imperative sentence each.";
-    result.output_fields.push_back(
-        {"open_tasks", "the user's unfinished tasks, one sentence each",
-         R"({"type": "array", "items": {"type": "string"}})"});
+    result.output_fields.push_back({"open_tasks", "the user's unfinished tasks, one sentence each",
+                                    R"({"type": "array", "items": {"type": "string"}})"});
     return result;
   }
 
-  recap::Result<recap::AfterCompactResult> AfterCompact(
-      const recap::AfterCompactContext& context, const recap::CancellationToken&) override {
+  recap::Result<recap::AfterCompactResult> AfterCompact(const recap::AfterCompactContext& context,
+                                                        const recap::CancellationToken&) override {
     recap::AfterCompactResult result;
     auto field = context.fields.find("open_tasks");
     if (field == context.fields.end()) {

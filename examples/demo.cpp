@@ -41,8 +41,9 @@
 #if RECAP_DEMO_HAVE_SQLITE
 #include "recap/sqlite/sqlite_store.h"
 #endif
-#include <mutex>
 #include <unistd.h>
+
+#include <mutex>
 
 #ifndef RECAP_DEMO_DEFAULT_TRANSCRIPT
 #define RECAP_DEMO_DEFAULT_TRANSCRIPT ""
@@ -232,7 +233,8 @@ struct ReplayOptions {
   std::size_t max_chars = 0;
 };
 
-int Replay(const recap::Transcript& t, std::size_t instruction_chars, const ReplayOptions& options) {
+int Replay(const recap::Transcript& t, std::size_t instruction_chars,
+           const ReplayOptions& options) {
   const std::size_t max_chars =
       options.max_chars != 0 ? options.max_chars
                              : std::max<std::size_t>(4000, instruction_chars + t.chars() / 2);
@@ -250,7 +252,8 @@ int Replay(const recap::Transcript& t, std::size_t instruction_chars, const Repl
   const std::string session = "demo";
 
 #if RECAP_DEMO_HAVE_SQLITE
-  recap::Result<std::shared_ptr<recap::SessionStore>> opened = recap::OpenSqliteSessionStore(db_path);
+  recap::Result<std::shared_ptr<recap::SessionStore>> opened =
+      recap::OpenSqliteSessionStore(db_path);
   if (!opened.ok()) {
     std::fprintf(stderr, "recap_demo: %s\n", opened.status().ToString().c_str());
     return 1;
@@ -332,7 +335,8 @@ int Replay(const recap::Transcript& t, std::size_t instruction_chars, const Repl
       "chars: the whole conversation, " + Plural(t.size(), "message", "messages"));
   Row("after", Num(last.after_chars),
       "chars: what the last request sent, " + Plural(last.messages.size(), "message", "messages"));
-  if (!first_budget_error.empty()) std::printf("  first budget error: %s\n", first_budget_error.c_str());
+  if (!first_budget_error.empty())
+    std::printf("  first budget error: %s\n", first_budget_error.c_str());
 
   recap::Result<std::vector<recap::HistoryEntry>> history = store->History(run_session);
   if (history.ok()) {

@@ -106,8 +106,7 @@ int main() {
        ToolOutput("call_2", "applied"),
        AssistantCall("call_3", "run", {{"cmd", "ctest -R parser"}}),
        ToolOutput("call_3", BuildLog(60)), AssistantText("Fixed; all parser tests pass.")},
-      {UserText("Now run the whole suite."),
-       AssistantCall("call_4", "run", {{"cmd", "ctest"}}),
+      {UserText("Now run the whole suite."), AssistantCall("call_4", "run", {{"cmd", "ctest"}}),
        ToolOutput("call_4", BuildLog(200)), AssistantText("All 212 tests pass.")},
       {UserText("Thanks. Summarize what changed."),
        AssistantText("src/parser/parser.cc:88 now checks the remaining length before reading.")},
@@ -146,14 +145,14 @@ int main() {
     }
     std::printf("  %zu -> %zu chars (limit %zu), %zu messages to send", prepared->before_chars,
                 prepared->after_chars, max_chars, prepared->messages.size());
-    for (const std::string& reason : prepared->compactions) std::printf(", compacted (%s)", reason.c_str());
+    for (const std::string& reason : prepared->compactions)
+      std::printf(", compacted (%s)", reason.c_str());
     if (prepared->reduced_messages > 0) std::printf(", %zu clipped", prepared->reduced_messages);
     std::printf("\n");
     compactions += prepared->compactions.size();
 
     // The request: what Prepare returned — the system prompt first — in the host's format.
-    Expect(prepared->messages.size() > 0 &&
-               prepared->messages[0].role == recap::Role::kSystem &&
+    Expect(prepared->messages.size() > 0 && prepared->messages[0].role == recap::Role::kSystem &&
                recap::JoinedText(prepared->messages[0]) == system_prompt,
            "the system prompt is first and whole in turn " + std::to_string(turn + 1));
     recap::Conversation request;

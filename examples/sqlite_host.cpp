@@ -27,6 +27,8 @@
 // every request stayed within limits.maxContextChars with no tool call separated from its
 // result and the file's history holds each appended message once; 1 for a setup error (the
 // message says what to set); 2 when a guarantee did not hold.
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -34,7 +36,6 @@
 #include <set>
 #include <sstream>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -216,9 +217,10 @@ int main() {
       if (!e.message.summary) ids.insert(e.message.id);
     }
     std::set<std::string> distinct(ids.begin(), ids.end());
-    std::printf("%zu requests, %d compaction(s); the file's history: %zu entries, %zu distinct "
-                "messages of the host's %zu\n",
-                requests, sink->completed, history->size(), distinct.size(), appended);
+    std::printf(
+        "%zu requests, %d compaction(s); the file's history: %zu entries, %zu distinct "
+        "messages of the host's %zu\n",
+        requests, sink->completed, history->size(), distinct.size(), appended);
     Expect(distinct.size() == appended, "the history holds every appended message");
   }
   Expect(sink->completed >= 1, "the session was compacted at least once");

@@ -31,7 +31,8 @@ Checkpoint Sample() {
   c.accomplished = {"Wrote src/core/checkpoint/checkpoint.cc"};
   c.current_state = "Tests pass except the salvage property";
   c.next_steps = {"Fix the salvage property", "Write docs/checkpoint-format.md"};
-  c.relevant_files = {{"src/core/checkpoint/checkpoint.cc", "the parser"}, {"docs/checkpoint-format.md", ""}};
+  c.relevant_files = {{"src/core/checkpoint/checkpoint.cc", "the parser"},
+                      {"docs/checkpoint-format.md", ""}};
   return c;
 }
 

@@ -566,7 +566,9 @@ TEST_CASE("R13.2 the store's body form keeps extra and payload texts byte for by
         std::get<recap::Opaque>(m.parts[1]).payload);
 }
 
-TEST_CASE("R13.1 EncodeBodyPieces writes what EncodeBody writes, its large strings straight from the message, and EncodedBodySize is its length") {
+TEST_CASE(
+    "R13.1 EncodeBodyPieces writes what EncodeBody writes, its large strings straight from the "
+    "message, and EncodedBodySize is its length") {
   std::uint64_t first = 1;
   std::size_t cases = 300;
   if (auto replay = ReplaySeed()) {
@@ -618,7 +620,9 @@ TEST_CASE("R13.1 EncodeBodyPieces writes what EncodeBody writes, its large strin
   }
 }
 
-TEST_CASE("R12.1 a pinned message keeps its flag through the stores' body form and the native form, and other bodies stay format 1") {
+TEST_CASE(
+    "R12.1 a pinned message keeps its flag through the stores' body form and the native form, and "
+    "other bodies stay format 1") {
   Message plain = Message::UserText("Answer in French.");
   plain.id = "u1";
   Message pinned = plain;

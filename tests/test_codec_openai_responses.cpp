@@ -52,7 +52,8 @@ std::string Opaque64(std::mt19937_64& rng, std::size_t n) {
 Json Reasoning(std::mt19937_64& rng, int k) {
   Json r = {{"type", "reasoning"},
             {"id", "rs_" + std::to_string(k)},
-            {"summary", Json::array({{{"type", "summary_text"}, {"text", "Thinking about step " + std::to_string(k)}}})},
+            {"summary", Json::array({{{"type", "summary_text"},
+                                      {"text", "Thinking about step " + std::to_string(k)}}})},
             {"encrypted_content", Opaque64(rng, 40 + rng() % 400)}};
   return r;
 }
@@ -77,12 +78,15 @@ Json FromChat(const std::string& chat_json, std::mt19937_64& rng) {
       items.push_back(std::move(item));
     } else if (role == "assistant") {
       if (rng() % 3 != 0) items.push_back(Reasoning(rng, ++k));
-      if (m.contains("content") && m["content"].is_string() && !m["content"].get<std::string>().empty()) {
+      if (m.contains("content") && m["content"].is_string() &&
+          !m["content"].get<std::string>().empty()) {
         items.push_back({{"type", "message"},
                          {"id", "msg_" + std::to_string(++k)},
                          {"role", "assistant"},
                          {"status", "completed"},
-                         {"content", Json::array({{{"type", "output_text"}, {"text", m["content"]}, {"annotations", Json::array()}}})}});
+                         {"content", Json::array({{{"type", "output_text"},
+                                                   {"text", m["content"]},
+                                                   {"annotations", Json::array()}}})}});
       }
       if (m.contains("tool_calls") && m["tool_calls"].is_array()) {
         for (const Json& tc : m["tool_calls"]) {
@@ -116,7 +120,9 @@ Json Generated(std::uint64_t seed) {
       user["content"] = "question " + std::to_string(t) + " \xC3\xA9\xE2\x82\xAC";
     } else {
       user["content"] = Json::array({{{"type", "input_text"}, {"text", "look at this"}},
-                                     {{"type", "input_image"}, {"image_url", "data:image/png;base64,AAAA"}, {"detail", "auto"}}});
+                                     {{"type", "input_image"},
+                                      {"image_url", "data:image/png;base64,AAAA"},
+                                      {"detail", "auto"}}});
     }
     items.push_back(std::move(user));
     const int rounds = static_cast<int>(rng() % 4);
@@ -129,34 +135,59 @@ Json Generated(std::uint64_t seed) {
         std::vector<std::string> ids;
         for (int p = 0; p < parallel; ++p) {
           ids.push_back(id + "_" + std::to_string(p));
-          items.push_back({{"type", "function_call"}, {"call_id", ids.back()}, {"name", "run"},
+          items.push_back({{"type", "function_call"},
+                           {"call_id", ids.back()},
+                           {"name", "run"},
                            {"arguments", "{\"cmd\":\"" + std::string(rng() % 3000, 'x') + "\"}"}});
         }
         for (const std::string& c : ids) {
           if (rng() % 4 == 0) {
-            items.push_back({{"type", "function_call_output"}, {"call_id", c},
-                             {"output", Json::array({{{"type", "input_text"}, {"text", std::string(rng() % 20000, 'o')}}})}});
+            items.push_back(
+                {{"type", "function_call_output"},
+                 {"call_id", c},
+                 {"output", Json::array({{{"type", "input_text"},
+                                          {"text", std::string(rng() % 20000, 'o')}}})}});
           } else {
-            items.push_back({{"type", "function_call_output"}, {"id", "fco_" + c}, {"call_id", c},
-                             {"output", std::string(rng() % 20000, 'o')}, {"status", "completed"}});
+            items.push_back({{"type", "function_call_output"},
+                             {"id", "fco_" + c},
+                             {"call_id", c},
+                             {"output", std::string(rng() % 20000, 'o')},
+                             {"status", "completed"}});
           }
         }
       } else if (kind == 2) {
-        items.push_back({{"type", "computer_call"}, {"id", "cu_" + id}, {"call_id", id},
-                         {"action", {{"type", "click"}, {"x", 10}, {"y", 20}}}, {"pending_safety_checks", Json::array()}, {"status", "completed"}});
-        items.push_back({{"type", "computer_call_output"}, {"call_id", id},
-                         {"output", {{"type", "computer_screenshot"}, {"image_url", "data:image/png;base64,BBBB"}}}});
+        items.push_back({{"type", "computer_call"},
+                         {"id", "cu_" + id},
+                         {"call_id", id},
+                         {"action", {{"type", "click"}, {"x", 10}, {"y", 20}}},
+                         {"pending_safety_checks", Json::array()},
+                         {"status", "completed"}});
+        items.push_back(
+            {{"type", "computer_call_output"},
+             {"call_id", id},
+             {"output",
+              {{"type", "computer_screenshot"}, {"image_url", "data:image/png;base64,BBBB"}}}});
       } else if (kind == 3) {
-        items.push_back({{"type", "custom_tool_call"}, {"call_id", id}, {"name", "patch"}, {"input", std::string(rng() % 500, 'p')}});
-        items.push_back({{"type", "custom_tool_call_output"}, {"call_id", id}, {"output", "applied"}});
+        items.push_back({{"type", "custom_tool_call"},
+                         {"call_id", id},
+                         {"name", "patch"},
+                         {"input", std::string(rng() % 500, 'p')}});
+        items.push_back(
+            {{"type", "custom_tool_call_output"}, {"call_id", id}, {"output", "applied"}});
       } else {
-        items.push_back({{"type", "web_search_call"}, {"id", "ws_" + id}, {"status", "completed"},
+        items.push_back({{"type", "web_search_call"},
+                         {"id", "ws_" + id},
+                         {"status", "completed"},
                          {"action", {{"type", "search"}, {"query", "weather"}}}});
       }
     }
     if (rng() % 2) items.push_back(Reasoning(rng, ++k));
-    items.push_back({{"type", "message"}, {"role", "assistant"}, {"id", "msg_" + std::to_string(++k)},
-                     {"content", Json::array({{{"type", "output_text"}, {"text", "answer " + std::string(rng() % 5000, 'a')}, {"annotations", Json::array()}}})}});
+    items.push_back({{"type", "message"},
+                     {"role", "assistant"},
+                     {"id", "msg_" + std::to_string(++k)},
+                     {"content", Json::array({{{"type", "output_text"},
+                                               {"text", "answer " + std::string(rng() % 5000, 'a')},
+                                               {"annotations", Json::array()}}})}});
   }
   if (rng() % 5 == 0) items.push_back({{"type", "item_reference"}, {"id", "msg_0"}});
   if (rng() % 5 == 0) {  // reasoning before an assistant message without content
@@ -224,78 +255,80 @@ void CheckCompacted(const Json& items, int keep_turns, const std::string& what) 
   // Whole turns, then a size limit that moves the cut inside the last turn (R3.8), between
   // the items of the model's work.
   for (const std::size_t limit : {std::size_t{0}, t.chars() / 10 + 1}) {
-  recap::CutOptions options;
-  options.keep_turns = keep_turns;
-  options.kept_chars_limit = limit;
-  const recap::CutDecision cut = recap::FindCut(t, options);
-  if (!cut.ok()) continue;
-  const recap::Transcript kept = t.Slice(cut.position, t.size());
-  Conversation summarized;
-  for (std::size_t i = 0; i < cut.position; ++i) summarized.messages.push_back(t[i]);
-  auto gone = recap::openai_responses::EncodeMessages(summarized);
-  REQUIRE(gone.ok());
+    recap::CutOptions options;
+    options.keep_turns = keep_turns;
+    options.kept_chars_limit = limit;
+    const recap::CutDecision cut = recap::FindCut(t, options);
+    if (!cut.ok()) continue;
+    const recap::Transcript kept = t.Slice(cut.position, t.size());
+    Conversation summarized;
+    for (std::size_t i = 0; i < cut.position; ++i) summarized.messages.push_back(t[i]);
+    auto gone = recap::openai_responses::EncodeMessages(summarized);
+    REQUIRE(gone.ok());
 
-  for (std::size_t target : {kept.chars(), kept.chars() / 3, std::size_t{0}}) {
-    const recap::ReduceResult reduced = recap::ReduceTail(kept, target);
-    Conversation send;  // without the instructions: the items after the cut alone
-    send.messages = reduced.transcript.ToVector();
-    auto encoded = recap::openai_responses::EncodeMessages(send);
-    REQUIRE(encoded.ok());
-    const Json out = Json::parse(*encoded);
-    INFO(what << ", keep_turns " << keep_turns << ", size limit " << limit << ", cut at "
-              << cut.position << (cut.inside_turn ? " (inside a turn)" : "") << ", target " << target);
-    // Every output answers a call sent before it, and every call sent has its output.
-    const Links links = LinksOf(out);
-    std::multiset<std::string> open;
-    for (const Json& it : out) {
-      const std::string type = it.value("type", std::string("message"));
-      if (type == "function_call" || type == "computer_call" || type == "custom_tool_call") {
-        open.insert(it.at("call_id").get<std::string>());
-      } else if (type == "function_call_output" || type == "computer_call_output" ||
-                 type == "custom_tool_call_output") {
-        auto found = open.find(it.at("call_id").get<std::string>());
-        REQUIRE(found != open.end());
-        open.erase(found);
+    for (std::size_t target : {kept.chars(), kept.chars() / 3, std::size_t{0}}) {
+      const recap::ReduceResult reduced = recap::ReduceTail(kept, target);
+      Conversation send;  // without the instructions: the items after the cut alone
+      send.messages = reduced.transcript.ToVector();
+      auto encoded = recap::openai_responses::EncodeMessages(send);
+      REQUIRE(encoded.ok());
+      const Json out = Json::parse(*encoded);
+      INFO(what << ", keep_turns " << keep_turns << ", size limit " << limit << ", cut at "
+                << cut.position << (cut.inside_turn ? " (inside a turn)" : "") << ", target "
+                << target);
+      // Every output answers a call sent before it, and every call sent has its output.
+      const Links links = LinksOf(out);
+      std::multiset<std::string> open;
+      for (const Json& it : out) {
+        const std::string type = it.value("type", std::string("message"));
+        if (type == "function_call" || type == "computer_call" || type == "custom_tool_call") {
+          open.insert(it.at("call_id").get<std::string>());
+        } else if (type == "function_call_output" || type == "computer_call_output" ||
+                   type == "custom_tool_call_output") {
+          auto found = open.find(it.at("call_id").get<std::string>());
+          REQUIRE(found != open.end());
+          open.erase(found);
+        }
       }
-    }
-    CHECK(open.empty());
-    // Kept reasoning: byte-exact; summarized reasoning: gone.
-    const std::set<std::string> sent = ReasoningIds(out);
-    for (const std::string& id : ReasoningIds(Json::parse(*gone))) CHECK(sent.count(id) == 0);
-    std::map<std::string, std::string> original;
-    for (const Json& it : items) {
-      if (it.value("type", std::string()) == "reasoning") original[it.at("id")] = it.dump();
-    }
-    for (std::size_t i = 0; i < out.size(); ++i) {
-      if (out[i].value("type", std::string()) != "reasoning") continue;
-      CHECK(out[i].dump() == original.at(out[i].at("id")));
-      // Still right before the item it preceded.
-      for (std::size_t j = 0; j + 1 < items.size(); ++j) {
-        if (items[j].value("type", std::string()) == "reasoning" && items[j].at("id") == out[i].at("id")) {
-          REQUIRE(i + 1 < out.size());
-          CHECK(out[i + 1].value("type", std::string("message")) ==
-                items[j + 1].value("type", std::string("message")));
+      CHECK(open.empty());
+      // Kept reasoning: byte-exact; summarized reasoning: gone.
+      const std::set<std::string> sent = ReasoningIds(out);
+      for (const std::string& id : ReasoningIds(Json::parse(*gone))) CHECK(sent.count(id) == 0);
+      std::map<std::string, std::string> original;
+      for (const Json& it : items) {
+        if (it.value("type", std::string()) == "reasoning") original[it.at("id")] = it.dump();
+      }
+      for (std::size_t i = 0; i < out.size(); ++i) {
+        if (out[i].value("type", std::string()) != "reasoning") continue;
+        CHECK(out[i].dump() == original.at(out[i].at("id")));
+        // Still right before the item it preceded.
+        for (std::size_t j = 0; j + 1 < items.size(); ++j) {
+          if (items[j].value("type", std::string()) == "reasoning" &&
+              items[j].at("id") == out[i].at("id")) {
+            REQUIRE(i + 1 < out.size());
+            CHECK(out[i + 1].value("type", std::string("message")) ==
+                  items[j + 1].value("type", std::string("message")));
+          }
+        }
+      }
+      // Unreduced, the kept part is the original's suffix, item for item.
+      if (target == kept.chars()) {
+        REQUIRE(out.size() <= items.size());
+        const std::size_t offset = items.size() - out.size();
+        for (std::size_t i = 0; i < out.size(); ++i) CHECK(SameValue(out[i], items[offset + i]));
+        // The cut did not fall between a call (or answer) and the reasoning before it.
+        if (offset > 0 && offset < items.size() &&
+            items[offset - 1].value("type", std::string()) == "reasoning") {
+          const Json& first = items[offset];
+          const std::string type = first.value("type", std::string("message"));
+          const bool model_item =
+              type == "function_call" || type == "computer_call" || type == "custom_tool_call" ||
+              (type == "message" && first.value("role", std::string()) == "assistant" &&
+               !first.value("content", Json::array()).empty());
+          CHECK_FALSE(model_item);
         }
       }
     }
-    // Unreduced, the kept part is the original's suffix, item for item.
-    if (target == kept.chars()) {
-      REQUIRE(out.size() <= items.size());
-      const std::size_t offset = items.size() - out.size();
-      for (std::size_t i = 0; i < out.size(); ++i) CHECK(SameValue(out[i], items[offset + i]));
-      // The cut did not fall between a call (or answer) and the reasoning before it.
-      if (offset > 0 && offset < items.size() &&
-          items[offset - 1].value("type", std::string()) == "reasoning") {
-        const Json& first = items[offset];
-        const std::string type = first.value("type", std::string("message"));
-        const bool model_item =
-            type == "function_call" || type == "computer_call" || type == "custom_tool_call" ||
-            (type == "message" && first.value("role", std::string()) == "assistant" &&
-             !first.value("content", Json::array()).empty());
-        CHECK_FALSE(model_item);
-      }
-    }
-  }
   }
 }
 
@@ -365,13 +398,16 @@ TEST_CASE("issue 9 Responses decoding errors name the item and what is expected"
   CHECK_THAT(bad_part.status().message(), Catch::Contains("keep_unknown_blocks"));
   // A content part where an item belongs (found by fuzzing: carried as an opaque item, it came
   // back as a message's content and did not decode again).
-  auto part_as_item = recap::openai_responses::DecodeMessages(R"([{"type":"output_text","text":"x"}])");
+  auto part_as_item =
+      recap::openai_responses::DecodeMessages(R"([{"type":"output_text","text":"x"}])");
   REQUIRE_FALSE(part_as_item.ok());
-  CHECK_THAT(part_as_item.status().message(), Catch::Contains("a content part type, not an item type"));
+  CHECK_THAT(part_as_item.status().message(),
+             Catch::Contains("a content part type, not an item type"));
   // A thinking block of the Anthropic format has no Responses equivalent.
   Message m;
   m.role = Role::kAssistant;
-  m.parts.emplace_back(Opaque{"thinking", R"({"type":"thinking","thinking":"x","signature":"s"})", OpaqueLink::kNone, {}});
+  m.parts.emplace_back(Opaque{
+      "thinking", R"({"type":"thinking","thinking":"x","signature":"s"})", OpaqueLink::kNone, {}});
   Conversation c;
   c.messages.push_back(m);
   auto enc = recap::openai_responses::EncodeMessages(c);
@@ -379,7 +415,8 @@ TEST_CASE("issue 9 Responses decoding errors name the item and what is expected"
   CHECK_THAT(enc.status().message(), Catch::Contains("no OpenAI Responses equivalent"));
 }
 
-TEST_CASE("issue 9 R4.5 Responses round trip and compaction on the real chat transcripts, converted") {
+TEST_CASE(
+    "issue 9 R4.5 Responses round trip and compaction on the real chat transcripts, converted") {
   const std::uint64_t seed = SeedFromEnv(9009);
   INFO("RECAP_SEED=" << seed);
   std::mt19937_64 rng(seed);

@@ -310,7 +310,8 @@ TEST_CASE("R13.1 a 64 MB tool output is decoded with one copy of it, not several
   CHECK(growth < static_cast<long>(kBytes / 1024) * 5 / 4);
 }
 
-TEST_CASE("R13.1 a 64 MB tool output full of escapes is decoded into one buffer, not a doubling one") {
+TEST_CASE(
+    "R13.1 a 64 MB tool output full of escapes is decoded into one buffer, not a doubling one") {
   // A log: lines of 99 characters, each ended by an escaped newline. A string that grew by
   // doubling as the escapes were undone held its old and new buffers at once (up to 3x).
   constexpr std::size_t kLines = (64u << 20) / 100;
@@ -330,7 +331,8 @@ TEST_CASE("R13.1 a 64 MB tool output full of escapes is decoded into one buffer,
         Status s = recap::openai_chat::DecodeEach(doc, {}, [&](Message&& m, bool) {
           const std::string& text =
               std::get<recap::Text>(std::get<recap::ToolResult>(m.parts[0]).content[0]).text;
-          right = text.size() == kLines * 100 && text.compare(0, 100, std::string(98, 'a') + "\\\n") == 0 &&
+          right = text.size() == kLines * 100 &&
+                  text.compare(0, 100, std::string(98, 'a') + "\\\n") == 0 &&
                   text.compare(100, 100, std::string(98, 'b') + "\"\n") == 0;
           return Status::OK();
         });

@@ -2,17 +2,18 @@
 // transcript (R3.5, R4, R5), the hard limit (R6.5, R6.6), recovery (R8.3), plugins (R9) and
 // events (R10), end to end over the scripted provider and the store of support/test_store.h
 // (the in-memory store, or the SQLite store with RECAP_TEST_STORE=sqlite).
-#include <catch2/catch.hpp>
-
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
 #include "recap/compactor.h"
+#include "recap/measure.h"
 #include "recap/memory_plugin.h"
 #include "recap/offline_summarizer.h"
-#include "recap/measure.h"
 #include "recap/tail_reducer.h"
+
 #include "support/fake_provider.h"
 #include "support/recording_hook.h"
 #include "support/recording_sink.h"
@@ -192,7 +193,8 @@ TEST_CASE("R2.4 calibration uses the provider's prompt-token count when switched
   }
 }
 
-TEST_CASE("R2.5 after two weak auto compactions in a row, auto compaction pauses until a new turn") {
+TEST_CASE(
+    "R2.5 after two weak auto compactions in a row, auto compaction pauses until a new turn") {
   Config c = SmallConfig(1000000);
   c.compaction.threshold = 0.1;  // trigger at 100,000 characters; the hard limit stays far away
   Harness h(c);
@@ -322,7 +324,8 @@ TEST_CASE("R3.7 uncertain tool results block compaction until recovered (R8.3)")
   const auto* said = std::get_if<Text>(&r.content[0]);
   REQUIRE(said != nullptr);
   CHECK(said->text.rfind("Outcome unknown: the session stopped before this tool call's result "
-                         "was recorded.", 0) == 0);
+                         "was recorded.",
+                         0) == 0);
   CHECK(said->text.find("The call was not repeated.") != std::string::npos);
   h.sink->Clear();
   REQUIRE(h.compactor->Prepare(kS, {}).ok());
@@ -333,7 +336,8 @@ TEST_CASE("R4.4 R4.5 the checkpoint is one summary message, summarized opaque it
   Harness h(SmallConfig(10000));
   Message thinking;
   thinking.role = Role::kAssistant;
-  thinking.parts.emplace_back(Opaque{"thinking", R"({"type":"thinking","signature":"old"})", OpaqueLink::kNone, {}});
+  thinking.parts.emplace_back(
+      Opaque{"thinking", R"({"type":"thinking","signature":"old"})", OpaqueLink::kNone, {}});
   thinking.parts.emplace_back(Text{"first thoughts", {}});
   h.Append(Message::UserText("start"));
   h.Append(thinking);
@@ -396,7 +400,8 @@ TEST_CASE("R3.6 manual compaction with nothing to summarize is skipped and chang
 TEST_CASE("R5.2 a cut reply that still holds a checkpoint is kept and marked partial") {
   Harness h(SmallConfig(800000));
   for (int i = 1; i <= 4; ++i) h.Turn(i);
-  h.provider->Push(ScriptedStep::Truncated(R"({"goal":"migrate the db","instructions":["use alembic"],"discoveries":["the )"));
+  h.provider->Push(ScriptedStep::Truncated(
+      R"({"goal":"migrate the db","instructions":["use alembic"],"discoveries":["the )"));
   auto out = h.compactor->Compact(kS);
   REQUIRE(out.ok());
   CHECK(out->partial);
@@ -489,8 +494,8 @@ TEST_CASE("R6.5 R6.6 over the hard limit the kept tail is clipped, persisted and
   Config c = SmallConfig(10000);
   c.compaction.auto_compact = false;  // isolate the reducer
   Harness h(c);
-  h.Append(Message::UserText("grep everything"));                                     // 15
-  h.Append(Message::AssistantCalls({ToolCall{"g", "grep", R"({"q":"x"})", {}}}));      // 4 + 9
+  h.Append(Message::UserText("grep everything"));                                  // 15
+  h.Append(Message::AssistantCalls({ToolCall{"g", "grep", R"({"q":"x"})", {}}}));  // 4 + 9
   h.Append(Message::ToolOutput("g", std::string(30000, 'm')));
   const std::string original_id = h.Active()[2].id;
   auto p = h.compactor->Prepare(kS, {});
@@ -539,7 +544,10 @@ TEST_CASE("R7 step 4: the budget error says what compaction did and what to do")
     REQUIRE_FALSE(p.ok());
     CHECK(p.status().code() == StatusCode::kContextBudgetExceeded);
     const std::string msg = p.status().message();
-    CHECK(msg.rfind("Context budget exceeded (approximately 21600 characters of conversation; limit 4000).", 0) == 0);
+    CHECK(
+        msg.rfind(
+            "Context budget exceeded (approximately 21600 characters of conversation; limit 4000).",
+            0) == 0);
     CHECK(msg.find("Automatic compaction is disabled.") != std::string::npos);
     CHECK(msg.find("raise limits.maxContextChars") != std::string::npos);
   }
@@ -550,7 +558,8 @@ TEST_CASE("R7 step 4: the budget error says what compaction did and what to do")
     sizes.instructions_chars = 5000;
     auto p = h.compactor->Prepare(kS, sizes);
     REQUIRE_FALSE(p.ok());
-    CHECK(p.status().message().find("The instructions alone are 5000 characters") != std::string::npos);
+    CHECK(p.status().message().find("The instructions alone are 5000 characters") !=
+          std::string::npos);
   }
   SECTION("no safe boundary") {
     Harness h(SmallConfig(4000));
@@ -686,9 +695,10 @@ TEST_CASE("R12.7 R5.2 a 30 MB summarizer reply is cut at maxOutputTokens x 4 and
   };
   std::vector<Case> cases;
   // A goal of 30 MB after a short instruction.
-  cases.push_back({"goal", R"({"instructions":["keep the tests green"],"goal":")" +
-                               std::string(kMB30, 'g') + R"("})",
-                   true});
+  cases.push_back(
+      {"goal",
+       R"({"instructions":["keep the tests green"],"goal":")" + std::string(kMB30, 'g') + R"("})",
+       true});
   // A complete, valid JSON object of 30 MB: many finished steps after a short goal.
   {
     std::string r = R"({"goal":"ship the release","accomplished":[)";

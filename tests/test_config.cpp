@@ -211,7 +211,8 @@ TEST_CASE("R1.1 booleans and the fallback choice are strict") {
 TEST_CASE("R1.1 unknown keys are rejected with the known ones listed") {
   CHECK(Rejected(One("compaction", "keepturns", "2")) ==
         "unknown key \"compaction.keepturns\"; known keys in \"compaction\" are: auto, "
-        "threshold, keepTurns, maxOutputTokens, calibrate, fallback, instructionsForSummarizerChars. Did you mean "
+        "threshold, keepTurns, maxOutputTokens, calibrate, fallback, "
+        "instructionsForSummarizerChars. Did you mean "
         "\"compaction.keepTurns\"?");
   CHECK(Rejected(One("compaction", "max_output_tokens", "2"))
             .find("Did you mean \"compaction.maxOutputTokens\"?") != std::string::npos);
@@ -221,7 +222,8 @@ TEST_CASE("R1.1 unknown keys are rejected with the known ones listed") {
   // A key under the wrong section points to the right one.
   CHECK(Rejected(One("compaction", "maxContextChars", "9000")) ==
         "unknown key \"compaction.maxContextChars\"; known keys in \"compaction\" are: auto, "
-        "threshold, keepTurns, maxOutputTokens, calibrate, fallback, instructionsForSummarizerChars. Did you mean "
+        "threshold, keepTurns, maxOutputTokens, calibrate, fallback, "
+        "instructionsForSummarizerChars. Did you mean "
         "\"limits.maxContextChars\"?");
   CHECK(Rejected(One("limits", "x", "1")) ==
         "unknown key \"limits.x\"; known keys in \"limits\" are: maxContextChars.");

@@ -10,8 +10,6 @@
 //
 // A failure prints its case seed; `RECAP_SEED=<case seed> ./core_tests "[cut_diff]"` replays
 // exactly that case.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
@@ -24,9 +22,12 @@
 #include <utility>
 #include <vector>
 
+#include <catch2/catch.hpp>
+
 #include "recap/measure.h"
 #include "recap/safe_boundary.h"
 #include "recap/transcript.h"
+
 #include "support/generator.h"
 #include "support/invariants.h"
 #include "support/test_data.h"
@@ -74,7 +75,8 @@ std::string Differences(const CutDecision& a, const CutDecision& b) {
   if (a.position != b.position) why += Str(" position ", a.position, " vs ", b.position, ";");
   if (a.summarized_chars != b.summarized_chars) why += " summarized_chars;";
   if (a.kept_chars != b.kept_chars) why += " kept_chars;";
-  if (a.kept_turns != b.kept_turns) why += Str(" kept_turns ", a.kept_turns, " vs ", b.kept_turns, ";");
+  if (a.kept_turns != b.kept_turns)
+    why += Str(" kept_turns ", a.kept_turns, " vs ", b.kept_turns, ";");
   if (a.inside_turn != b.inside_turn) why += " inside_turn;";
   if (a.moved_for_size != b.moved_for_size) why += " moved_for_size;";
   if (a.uncertain.size() != b.uncertain.size()) {
@@ -106,7 +108,8 @@ struct Stats {
 
 // Compares FindCut with FindCutReference on `t` over a spread of options.
 void Compare(const Transcript& t, Rng& rng, const char* what, Failures& f, Stats& stats) {
-  stats.Add(Str(what, ":", PairingStr(t.pairing()), t.size() > Transcript::kChunk ? "/multi_chunk" : ""));
+  stats.Add(
+      Str(what, ":", PairingStr(t.pairing()), t.size() > Transcript::kChunk ? "/multi_chunk" : ""));
   std::vector<CutOptions> options;
   for (int k : {0, 1, 2, 3, 4}) {
     for (CutMode mode : {CutMode::kNormal, CutMode::kBudget}) {
@@ -120,7 +123,9 @@ void Compare(const Transcript& t, Rng& rng, const char* what, Failures& f, Stats
   for (int extra = 0; extra < 3; ++extra) {
     CutOptions o;
     const auto r = rng.Below(10);
-    o.keep_turns = r < 6 ? static_cast<int>(rng.Between(0, 20)) : r < 8 ? -1 - static_cast<int>(rng.Below(3)) : 21 + static_cast<int>(rng.Below(10));
+    o.keep_turns = r < 6   ? static_cast<int>(rng.Between(0, 20))
+                   : r < 8 ? -1 - static_cast<int>(rng.Below(3))
+                           : 21 + static_cast<int>(rng.Below(10));
     o.mode = rng.OneIn(4) ? CutMode::kBudget : CutMode::kNormal;
     options.push_back(o);
   }
@@ -147,8 +152,8 @@ void Compare(const Transcript& t, Rng& rng, const char* what, Failures& f, Stats
       const std::string why = Differences(got, expected);
       if (!why.empty()) {
         f.Add(Str(what, " (", t.size(), " messages, pairing ", PairingStr(t.pairing()), ") ",
-                  OptionsStr(o), ": FindCut ", DecisionStr(got), " but the reference ", DecisionStr(expected),
-                  " —", why));
+                  OptionsStr(o), ": FindCut ", DecisionStr(got), " but the reference ",
+                  DecisionStr(expected), " —", why));
       }
     }
   }
@@ -169,9 +174,7 @@ void Mess(Rng& rng, std::vector<Message>& ms) {
         ms.insert(ms.begin() + static_cast<std::ptrdiff_t>(at), std::move(copy));
         break;
       }
-      case 1:
-        ms.erase(ms.begin() + static_cast<std::ptrdiff_t>(i));
-        break;
+      case 1: ms.erase(ms.begin() + static_cast<std::ptrdiff_t>(i)); break;
       case 2:
         if (i + 1 < ms.size()) std::swap(ms[i], ms[i + 1]);
         break;
@@ -189,11 +192,16 @@ void Mess(Rng& rng, std::vector<Message>& ms) {
         switch (rng.Below(4)) {
           case 0: part = recap::ToolCall{id, "again", "{}", {}}; break;
           case 1: part = recap::ToolResult{id, {recap::Text{"again", {}}}, false, {}, {}}; break;
-          case 2: part = recap::Opaque{"server_tool_use", "{}", recap::OpaqueLink::kCall, id}; break;
-          default: part = recap::Opaque{"server_tool_result", "{}", recap::OpaqueLink::kResult, id}; break;
+          case 2:
+            part = recap::Opaque{"server_tool_use", "{}", recap::OpaqueLink::kCall, id};
+            break;
+          default:
+            part = recap::Opaque{"server_tool_result", "{}", recap::OpaqueLink::kResult, id};
+            break;
         }
         auto& parts = ms[i].parts;
-        parts.insert(parts.begin() + static_cast<std::ptrdiff_t>(rng.Size(0, parts.size())), std::move(part));
+        parts.insert(parts.begin() + static_cast<std::ptrdiff_t>(rng.Size(0, parts.size())),
+                     std::move(part));
         break;
       }
       default: {  // rename one call or result id to another id of the transcript
@@ -276,10 +284,12 @@ void DiffCase(std::uint64_t seed, Failures& f, Stats& stats) {
   std::vector<Message> ms = GenerateMessages(seed, CaseOptions(rng, messy));
   // Multi-chunk: more transcripts after it, past one or several chunks.
   if (rng.OneIn(6)) {
-    const std::size_t target = rng.OneIn(3) ? rng.Size(Transcript::kChunk + 1, 4 * Transcript::kChunk)
-                                            : rng.Size(Transcript::kChunk - 20, Transcript::kChunk + 40);
+    const std::size_t target = rng.OneIn(3)
+                                   ? rng.Size(Transcript::kChunk + 1, 4 * Transcript::kChunk)
+                                   : rng.Size(Transcript::kChunk - 20, Transcript::kChunk + 40);
     for (std::uint64_t k = 1; ms.size() < target; ++k) {
-      std::vector<Message> more = GenerateMessages(MixSeed(seed, k), CaseOptions(rng, messy && rng.OneIn(3)));
+      std::vector<Message> more =
+          GenerateMessages(MixSeed(seed, k), CaseOptions(rng, messy && rng.OneIn(3)));
       for (auto& m : more) ms.push_back(std::move(m));
     }
   }
@@ -344,13 +354,12 @@ void DiffCase(std::uint64_t seed, Failures& f, Stats& stats) {
       switch (rng.Below(4)) {
         case 0:  // clip texts, keep links
           for (auto& part : m.parts) {
-            if (auto* tx = std::get_if<recap::Text>(&part)) tx->text = tx->text.substr(0, tx->text.size() / 2);
+            if (auto* tx = std::get_if<recap::Text>(&part))
+              tx->text = tx->text.substr(0, tx->text.size() / 2);
             if (auto* tr = std::get_if<recap::ToolResult>(&part)) tr->content.clear();
           }
           break;
-        case 1:
-          m.summary = !m.summary;
-          break;
+        case 1: m.summary = !m.summary; break;
         case 2:
           m.role = m.role == recap::Role::kUser ? recap::Role::kAssistant : recap::Role::kUser;
           m.parts.emplace_back(recap::Text{"typed", {}});
@@ -396,8 +405,9 @@ TEST_CASE("R11.4 FindCut decides exactly as the full-scan reference, generated t
     ++cases;
     if (f.empty()) return;
     if (++failing > 10) return;
-    const std::string msg = Str("FindCut != FindCutReference: RECAP_SEED=", case_seed, " (run seed ", run_seed,
-                                ", case ", index, "), ", f.count(), " finding(s):\n", f.str());
+    const std::string msg =
+        Str("FindCut != FindCutReference: RECAP_SEED=", case_seed, " (run seed ", run_seed,
+            ", case ", index, "), ", f.count(), " finding(s):\n", f.str());
     std::cerr << msg;
     CAPTURE(case_seed, run_seed, index);
     FAIL_CHECK(msg);

@@ -2,15 +2,16 @@
 // throws, times out, answers nothing or the wrong shape; the store refuses the commit; a
 // plugin throws or hangs — the transcript in the store is exactly what it was, and the event
 // that says so is emitted. (A plugin's failure is the exception: compaction goes on without it.)
-#include <catch2/catch.hpp>
-
 #include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include <catch2/catch.hpp>
+
 #include "recap/codec.h"
 #include "recap/compactor.h"
+
 #include "support/fake_provider.h"
 #include "support/recording_hook.h"
 #include "support/recording_sink.h"
@@ -121,7 +122,8 @@ void ExpectFailedAndUnchanged(Setup& s, const std::string& needle) {
 
 TEST_CASE("R7.1 failure injection: the provider times out") {
   Setup s;
-  s.provider->Push(ScriptedStep::Fail(Status::DeadlineExceeded("the model did not answer within 30 s")));
+  s.provider->Push(
+      ScriptedStep::Fail(Status::DeadlineExceeded("the model did not answer within 30 s")));
   ExpectFailedAndUnchanged(s, "did not answer");
 }
 
@@ -146,8 +148,9 @@ TEST_CASE("R7.1 failure injection: the provider fails, throws, or answers nothin
 TEST_CASE("R4.3 failure injection: JSON of the wrong shape never corrupts the transcript") {
   // Each reply is valid JSON that is not the checkpoint object. Whether recap keeps it as a
   // text-only checkpoint (R4.3) or fails, the result is one well-formed compaction or none.
-  for (const char* reply : {R"([1, 2, 3])", R"("just a string")", R"({"goal": 5, "instructions": "x"})",
-                            R"({"unrelated": {"deeply": [null]}})", R"(null)", R"(42)"}) {
+  for (const char* reply :
+       {R"([1, 2, 3])", R"("just a string")", R"({"goal": 5, "instructions": "x"})",
+        R"({"unrelated": {"deeply": [null]}})", R"(null)", R"(42)"}) {
     DYNAMIC_SECTION("reply " << reply) {
       Setup s;
       const std::vector<std::string> before = s.Snapshot();
@@ -159,7 +162,8 @@ TEST_CASE("R4.3 failure injection: JSON of the wrong shape never corrupts the tr
         // One checkpoint in front of an exact suffix of what was there.
         REQUIRE(after.size() >= 2);
         REQUIRE(after.size() - 1 <= before.size());
-        CHECK(std::equal(after.begin() + 1, after.end(), before.end() - static_cast<std::ptrdiff_t>(after.size() - 1)));
+        CHECK(std::equal(after.begin() + 1, after.end(),
+                         before.end() - static_cast<std::ptrdiff_t>(after.size() - 1)));
         CHECK(s.sink->OfType("compaction_completed").size() == 1);
       } else {
         CHECK(s.Snapshot() == before);

@@ -13,8 +13,6 @@
 // every message the host appended exactly once, as appended, and the active transcript is a
 // valid conversation: no tool result lost its call and no call its result, beyond what the
 // source itself had.
-#include <catch2/catch.hpp>
-
 #include <chrono>
 #include <map>
 #include <memory>
@@ -22,9 +20,12 @@
 #include <string>
 #include <vector>
 
+#include <catch2/catch.hpp>
+
 #include "recap/codec.h"
 #include "recap/compactor.h"
 #include "recap/measure.h"
+
 #include "support/fake_provider.h"
 #include "support/recording_hook.h"
 #include "support/recording_sink.h"
@@ -133,8 +134,7 @@ Outcome Replay(const recap::testing::NamedTranscript& source, std::size_t headro
                std::size_t fail_at, StoreFault fault, std::shared_ptr<ScriptedProvider> provider,
                std::vector<std::shared_ptr<PluginHook>> hooks = {}, std::size_t injecting = 0) {
   INFO("transcript " << source.name << ", fault at write " << fail_at << " ("
-                     << (fault == StoreFault::kRefuse ? "refused" : "lost acknowledgement")
-                     << ")");
+                     << (fault == StoreFault::kRefuse ? "refused" : "lost acknowledgement") << ")");
   const std::size_t instructions =
       source.conversation.instructions ? MessageChars(*source.conversation.instructions) : 0;
   Config config;
@@ -258,8 +258,8 @@ TEST_CASE("issue 8 R7 R8.1 fault sweep: the store fails at every write of a long
     const std::size_t stride = std::max<std::size_t>(1, clean.writes / 40);
     for (StoreFault fault : {StoreFault::kRefuse, StoreFault::kLostAcknowledgement}) {
       for (std::size_t k = 1; k <= clean.writes; k += stride) {
-        const Outcome o = Replay(source, Headroom(source), k, fault,
-                                 std::make_shared<ScriptedProvider>());
+        const Outcome o =
+            Replay(source, Headroom(source), k, fault, std::make_shared<ScriptedProvider>());
         ++runs;
         fired += o.fired ? 1 : 0;
       }
@@ -310,7 +310,8 @@ TEST_CASE("issue 8 R1.3 R5 fault sweep: the summarizer fails at every call of a 
                                 << " of them with a fault that fails a compaction");
 }
 
-TEST_CASE("issue 8 R9.2 fault sweep: hooks that throw, hang or return garbage in every compaction") {
+TEST_CASE(
+    "issue 8 R9.2 fault sweep: hooks that throw, hang or return garbage in every compaction") {
   // beforeCompact fails: a throw, and garbage (an output field without a name). A hook whose
   // beforeCompact failed is left out of afterCompact, so the afterCompact failures have hooks
   // of their own: a throw, a hang past the limit, garbage (invalid UTF-8 to inject).
@@ -332,10 +333,10 @@ TEST_CASE("issue 8 R9.2 fault sweep: hooks that throw, hang or return garbage in
 
   std::size_t compactions = 0, hook_failures = 0, with_context = 0;
   for (const auto& source : Sources()) {
-    const Outcome o = Replay(source, Headroom(source), 0, StoreFault::kNone,
-                             std::make_shared<ScriptedProvider>(),
-                             {thrower, garbage, after_thrower, sleeper, after_garbage, fine},
-                             /*injecting=*/1);
+    const Outcome o =
+        Replay(source, Headroom(source), 0, StoreFault::kNone, std::make_shared<ScriptedProvider>(),
+               {thrower, garbage, after_thrower, sleeper, after_garbage, fine},
+               /*injecting=*/1);
     compactions += o.compactions;
     hook_failures += o.hook_failures;
     with_context += o.leading_summaries == 2 ? 1 : 0;

@@ -3,8 +3,6 @@
 // at once, the budget error of a Prepare that tried several things, the no-progress pause and
 // a request that compaction cannot help. Over the scripted provider and the store of
 // support/test_store.h (in-memory, or SQLite / PostgreSQL with RECAP_TEST_STORE).
-#include <catch2/catch.hpp>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -13,10 +11,13 @@
 #include <thread>
 #include <vector>
 
-#include "recap/time_source.h"
+#include <catch2/catch.hpp>
+
 #include "recap/compactor.h"
 #include "recap/measure.h"
 #include "recap/memory_plugin.h"
+#include "recap/time_source.h"
+
 #include "support/fake_provider.h"
 #include "support/recording_sink.h"
 #include "support/test_store.h"
@@ -118,7 +119,9 @@ TEST_CASE("R12 two sessions falling back to the offline summarizer at once share
   CHECK(h.provider->calls() == sessions.size());
 }
 
-TEST_CASE("R12.8 the budget error tells every attempt of the prepare, auto compaction ran, then a budget compaction found nothing left") {
+TEST_CASE(
+    "R12.8 the budget error tells every attempt of the prepare, auto compaction ran, then a budget "
+    "compaction found nothing left") {
   Config c = Small(20000);
   c.compaction.keep_turns = 1;
   Host h(c);
@@ -139,8 +142,7 @@ TEST_CASE("R12.8 the budget error tells every attempt of the prepare, auto compa
   INFO(msg);
   CHECK(msg.find("Automatic compaction ran (") != std::string::npos);
   CHECK(msg.find("messages summarized") != std::string::npos);
-  CHECK(msg.find("then a budget compaction found nothing left to summarize") !=
-        std::string::npos);
+  CHECK(msg.find("then a budget compaction found nothing left to summarize") != std::string::npos);
   CHECK(msg.find("skipped because there is no safe boundary") == std::string::npos);
   CHECK(msg.find("The instructions alone are 16990 characters") != std::string::npos);
   // What the events said happened, in order.
@@ -149,7 +151,9 @@ TEST_CASE("R12.8 the budget error tells every attempt of the prepare, auto compa
   CHECK(h.sink->OfType("compaction_skipped").back()["reason"] == "nothing_to_summarize");
 }
 
-TEST_CASE("R12.4 the no-progress pause lifts once the transcript has grown by a tenth of the trigger, not only at a new turn") {
+TEST_CASE(
+    "R12.4 the no-progress pause lifts once the transcript has grown by a tenth of the trigger, "
+    "not only at a new turn") {
   Config c = Small(1000000);
   c.compaction.threshold = 0.1;  // trigger at 100,000 characters
   Host h(c);
@@ -192,7 +196,9 @@ TEST_CASE("R12.4 the no-progress pause lifts once the transcript has grown by a 
   CHECK(h.provider->calls() > calls);
 }
 
-TEST_CASE("R12.4 when instructions and tool catalog alone reach the trigger, compaction is not attempted, irreducible, said once") {
+TEST_CASE(
+    "R12.4 when instructions and tool catalog alone reach the trigger, compaction is not "
+    "attempted, irreducible, said once") {
   Host h(Small(20000));  // trigger at 17,000 characters
   RequestSizes sizes;
   sizes.instructions_chars = 3000;
@@ -254,7 +260,9 @@ TEST_CASE("R12.4 a 50-round tool loop calls the summarizer at most once a prepar
 
 using std::chrono::seconds;
 
-TEST_CASE("R12.2 an unknown window is loud, window_unknown once per session with the error and the fallback, asked again with back-off, and the window in Plan and Prepared") {
+TEST_CASE(
+    "R12.2 an unknown window is loud, window_unknown once per session with the error and the "
+    "fallback, asked again with back-off, and the window in Plan and Prepared") {
   auto clock = std::make_shared<ManualTime>();
   Config c = Small(200000);  // fallback window 50,000 tokens
   Host h(c, clock);
@@ -320,7 +328,9 @@ TEST_CASE("R12.2 an unknown window is loud, window_unknown once per session with
   CHECK(h.provider->window_queries() == known_after);
 }
 
-TEST_CASE("R12.2 a window from the configuration or the host's profile is not looked up, and nothing is said") {
+TEST_CASE(
+    "R12.2 a window from the configuration or the host's profile is not looked up, and nothing is "
+    "said") {
   Config c = Small(200000);
   c.provider.context_window = 8000;
   Host h(c);
@@ -343,7 +353,9 @@ TEST_CASE("R12.2 a window from the configuration or the host's profile is not lo
   CHECK(h2.sink->OfType("window_unknown").empty());
 }
 
-TEST_CASE("R12.3 a down summarizer does not tax every turn, after 3 failed auto compactions it is left alone, 30 s doubling, the hard limit still applies, a manual compaction still tries") {
+TEST_CASE(
+    "R12.3 a down summarizer does not tax every turn, after 3 failed auto compactions it is left "
+    "alone, 30 s doubling, the hard limit still applies, a manual compaction still tries") {
   auto clock = std::make_shared<ManualTime>();
   Config c = Small(20000);  // trigger 17,000
   Host h(c, clock);
@@ -395,7 +407,9 @@ TEST_CASE("R12.3 a down summarizer does not tax every turn, after 3 failed auto 
   CHECK(h.sink->OfType("compaction_skipped").size() == 4);  // none since it closed
 }
 
-TEST_CASE("R12.3 with fallback offline a down summarizer is skipped straight to the offline one while it backs off") {
+TEST_CASE(
+    "R12.3 with fallback offline a down summarizer is skipped straight to the offline one while it "
+    "backs off") {
   auto clock = std::make_shared<ManualTime>();
   Config c = Small(20000);
   c.compaction.fallback = Fallback::kOffline;
@@ -426,7 +440,9 @@ std::string FirstText(const Message& m) {
 
 }  // namespace
 
-TEST_CASE("R12.1 a leading system message is the session's instructions, kept first through every compaction, never summarized or clipped, and shown to the summarizer") {
+TEST_CASE(
+    "R12.1 a leading system message is the session's instructions, kept first through every "
+    "compaction, never summarized or clipped, and shown to the summarizer") {
   Config c = Small(40000);
   Host h(c);
   const std::string policy = "Never refund. " + std::string(9000, 'p');  // 9,014 characters
@@ -478,7 +494,8 @@ TEST_CASE("R12.1 a leading system message is the session's instructions, kept fi
   CHECK(p->after_chars <= 20000);
 }
 
-TEST_CASE("R12.1 pinned user messages survive compaction verbatim, in order, before the checkpoint") {
+TEST_CASE(
+    "R12.1 pinned user messages survive compaction verbatim, in order, before the checkpoint") {
   Host h(Small(30000));
   Message rule1 = Message::UserText("Always answer in French.");
   rule1.pinned = true;
@@ -510,7 +527,9 @@ TEST_CASE("R12.1 pinned user messages survive compaction verbatim, in order, bef
   }
 }
 
-TEST_CASE("R12.1 a span that is only instructions, pinned messages and an earlier checkpoint is nothing to summarize") {
+TEST_CASE(
+    "R12.1 a span that is only instructions, pinned messages and an earlier checkpoint is nothing "
+    "to summarize") {
   Host h(Small(20000));
   Message system = Message::SystemText("Be brief.");
   h.Append("s", system);
@@ -525,7 +544,9 @@ TEST_CASE("R12.1 a span that is only instructions, pinned messages and an earlie
   CHECK(h.provider->calls() == 0);
 }
 
-TEST_CASE("R12.6 the per-session cache stays within cache.maxBytes, dropping the least recently used sessions, which come back from the store intact") {
+TEST_CASE(
+    "R12.6 the per-session cache stays within cache.maxBytes, dropping the least recently used "
+    "sessions, which come back from the store intact") {
   Config c = Small(20000);
   c.cache.max_bytes = 100000;
   Host h(c);
@@ -581,7 +602,9 @@ TEST_CASE("R12.6 a cache of 0 bytes keeps only the session in use, and every cal
   CHECK(h.sink->OfType("compaction_completed").size() >= 5);
 }
 
-TEST_CASE("R12 Prepared says what ran without an event sink: messages summarized, summarizer calls and usage, messages reduced") {
+TEST_CASE(
+    "R12 Prepared says what ran without an event sink: messages summarized, summarizer calls and "
+    "usage, messages reduced") {
   auto provider = std::make_shared<ScriptedProvider>();
   auto store = recap::testing::NewTestSessionStore();
   auto made = Compactor::Create(Small(20000), provider, store);  // no sink at all
@@ -634,7 +657,9 @@ TEST_CASE("R12 Prepared says what ran without an event sink: messages summarized
   CHECK(p->summarized_messages == 0);
 }
 
-TEST_CASE("R12.5 a restarted host, or another host of the fleet, continues from what the Compactor learned about a session") {
+TEST_CASE(
+    "R12.5 a restarted host, or another host of the fleet, continues from what the Compactor "
+    "learned about a session") {
   auto store = recap::testing::NewTestSessionStore();
   auto provider = std::make_shared<ScriptedProvider>();
   auto sink = std::make_shared<RecordingSink>();
@@ -718,7 +743,7 @@ TEST_CASE("R12.5 a restarted host, or another host of the fleet, continues from 
   SECTION("the calibration survives a restart") {
     Config c = Small(200000);
     c.compaction.calibrate = true;
-    c.provider.context_window = 10000;  // trigger at 8,500 tokens
+    c.provider.context_window = 10000;                // trigger at 8,500 tokens
     for (int i = 1; i <= 2; ++i) turn("s", i, 4000);  // about 2,000 estimated tokens
     auto first = make(c);
     REQUIRE(first->Prepare("s", {}).ok());
@@ -734,7 +759,9 @@ TEST_CASE("R12.5 a restarted host, or another host of the fleet, continues from 
 
 // ---- Rules of the seed that had no test (issue 17, item 9) ----------------------------------
 
-TEST_CASE("R6 the tool catalog never counts for the hard limit: a 150,000-character catalog with a small transcript is sent") {
+TEST_CASE(
+    "R6 the tool catalog never counts for the hard limit: a 150,000-character catalog with a small "
+    "transcript is sent") {
   Host h(Small(100000));
   h.Turn("s", 1, 500);
   RequestSizes sizes;
@@ -794,7 +821,9 @@ TEST_CASE("R7 step 3 the budget compaction runs once per turn, and again at the 
   CHECK(p->compactions == std::vector<std::string>{"budget"});
 }
 
-TEST_CASE("R7 step 4 the budget error's sentences: ran but could not reduce it enough, and failed with the error") {
+TEST_CASE(
+    "R7 step 4 the budget error's sentences: ran but could not reduce it enough, and failed with "
+    "the error") {
   SECTION("ran but could not reduce it enough") {
     Host h(Small(20000));
     // An opaque item (encrypted reasoning, say) is never clipped: a message holding 25,000
@@ -803,8 +832,10 @@ TEST_CASE("R7 step 4 the budget error's sentences: ran but could not reduce it e
       Message m;
       m.role = Role::kAssistant;
       m.id = id;
-      m.parts.push_back(Opaque{"reasoning", R"({"encrypted_content":")" + std::string(25000, 'e') + R"("})",
-                               OpaqueLink::kNone, {}});
+      m.parts.push_back(Opaque{"reasoning",
+                               R"({"encrypted_content":")" + std::string(25000, 'e') + R"("})",
+                               OpaqueLink::kNone,
+                               {}});
       return m;
     };
     h.Append("s", Filled(Role::kUser, 900, 'u'));
@@ -841,7 +872,9 @@ TEST_CASE("R7 step 4 the budget error's sentences: ran but could not reduce it e
   }
 }
 
-TEST_CASE("R9.3 the memory plugin through the Compactor: its memories are stored and injected after the checkpoint") {
+TEST_CASE(
+    "R9.3 the memory plugin through the Compactor: its memories are stored and injected after the "
+    "checkpoint") {
   auto memories = NewInMemoryMemoryStore();
   auto provider = std::make_shared<ScriptedProvider>();
   auto store = recap::testing::NewTestSessionStore();
@@ -903,7 +936,9 @@ TEST_CASE("R10 the summarizer's own usage reaches compaction_completed, summed o
   CHECK(completed[0]["usage"]["completion_tokens"] == 120 * calls);
 }
 
-TEST_CASE("R2.6 an overflow reported without a count lowers the window to the estimate of the last request Prepare returned") {
+TEST_CASE(
+    "R2.6 an overflow reported without a count lowers the window to the estimate of the last "
+    "request Prepare returned") {
   Host h(Small(800000));
   for (int i = 1; i <= 4; ++i) h.Turn("s", i, 2000);
   auto p = h.compactor->Prepare("s", {});
@@ -919,16 +954,21 @@ TEST_CASE("R2.6 an overflow reported without a count lowers the window to the es
   CHECK(plan->reason == "overflow");
 }
 
-TEST_CASE("R12.5 learned state that is damaged or foreign is ignored, and the session is served as a fresh one") {
+TEST_CASE(
+    "R12.5 learned state that is damaged or foreign is ignored, and the session is served as a "
+    "fresh one") {
   auto store = recap::testing::NewTestSessionStore();
   for (int i = 1; i <= 3; ++i) {
     REQUIRE(store->Append("s", Message::UserText("request " + std::to_string(i))).ok());
     REQUIRE(store->Append("s", Message::AssistantText("answer")).ok());
   }
   const std::vector<std::string> garbage = {
-      "not json {{{", "[1,2,3]", R"({"overflowWindow":-5,"paused":"yes"})",
+      "not json {{{",
+      "[1,2,3]",
+      R"({"overflowWindow":-5,"paused":"yes"})",
       R"({"overflowWindow":0,"weakStreak":99999999999,"promptTokens":1e400})",
-      std::string(1000, '{'), std::string(1000000, '[') + std::string(1000000, ']')};
+      std::string(1000, '{'),
+      std::string(1000000, '[') + std::string(1000000, ']')};
   for (const std::string& text : garbage) {
     INFO(text.substr(0, 60));
     REQUIRE(store->SaveLearned("s", text).ok());

@@ -9,8 +9,6 @@
 //    a proxy named by the environment.
 //  * R13.1 reply parsers: depth bombs in every body recap parses (a reply, an error body, a
 //    stream event, a model list), bodies, streams and headers that never end.
-#include <sys/resource.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -20,6 +18,7 @@
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
+#include <sys/resource.h>
 
 #include "recap/compactor.h"
 #include "recap/http/http_provider.h"
@@ -65,9 +64,8 @@ std::size_t LongestRun(const std::string& text, const std::string& secret) {
 }
 
 std::string Base64(const std::string& in, bool url_safe = false) {
-  const char* table = url_safe
-                          ? "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
-                          : "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  const char* table = url_safe ? "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+                               : "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   std::string out;
   std::size_t i = 0;
   for (; i + 2 < in.size(); i += 3) {
@@ -181,7 +179,9 @@ std::string ErrorEvent(HttpProtocol protocol, const std::string& message) {
 
 // --- R13.3: no part of a secret leaks ----------------------------------------------------------
 
-TEST_CASE("R13.3 a 401 echoing the key, cut by the excerpt at every offset, leaks no 8 characters of it, all three protocols") {
+TEST_CASE(
+    "R13.3 a 401 echoing the key, cut by the excerpt at every offset, leaks no 8 characters of it, "
+    "all three protocols") {
   LogCapture logs;
   for (HttpProtocol protocol : kProtocols) {
     HttpTestServer server;
@@ -203,7 +203,9 @@ TEST_CASE("R13.3 a 401 echoing the key, cut by the excerpt at every offset, leak
   CheckNoRun(logs.all(), kKey, "the log");
 }
 
-TEST_CASE("R13.3 a key echoed in a body that is not JSON, an HTML title or a 2xx that is not a reply leaks no 8 characters of it") {
+TEST_CASE(
+    "R13.3 a key echoed in a body that is not JSON, an HTML title or a 2xx that is not a reply "
+    "leaks no 8 characters of it") {
   LogCapture logs;
   HttpTestServer server;
   auto p = Make(Options(server, HttpProtocol::kOpenAiChat));
@@ -221,9 +223,9 @@ TEST_CASE("R13.3 a key echoed in a body that is not JSON, an HTML title or a 2xx
        }},
       {"502 HTML title", 0, 130,
        [](const std::string& f) {
-         return ScriptedHttpResponse::Text(502, "text/html",
-                                           "<html><head><title>" + f + kKey +
-                                               "</title></head><body>bad gateway</body></html>");
+         return ScriptedHttpResponse::Text(
+             502, "text/html",
+             "<html><head><title>" + f + kKey + "</title></head><body>bad gateway</body></html>");
        }},
       {"200 not JSON", 0, 130,
        [](const std::string& f) {
@@ -246,7 +248,9 @@ TEST_CASE("R13.3 a key echoed in a body that is not JSON, an HTML title or a 2xx
   CheckNoRun(logs.all(), kKey, "the log");
 }
 
-TEST_CASE("R13.3 an error event inside a stream echoing the key at every offset leaks no 8 characters of it, all three protocols") {
+TEST_CASE(
+    "R13.3 an error event inside a stream echoing the key at every offset leaks no 8 characters of "
+    "it, all three protocols") {
   LogCapture logs;
   for (HttpProtocol protocol : kProtocols) {
     HttpTestServer server;
@@ -266,7 +270,9 @@ TEST_CASE("R13.3 an error event inside a stream echoing the key at every offset 
   CheckNoRun(logs.all(), kKey, "the log");
 }
 
-TEST_CASE("R13.3 a key echoed base64-encoded, in every alignment and cut at every offset, leaks no 8 characters of it") {
+TEST_CASE(
+    "R13.3 a key echoed base64-encoded, in every alignment and cut at every offset, leaks no 8 "
+    "characters of it") {
   LogCapture logs;
   for (HttpProtocol protocol : kProtocols) {
     HttpTestServer server;
@@ -290,7 +296,8 @@ TEST_CASE("R13.3 a key echoed base64-encoded, in every alignment and cut at ever
     // Cut by the excerpt at every offset.
     const std::string e = Base64(kKey);
     for (std::size_t filler = 70; filler <= 302; filler += 1) {
-      server.Push(ScriptedHttpResponse::Json(401, ErrorBody(protocol, std::string(filler, 'q') + e)));
+      server.Push(
+          ScriptedHttpResponse::Json(401, ErrorBody(protocol, std::string(filler, 'q') + e)));
       auto r = p->Complete(Request(), {});
       REQUIRE_FALSE(r.ok());
       CheckNoRun(r.status().message(), e, "cut base64, filler " + std::to_string(filler));
@@ -311,10 +318,10 @@ TEST_CASE("R13.3 secret extra headers and a URL's password are scrubbed like the
   auto p = Make(o);
   for (std::size_t filler = 240; filler <= 302; ++filler) {
     server.Push(ScriptedHttpResponse::Json(
-        401, ErrorBody(HttpProtocol::kOpenAiChat,
-                       std::string(filler - 240, 'w') + " token " + token + " password " +
-                           password + " basic " + Base64("robot:" + password) + " tag " +
-                           "not-a-secret-tag-value")));
+        401, ErrorBody(HttpProtocol::kOpenAiChat, std::string(filler - 240, 'w') + " token " +
+                                                      token + " password " + password + " basic " +
+                                                      Base64("robot:" + password) + " tag " +
+                                                      "not-a-secret-tag-value")));
     auto r = p->Complete(Request(), {});
     REQUIRE_FALSE(r.ok());
     const std::string& m = r.status().message();
@@ -329,7 +336,9 @@ TEST_CASE("R13.3 secret extra headers and a URL's password are scrubbed like the
   CheckNoRun(logs.all(), password, "the log");
 }
 
-TEST_CASE("R13.3 a key echoed by the summarizer's server reaches no event, log record or Status of the Compactor") {
+TEST_CASE(
+    "R13.3 a key echoed by the summarizer's server reaches no event, log record or Status of the "
+    "Compactor") {
   LogCapture logs;
   HttpTestServer server;
   server.Route("GET", "/v1/models",
@@ -361,11 +370,17 @@ TEST_CASE("R13.3 a key echoed by the summarizer's server reaches no event, log r
 
 // --- R13.4: no key in cleartext off the machine ------------------------------------------------
 
-TEST_CASE("R13.4 plain http with a key to a host that is not loopback is refused when the provider is created, naming allow_insecure_http") {
-  const std::vector<std::string> urls = {
-      "http://10.9.8.7/v1",           "http://example.com/v1",  "HTTP://api.example.com:8080/v1",
-      "http://[fd00::2]:8080/v1",     "http://127.0.0.1.nip.io/v1", "http://localhost.example.com/v1",
-      "http://192.168.1.20:11434/v1", "http://[::ffff:10.0.0.1]/v1"};
+TEST_CASE(
+    "R13.4 plain http with a key to a host that is not loopback is refused when the provider is "
+    "created, naming allow_insecure_http") {
+  const std::vector<std::string> urls = {"http://10.9.8.7/v1",
+                                         "http://example.com/v1",
+                                         "HTTP://api.example.com:8080/v1",
+                                         "http://[fd00::2]:8080/v1",
+                                         "http://127.0.0.1.nip.io/v1",
+                                         "http://localhost.example.com/v1",
+                                         "http://192.168.1.20:11434/v1",
+                                         "http://[::ffff:10.0.0.1]/v1"};
   for (const std::string& url : urls) {
     for (int credential = 0; credential < 4; ++credential) {
       HttpProviderOptions o;
@@ -446,7 +461,8 @@ TEST_CASE("R13.4 a server off the loopback gets no connection from a provider ho
   CHECK(server.connection_count() == 1);
 }
 
-TEST_CASE("R13.4 a key over plain http to loopback never goes through a proxy named by the environment") {
+TEST_CASE(
+    "R13.4 a key over plain http to loopback never goes through a proxy named by the environment") {
   HttpTestServer server;
   HttpTestServer proxy;
   server.SetDefault(ScriptedHttpResponse::Json(
@@ -487,7 +503,9 @@ TEST_CASE("R13.4 a key over plain http to loopback never goes through a proxy na
 
 namespace {
 
-std::string ArrayBomb(std::size_t depth) { return std::string(depth, '[') + std::string(depth, ']'); }
+std::string ArrayBomb(std::size_t depth) {
+  return std::string(depth, '[') + std::string(depth, ']');
+}
 std::string ObjectBomb(std::size_t depth) {
   std::string s;
   s.reserve(depth * 6 + 2);
@@ -499,7 +517,9 @@ std::string ObjectBomb(std::size_t depth) {
 
 }  // namespace
 
-TEST_CASE("R13.1 a reply body nested 100,000 and 1,000,000 levels deep is refused before it is parsed, all three protocols") {
+TEST_CASE(
+    "R13.1 a reply body nested 100,000 and 1,000,000 levels deep is refused before it is parsed, "
+    "all three protocols") {
   for (HttpProtocol protocol : kProtocols) {
     for (std::size_t depth : {100000u, 1000000u}) {
       for (const std::string& bomb :
@@ -533,7 +553,9 @@ TEST_CASE("R13.1 an error body nested 100,000 levels deep is not parsed, and the
   }
 }
 
-TEST_CASE("R13.1 a stream event nested 100,000 and 1,000,000 levels deep ends the stream with a clear error, all three protocols") {
+TEST_CASE(
+    "R13.1 a stream event nested 100,000 and 1,000,000 levels deep ends the stream with a clear "
+    "error, all three protocols") {
   for (HttpProtocol protocol : kProtocols) {
     for (std::size_t depth : {100000u, 1000000u}) {
       HttpTestServer server;
@@ -551,13 +573,15 @@ TEST_CASE("R13.1 a stream event nested 100,000 and 1,000,000 levels deep ends th
   }
 }
 
-TEST_CASE("R13.1 a model list nested 100,000 and 1,000,000 levels deep leaves the window unknown and says why") {
+TEST_CASE(
+    "R13.1 a model list nested 100,000 and 1,000,000 levels deep leaves the window unknown and "
+    "says why") {
   for (std::size_t depth : {100000u, 1000000u}) {
     LogCapture logs;
     HttpTestServer server;
     server.Route("GET", "/v1/models",
-                 ScriptedHttpResponse::Json(200, "{\"data\":[{\"id\":\"test-model\",\"x\":" +
-                                                     ObjectBomb(depth) + "}]}"));
+                 ScriptedHttpResponse::Json(
+                     200, "{\"data\":[{\"id\":\"test-model\",\"x\":" + ObjectBomb(depth) + "}]}"));
     auto p = Make(Options(server, HttpProtocol::kOpenAiChat));
     CHECK_FALSE(p->ContextWindow().has_value());
     const std::string log = logs.all();
@@ -567,7 +591,9 @@ TEST_CASE("R13.1 a model list nested 100,000 and 1,000,000 levels deep leaves th
   }
 }
 
-TEST_CASE("R13.1 a stream that never ends is cut off at the size limit with a clear error, not read until the time-out") {
+TEST_CASE(
+    "R13.1 a stream that never ends is cut off at the size limit with a clear error, not read "
+    "until the time-out") {
   HttpTestServer server;
   ScriptedHttpResponse endless = ScriptedHttpResponse::Sse(
       {R"({"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]})"});
@@ -588,7 +614,8 @@ TEST_CASE("R13.1 a stream that never ends is cut off at the size limit with a cl
   CHECK(m.find("64 MiB") != std::string::npos);
 }
 
-TEST_CASE("R13.1 a stream that is one endless line, or endless comments, is cut off at the size limit") {
+TEST_CASE(
+    "R13.1 a stream that is one endless line, or endless comments, is cut off at the size limit") {
   for (const std::string& repeat : {std::string(65536, 'd'), std::string(": keep-alive\n")}) {
     HttpTestServer server;
     ScriptedHttpResponse endless = ScriptedHttpResponse::Sse({"data: {\"choices\":"});
@@ -608,7 +635,9 @@ TEST_CASE("R13.1 a stream that is one endless line, or endless comments, is cut 
   }
 }
 
-TEST_CASE("R13.1 an error body that never ends is classified from its start, not read until the time-out") {
+TEST_CASE(
+    "R13.1 an error body that never ends is classified from its start, not read until the "
+    "time-out") {
   HttpTestServer server;
   ScriptedHttpResponse endless =
       ScriptedHttpResponse::Text(503, "text/plain", "upstream is overloaded, ");
@@ -642,7 +671,8 @@ TEST_CASE("R13.1 response headers larger than the limit end the exchange with a 
   CHECK(got.status().message().find("larger than") != std::string::npos);
 }
 
-TEST_CASE("R13.1 a reply whose content is not text says what is wrong, not that the reply was empty") {
+TEST_CASE(
+    "R13.1 a reply whose content is not text says what is wrong, not that the reply was empty") {
   struct Case {
     HttpProtocol protocol;
     bool stream;
@@ -656,8 +686,7 @@ TEST_CASE("R13.1 a reply whose content is not text says what is wrong, not that 
       {HttpProtocol::kOpenAiChat, false,
        R"({"choices":[{"message":{"role":"assistant","content":{"a":1}},"finish_reason":"stop"}]})",
        "`choices[0].message.content` is an object"},
-      {HttpProtocol::kOpenAiChat, true,
-       R"({"choices":[{"index":0,"delta":{"content":true}}]})",
+      {HttpProtocol::kOpenAiChat, true, R"({"choices":[{"index":0,"delta":{"content":true}}]})",
        "`choices[0].delta.content` is a boolean"},
       {HttpProtocol::kAnthropic, false,
        R"({"type":"message","content":42,"stop_reason":"end_turn"})",

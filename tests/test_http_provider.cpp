@@ -4,8 +4,6 @@
 // Every test runs under a SecretWatch: recap's log is captured at debug level, and the fake
 // API key — which the server also echoes back in its error bodies — must appear in no log
 // record, Status message or event.
-#include <sys/wait.h>
-
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -17,6 +15,7 @@
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
+#include <sys/wait.h>
 
 #include "recap/compactor.h"
 #include "recap/http/http_provider.h"
@@ -973,7 +972,8 @@ TEST_CASE(
 // examples/http_compact run as a user runs it: a child process with the server named by
 // environment variables. Here the server plays an OpenAI-compatible model whose model list
 // reports a context window and whose completion is a checkpoint.
-TEST_CASE("issue 5 R1.2 R4 the http_compact example compacts through a server named by the environment") {
+TEST_CASE(
+    "issue 5 R1.2 R4 the http_compact example compacts through a server named by the environment") {
   HttpTestServer server;
   server.Route("GET", "/v1/models",
                ScriptedHttpResponse::Json(
@@ -981,17 +981,18 @@ TEST_CASE("issue 5 R1.2 R4 the http_compact example compacts through a server na
   const std::string checkpoint =
       R"({"goal": "Change the user's flight reservation", "instructions": ["Confirm before booking"], )"
       R"("current_state": "Reservation found; waiting for the user's confirmation"})";
-  const nlohmann::json reply = {
-      {"choices", {{{"index", 0},
-                    {"message", {{"role", "assistant"}, {"content", checkpoint}}},
-                    {"finish_reason", "stop"}}}},
-      {"usage", {{"prompt_tokens", 1234}, {"completion_tokens", 56}}}};
+  const nlohmann::json reply = {{"choices",
+                                 {{{"index", 0},
+                                   {"message", {{"role", "assistant"}, {"content", checkpoint}}},
+                                   {"finish_reason", "stop"}}}},
+                                {"usage", {{"prompt_tokens", 1234}, {"completion_tokens", 56}}}};
   server.SetDefault(ScriptedHttpResponse::Json(200, reply.dump()));
 
-  const std::string command = "env -u RECAP_API_KEY_ENV -u RECAP_PROTOCOL -u RECAP_STREAM "
-                              "RECAP_BASE_URL=" + server.BaseUrl() + "/v1 " +
-                              "RECAP_MODEL=scripted-model RECAP_API_KEY=sk-example-SECRET '" +
-                              std::string(RECAP_HTTP_COMPACT_EXAMPLE) + "' 2>&1";
+  const std::string command =
+      "env -u RECAP_API_KEY_ENV -u RECAP_PROTOCOL -u RECAP_STREAM "
+      "RECAP_BASE_URL=" +
+      server.BaseUrl() + "/v1 " + "RECAP_MODEL=scripted-model RECAP_API_KEY=sk-example-SECRET '" +
+      std::string(RECAP_HTTP_COMPACT_EXAMPLE) + "' 2>&1";
   FILE* pipe = ::popen(command.c_str(), "r");
   REQUIRE(pipe != nullptr);
   std::string output;
@@ -1022,25 +1023,26 @@ TEST_CASE("issue 5 R1.2 R4 the http_compact example compacts through a server na
 // examples/sqlite_host run as a user runs it, with the scripted server named by RECAP_BASE_URL
 // and RECAP_MODEL: every checkpoint is written by the "model" over HTTP, and the session in the
 // SQLite file survives the host's restart.
-TEST_CASE("issue 6 R1 R8 the sqlite_host example compacts through a server named by the environment") {
+TEST_CASE(
+    "issue 6 R1 R8 the sqlite_host example compacts through a server named by the environment") {
   HttpTestServer server;
   server.Route("GET", "/v1/models",
                ScriptedHttpResponse::Json(200, R"({"data": [{"id": "scripted-model"}]})"));
-  const std::string checkpoint =
-      R"({"goal": "Book a one-way flight from New York to Seattle", )"
-      R"("current_state": "Searching flights after 11 AM"})";
-  const nlohmann::json reply = {
-      {"choices", {{{"index", 0},
-                    {"message", {{"role", "assistant"}, {"content", checkpoint}}},
-                    {"finish_reason", "stop"}}}},
-      {"usage", {{"prompt_tokens", 900}, {"completion_tokens", 40}}}};
+  const std::string checkpoint = R"({"goal": "Book a one-way flight from New York to Seattle", )"
+                                 R"("current_state": "Searching flights after 11 AM"})";
+  const nlohmann::json reply = {{"choices",
+                                 {{{"index", 0},
+                                   {"message", {{"role", "assistant"}, {"content", checkpoint}}},
+                                   {"finish_reason", "stop"}}}},
+                                {"usage", {{"prompt_tokens", 900}, {"completion_tokens", 40}}}};
   server.SetDefault(ScriptedHttpResponse::Json(200, reply.dump()));
 
-  const std::string command = "env -u RECAP_PROTOCOL -u RECAP_DB RECAP_BASE_URL=" +
-                              server.BaseUrl() + "/v1 RECAP_MODEL=scripted-model " +
-                              "RECAP_API_KEY_ENV=RECAP_TEST_EXAMPLE_KEY "
-                              "RECAP_TEST_EXAMPLE_KEY=sk-host-SECRET '" +
-                              std::string(RECAP_SQLITE_HOST_EXAMPLE) + "' 2>&1";
+  const std::string command =
+      "env -u RECAP_PROTOCOL -u RECAP_DB RECAP_BASE_URL=" + server.BaseUrl() +
+      "/v1 RECAP_MODEL=scripted-model " +
+      "RECAP_API_KEY_ENV=RECAP_TEST_EXAMPLE_KEY "
+      "RECAP_TEST_EXAMPLE_KEY=sk-host-SECRET '" +
+      std::string(RECAP_SQLITE_HOST_EXAMPLE) + "' 2>&1";
   FILE* pipe = ::popen(command.c_str(), "r");
   REQUIRE(pipe != nullptr);
   std::string output;
@@ -1145,13 +1147,15 @@ TEST_CASE("issue 9 R5 Responses success: path, instructions, input items, store 
   watch.CheckLogs();
 }
 
-TEST_CASE("issue 9 R5.2 Responses: incomplete for max_output_tokens is a cut reply, other reasons kOther") {
+TEST_CASE(
+    "issue 9 R5.2 Responses: incomplete for max_output_tokens is a cut reply, other reasons "
+    "kOther") {
   SecretWatch watch;
   HttpTestServer server;
   server.Push(ScriptedHttpResponse::Json(
       200, ResponsesReply("{\"goal\":\"sh", "incomplete", "max_output_tokens")));
-  server.Push(ScriptedHttpResponse::Json(
-      200, ResponsesReply("partial", "incomplete", "content_filter")));
+  server.Push(
+      ScriptedHttpResponse::Json(200, ResponsesReply("partial", "incomplete", "content_filter")));
   nlohmann::json refusal = nlohmann::json::parse(ResponsesReply(""));
   refusal["output"][1]["content"] = {{{"type", "refusal"}, {"refusal", "I can't help."}}};
   server.Push(ScriptedHttpResponse::Json(200, refusal.dump()));
@@ -1199,12 +1203,11 @@ TEST_CASE("issue 9 R5 R2.6 Responses error bodies: failed status, overflow, bad 
   CHECK(r2.status().message().find("/v1/responses") != std::string::npos);
 
   // A 400 in the Responses error shape saying the input is too long: context overflow.
-  nlohmann::json overflow = {
-      {"error",
-       {{"message", "Your input exceeds the context window of this model."},
-        {"type", "invalid_request_error"},
-        {"param", "input"},
-        {"code", "context_length_exceeded"}}}};
+  nlohmann::json overflow = {{"error",
+                              {{"message", "Your input exceeds the context window of this model."},
+                               {"type", "invalid_request_error"},
+                               {"param", "input"},
+                               {"code", "context_length_exceeded"}}}};
   server.Push(ScriptedHttpResponse::Json(400, overflow.dump()));
   auto r3 = Run(*p, watch);
   REQUIRE_FALSE(r3.ok());
@@ -1241,7 +1244,8 @@ TEST_CASE("issue 9 R5 R2.6 Responses error bodies: failed status, overflow, bad 
   watch.CheckLogs();
 }
 
-TEST_CASE("issue 9 R5 a Responses SSE stream: deltas, completed with usage, incomplete, cut, error") {
+TEST_CASE(
+    "issue 9 R5 a Responses SSE stream: deltas, completed with usage, incomplete, cut, error") {
   SecretWatch watch;
   HttpTestServer server;
   const nlohmann::json created = {{"response", {{"id", "resp_1"}, {"status", "in_progress"}}}};
@@ -1305,11 +1309,11 @@ TEST_CASE("issue 9 R5 a Responses SSE stream: deltas, completed with usage, inco
   // An error event, and a response.failed event: both retried; the next stream succeeds.
   server.Push(ScriptedHttpResponse::Sse(
       {ResponsesEvent("error", {{"code", "server_error"}, {"message", "Something broke"}})}));
-  server.Push(ScriptedHttpResponse::Sse(
-      {ResponsesEvent("response.failed",
-                      {{"response",
-                        {{"status", "failed"},
-                         {"error", {{"code", "rate_limit_exceeded"}, {"message", "Slow down"}}}}}})}));
+  server.Push(ScriptedHttpResponse::Sse({ResponsesEvent(
+      "response.failed",
+      {{"response",
+        {{"status", "failed"},
+         {"error", {{"code", "rate_limit_exceeded"}, {"message", "Slow down"}}}}}})}));
   server.Push(ScriptedHttpResponse::Sse(
       {ResponsesEvent("response.output_text.delta", {{"delta", "third time"}}),
        ResponsesEvent("response.completed", {{"response", {{"status", "completed"}}}})}));
@@ -1333,7 +1337,8 @@ TEST_CASE("issue 9 R5 Responses structured output is sent as text.format, droppe
   SecretWatch watch;
   HttpTestServer server;
   server.Push(ScriptedHttpResponse::Json(
-      400, R"({"error":{"message":"Invalid parameter: 'text.format' is not supported with this model.","type":"invalid_request_error","param":"text.format","code":null}})"));
+      400,
+      R"({"error":{"message":"Invalid parameter: 'text.format' is not supported with this model.","type":"invalid_request_error","param":"text.format","code":null}})"));
   server.Push(ScriptedHttpResponse::Json(200, ResponsesReply("{\"goal\":\"ok\"}")));
   HttpProviderOptions o = Responses(server);
   o.structured_output = true;
@@ -1356,8 +1361,8 @@ TEST_CASE("issue 9 R5.2 R4 the Compactor over the Responses protocol keeps a cut
   // The checkpoint is cut partway by max_output_tokens: R5.2 keeps what can be recovered.
   const std::string whole = recap::testing::ValidCheckpointJson("Ship the Responses protocol");
   const std::string cut = whole.substr(0, whole.size() * 3 / 4);
-  rig.server.Push(ScriptedHttpResponse::Json(
-      200, ResponsesReply(cut, "incomplete", "max_output_tokens")));
+  rig.server.Push(
+      ScriptedHttpResponse::Json(200, ResponsesReply(cut, "incomplete", "max_output_tokens")));
   auto outcome = rig.compactor->Compact(rig.session);
   INFO((outcome.ok() ? std::string() : outcome.status().ToString()));
   REQUIRE(outcome.ok());

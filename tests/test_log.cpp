@@ -1,9 +1,9 @@
 // Logging: silent by default, and the host can take the records.
-#include <catch2/catch.hpp>
-
 #include <mutex>
 #include <string>
 #include <vector>
+
+#include <catch2/catch.hpp>
 
 #include "recap/log.h"
 #include "recap/safe_boundary.h"
@@ -16,8 +16,8 @@ struct Captured {
   std::vector<std::pair<LogLevel, std::string>> records;
 };
 Transcript TwoTurns() {
-  return Transcript({Message::UserText("a"), Message::AssistantText("b"),
-                     Message::UserText("c"), Message::AssistantText("d")});
+  return Transcript({Message::UserText("a"), Message::AssistantText("b"), Message::UserText("c"),
+                     Message::AssistantText("d")});
 }
 }  // namespace
 

@@ -5,15 +5,16 @@
 //   * no tool call is separated from its result in what is sent;
 //   * events come in a valid order;
 // and at the end the store's history holds every original message exactly once.
-#include <catch2/catch.hpp>
-
 #include <map>
 #include <set>
 #include <string>
 
+#include <catch2/catch.hpp>
+
 #include "recap/codec.h"
 #include "recap/compactor.h"
 #include "recap/measure.h"
+
 #include "support/fake_provider.h"
 #include "support/recording_sink.h"
 #include "support/test_data.h"
@@ -27,7 +28,8 @@ using recap::testing::ScriptedStep;
 namespace {
 
 void QueueMixedReplies(ScriptedProvider& p, int cycles) {
-  const std::string valid = recap::testing::ValidCheckpointJson("Keep the customer's bookings right");
+  const std::string valid =
+      recap::testing::ValidCheckpointJson("Keep the customer's bookings right");
   for (int i = 0; i < cycles; ++i) {
     p.Push(ScriptedStep::Reply(valid, Usage{1000, 200}));
     p.Push(ScriptedStep::Reply("Plain prose summary: the agent looked up the reservation."));
@@ -45,7 +47,11 @@ void QueueMixedReplies(ScriptedProvider& p, int cycles) {
 void CheckEventOrder(const std::vector<std::string>& types) {
   bool open = false;
   for (const auto& t : types) {
-    INFO("events: " << [&] { std::string s; for (auto& x : types) s += x + " "; return s; }());
+    INFO("events: " << [&] {
+      std::string s;
+      for (auto& x : types) s += x + " ";
+      return s;
+    }());
     if (t == "compaction_started") {
       REQUIRE_FALSE(open);
       open = true;
@@ -113,7 +119,8 @@ Stats Replay(const recap::testing::NamedTranscript& source, std::size_t headroom
       failures += sink->OfType("compaction_failed").size();
       if (!prepared.ok()) {
         REQUIRE(prepared.status().code() == StatusCode::kContextBudgetExceeded);
-        REQUIRE(prepared.status().message().rfind("Context budget exceeded (approximately ", 0) == 0);
+        REQUIRE(prepared.status().message().rfind("Context budget exceeded (approximately ", 0) ==
+                0);
         ++budget_errors;
       } else {
         const Transcript& sent = prepared->messages;

@@ -1,7 +1,7 @@
 // SPEC §1 "Characters" and "Estimated tokens": what recap counts and how.
-#include <catch2/catch.hpp>
-
 #include <string>
+
+#include <catch2/catch.hpp>
 
 #include "recap/measure.h"
 #include "recap/message.h"
@@ -23,12 +23,12 @@ TEST_CASE("§1 characters are code points, not bytes") {
 TEST_CASE("§1 invalid UTF-8 counts one character per bad byte and never crashes") {
   CHECK_FALSE(IsValidUtf8("\xFF"));
   CHECK(CountCodePoints("\xFF") == 1);
-  CHECK(CountCodePoints("a\xC3") == 2);          // truncated 2-byte sequence at the end
-  CHECK(CountCodePoints("\xE2\x82") == 2);       // truncated 3-byte sequence
-  CHECK(CountCodePoints("\xC0\xAF") == 2);       // overlong '/'
-  CHECK(CountCodePoints("\xED\xA0\x80") == 3);   // a UTF-16 surrogate is not UTF-8
+  CHECK(CountCodePoints("a\xC3") == 2);             // truncated 2-byte sequence at the end
+  CHECK(CountCodePoints("\xE2\x82") == 2);          // truncated 3-byte sequence
+  CHECK(CountCodePoints("\xC0\xAF") == 2);          // overlong '/'
+  CHECK(CountCodePoints("\xED\xA0\x80") == 3);      // a UTF-16 surrogate is not UTF-8
   CHECK(CountCodePoints("\xF4\x90\x80\x80") == 4);  // above U+10FFFF
-  CHECK(IsValidUtf8("\xF4\x8F\xBF\xBF"));        // U+10FFFF itself is fine
+  CHECK(IsValidUtf8("\xF4\x8F\xBF\xBF"));           // U+10FFFF itself is fine
   CHECK(IsValidUtf8("\xEF\xBF\xBD"));
 }
 
@@ -42,7 +42,9 @@ TEST_CASE("§1 ToValidUtf8 replaces each bad byte with U+FFFD and keeps the coun
 }
 
 TEST_CASE("§1 PrefixBytesForCodePoints never ends inside a sequence") {
-  const std::string s = "a\xF0\x9F\x98\x80" "b\xC3\xA9";  // a 😀 b é
+  const std::string s =
+      "a\xF0\x9F\x98\x80"
+      "b\xC3\xA9";  // a 😀 b é
   CHECK(PrefixBytesForCodePoints(s, 0) == 0);
   CHECK(PrefixBytesForCodePoints(s, 1) == 1);
   CHECK(PrefixBytesForCodePoints(s, 2) == 5);
@@ -57,10 +59,11 @@ TEST_CASE("§1 a message counts texts, tool names, arguments, results and opaque
   m.id = "not counted";
   m.extra = R"({"model":"not counted either"})";
   m.parts.emplace_back(Text{"four", R"({"citations":[]})"});  // 4
-  m.parts.emplace_back(ToolCall{"call_1", "grep", R"({"q":"x"})", R"({"type":"function"})"});  // 4 + 9
+  m.parts.emplace_back(
+      ToolCall{"call_1", "grep", R"({"q":"x"})", R"({"type":"function"})"});  // 4 + 9
   ToolResult r;
   r.call_id = "call_1";
-  r.content.emplace_back(Text{"r\xC3\xA9sult", {}});  // 6
+  r.content.emplace_back(Text{"r\xC3\xA9sult", {}});                                      // 6
   r.content.emplace_back(Opaque{"image", R"({"type":"image"})", OpaqueLink::kNone, {}});  // 16
   m.parts.emplace_back(r);
   m.parts.emplace_back(Opaque{"thinking", R"({"s":"\u00e9"})", OpaqueLink::kNone, {}});  // 14

@@ -91,7 +91,8 @@ TEST_CASE("§12 offline: each section comes from where the header says") {
   CHECK(FindFile(c, "include/parser.h") == nullptr);  // a user text, not a tool's
 }
 
-TEST_CASE("§12 offline: errors are recognised by flag or by their text, and unresolved ones say so") {
+TEST_CASE(
+    "§12 offline: errors are recognised by flag or by their text, and unresolved ones say so") {
   Transcript t;
   t.Append(Message::UserText("run it"));
   t.Append(Message::AssistantCalls({ToolCall{"c1", "python", R"j({"code":"f()"})j", {}}}));
@@ -356,15 +357,16 @@ TEST_CASE("R5.1 §12 offline: the reply stays within max_output_tokens, the newe
     }
   }
   // The discoveries go before the user's instructions do.
-  const Checkpoint mid = ParseCheckpoint(OfflineReply(Session(), &prior, 3000).text, false).checkpoint;
+  const Checkpoint mid =
+      ParseCheckpoint(OfflineReply(Session(), &prior, 3000).text, false).checkpoint;
   CHECK(mid.discoveries.size() < all.discoveries.size());
   CHECK(mid.instructions.size() > mid.discoveries.size());
 }
 
 TEST_CASE("R5.1 R5.3 §12 offline: a budget too small for any checkpoint gives a cut reply") {
   Transcript span;
-  span.Append(Message::UserText("Réécris l'analyseur — sans toucher à l'en-tête " +
-                                std::string(300, 'x')));
+  span.Append(
+      Message::UserText("Réécris l'analyseur — sans toucher à l'en-tête " + std::string(300, 'x')));
   span.Append(Message::AssistantText("D'accord ✓"));
   for (std::size_t tokens : {std::size_t{1}, std::size_t{10}, std::size_t{30}}) {
     INFO("max_output_tokens " << tokens);
@@ -396,9 +398,9 @@ TEST_CASE("R13.1 §12 offline: tool-call arguments nested 100,000 and 1,000,000 
       INFO("depth " << depth << (objects ? ", objects" : ", arrays"));
       Transcript t;
       t.Append(Message::UserText("Parse the nested data"));
-      t.Append(Message::AssistantCalls(
-          {ToolCall{"c1", "deep_tool", DeepArguments(depth, objects), {}},
-           ToolCall{"c2", "read_file", R"({"path":"src/ok.cc"})", {}}}));
+      t.Append(
+          Message::AssistantCalls({ToolCall{"c1", "deep_tool", DeepArguments(depth, objects), {}},
+                                   ToolCall{"c2", "read_file", R"({"path":"src/ok.cc"})", {}}}));
       t.Append(Message::ToolOutput("c1", "done"));
       t.Append(Message::ToolOutput("c2", "int main() {}"));
       t.Append(Message::AssistantText("Both calls finished."));

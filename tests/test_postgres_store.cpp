@@ -7,10 +7,7 @@
 // Each check works in a schema or database of its own, so the checks may run in parallel on
 // one server (ctest starts it once as a fixture; a test binary run by hand starts its own).
 #include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
-
-#include <libpq-fe.h>
 
 #include <atomic>
 #include <chrono>
@@ -29,6 +26,8 @@
 #include <vector>
 
 #include <catch2/catch.hpp>
+#include <libpq-fe.h>
+#include <sys/wait.h>
 
 #include "recap/compactor.h"
 #include "recap/memory_plugin.h"
@@ -123,7 +122,8 @@ TEST_CASE("issue 10 R8 a new schema is created at the current version, and reope
   CHECK(state->transcript[1].id == "m2");
   CHECK(JoinedText(state->transcript[1]) == "world");
   // The columns people read are filled in.
-  CHECK(Query("SELECT role || ':' || chars FROM \"" + schema + "\".messages WHERE message_id = "
+  CHECK(Query("SELECT role || ':' || chars FROM \"" + schema +
+              "\".messages WHERE message_id = "
               "'m2'") == "assistant:5");
 }
 
@@ -250,8 +250,8 @@ TEST_CASE("issue 10 R9.3 the PostgreSQL memory store adds, lists, dedupes and ke
   REQUIRE(memories->Add("other", {"prefers tabs"}).ok());
   auto team = memories->List("team");
   REQUIRE(team.ok());
-  CHECK(*team == std::vector<std::string>{"prefers tabs", "api in services/api", long_text,
-                                          "uses ninja"});
+  CHECK(*team ==
+        std::vector<std::string>{"prefers tabs", "api in services/api", long_text, "uses ninja"});
   CHECK(memories->List("other")->size() == 1);
   CHECK(memories->List("nobody")->empty());
   // Sessions and memories share the schema.
@@ -260,7 +260,8 @@ TEST_CASE("issue 10 R9.3 the PostgreSQL memory store adds, lists, dedupes and ke
   CHECK(OpenPostgresMemoryStore(Options(schema)).value()->List("team")->size() == 4);
 }
 
-TEST_CASE("issue 10 R8 a statement that waits past statement_timeout_ms fails and changes nothing") {
+TEST_CASE(
+    "issue 10 R8 a statement that waits past statement_timeout_ms fails and changes nothing") {
   const std::string schema = PostgresTestServer::Shared().UniqueName("timeout");
   PostgresStoreOptions o = Options(schema);
   o.statement_timeout_ms = 300;
@@ -270,8 +271,8 @@ TEST_CASE("issue 10 R8 a statement that waits past statement_timeout_ms fails an
   PGconn* holder = PQconnectdb(PostgresTestServer::Shared().ConnInfo(TestDatabase()).c_str());
   REQUIRE(PQstatus(holder) == CONNECTION_OK);
   PQclear(PQexec(holder, "BEGIN"));
-  PGresult* held = PQexec(holder, ("SELECT 1 FROM \"" + schema +
-                                   "\".sessions WHERE name = 's' FOR UPDATE").c_str());
+  PGresult* held = PQexec(
+      holder, ("SELECT 1 FROM \"" + schema + "\".sessions WHERE name = 's' FOR UPDATE").c_str());
   REQUIRE(PQresultStatus(held) == PGRES_TUPLES_OK);
   PQclear(held);
   const auto t0 = std::chrono::steady_clock::now();
@@ -291,7 +292,8 @@ TEST_CASE("issue 10 R8 a statement that waits past statement_timeout_ms fails an
   CHECK(store->Load("s")->version == 2);
 }
 
-TEST_CASE("issue 10 R8.1 a batch of 2,500 messages goes in pipelined chunks: all of it, or nothing") {
+TEST_CASE(
+    "issue 10 R8.1 a batch of 2,500 messages goes in pipelined chunks: all of it, or nothing") {
   auto store = FreshStore();
   REQUIRE(store->Append("s", Msg("taken", "already here")).ok());
   auto batch_with = [](std::size_t taken_at) {
@@ -304,7 +306,8 @@ TEST_CASE("issue 10 R8.1 a batch of 2,500 messages goes in pipelined chunks: all
   };
   // An id already active, in the first chunk, at a chunk's edges, and last: the append is
   // refused naming that message, and nothing of any chunk stays.
-  for (std::size_t taken_at : {std::size_t{1}, std::size_t{999}, std::size_t{1000}, std::size_t{2499}}) {
+  for (std::size_t taken_at :
+       {std::size_t{1}, std::size_t{999}, std::size_t{1000}, std::size_t{2499}}) {
     INFO("the taken id is message " << taken_at);
     auto r = store->AppendMessages("s", batch_with(taken_at));
     REQUIRE_FALSE(r.ok());
@@ -379,7 +382,8 @@ int Wait(pid_t pid) {
 
 }  // namespace
 
-TEST_CASE("issue 10 R8 hosts opening a new schema at once create it once, under the advisory lock") {
+TEST_CASE(
+    "issue 10 R8 hosts opening a new schema at once create it once, under the advisory lock") {
   const std::string schema = PostgresTestServer::Shared().UniqueName("together");
   const PostgresStoreOptions o = Options(schema);
   std::vector<std::pair<pid_t, int>> children;
@@ -411,7 +415,8 @@ TEST_CASE("issue 10 R8 a schema left at version 0 by an interrupted start is mig
   // tables (it cannot: it is one transaction, but an older layout is migrated the same way).
   const std::string schema = PostgresTestServer::Shared().UniqueName("old");
   Query("CREATE SCHEMA \"" + schema + "\"");
-  Query("CREATE TABLE \"" + schema + "\".recap_schema (version integer NOT NULL, migrated_by "
+  Query("CREATE TABLE \"" + schema +
+        "\".recap_schema (version integer NOT NULL, migrated_by "
         "text NOT NULL, migrated_at timestamptz NOT NULL DEFAULT now())");
   Query("INSERT INTO \"" + schema + "\".recap_schema (version, migrated_by) VALUES (0, '')");
   auto store = OpenStore(Options(schema));
@@ -427,8 +432,9 @@ TEST_CASE("issue 10 R8.2 several processes commit one session at once: one wins 
   {
     auto store = OpenStore(o);
     for (int i = 0; i < 40; ++i) {
-      REQUIRE(store->Append("shared", Msg("m" + std::to_string(i), "message " + std::to_string(i),
-                                           i % 2 == 0))
+      REQUIRE(store
+                  ->Append("shared",
+                           Msg("m" + std::to_string(i), "message " + std::to_string(i), i % 2 == 0))
                   .ok());
     }
   }
@@ -462,8 +468,8 @@ TEST_CASE("issue 10 R8.2 several processes commit one session at once: one wins 
              << "\n";
         WriteAll(out, line.str());
         // Appends interleave with the commits and are never version-checked.
-        (void)(*store)->Append("shared", Msg("w" + std::to_string(w) + "-" + std::to_string(round),
-                                              "appended"));
+        (void)(*store)->Append(
+            "shared", Msg("w" + std::to_string(w) + "-" + std::to_string(round), "appended"));
       }
     }));
   }
@@ -539,7 +545,7 @@ TEST_CASE("issue 10 R8.1 a writer killed mid-transaction leaves the session as i
       std::vector<Message> batch;
       for (int i = 0; i < 400; ++i) {
         batch.push_back(Msg("r" + std::to_string(run) + "-" + std::to_string(i),
-                             std::string(2000, static_cast<char>('a' + i % 26))));
+                            std::string(2000, static_cast<char>('a' + i % 26))));
       }
       if ((*child)->AppendMessages("s", std::move(batch)).ok()) WriteAll(out, "d");
     });

@@ -5,8 +5,6 @@
 // process; case i of run seed s uses the case seed MixSeed(s, i). A failure prints its case
 // seed; `RECAP_SEED=<case seed> ./property_tests` replays exactly that case (and only it) in
 // every property. The random run seed is printed at start.
-#include <catch2/catch.hpp>
-
 #include <chrono>
 #include <cstdlib>
 #include <functional>
@@ -14,6 +12,8 @@
 #include <map>
 #include <optional>
 #include <random>
+
+#include <catch2/catch.hpp>
 
 #include "support/generator.h"
 #include "support/invariants.h"
@@ -65,11 +65,13 @@ class CaseRunner {
         }
       }
     }
-    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::cerr << "[property] " << property_ << ": " << cases_ << " cases, " << failing_ << " failing, " << secs
-              << " s\n";
+    const double secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::cerr << "[property] " << property_ << ": " << cases_ << " cases, " << failing_
+              << " failing, " << secs << " s\n";
     for (const auto& [kind, stat] : kinds_) {
-      std::cerr << "[property]   " << stat.first << " x " << kind << " (first: RECAP_SEED=" << stat.second << ")\n";
+      std::cerr << "[property]   " << stat.first << " x " << kind
+                << " (first: RECAP_SEED=" << stat.second << ")\n";
     }
   }
   std::size_t cases() const { return cases_; }
@@ -93,15 +95,17 @@ class CaseRunner {
       if (stat.first++ == 0) stat.second = case_seed;
     }
     if (failing_ > kMaxFailingCases) return;  // counted in the summary only
-    const std::string msg = Str(property_, " failed: RECAP_SEED=", case_seed, " (run seed ", run_seed, ", case index ",
-                                index, "), ", f.count(), " finding(s):\n", f.str());
+    const std::string msg =
+        Str(property_, " failed: RECAP_SEED=", case_seed, " (run seed ", run_seed, ", case index ",
+            index, "), ", f.count(), " finding(s):\n", f.str());
     std::cerr << msg;
     CAPTURE(case_seed, run_seed, index);
     FAIL_CHECK(msg);
   }
 
   std::string property_;
-  std::map<std::string, std::pair<std::size_t, std::uint64_t>> kinds_;  // kind -> (count, first seed)
+  std::map<std::string, std::pair<std::size_t, std::uint64_t>>
+      kinds_;  // kind -> (count, first seed)
   std::size_t cases_ = 0;
   std::size_t failing_ = 0;
 };
@@ -110,7 +114,8 @@ bool Replaying() { return ReplaySeed().has_value(); }
 
 // The generated messages went into the transcript unchanged (valid UTF-8, ids kept), and are
 // still there unchanged after the functions under test ran (they take const&).
-void CheckUntouched(const std::vector<Message>& original, const Transcript& t, Failures& f, const char* when) {
+void CheckUntouched(const std::vector<Message>& original, const Transcript& t, Failures& f,
+                    const char* when) {
   RECAP_EXPECT(f, original.size() == t.size(), when, ": transcript size changed");
   for (std::size_t i = 0; i < original.size() && i < t.size(); ++i) {
     const std::string d = DiffMessages(original[i], t[i]);
@@ -167,7 +172,7 @@ GeneratorOptions CutterOptions(Rng& rng) {
 CutOptions RandomCutOptions(Rng& rng) {
   CutOptions o;
   const auto r = rng.Below(20);
-  o.keep_turns = r < 12 ? static_cast<int>(rng.Between(0, 4))
+  o.keep_turns = r < 12   ? static_cast<int>(rng.Between(0, 4))
                  : r < 19 ? static_cast<int>(rng.Between(0, 20))
                           : (rng.OneIn(2) ? -1 : 25);  // out of range: clamped
   o.mode = rng.OneIn(4) ? CutMode::kBudget : CutMode::kNormal;
@@ -181,7 +186,9 @@ std::size_t RandomLimit(Rng& rng, const CutContext& c, const recap::CutDecision&
   switch (rng.Below(6)) {
     case 0: return 1;
     case 1: return rng.Size(1, t.chars() + 10);
-    case 2: return base.ok() ? std::max<std::size_t>(1, base.kept_chars + rng.Size(0, 2) - 1) : 1 + rng.Size(0, 50);
+    case 2:
+      return base.ok() ? std::max<std::size_t>(1, base.kept_chars + rng.Size(0, 2) - 1)
+                       : 1 + rng.Size(0, 50);
     case 3: {  // the kept size at a random safe boundary, +-1
       const std::size_t q = rng.Size(0, n);
       const std::size_t s = t.chars(MaxSafeAtMost(c.safe, q), n);
@@ -204,7 +211,8 @@ void CutterCase(std::uint64_t seed, Failures& f) {
   for (int k = 0; k < 4; ++k) {
     CutOptions o = RandomCutOptions(rng);
     const recap::CutDecision base = recap::FindCut(t, o);
-    CutCoverage().Add(Str("unlimited:", SkipStr(base.skip), base.inside_turn ? "/inside_turn" : ""));
+    CutCoverage().Add(
+        Str("unlimited:", SkipStr(base.skip), base.inside_turn ? "/inside_turn" : ""));
     CheckCutGeneral(c, o, base, f);
     CheckCutBase(c, o, base, f);
     CutOptions limited = o;
@@ -215,8 +223,9 @@ void CutterCase(std::uint64_t seed, Failures& f) {
     CheckCutLimited(c, limited, d, base, f);
     // Pure function: the same call gives the same answer.
     const recap::CutDecision again = recap::FindCut(t, limited);
-    RECAP_EXPECT(f, again.skip == d.skip && again.position == d.position && again.kept_chars == d.kept_chars,
-                 "FindCut is not deterministic");
+    RECAP_EXPECT(
+        f, again.skip == d.skip && again.position == d.position && again.kept_chars == d.kept_chars,
+        "FindCut is not deterministic");
   }
   CheckUntouched(messages, t, f, "after FindCut");
 }
@@ -230,7 +239,8 @@ TEST_CASE("R3 cutter invariants over generated transcripts", "[property][R3]") {
 
 // Minimal transcripts for the cases the cutter properties check, each written out.
 Message Call(const std::string& id, const std::string& msg_id, std::string text = {}) {
-  Message m = Message::AssistantCalls({recap::ToolCall{id, "bash", "{\"command\":\"ls\"}", ""}}, std::move(text));
+  Message m = Message::AssistantCalls({recap::ToolCall{id, "bash", "{\"command\":\"ls\"}", ""}},
+                                      std::move(text));
   m.id = msg_id;
   return m;
 }
@@ -253,7 +263,8 @@ Message Named(Message m, const std::string& id) {
 void CheckMinimalCut(const Transcript& t, const CutOptions& o, std::size_t expected) {
   const recap::CutDecision d = recap::FindCut(t, o);
   const CutContext c(t);
-  INFO("transcript:\n" << DescribeTranscript(t) << "options " << OptionsStr(o) << "\ndecision " << DecisionStr(d));
+  INFO("transcript:\n"
+       << DescribeTranscript(t) << "options " << OptionsStr(o) << "\ndecision " << DecisionStr(d));
   CHECK(d.ok());
   CHECK(d.position == expected);
   Failures f;
@@ -265,23 +276,28 @@ void CheckMinimalCut(const Transcript& t, const CutOptions& o, std::size_t expec
 TEST_CASE("R3.3 a cut inside the last turn keeps the newest tool-call round", "[property][R3.3]") {
   // One turn: user, a tool round, the final reply. The round is kept: cut before it.
   const Transcript one({Named(Message::UserText("fix the failing test"), "u0"), Call("c1", "a1"),
-                        Named(Message::ToolOutput("c1", "ok"), "t2"), Named(Message::AssistantText("done"), "a3")});
+                        Named(Message::ToolOutput("c1", "ok"), "t2"),
+                        Named(Message::AssistantText("done"), "a3")});
   CutOptions o;
   o.keep_turns = 2;
   CheckMinimalCut(one, o, 1);
   o.mode = CutMode::kBudget;
   CheckMinimalCut(one, o, 1);
   // Two turns, budget mode: the newest round of the last turn is kept.
-  const Transcript two({Named(Message::UserText("hi"), "u0"), Named(Message::AssistantText("hello"), "a1"),
+  const Transcript two({Named(Message::UserText("hi"), "u0"),
+                        Named(Message::AssistantText("hello"), "a1"),
                         Named(Message::UserText("run ls"), "u2"), Call("c1", "a3"),
-                        Named(Message::ToolOutput("c1", "a b c"), "t4"), Named(Message::AssistantText("three files"), "a5")});
+                        Named(Message::ToolOutput("c1", "a b c"), "t4"),
+                        Named(Message::AssistantText("three files"), "a5")});
   o.mode = CutMode::kBudget;
   CheckMinimalCut(two, o, 3);
 }
 
 TEST_CASE("R3.3 a last turn without a tool-call round is kept whole", "[property][R3.3]") {
-  const Transcript t({Named(Message::UserText("hi"), "u0"), Named(Message::AssistantText("hello"), "a1"),
-                      Named(Message::UserText("and now?"), "u2"), Named(Message::AssistantText("now this"), "a3")});
+  const Transcript t({Named(Message::UserText("hi"), "u0"),
+                      Named(Message::AssistantText("hello"), "a1"),
+                      Named(Message::UserText("and now?"), "u2"),
+                      Named(Message::AssistantText("now this"), "a3")});
   CutOptions o;
   o.keep_turns = 0;
   CheckMinimalCut(t, o, 2);
@@ -290,13 +306,16 @@ TEST_CASE("R3.3 a last turn without a tool-call round is kept whole", "[property
   CheckMinimalCut(t, o, 2);
 }
 
-TEST_CASE("R3.1/R3.6 no safe boundary before the keep_turns-th last turn: skip, never cut later", "[property][R3.6]") {
+TEST_CASE("R3.1/R3.6 no safe boundary before the keep_turns-th last turn: skip, never cut later",
+          "[property][R3.6]") {
   // Parallel calls answered by two user messages that also carry text: both are turn starts,
   // neither is a safe boundary. keep_turns 1: the cut belongs at 2 or before; 1 and 2 are not
   // safe and 0 summarizes nothing, so the cut is skipped (cutting at 3 would keep no turn).
-  Message calls = Message::AssistantCalls({recap::ToolCall{"c0", "bash", "{}", ""}, recap::ToolCall{"c1", "grep", "{}", ""}});
+  Message calls = Message::AssistantCalls(
+      {recap::ToolCall{"c0", "bash", "{}", ""}, recap::ToolCall{"c1", "grep", "{}", ""}});
   calls.id = "a0";
-  const Transcript t({calls, AnthropicResult("c0", "first", "u1"), AnthropicResult("c1", "second", "u2"),
+  const Transcript t({calls, AnthropicResult("c0", "first", "u1"),
+                      AnthropicResult("c1", "second", "u2"),
                       Named(Message::AssistantText("done"), "a3")});
   CutOptions o;
   o.keep_turns = 1;
@@ -306,18 +325,21 @@ TEST_CASE("R3.1/R3.6 no safe boundary before the keep_turns-th last turn: skip, 
 }
 
 TEST_CASE("R3.6 a single turn kept whole leaves nothing to summarize", "[property][R3.6]") {
-  const Transcript t({Named(Message::UserText("hi"), "u0"), Named(Message::AssistantText("hello"), "a1")});
+  const Transcript t(
+      {Named(Message::UserText("hi"), "u0"), Named(Message::AssistantText("hello"), "a1")});
   CutOptions o;
   const recap::CutDecision d = recap::FindCut(t, o);
   INFO("decision " << DecisionStr(d));
   CHECK(d.skip == recap::SkipReason::kNothingToSummarize);
 }
 
-TEST_CASE("R3.8 the cut moves to the safe boundary before an unsafe turn start", "[property][R3.8]") {
+TEST_CASE("R3.8 the cut moves to the safe boundary before an unsafe turn start",
+          "[property][R3.8]") {
   // Turn starts 0, 2, 4; 2 and 4 are user messages carrying a tool result and a text (turn
   // starts, but not safe boundaries). Safe boundaries: 0, 1, 3, 5.
-  const Transcript t({Named(Message::UserText("a"), "u0"), Call("c1", "a1"), AnthropicResult("c1", "b", "u2"),
-                      Call("c2", "a3"), AnthropicResult("c2", "c", "u4")});
+  const Transcript t({Named(Message::UserText("a"), "u0"), Call("c1", "a1"),
+                      AnthropicResult("c1", "b", "u2"), Call("c2", "a3"),
+                      AnthropicResult("c2", "c", "u4")});
   CutOptions o;
   o.keep_turns = 2;
   CheckMinimalCut(t, o, 1);  // turn start 2 snapped back to 1
@@ -381,7 +403,9 @@ void ReducerCase(std::uint64_t seed, bool walk, Failures& f) {
   for (int k = 0; k < targets; ++k) {
     const std::size_t target = RandomTarget(rng, t);
     recap::ReduceResult r = recap::ReduceTail(t, target);
-    ReduceCoverage().Add(r.rounds == 0 ? "already_fit" : r.fits ? Str("fit_in_round_", r.rounds) : "over_after_5_rounds");
+    ReduceCoverage().Add(r.rounds == 0 ? "already_fit"
+                         : r.fits      ? Str("fit_in_round_", r.rounds)
+                                       : "over_after_5_rounds");
     if (t.chars() >= 100000) ReduceCoverage().Add("transcripts_over_100k");
     CheckReduce(t, target, r, f);
     CheckReduceIdempotent(r, target, f);
@@ -397,7 +421,8 @@ void ReducerCase(std::uint64_t seed, bool walk, Failures& f) {
 
 TEST_CASE("R6 reducer invariants over generated transcripts", "[property][R6]") {
   CaseRunner runner("R6 reducer");
-  runner.Run(kCasesPerRunSeed, [](std::uint64_t seed, Failures& f) { ReducerCase(seed, false, f); });
+  runner.Run(kCasesPerRunSeed,
+             [](std::uint64_t seed, Failures& f) { ReducerCase(seed, false, f); });
   ReduceCoverage().Print("R6 reducer");
   if (!Replaying()) CHECK(runner.cases() >= 10000);
 }
@@ -497,9 +522,9 @@ TEST_CASE("R6.2 largest over-cap message first, ties earlier first", "[property]
 
 TEST_CASE("R6.2 size is measured in code points, not bytes", "[property][R6.2]") {
   std::vector<Message> ms;
-  ms.push_back(UserText(Emoji(20000), "m0"));       // 20,000 code points, 80,000 bytes
-  ms.push_back(UserText(Ascii(25000), "m1"));       // 25,000 code points, 25,000 bytes
-  ms.push_back(ToolText(Emoji(9000), "c", "m2"));   // 9,000 code points, 36,000 bytes
+  ms.push_back(UserText(Emoji(20000), "m0"));      // 20,000 code points, 80,000 bytes
+  ms.push_back(UserText(Ascii(25000), "m1"));      // 25,000 code points, 25,000 bytes
+  ms.push_back(ToolText(Emoji(9000), "c", "m2"));  // 9,000 code points, 36,000 bytes
   const Transcript t(ms);
   REQUIRE(t.chars() == 54000);
   Failures f;
@@ -514,7 +539,9 @@ TEST_CASE("R6.2 size is measured in code points, not bytes", "[property][R6.2]")
 
 TEST_CASE("R6.2 equal sizes: the earlier message first", "[property][R6.2]") {
   std::vector<Message> ms;
-  for (int i = 0; i < 5; ++i) ms.push_back(ToolText(Ascii(10000, static_cast<char>('a' + i)), "c" + std::to_string(i), "m" + std::to_string(i)));
+  for (int i = 0; i < 5; ++i)
+    ms.push_back(ToolText(Ascii(10000, static_cast<char>('a' + i)), "c" + std::to_string(i),
+                          "m" + std::to_string(i)));
   const Transcript t(ms);
   Failures f;
   std::size_t size = t.chars();
@@ -531,17 +558,23 @@ TEST_CASE("R6.2 equal sizes: the earlier message first", "[property][R6.2]") {
   if (!f.empty()) FAIL_CHECK(f.str());
 }
 
-TEST_CASE("R4.4/R6.4 checkpoints and opaque items are never clipped, even at target 0", "[property][R6.4]") {
+TEST_CASE("R4.4/R6.4 checkpoints and opaque items are never clipped, even at target 0",
+          "[property][R6.4]") {
   std::vector<Message> ms;
   Message summary = UserText("## Goal\n" + Emoji(40000), "s0");
   summary.summary = true;
   ms.push_back(summary);
   Message user = UserText(Ascii(30000), "u1");
-  user.parts.push_back(recap::Opaque{"image", "{\"data\":\"" + Ascii(50000, 'Q') + "\"}", recap::OpaqueLink::kNone, ""});
+  user.parts.push_back(recap::Opaque{"image", "{\"data\":\"" + Ascii(50000, 'Q') + "\"}",
+                                     recap::OpaqueLink::kNone, ""});
   ms.push_back(user);
-  Message call = Message::AssistantCalls({recap::ToolCall{"call_1", "bash", "{\"command\":\"" + Ascii(40000, 'x') + "\"}", ""}});
+  Message call = Message::AssistantCalls(
+      {recap::ToolCall{"call_1", "bash", "{\"command\":\"" + Ascii(40000, 'x') + "\"}", ""}});
   call.id = "a2";
-  call.parts.insert(call.parts.begin(), recap::Opaque{"thinking", "{\"thinking\":\"" + Emoji(30000) + "\",\"signature\":\"sig\"}", recap::OpaqueLink::kNone, ""});
+  call.parts.insert(
+      call.parts.begin(),
+      recap::Opaque{"thinking", "{\"thinking\":\"" + Emoji(30000) + "\",\"signature\":\"sig\"}",
+                    recap::OpaqueLink::kNone, ""});
   ms.push_back(call);
   Message result;
   result.id = "t3";
@@ -549,7 +582,8 @@ TEST_CASE("R4.4/R6.4 checkpoints and opaque items are never clipped, even at tar
   recap::ToolResult tr;
   tr.call_id = "call_1";
   tr.content.push_back(recap::Text{Emoji(20000), ""});
-  tr.content.push_back(recap::Opaque{"image", "{\"data\":\"" + Ascii(20000, 'Z') + "\"}", recap::OpaqueLink::kNone, ""});
+  tr.content.push_back(recap::Opaque{"image", "{\"data\":\"" + Ascii(20000, 'Z') + "\"}",
+                                     recap::OpaqueLink::kNone, ""});
   tr.content.push_back(recap::Text{Ascii(9000), ""});
   result.parts.push_back(tr);
   ms.push_back(result);
@@ -576,27 +610,34 @@ void CheckClipTextCall(const std::string& s, std::size_t c, Failures& f) {
   const std::string_view marker = recap::kTruncationMarker;
   const std::size_t marker_cps = RefCountCodePoints(marker);
   RECAP_EXPECT(f, RefIsValidUtf8(r), where, " returned invalid UTF-8: ", Preview(r));
-  RECAP_EXPECT(f, RefCountCodePoints(r) <= c || n <= c, where, " has ", RefCountCodePoints(r), " code points");
+  RECAP_EXPECT(f, RefCountCodePoints(r) <= c || n <= c, where, " has ", RefCountCodePoints(r),
+               " code points");
   if (n <= c) {
     RECAP_EXPECT(f, r == s, where, " changed a text within the cap");
   } else if (c < marker_cps) {
     RECAP_EXPECT(f, r == std::string(marker.substr(0, RefPrefixBytes(marker, c))), where,
-                 " with a cap below the marker should give the marker cut to the cap, got ", Preview(r));
+                 " with a cap below the marker should give the marker cut to the cap, got ",
+                 Preview(r));
   } else {
-    RECAP_EXPECT(f, EndsWith(r, marker) && CountOccurrences(r, marker) == 1, where, " does not end with the marker once");
-    const std::string_view prefix = std::string_view(r).substr(0, r.size() >= marker.size() ? r.size() - marker.size() : 0);
-    RECAP_EXPECT(f, std::string_view(s).substr(0, prefix.size()) == prefix, where, " kept part is not a prefix");
+    RECAP_EXPECT(f, EndsWith(r, marker) && CountOccurrences(r, marker) == 1, where,
+                 " does not end with the marker once");
+    const std::string_view prefix =
+        std::string_view(r).substr(0, r.size() >= marker.size() ? r.size() - marker.size() : 0);
+    RECAP_EXPECT(f, std::string_view(s).substr(0, prefix.size()) == prefix, where,
+                 " kept part is not a prefix");
     // "keeps its beginning": at least half of the room the cap leaves.
-    RECAP_EXPECT(f, RefCountCodePoints(prefix) * 2 >= c - marker_cps, where, " kept only ", RefCountCodePoints(prefix),
-                 " code points of ", c - marker_cps, " available");
+    RECAP_EXPECT(f, RefCountCodePoints(prefix) * 2 >= c - marker_cps, where, " kept only ",
+                 RefCountCodePoints(prefix), " code points of ", c - marker_cps, " available");
   }
   if (c >= 32) {
-    RECAP_EXPECT(f, EndsWith(r, marker) == (n > c), where, " ends with the marker iff the text was over the cap");
+    RECAP_EXPECT(f, EndsWith(r, marker) == (n > c), where,
+                 " ends with the marker iff the text was over the cap");
   }
   RECAP_EXPECT(f, recap::ClipText(r, c) == r, where, " is not idempotent");
 }
 
-TEST_CASE("R6.3 ClipText never splits UTF-8: dense 4-byte text at every clip offset", "[property][R6.3]") {
+TEST_CASE("R6.3 ClipText never splits UTF-8: dense 4-byte text at every clip offset",
+          "[property][R6.3]") {
   Failures f;
   const std::vector<std::string> prefixes = {"", "a", "ab", "abc", "é", "€", "é€"};
   for (const auto& lead : prefixes) {
@@ -673,8 +714,8 @@ TEST_CASE("R6.4 ClipArguments is idempotent", "[property][R6.4]") {
       const std::size_t cap = rng.OneIn(4) ? rng.Size(32, 200) : rng.Size(32, n + 100);
       const std::string r = recap::ClipArguments(args, cap);
       const std::string r2 = recap::ClipArguments(r, cap);
-      RECAP_EXPECT(f, r2 == r, "ClipArguments(", Preview(args), ", ", cap, ") is not idempotent: first ", Preview(r),
-                   ", second ", Preview(r2));
+      RECAP_EXPECT(f, r2 == r, "ClipArguments(", Preview(args), ", ", cap,
+                   ") is not idempotent: first ", Preview(r), ", second ", Preview(r2));
     }
   });
 }
@@ -685,22 +726,53 @@ TEST_CASE("R6.4 ClipArguments is idempotent", "[property][R6.4]") {
 // Random bytes biased towards the interesting: valid sequences of every length, truncated
 // sequences, overlongs, surrogates, values above U+10FFFF, stray continuation bytes.
 std::string RandomBytes(Rng& rng, std::size_t n) {
-  static const std::vector<std::string> kPieces = {
-      "a", " ", "\n", std::string("\0", 1), "\x7F", "\xC3\xA9", "\xE2\x82\xAC", "\xF0\x9F\x98\x80",
-      "\xF4\x8F\xBF\xBF", "\xC3", "\xE2\x82", "\xF0\x9F\x98", "\xF0\x9F", "\x80", "\xBF", "\xC0\x80", "\xC1\xBF",
-      "\xE0\x80\x80", "\xE0\x9F\xBF", "\xF0\x80\x80\x80", "\xF0\x8F\xBF\xBF", "\xED\xA0\x80", "\xED\xBF\xBF",
-      "\xF4\x90\x80\x80", "\xF5\x80\x80\x80", "\xF8\x88\x80\x80\x80", "\xFE", "\xFF", "\xEF\xBB\xBF",
-      "\xEF\xBF\xBD", "\xE2\x80\xA6", "\xED\x9F\xBF", "\xEE\x80\x80"};
+  static const std::vector<std::string> kPieces = {"a",
+                                                   " ",
+                                                   "\n",
+                                                   std::string("\0", 1),
+                                                   "\x7F",
+                                                   "\xC3\xA9",
+                                                   "\xE2\x82\xAC",
+                                                   "\xF0\x9F\x98\x80",
+                                                   "\xF4\x8F\xBF\xBF",
+                                                   "\xC3",
+                                                   "\xE2\x82",
+                                                   "\xF0\x9F\x98",
+                                                   "\xF0\x9F",
+                                                   "\x80",
+                                                   "\xBF",
+                                                   "\xC0\x80",
+                                                   "\xC1\xBF",
+                                                   "\xE0\x80\x80",
+                                                   "\xE0\x9F\xBF",
+                                                   "\xF0\x80\x80\x80",
+                                                   "\xF0\x8F\xBF\xBF",
+                                                   "\xED\xA0\x80",
+                                                   "\xED\xBF\xBF",
+                                                   "\xF4\x90\x80\x80",
+                                                   "\xF5\x80\x80\x80",
+                                                   "\xF8\x88\x80\x80\x80",
+                                                   "\xFE",
+                                                   "\xFF",
+                                                   "\xEF\xBB\xBF",
+                                                   "\xEF\xBF\xBD",
+                                                   "\xE2\x80\xA6",
+                                                   "\xED\x9F\xBF",
+                                                   "\xEE\x80\x80"};
   std::string s;
   while (s.size() < n) {
-    if (rng.OneIn(4)) s += static_cast<char>(rng.Below(256));
-    else s += rng.Pick(kPieces);
+    if (rng.OneIn(4))
+      s += static_cast<char>(rng.Below(256));
+    else
+      s += rng.Pick(kPieces);
   }
   return s;
 }
 
-TEST_CASE("§1 CountCodePoints, IsValidUtf8, ToValidUtf8, PrefixBytesForCodePoints match a reference decoder",
-          "[property][measure]") {
+TEST_CASE(
+    "§1 CountCodePoints, IsValidUtf8, ToValidUtf8, PrefixBytesForCodePoints match a reference "
+    "decoder",
+    "[property][measure]") {
   CaseRunner runner("§1 UTF-8 measurement");
   runner.Run(2500, [](std::uint64_t seed, Failures& f) {
     Rng rng(MixSeed(seed, 5));
@@ -711,19 +783,26 @@ TEST_CASE("§1 CountCodePoints, IsValidUtf8, ToValidUtf8, PrefixBytesForCodePoin
     } else {
       s = RandomBytes(rng, rng.Size(0, 200));
     }
-    const std::string where = Str("bytes ", nlohmann::json(RefToValidUtf8(s)).dump().substr(0, 120), " (", s.size(), " bytes)");
-    RECAP_EXPECT(f, recap::CountCodePoints(s) == RefCountCodePoints(s), "CountCodePoints ", recap::CountCodePoints(s),
-                 " vs reference ", RefCountCodePoints(s), " for ", where);
-    RECAP_EXPECT(f, recap::IsValidUtf8(s) == RefIsValidUtf8(s), "IsValidUtf8 ", recap::IsValidUtf8(s), " for ", where);
+    const std::string where = Str("bytes ", nlohmann::json(RefToValidUtf8(s)).dump().substr(0, 120),
+                                  " (", s.size(), " bytes)");
+    RECAP_EXPECT(f, recap::CountCodePoints(s) == RefCountCodePoints(s), "CountCodePoints ",
+                 recap::CountCodePoints(s), " vs reference ", RefCountCodePoints(s), " for ",
+                 where);
+    RECAP_EXPECT(f, recap::IsValidUtf8(s) == RefIsValidUtf8(s), "IsValidUtf8 ",
+                 recap::IsValidUtf8(s), " for ", where);
     const std::string v = recap::ToValidUtf8(s);
     RECAP_EXPECT(f, RefIsValidUtf8(v), "ToValidUtf8 output invalid for ", where);
-    RECAP_EXPECT(f, v == RefToValidUtf8(s), "ToValidUtf8 differs from replacing each invalid byte by U+FFFD for ", where);
-    RECAP_EXPECT(f, recap::CountCodePoints(v) == recap::CountCodePoints(s), "CountCodePoints(ToValidUtf8(s)) != CountCodePoints(s) for ", where);
+    RECAP_EXPECT(f, v == RefToValidUtf8(s),
+                 "ToValidUtf8 differs from replacing each invalid byte by U+FFFD for ", where);
+    RECAP_EXPECT(f, recap::CountCodePoints(v) == recap::CountCodePoints(s),
+                 "CountCodePoints(ToValidUtf8(s)) != CountCodePoints(s) for ", where);
     if (RefIsValidUtf8(s)) RECAP_EXPECT(f, v == s, "ToValidUtf8 changed valid text");
     for (int k = 0; k < 4; ++k) {
       const std::size_t cps = rng.Size(0, RefCountCodePoints(s) + 2);
-      RECAP_EXPECT(f, recap::PrefixBytesForCodePoints(s, cps) == RefPrefixBytes(s, cps), "PrefixBytesForCodePoints(",
-                   cps, ") = ", recap::PrefixBytesForCodePoints(s, cps), " vs reference ", RefPrefixBytes(s, cps), " for ", where);
+      RECAP_EXPECT(f, recap::PrefixBytesForCodePoints(s, cps) == RefPrefixBytes(s, cps),
+                   "PrefixBytesForCodePoints(", cps,
+                   ") = ", recap::PrefixBytesForCodePoints(s, cps), " vs reference ",
+                   RefPrefixBytes(s, cps), " for ", where);
     }
   });
 }
@@ -739,7 +818,8 @@ TEST_CASE("§1 Transcript sizes equal the sum of message sizes", "[property][mea
     for (const auto& m : t) prefix.push_back(prefix.back() + RefMessageChars(m));
     std::size_t lib_sum = 0;
     for (const auto& m : t) lib_sum += recap::MessageChars(m);
-    RECAP_EXPECT(f, t.chars() == prefix.back(), "t.chars() ", t.chars(), " vs reference ", prefix.back());
+    RECAP_EXPECT(f, t.chars() == prefix.back(), "t.chars() ", t.chars(), " vs reference ",
+                 prefix.back());
     RECAP_EXPECT(f, t.chars() == lib_sum, "t.chars() != sum of MessageChars");
     RECAP_EXPECT(f, t.tokens() == (t.chars() + 3) / 4, "tokens != ceil(chars / 4)");
     for (int k = 0; k < 10; ++k) {
@@ -747,7 +827,8 @@ TEST_CASE("§1 Transcript sizes equal the sum of message sizes", "[property][mea
       const std::size_t e = rng.Size(b, t.size());
       RECAP_EXPECT(f, t.chars(b, e) == prefix[e] - prefix[b], "t.chars(", b, ", ", e, ")");
       const Transcript s = t.Slice(b, e);
-      RECAP_EXPECT(f, s.size() == e - b && s.chars() == prefix[e] - prefix[b], "Slice(", b, ", ", e, ") sizes");
+      RECAP_EXPECT(f, s.size() == e - b && s.chars() == prefix[e] - prefix[b], "Slice(", b, ", ", e,
+                   ") sizes");
     }
   });
 }
@@ -762,7 +843,8 @@ TEST_CASE("the invariant checks report broken cuts and reductions", "[property][
   ms.push_back(summary);
   ms.push_back(UserText(Emoji(20000), "u1"));
   Message call = Call("c1", "a2");
-  call.parts.insert(call.parts.begin(), recap::Opaque{"thinking", "{\"thinking\":\"hm\"}", recap::OpaqueLink::kNone, ""});
+  call.parts.insert(call.parts.begin(), recap::Opaque{"thinking", "{\"thinking\":\"hm\"}",
+                                                      recap::OpaqueLink::kNone, ""});
   ms.push_back(call);
   ms.push_back(ToolText(Ascii(9000), "c1", "t3"));
   ms.push_back(UserText("thanks", "u4"));
@@ -774,7 +856,8 @@ TEST_CASE("the invariant checks report broken cuts and reductions", "[property][
     CheckReduce(t, target, good, f);
     REQUIRE(f.str() == "");
   }
-  auto expect_reported = [&](const char* what, const std::function<void(recap::ReduceResult&)>& breakit,
+  auto expect_reported = [&](const char* what,
+                             const std::function<void(recap::ReduceResult&)>& breakit,
                              const std::string& needle) {
     recap::ReduceResult bad = good;
     breakit(bad);
@@ -794,42 +877,60 @@ TEST_CASE("the invariant checks report broken cuts and reductions", "[property][
   const std::string marker(recap::kTruncationMarker);
   // A split character: Transcript::Set repairs it to U+FFFD, which is then no prefix; the text
   // check alone reports the invalid UTF-8.
-  expect_reported("a split 4-byte character", with_text(Emoji(100) + "\xF0\x9F" + marker), "not a prefix");
+  expect_reported("a split 4-byte character", with_text(Emoji(100) + "\xF0\x9F" + marker),
+                  "not a prefix");
   {
     Failures f;
     CheckClippedText(Emoji(200), Emoji(100) + "\xF0\x9F" + marker, 16000, "text", f);
     CHECK(f.str().find("UTF-8") != std::string::npos);
   }
-  expect_reported("the marker twice", with_text(Emoji(100) + marker + marker), "marker exactly once");
+  expect_reported("the marker twice", with_text(Emoji(100) + marker + marker),
+                  "marker exactly once");
   expect_reported("no marker", with_text(Emoji(100)), "marker exactly once");
   expect_reported("not a prefix", with_text("x" + Emoji(100) + marker), "not a prefix");
   expect_reported("over the cap", with_text(Emoji(16001) + marker), "over its cap");
-  expect_reported("a changed call id", [](recap::ReduceResult& r) {
-    Message m = r.transcript[2];
-    std::get<recap::ToolCall>(m.parts[1]).id = "c9";
-    r.transcript.Set(2, m);
-  }, "R6.4");
-  expect_reported("an altered opaque item", [](recap::ReduceResult& r) {
-    Message m = r.transcript[2];
-    std::get<recap::Opaque>(m.parts[0]).payload = "{}";
-    r.transcript.Set(2, m);
-    r.after_chars = r.transcript.chars();
-  }, "opaque");
-  expect_reported("a clipped checkpoint", [](recap::ReduceResult& r) {
-    Message m = r.transcript[0];
-    std::get<recap::Text>(m.parts[0]).text = "## Goal";
-    r.transcript.Set(0, m);
-    r.after_chars = r.transcript.chars();
-  }, "checkpoint");
-  expect_reported("invalid JSON arguments", [](recap::ReduceResult& r) {
-    Message m = r.transcript[2];
-    std::get<recap::ToolCall>(m.parts[1]).arguments = "{\"command\":";
-    r.transcript.Set(2, m);
-    r.after_chars = r.transcript.chars();
-  }, "not after clipping");
-  expect_reported("an incomplete clipped list", [](recap::ReduceResult& r) { r.clipped.clear(); }, "exactly the changed");
-  expect_reported("a wrong size", [](recap::ReduceResult& r) { r.after_chars += 1; }, "after_chars");
-  expect_reported("a wrong fits", [](recap::ReduceResult& r) { r.fits = !r.fits; }, "fits");
+  expect_reported(
+      "a changed call id",
+      [](recap::ReduceResult& r) {
+        Message m = r.transcript[2];
+        std::get<recap::ToolCall>(m.parts[1]).id = "c9";
+        r.transcript.Set(2, m);
+      },
+      "R6.4");
+  expect_reported(
+      "an altered opaque item",
+      [](recap::ReduceResult& r) {
+        Message m = r.transcript[2];
+        std::get<recap::Opaque>(m.parts[0]).payload = "{}";
+        r.transcript.Set(2, m);
+        r.after_chars = r.transcript.chars();
+      },
+      "opaque");
+  expect_reported(
+      "a clipped checkpoint",
+      [](recap::ReduceResult& r) {
+        Message m = r.transcript[0];
+        std::get<recap::Text>(m.parts[0]).text = "## Goal";
+        r.transcript.Set(0, m);
+        r.after_chars = r.transcript.chars();
+      },
+      "checkpoint");
+  expect_reported(
+      "invalid JSON arguments",
+      [](recap::ReduceResult& r) {
+        Message m = r.transcript[2];
+        std::get<recap::ToolCall>(m.parts[1]).arguments = "{\"command\":";
+        r.transcript.Set(2, m);
+        r.after_chars = r.transcript.chars();
+      },
+      "not after clipping");
+  expect_reported(
+      "an incomplete clipped list", [](recap::ReduceResult& r) { r.clipped.clear(); },
+      "exactly the changed");
+  expect_reported(
+      "a wrong size", [](recap::ReduceResult& r) { r.after_chars += 1; }, "after_chars");
+  expect_reported(
+      "a wrong fits", [](recap::ReduceResult& r) { r.fits = !r.fits; }, "fits");
 
   // Cuts: a position that separates a call from its result; a cut despite an uncertain call.
   const CutContext c(t);
@@ -886,21 +987,32 @@ TEST_CASE("generator is deterministic and produces every shape", "[property][gen
         mix(m.id);
         mix(RoleStr(m.role));
         for (const auto& p : m.parts) {
-          if (const auto* x = std::get_if<recap::Text>(&p)) mix(x->text);
-          else if (const auto* c = std::get_if<recap::ToolCall>(&p)) { mix(c->id); mix(c->name); mix(c->arguments); }
-          else if (const auto* r = std::get_if<recap::ToolResult>(&p)) {
+          if (const auto* x = std::get_if<recap::Text>(&p))
+            mix(x->text);
+          else if (const auto* c = std::get_if<recap::ToolCall>(&p)) {
+            mix(c->id);
+            mix(c->name);
+            mix(c->arguments);
+          } else if (const auto* r = std::get_if<recap::ToolResult>(&p)) {
             mix(r->call_id);
             for (const auto& item : r->content) {
-              if (const auto* t = std::get_if<recap::Text>(&item)) mix(t->text);
-              else mix(std::get<recap::Opaque>(item).payload);
+              if (const auto* t = std::get_if<recap::Text>(&item))
+                mix(t->text);
+              else
+                mix(std::get<recap::Opaque>(item).payload);
             }
-          } else { mix(std::get<recap::Opaque>(p).payload); mix(std::get<recap::Opaque>(p).link_id); }
+          } else {
+            mix(std::get<recap::Opaque>(p).payload);
+            mix(std::get<recap::Opaque>(p).link_id);
+          }
         }
       }
       digests.push_back(h);
     }
-    std::cerr << "[property] generator digests: " << digests[0] << " " << digests[1] << " " << digests[2] << "\n";
-    CHECK(digests == std::vector<std::uint64_t>{9499220361675839820ULL, 18140695943905029972ULL, 18289843842132201674ULL});
+    std::cerr << "[property] generator digests: " << digests[0] << " " << digests[1] << " "
+              << digests[2] << "\n";
+    CHECK(digests == std::vector<std::uint64_t>{9499220361675839820ULL, 18140695943905029972ULL,
+                                                18289843842132201674ULL});
   }
   std::map<std::string, int> seen;
   for (std::uint64_t seed = 0; seed < 600; ++seed) {
@@ -909,7 +1021,8 @@ TEST_CASE("generator is deterministic and produces every shape", "[property][gen
     const RefPairing p = RefPair(t);
     if (!p.Uncertain().empty()) ++seen["uncertain"];
     if (!p.orphans.empty()) ++seen["orphan"];
-    if (!t.empty() && !RefIsTurnStart(t[0]) && t[0].role == recap::Role::kTool) ++seen["leading orphan"];
+    if (!t.empty() && !RefIsTurnStart(t[0]) && t[0].role == recap::Role::kTool)
+      ++seen["leading orphan"];
     if (RefTurnStarts(t).empty()) ++seen["no turns"];
     for (const auto& m : t) {
       if (m.summary) ++seen["summary"];
@@ -925,8 +1038,10 @@ TEST_CASE("generator is deterministic and produces every shape", "[property][gen
           ++results;
           if (r->content.size() > 1) ++seen["multi-item result"];
           for (const auto& item : r->content) {
-            if (std::holds_alternative<recap::Opaque>(item)) ++seen["opaque in result"];
-            else if (RefCountCodePoints(std::get<recap::Text>(item).text) > 8000) ++seen["result over cap"];
+            if (std::holds_alternative<recap::Opaque>(item))
+              ++seen["opaque in result"];
+            else if (RefCountCodePoints(std::get<recap::Text>(item).text) > 8000)
+              ++seen["result over cap"];
           }
         } else if (const auto* x = std::get_if<recap::Text>(&part)) {
           ++texts;
@@ -952,10 +1067,28 @@ TEST_CASE("generator is deterministic and produces every shape", "[property][gen
       if (server_call != server_result) ++seen["server pair split"];
     }
   }
-  for (const char* shape : {"uncertain", "orphan", "leading orphan", "no turns", "summary", "system", "invalid json",
-                            "arguments over cap", "multi-item result", "opaque in result", "result over cap",
-                            "empty text", "4-byte", "dense 4-byte", "text over cap", "huge", "thinking", "image",
-                            "parallel calls", "anthropic results", "results with text", "server pair in one message",
+  for (const char* shape : {"uncertain",
+                            "orphan",
+                            "leading orphan",
+                            "no turns",
+                            "summary",
+                            "system",
+                            "invalid json",
+                            "arguments over cap",
+                            "multi-item result",
+                            "opaque in result",
+                            "result over cap",
+                            "empty text",
+                            "4-byte",
+                            "dense 4-byte",
+                            "text over cap",
+                            "huge",
+                            "thinking",
+                            "image",
+                            "parallel calls",
+                            "anthropic results",
+                            "results with text",
+                            "server pair in one message",
                             "server pair split"}) {
     INFO(shape);
     CHECK(seen[shape] > 0);

@@ -1,10 +1,10 @@
 // The cutter (SPEC R3) and the tail reducer (R6) keep their invariants on every real transcript
 // under tests/data (tau-bench, Claude Code, SWE-agent, OpenHands; see tests/data/SOURCES.md).
 // The checks are the same as the property tests' (support/invariants.h).
-#include <catch2/catch.hpp>
-
 #include <chrono>
 #include <iostream>
+
+#include <catch2/catch.hpp>
 
 #include "support/invariants.h"
 #include "support/test_data.h"
@@ -46,7 +46,8 @@ void CheckRealTranscript(const recap::testing::NamedTranscript& nt, Failures& f)
 
   // Reducer at 90%, 50%, 10%, 1% of the transcript's size and at 4000.
   const std::size_t size = t.chars();
-  std::vector<std::size_t> targets = {size * 9 / 10, size / 2, size / 10, size / 100, recap::kMinReductionTarget};
+  std::vector<std::size_t> targets = {size * 9 / 10, size / 2, size / 10, size / 100,
+                                      recap::kMinReductionTarget};
   std::vector<std::pair<std::size_t, recap::ReduceResult>> results;
   for (std::size_t target : targets) {
     recap::ReduceResult r = recap::ReduceTail(t, target);
@@ -85,14 +86,16 @@ TEST_CASE("R3/R6 invariants hold on every real transcript", "[property][realdata
     messages += nt.conversation.messages.size();
     if (f.empty()) continue;
     ++failing;
-    const std::string msg = Str("real transcript ", nt.name, " (", nt.format, ", ", nt.conversation.messages.size(),
-                                " messages): ", f.count(), " finding(s):\n", f.str());
+    const std::string msg =
+        Str("real transcript ", nt.name, " (", nt.format, ", ", nt.conversation.messages.size(),
+            " messages): ", f.count(), " finding(s):\n", f.str());
     std::cerr << msg;
     FAIL_CHECK(msg);
   }
-  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::cerr << "[property] real transcripts: " << all.size() << " transcripts, " << messages << " messages, "
-            << failing << " failing, " << secs << " s\n";
+  const double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::cerr << "[property] real transcripts: " << all.size() << " transcripts, " << messages
+            << " messages, " << failing << " failing, " << secs << " s\n";
 }
 
 }  // namespace

@@ -1,9 +1,9 @@
 // SPEC R3: where a compaction cuts. Each case builds a small transcript by hand; the property
 // tests (test_properties.cpp) cover the invariants over generated ones.
-#include <catch2/catch.hpp>
-
 #include <string>
 #include <vector>
+
+#include <catch2/catch.hpp>
 
 #include "recap/safe_boundary.h"
 
@@ -165,8 +165,7 @@ TEST_CASE("R3.6 nothing to summarize") {
   CHECK(FindCut(Transcript(), Keep(2)).skip == SkipReason::kNothingToSummarize);
   CHECK(FindCut(Make({U("only")}), Keep(2)).skip == SkipReason::kNothingToSummarize);
   // A previous checkpoint alone is not worth summarizing again.
-  CHECK(FindCut(Make({Checkpoint(), U("next")}), Keep(2)).skip ==
-        SkipReason::kNothingToSummarize);
+  CHECK(FindCut(Make({Checkpoint(), U("next")}), Keep(2)).skip == SkipReason::kNothingToSummarize);
   CHECK(FindCut(Make({Checkpoint(), U("next")}), Keep(0, CutMode::kBudget)).skip ==
         SkipReason::kNothingToSummarize);
   CHECK(std::string(SkipReasonName(SkipReason::kNothingToSummarize)) == "nothing_to_summarize");
@@ -283,20 +282,30 @@ TEST_CASE("R11.4 FindCut decides as the full scan whatever the transcript's pair
   reopened.parts.emplace_back(ToolResult{"x", {Text{"out", {}}}, false, {}, {}});
   reopened.parts.emplace_back(Opaque{"server_tool_use", R"({})", OpaqueLink::kCall, "x"});
   const std::vector<std::pair<Transcript, Transcript::Pairing>> cases = {
-      {Make({U("1"), A("1"), U("2"), A("2"), U("3"), A("3"), U("4"), A("4")}), Transcript::Pairing::kClosed},
-      {Make({U("go"), Calls({"a"}), T("a"), Calls({"b"}), T("b"), Calls({"c"}), T("c")}), Transcript::Pairing::kClosed},
-      {Make({U("1"), Calls({"slow"}), U("2"), T("slow"), A("2"), U("3")}), Transcript::Pairing::kClosed},
-      {Make({Calls({"a"}), U("while waiting"), A("thinking"), T("a")}), Transcript::Pairing::kClosed},
-      {Make({Checkpoint(), U("1"), A("1"), U("2"), A("2"), U("3"), A("3")}), Transcript::Pairing::kClosed},
+      {Make({U("1"), A("1"), U("2"), A("2"), U("3"), A("3"), U("4"), A("4")}),
+       Transcript::Pairing::kClosed},
+      {Make({U("go"), Calls({"a"}), T("a"), Calls({"b"}), T("b"), Calls({"c"}), T("c")}),
+       Transcript::Pairing::kClosed},
+      {Make({U("1"), Calls({"slow"}), U("2"), T("slow"), A("2"), U("3")}),
+       Transcript::Pairing::kClosed},
+      {Make({Calls({"a"}), U("while waiting"), A("thinking"), T("a")}),
+       Transcript::Pairing::kClosed},
+      {Make({Checkpoint(), U("1"), A("1"), U("2"), A("2"), U("3"), A("3")}),
+       Transcript::Pairing::kClosed},
       {Make({Checkpoint(), Checkpoint(), U("next")}), Transcript::Pairing::kClosed},
-      {Make({U("go"), Calls({"a", "b"}), Results({"b", "a"}), Calls({"c"}), Results({"c"})}), Transcript::Pairing::kClosed},
-      {Make({U("1"), A("1"), U("2"), Calls({"a"}), T("a", big), Calls({"b"}), T("b", big)}), Transcript::Pairing::kClosed},
+      {Make({U("go"), Calls({"a", "b"}), Results({"b", "a"}), Calls({"c"}), Results({"c"})}),
+       Transcript::Pairing::kClosed},
+      {Make({U("1"), A("1"), U("2"), Calls({"a"}), T("a", big), Calls({"b"}), T("b", big)}),
+       Transcript::Pairing::kClosed},
       {Make({U("1"), use, A("between"), res, U("2")}), Transcript::Pairing::kClosed},
       {Make({A("no turns"), Calls({"a"}), T("a"), A("still none")}), Transcript::Pairing::kClosed},
-      {Make({U("1"), Calls({"done", "lost"}), T("done"), U("2"), A("2"), U("3")}), Transcript::Pairing::kOpen},
+      {Make({U("1"), Calls({"done", "lost"}), T("done"), U("2"), A("2"), U("3")}),
+       Transcript::Pairing::kOpen},
       {Make({U("1"), Calls({"x"}), Calls({"x"}), T("x"), U("2")}), Transcript::Pairing::kUnknown},
-      {Make({T("ghost"), U("1"), Calls({"a", "b", "c"}), T("c"), T("a"), T("b"), U("2")}), Transcript::Pairing::kUnknown},
-      {Make({U("1"), Calls({"a"}), T("a"), U("2"), T("a"), U("3"), A("3")}), Transcript::Pairing::kUnknown},
+      {Make({T("ghost"), U("1"), Calls({"a", "b", "c"}), T("c"), T("a"), T("b"), U("2")}),
+       Transcript::Pairing::kUnknown},
+      {Make({U("1"), Calls({"a"}), T("a"), U("2"), T("a"), U("3"), A("3")}),
+       Transcript::Pairing::kUnknown},
       {Make({U("1"), Calls({"b", "a"}), T("a"), A("2")}), Transcript::Pairing::kOpen},
       {Make({U("1"), reopened, A("2")}), Transcript::Pairing::kOpen},
   };
@@ -305,8 +314,8 @@ TEST_CASE("R11.4 FindCut decides as the full scan whatever the transcript's pair
     CHECK(t.pairing() == cases[c].second);
     for (int k = -1; k <= 5; ++k) {
       for (CutMode mode : {CutMode::kNormal, CutMode::kBudget}) {
-        for (std::size_t limit : {std::size_t{0}, std::size_t{1}, std::size_t{10}, std::size_t{1200},
-                                  t.chars() / 2, t.chars()}) {
+        for (std::size_t limit : {std::size_t{0}, std::size_t{1}, std::size_t{10},
+                                  std::size_t{1200}, t.chars() / 2, t.chars()}) {
           const CutOptions o = Keep(k, mode, limit);
           const CutDecision got = FindCut(t, o);
           const CutDecision want = FindCutReference(t, o);

@@ -21,8 +21,6 @@
 // transcript in its own test case): such a comparison is counted and reported with WARN, not
 // failed, and only when the library decides exactly as the deviation's reading does. One is
 // known: finding 1 (R3.3/R3.6), see kFindingKeptWholeStart.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -38,9 +36,12 @@
 #include <variant>
 #include <vector>
 
+#include <catch2/catch.hpp>
+
 #include "recap/safe_boundary.h"
 #include "recap/tail_reducer.h"
 #include "recap/transcript.h"
+
 #include "support/generator.h"
 #include "support/spec_reference.h"
 #include "support/test_data.h"
@@ -129,16 +130,20 @@ std::string CutDifference(const CutDecision& e, const CutDecision& a);
 // the turn leave history to summarize, and keep_turns 1 on the same transcript cuts there. The
 // reference snaps back to the nearest usable position, as R3.1/R3.2 do.
 constexpr const char* kFindingKeptWholeStart =
-    "R3.3/R3.6: last turn kept whole with an unsafe start: FindCut skips (or moves from 0) instead of "
+    "R3.3/R3.6: last turn kept whole with an unsafe start: FindCut skips (or moves from 0) instead "
+    "of "
     "snapping back to the nearest safe boundary before the turn";
 
 // The finding a cut mismatch is an instance of, or nullopt when it is not a known one: only
 // when the case is the finding's and the library decides exactly as the finding's reading does.
 std::optional<std::string> KnownCutDeviation(const ReferenceCutter& ref, const CutOptions& o,
-                                             const CutDecision& /*expected*/, const CutDecision& actual) {
+                                             const CutDecision& /*expected*/,
+                                             const CutDecision& actual) {
   bool unusable_turn_start = false;
-  const CutDecision skipping = ref.Decide(o, recap_spec::KeptWholeStart::kSkip, &unusable_turn_start);
-  if (unusable_turn_start && CutDifference(skipping, actual).empty()) return std::string(kFindingKeptWholeStart);
+  const CutDecision skipping =
+      ref.Decide(o, recap_spec::KeptWholeStart::kSkip, &unusable_turn_start);
+  if (unusable_turn_start && CutDifference(skipping, actual).empty())
+    return std::string(kFindingKeptWholeStart);
   return std::nullopt;
 }
 
@@ -231,8 +236,8 @@ struct Stats {
 
 const char* SkipStr(recap::SkipReason r) { return recap::SkipReasonName(r); }
 
-void CompareCut(const Transcript& t, const ReferenceCutter& ref, const CutOptions& o, CaseFindings& f, Known& known,
-                Stats& stats) {
+void CompareCut(const Transcript& t, const ReferenceCutter& ref, const CutOptions& o,
+                CaseFindings& f, Known& known, Stats& stats) {
   const CutDecision expected = ref.Decide(o);
   const CutDecision actual = recap::FindCut(t, o);
   stats.Add("comparisons");
@@ -244,17 +249,21 @@ void CompareCut(const Transcript& t, const ReferenceCutter& ref, const CutOption
     ++known.counts[*k];
     return;
   }
-  f.Add(Str("FindCut ", recap_spec::DescribeOptions(o), ":", d, "\n    expected ", recap_spec::DescribeDecision(expected),
-            "\n    actual   ", recap_spec::DescribeDecision(actual)));
+  f.Add(Str("FindCut ", recap_spec::DescribeOptions(o), ":", d, "\n    expected ",
+            recap_spec::DescribeDecision(expected), "\n    actual   ",
+            recap_spec::DescribeDecision(actual)));
 }
 
 // Limits at interesting sizes: exactly a kept size (< versus <= matters), one off, random.
-std::size_t RandomLimit(Rng& rng, const Transcript& t, const ReferenceCutter& ref, const CutDecision& base) {
+std::size_t RandomLimit(Rng& rng, const Transcript& t, const ReferenceCutter& ref,
+                        const CutDecision& base) {
   const std::size_t n = t.size();
   switch (rng.Below(6)) {
     case 0: return 1;
     case 1: return rng.Size(1, t.chars() + 10);
-    case 2: return base.ok() ? std::max<std::size_t>(1, base.kept_chars + rng.Size(0, 2) - 1) : rng.Size(1, 60);
+    case 2:
+      return base.ok() ? std::max<std::size_t>(1, base.kept_chars + rng.Size(0, 2) - 1)
+                       : rng.Size(1, 60);
     case 3: {
       const std::size_t q = rng.Size(0, n);
       std::size_t p = q;
@@ -267,7 +276,8 @@ std::size_t RandomLimit(Rng& rng, const Transcript& t, const ReferenceCutter& re
 }
 
 // Every option the brief asks for: keep_turns 0..4 x both modes, without and with limits.
-void CompareAllCuts(const Transcript& t, Rng& rng, std::size_t limits, CaseFindings& f, Known& known, Stats& stats) {
+void CompareAllCuts(const Transcript& t, Rng& rng, std::size_t limits, CaseFindings& f,
+                    Known& known, Stats& stats) {
   const ReferenceCutter ref(t);
   std::vector<int> keeps = {0, 1, 2, 3, 4};
   keeps.push_back(static_cast<int>(rng.Between(5, 20)));
@@ -306,7 +316,8 @@ std::vector<std::size_t> Targets(Rng& rng, const Transcript& t, std::size_t coun
   return out;
 }
 
-void CompareReduce(const Transcript& t, std::size_t target, CaseFindings& f, Known& known, Stats& stats) {
+void CompareReduce(const Transcript& t, std::size_t target, CaseFindings& f, Known& known,
+                   Stats& stats) {
   const ReferenceReduction expected = recap_spec::ReferenceReduce(t, target);
   const recap::ReduceResult actual = recap::ReduceTail(t, target);
   stats.Add("comparisons");
@@ -319,14 +330,16 @@ void CompareReduce(const Transcript& t, std::size_t target, CaseFindings& f, Kno
     const recap::Message& after = expected.messages[i];
     for (std::size_t k = 0; k < before.parts.size(); ++k) {
       if (const auto* c = std::get_if<recap::ToolCall>(&before.parts[k])) {
-        if (c->arguments != std::get<recap::ToolCall>(after.parts[k]).arguments) stats.Add("clipped:arguments");
+        if (c->arguments != std::get<recap::ToolCall>(after.parts[k]).arguments)
+          stats.Add("clipped:arguments");
       } else if (const auto* x = std::get_if<recap::Text>(&before.parts[k])) {
         if (x->text != std::get<recap::Text>(after.parts[k]).text) stats.Add("clipped:text");
       } else if (const auto* r = std::get_if<recap::ToolResult>(&before.parts[k])) {
         const auto& ra = std::get<recap::ToolResult>(after.parts[k]);
         for (std::size_t j = 0; j < r->content.size(); ++j) {
           const auto* a = std::get_if<recap::Text>(&r->content[j]);
-          if (a != nullptr && a->text != std::get<recap::Text>(ra.content[j]).text) stats.Add("clipped:result");
+          if (a != nullptr && a->text != std::get<recap::Text>(ra.content[j]).text)
+            stats.Add("clipped:result");
         }
       }
     }
@@ -432,7 +445,8 @@ Transcript CutTranscript(std::uint64_t seed, Rng& rng, Stats& stats) {
     case 0: {
       stats.Add("built:copy_then_append");
       const std::size_t k = rng.Size(0, n);
-      Transcript head(std::vector<recap::Message>(messages.begin(), messages.begin() + static_cast<std::ptrdiff_t>(k)));
+      Transcript head(std::vector<recap::Message>(
+          messages.begin(), messages.begin() + static_cast<std::ptrdiff_t>(k)));
       Transcript t = head;
       for (std::size_t i = k; i < n; ++i) t.Append(messages[i]);
       return t;
@@ -442,8 +456,7 @@ Transcript CutTranscript(std::uint64_t seed, Rng& rng, Stats& stats) {
       const Transcript whole(std::move(messages));
       return whole.Slice(n < 2 ? 0 : rng.Size(1, n - 1), n);
     }
-    default:
-      break;
+    default: break;
   }
   stats.Add(n > Transcript::kChunk ? "built:constructor/multi_chunk" : "built:constructor");
   return Transcript(std::move(messages));
@@ -456,7 +469,8 @@ void CutCase(std::uint64_t seed, CaseFindings& f, Known& known, Stats& stats, st
   CompareAllCuts(t, rng, 2, f, known, stats);
 }
 
-void ReduceCase(std::uint64_t seed, CaseFindings& f, Known& known, Stats& stats, std::string& dump) {
+void ReduceCase(std::uint64_t seed, CaseFindings& f, Known& known, Stats& stats,
+                std::string& dump) {
   Rng rng(MixSeed(seed, 0x5bec02));
   const Transcript t = recap_test::GenerateTranscript(seed, ReduceGeneratorOptions(rng));
   dump = recap_spec::DumpTranscript(t);
@@ -505,18 +519,21 @@ void RunCases(const char* what, std::size_t default_cases, Body body) {
     }
   }
   known.Report();
-  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::cerr << "[spec_diff] " << what << ": " << cases << " transcripts, " << failing << " failing, " << secs
-            << " s\n";
+  const double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::cerr << "[spec_diff] " << what << ": " << cases << " transcripts, " << failing
+            << " failing, " << secs << " s\n";
   stats.Print(what);
   CHECK(failing == 0);
 }
 
-TEST_CASE("R3 FindCut agrees with the SPEC reference on generated transcripts", "[property][R3][spec_diff]") {
+TEST_CASE("R3 FindCut agrees with the SPEC reference on generated transcripts",
+          "[property][R3][spec_diff]") {
   RunCases("R3 cut", kCutCasesPerSeed, CutCase);
 }
 
-TEST_CASE("R6 ReduceTail agrees with the SPEC reference on generated transcripts", "[property][R6][spec_diff]") {
+TEST_CASE("R6 ReduceTail agrees with the SPEC reference on generated transcripts",
+          "[property][R6][spec_diff]") {
   RunCases("R6 reduce", kReduceCasesPerSeed, ReduceCase);
 }
 
@@ -524,7 +541,8 @@ TEST_CASE("R6 ReduceTail agrees with the SPEC reference on generated transcripts
 // Real transcripts
 
 const std::vector<recap::testing::NamedTranscript>& Real() {
-  static const std::vector<recap::testing::NamedTranscript> all = recap::testing::AllRealTranscripts();
+  static const std::vector<recap::testing::NamedTranscript> all =
+      recap::testing::AllRealTranscripts();
   return all;
 }
 
@@ -552,14 +570,16 @@ void RunReal(const char* what, Body body) {
     FAIL_CHECK(f.Text());
   }
   known.Report();
-  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::cerr << "[spec_diff] " << what << " (real): " << Real().size() << " transcripts, " << failing << " failing, "
-            << secs << " s\n";
+  const double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::cerr << "[spec_diff] " << what << " (real): " << Real().size() << " transcripts, " << failing
+            << " failing, " << secs << " s\n";
   stats.Print(what);
   CHECK(failing == 0);
 }
 
-TEST_CASE("R3 FindCut agrees with the SPEC reference on the real transcripts", "[property][R3][spec_diff][realdata]") {
+TEST_CASE("R3 FindCut agrees with the SPEC reference on the real transcripts",
+          "[property][R3][spec_diff][realdata]") {
   RunReal("R3 cut", [](const Transcript& t, Rng& rng, CaseFindings& f, Known& known, Stats& stats) {
     CompareAllCuts(t, rng, 3, f, known, stats);
     // The session as it was earlier (a prefix, built message by message) and a suffix slice.
@@ -575,12 +595,14 @@ TEST_CASE("R3 FindCut agrees with the SPEC reference on the real transcripts", "
 
 TEST_CASE("R6 ReduceTail agrees with the SPEC reference on the real transcripts",
           "[property][R6][spec_diff][realdata]") {
-  RunReal("R6 reduce", [](const Transcript& t, Rng& rng, CaseFindings& f, Known& known, Stats& stats) {
-    const std::size_t c = t.chars();
-    std::vector<std::size_t> targets = {c, c == 0 ? 0 : c - 1, c / 2, c / 5, recap::kMinReductionTarget, 0};
-    for (std::size_t x : Targets(rng, t, 2)) targets.push_back(x);
-    for (std::size_t target : targets) CompareReduce(t, target, f, known, stats);
-  });
+  RunReal("R6 reduce",
+          [](const Transcript& t, Rng& rng, CaseFindings& f, Known& known, Stats& stats) {
+            const std::size_t c = t.chars();
+            std::vector<std::size_t> targets = {c,     c == 0 ? 0 : c - 1,         c / 2,
+                                                c / 5, recap::kMinReductionTarget, 0};
+            for (std::size_t x : Targets(rng, t, 2)) targets.push_back(x);
+            for (std::size_t target : targets) CompareReduce(t, target, f, known, stats);
+          });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -591,8 +613,10 @@ recap::Message Named(recap::Message m, const char* id) {
   return m;
 }
 
-TEST_CASE("R3.3/R3.6 a last turn kept whole whose start is not a safe boundary snaps back (finding 1, fixed)",
-          "[property][R3][spec_diff]") {
+TEST_CASE(
+    "R3.3/R3.6 a last turn kept whole whose start is not a safe boundary snaps back (finding 1, "
+    "fixed)",
+    "[property][R3][spec_diff]") {
   // [0] user "hi" (turn)  [1] assistant calls c1  [2] user: result of c1 + a text (turn, not a
   // safe boundary)  [3] assistant "done". Safe boundaries: 0, 1, 3, 4.
   recap::Message u2;
@@ -604,7 +628,8 @@ TEST_CASE("R3.3/R3.6 a last turn kept whole whose start is not a safe boundary s
   u2.parts.push_back(result);
   u2.parts.push_back(recap::Text{"now do X", ""});
   const Transcript t({Named(recap::Message::UserText("hi"), "u0"),
-                      Named(recap::Message::AssistantCalls({recap::ToolCall{"c1", "bash", "{\"command\":\"ls\"}", ""}}),
+                      Named(recap::Message::AssistantCalls(
+                                {recap::ToolCall{"c1", "bash", "{\"command\":\"ls\"}", ""}}),
                             "a1"),
                       u2, Named(recap::Message::AssistantText("done"), "a3")});
   const ReferenceCutter ref(t);
@@ -622,8 +647,9 @@ TEST_CASE("R3.3/R3.6 a last turn kept whole whose start is not a safe boundary s
                        CutOptions{0, CutMode::kBudget, 1000}}) {
     const CutDecision expected = ref.Decide(o);
     const CutDecision actual = recap::FindCut(t, o);
-    INFO("options " << recap_spec::DescribeOptions(o) << "\nexpected " << recap_spec::DescribeDecision(expected)
-                    << "\nactual   " << recap_spec::DescribeDecision(actual));
+    INFO("options " << recap_spec::DescribeOptions(o) << "\nexpected "
+                    << recap_spec::DescribeDecision(expected) << "\nactual   "
+                    << recap_spec::DescribeDecision(actual));
     CHECK(expected.ok());
     CHECK(expected.position == 1);
     CHECK(CutDifference(expected, actual).empty());

@@ -11,17 +11,11 @@
 // opened the store (the others: start-up alone takes about as long as the window). The instants
 // come from a seed printed at the start; RECAP_SEED=<n> replays the same delays and ops (the
 // kills land wherever the scheduler puts them, so a replay is close, not exact).
-#include <catch2/catch.hpp>
-
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
-#include <sys/stat.h>
-#include <sys/types.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <sqlite3.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdint>
@@ -36,11 +30,17 @@
 #include <thread>
 #include <vector>
 
+#include <catch2/catch.hpp>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+
 #include "recap/codec.h"
 #include "recap/session_store.h"
 #include "recap/sqlite/sqlite_store.h"
-#include "support/pipe_io.h"
+
 #include "support/crash_ops.h"
+#include "support/pipe_io.h"
 #include "support/temp_dir.h"
 
 #ifndef RECAP_SQLITE_CRASH_CHILD
@@ -97,9 +97,18 @@ class Reference {
       ids_.push_back(std::move(ids));
     }
   }
-  const std::vector<std::string>& State(std::uint64_t v) { EnsureUpTo(v); return states_[v]; }
-  std::size_t HistoryEntries(std::uint64_t v) { EnsureUpTo(v); return history_entries_[v]; }
-  const std::set<std::string>& Ids(std::uint64_t v) { EnsureUpTo(v); return ids_[v]; }
+  const std::vector<std::string>& State(std::uint64_t v) {
+    EnsureUpTo(v);
+    return states_[v];
+  }
+  std::size_t HistoryEntries(std::uint64_t v) {
+    EnsureUpTo(v);
+    return history_entries_[v];
+  }
+  const std::set<std::string>& Ids(std::uint64_t v) {
+    EnsureUpTo(v);
+    return ids_[v];
+  }
 
  private:
   std::uint64_t seed_;
@@ -279,7 +288,8 @@ TEST_CASE("R8.1 crash child: runs the reference sequence and continues where the
   CHECK(CheckDatabase(path, ref, 70, 70) == 70);
 }
 
-TEST_CASE("R8.1 a process killed at any instant leaves the state before or after the write under way") {
+TEST_CASE(
+    "R8.1 a process killed at any instant leaves the state before or after the write under way") {
   const std::uint64_t seed = SeedFromEnvironment();
   std::cerr << "R8.1 crash test: seed " << seed << " (RECAP_SEED=" << seed << " replays it)\n";
   INFO("seed " << seed << " (RECAP_SEED=" << seed << " replays it)");
@@ -304,7 +314,8 @@ TEST_CASE("R8.1 a process killed at any instant leaves the state before or after
                 << (after_open ? "it opened the store" : "it started") << ", database at version "
                 << version);
     ChildRun child = RunChild(path, seed, delay, 0, after_open);
-    INFO("child " << DescribeWait(child.wait_status) << ", acknowledged " << child.acked.size() << " ops");
+    INFO("child " << DescribeWait(child.wait_status) << ", acknowledged " << child.acked.size()
+                  << " ops");
     // The child never stops by itself: a child that exited failed (its reason is on stderr).
     REQUIRE(WIFSIGNALED(child.wait_status));
     REQUIRE(WTERMSIG(child.wait_status) == SIGKILL);

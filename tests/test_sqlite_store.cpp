@@ -10,15 +10,9 @@
 //     full, missing — give an error that names the file and says what is wrong, and the file is
 //     left byte for byte as it was.
 // Process crashes and races between processes are in test_sqlite_crash.cpp.
-#include <catch2/catch.hpp>
-
-#include <sys/stat.h>
-#include <sys/types.h>
-#include <sys/wait.h>
 #include <grp.h>
-#include <unistd.h>
-
 #include <sqlite3.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
@@ -37,10 +31,16 @@
 #include <thread>
 #include <vector>
 
+#include <catch2/catch.hpp>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+
 #include "recap/codec.h"
 #include "recap/memory_plugin.h"
 #include "recap/session_store.h"
 #include "recap/sqlite/sqlite_store.h"
+
 #include "support/generator.h"
 #include "support/store_conformance.h"
 #include "support/temp_dir.h"
@@ -84,7 +84,8 @@ void RequireOk(const Status& s) {
   REQUIRE(s.ok());
 }
 
-std::shared_ptr<SessionStore> Open(const std::string& path, const SqliteStoreOptions& options = {}) {
+std::shared_ptr<SessionStore> Open(const std::string& path,
+                                   const SqliteStoreOptions& options = {}) {
   return Ok(OpenSqliteSessionStore(path, options));
 }
 
@@ -145,14 +146,16 @@ bool Exists(const std::string& path) { return std::filesystem::exists(path); }
 // The names in a directory, sorted.
 std::vector<std::string> Listing(const std::string& dir) {
   std::vector<std::string> names;
-  for (const auto& e : std::filesystem::directory_iterator(dir)) names.push_back(e.path().filename());
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    names.push_back(e.path().filename());
   std::sort(names.begin(), names.end());
   return names;
 }
 
 // Runs SQL on a file through the sqlite3 C API; returns the first column of every row joined
 // with "\n", or "error: ..." .
-std::string Sql(const std::string& path, const std::string& sql, int flags = SQLITE_OPEN_READWRITE) {
+std::string Sql(const std::string& path, const std::string& sql,
+                int flags = SQLITE_OPEN_READWRITE) {
   sqlite3* db = nullptr;
   int rc = sqlite3_open_v2(path.c_str(), &db, flags, nullptr);
   if (rc != SQLITE_OK) {
@@ -189,8 +192,8 @@ std::string Sql(const std::string& path, const std::string& sql, int flags = SQL
 struct Snapshot {
   std::uint64_t version = 0;
   std::vector<std::string> transcript;
-  std::vector<std::string> history;                       // seq, state, replaced_by, message
-  std::map<std::uint64_t, std::string> changes;           // since -> everything LoadChanges said
+  std::vector<std::string> history;              // seq, state, replaced_by, message
+  std::map<std::uint64_t, std::string> changes;  // since -> everything LoadChanges said
   std::vector<std::string> uncertain;
 
   bool operator==(const Snapshot& o) const {
@@ -200,7 +203,8 @@ struct Snapshot {
 };
 
 std::string Describe(const SessionChanges& c) {
-  std::string s = "version " + std::to_string(c.version) + (c.appended_only ? " appended" : " rewritten");
+  std::string s =
+      "version " + std::to_string(c.version) + (c.appended_only ? " appended" : " rewritten");
   for (const Message& m : c.appended) s += "\n+ " + Encode(m);
   for (const Message& m : c.transcript) s += "\n= " + Encode(m);
   return s;
@@ -280,7 +284,8 @@ std::vector<std::uint64_t> WriteSession(const std::vector<SessionStore*>& stores
     for (std::size_t j = 0; j < batch.size(); ++j) {
       batch[j].id = state.transcript[state.transcript.size() - batch.size() + j].id;
     }
-    for (std::size_t i = 1; i < stores.size(); ++i) REQUIRE(Ok(stores[i]->AppendMessages(session, batch)) == v);
+    for (std::size_t i = 1; i < stores.size(); ++i)
+      REQUIRE(Ok(stores[i]->AppendMessages(session, batch)) == v);
     versions.push_back(v);
   };
   append(1);
@@ -291,7 +296,8 @@ std::vector<std::uint64_t> WriteSession(const std::vector<SessionStore*>& stores
     SessionState state = Ok(stores[0]->Load(session));
     CompactionCommit c;
     c.expected_version = state.version;
-    for (std::size_t i = 0; i < state.transcript.size() / 2; ++i) c.replaced.push_back(state.transcript[i].id);
+    for (std::size_t i = 0; i < state.transcript.size() / 2; ++i)
+      c.replaced.push_back(state.transcript[i].id);
     c.checkpoint = Message::UserText(
         "## Goal\nKeep the build green \xE2\x9C\x93 \xF0\x9F\x9A\x80 \xE4\xB8\xAD\xE6\x96\x87 — "
         "caf\xC3\xA9\n## Next steps\n- run the tests");
@@ -316,23 +322,28 @@ std::vector<std::uint64_t> WriteSession(const std::vector<SessionStore*>& stores
     });
     ReductionCommit r;
     r.expected_version = state.version;
-    for (std::size_t k = 0; k < 2 && k < order.size(); ++k) r.replacements.push_back(Shortened(state.transcript[order[k]]));
+    for (std::size_t k = 0; k < 2 && k < order.size(); ++k)
+      r.replacements.push_back(Shortened(state.transcript[order[k]]));
     each([&](SessionStore& s) { return s.CommitReduction(session, r); });
   }
   // A tool call whose result never came, recovered with an acknowledgement.
   {
-    Message call = Message::AssistantCalls(
-        {ToolCall{session + "-call-x", "run_tests", R"({"target":"all","note":"\u00e9\ud83d\ude80"})", {}}},
-        "Running the tests \xF0\x9F\xA7\xAA");
+    Message call =
+        Message::AssistantCalls({ToolCall{session + "-call-x",
+                                          "run_tests",
+                                          R"({"target":"all","note":"\u00e9\ud83d\ude80"})",
+                                          {}}},
+                                "Running the tests \xF0\x9F\xA7\xAA");
     call.id = session + "-uncertain";
     each([&](SessionStore& s) { return s.Append(session, call); });
     SessionState state = Ok(stores[0]->Load(session));
     RecoveryCommit rc;
     rc.expected_version = state.version;
-    Message result = Message::ToolOutput(session + "-call-x",
-                                         "The outcome of this call is unknown: the session ended before "
-                                         "its result was recorded. It was not run again.",
-                                         true);
+    Message result =
+        Message::ToolOutput(session + "-call-x",
+                            "The outcome of this call is unknown: the session ended before "
+                            "its result was recorded. It was not run again.",
+                            true);
     result.id = session + "-recovered";
     rc.results = {RecoveredResult{call.id, result}};
     each([&](SessionStore& s) { return s.CommitRecovery(session, rc); });
@@ -343,7 +354,8 @@ std::vector<std::uint64_t> WriteSession(const std::vector<SessionStore*>& stores
     SessionState state = Ok(stores[0]->Load(session));
     CompactionCommit c;
     c.expected_version = state.version;
-    for (std::size_t i = 0; i + 3 < state.transcript.size(); ++i) c.replaced.push_back(state.transcript[i].id);
+    for (std::size_t i = 0; i + 3 < state.transcript.size(); ++i)
+      c.replaced.push_back(state.transcript[i].id);
     c.checkpoint = Message::UserText("Second checkpoint \xF0\x9F\x93\x8C");
     c.checkpoint.summary = true;
     c.checkpoint.id = session + "-checkpoint-2";
@@ -401,7 +413,9 @@ TEST_CASE("R8 a new file is a WAL database at the current schema version") {
   CHECK(Sql(path, "SELECT name FROM sessions") == "s");
 }
 
-TEST_CASE("R12.5 a version-1 file is read as it is when opened read-only, and migrated to version 2 by a writer") {
+TEST_CASE(
+    "R12.5 a version-1 file is read as it is when opened read-only, and migrated to version 2 by a "
+    "writer") {
   TempDir dir("recap-sqlite");
   const std::string path = dir.File("old.db");
   {
@@ -447,16 +461,20 @@ TEST_CASE("R8.1 what a store wrote reads back the same after reopening the file"
     for (const auto& [name, messages] : sources) {
       INFO("session " << name);
       // LoadChanges is compared from a sample of the versions the session passed through.
-      const std::vector<std::uint64_t> all = WriteSession({store.get(), reference.get()}, name, messages);
+      const std::vector<std::uint64_t> all =
+          WriteSession({store.get(), reference.get()}, name, messages);
       std::vector<std::uint64_t>& sample = versions[name];
-      for (std::size_t i = 0; i < all.size(); i += std::max<std::size_t>(1, all.size() / 8)) sample.push_back(all[i]);
-      for (std::size_t i = all.size() >= 3 ? all.size() - 3 : 0; i < all.size(); ++i) sample.push_back(all[i]);
+      for (std::size_t i = 0; i < all.size(); i += std::max<std::size_t>(1, all.size() / 8))
+        sample.push_back(all[i]);
+      for (std::size_t i = all.size() >= 3 ? all.size() - 3 : 0; i < all.size(); ++i)
+        sample.push_back(all[i]);
     }
     for (const auto& [name, messages] : sources) {
       INFO("session " << name);
       before[name] = Take(*store, name, versions[name]);
       // The same as the in-memory reference store, seq numbers aside.
-      CHECK(Take(*store, name, versions[name], false) == Take(*reference, name, versions[name], false));
+      CHECK(Take(*store, name, versions[name], false) ==
+            Take(*reference, name, versions[name], false));
     }
     sessions_before = Ok(store->ListSessions());
     CHECK(sessions_before == Ok(reference->ListSessions()));
@@ -534,7 +552,8 @@ TEST_CASE("R8 two stores on one file see each other's writes") {
   CHECK(Ok(b->Load(s)).version == 0);
 
   // An append through one is an append for the other.
-  std::vector<Message> batch = {Message::UserText("one \xC3\xA9"), Message::AssistantText("two \xF0\x9F\x98\x80"),
+  std::vector<Message> batch = {Message::UserText("one \xC3\xA9"),
+                                Message::AssistantText("two \xF0\x9F\x98\x80"),
                                 Message::UserText("three")};
   const std::uint64_t v1 = Ok(a->AppendMessages(s, batch));
   SessionChanges seen = Ok(b->LoadChanges(s, 0));
@@ -575,11 +594,13 @@ TEST_CASE("R8 two stores on one file see each other's writes") {
 TEST_CASE("R9.3 the SQLite memory store adds, lists, dedupes, keeps scopes apart and persists") {
   TempDir dir("recap-sqlite");
   const std::string path = dir.File("memories.db");
-  const std::string unicode = "uses \xE2\x9C\x93 and \xF0\x9F\x98\x80 in commit messages \xE4\xB8\xAD";
+  const std::string unicode =
+      "uses \xE2\x9C\x93 and \xF0\x9F\x98\x80 in commit messages \xE4\xB8\xAD";
   {
     auto memories = Ok(OpenSqliteMemoryStore(path));
     CHECK(Ok(memories->List("project")).empty());
-    RequireOk(memories->Add("project", {"prefers tabs", "the API lives in services/api", "prefers tabs"}));
+    RequireOk(memories->Add("project",
+                            {"prefers tabs", "the API lives in services/api", "prefers tabs"}));
     CHECK(Ok(memories->List("project")) ==
           std::vector<std::string>{"prefers tabs", "the API lives in services/api"});
     RequireOk(memories->Add("project", {"the API lives in services/api", unicode}));
@@ -597,13 +618,15 @@ TEST_CASE("R9.3 the SQLite memory store adds, lists, dedupes, keeps scopes apart
     CHECK(Ok(memories->List("other")).size() == 1);
   }
   auto memories = Ok(OpenSqliteMemoryStore(path));
-  CHECK(Ok(memories->List("project")) ==
-        std::vector<std::string>{"prefers tabs", "the API lives in services/api", unicode, "Prefers tabs"});
+  CHECK(Ok(memories->List("project")) == std::vector<std::string>{"prefers tabs",
+                                                                  "the API lives in services/api",
+                                                                  unicode, "Prefers tabs"});
   CHECK(Ok(memories->List("other")) == std::vector<std::string>{"prefers tabs"});
   // Two connections to the memories.
   auto second = Ok(OpenSqliteMemoryStore(path));
   RequireOk(second->Add("other", {"second connection"}));
-  CHECK(Ok(memories->List("other")) == std::vector<std::string>{"prefers tabs", "second connection"});
+  CHECK(Ok(memories->List("other")) ==
+        std::vector<std::string>{"prefers tabs", "second connection"});
 }
 
 TEST_CASE("R9.3 sessions and memories share one file") {
@@ -653,7 +676,8 @@ void CheckNamesFile(const Status& s, const std::string& path) {
 }
 
 // Opens `path` and reads `session`: the first failure, or OK.
-Status OpenAndRead(const std::string& path, const std::string& session, const SqliteStoreOptions& options = {}) {
+Status OpenAndRead(const std::string& path, const std::string& session,
+                   const SqliteStoreOptions& options = {}) {
   auto opened = OpenSqliteSessionStore(path, options);
   if (!opened.ok()) return opened.status();
   auto& store = **opened;
@@ -670,7 +694,8 @@ TEST_CASE("R8 a file that is not a database is refused, named, and left as it wa
   TempDir dir("recap-sqlite");
   const std::string path = dir.File("notes.txt");
   std::string text;
-  for (int i = 0; i < 200; ++i) text += "Line " + std::to_string(i) + ": these are my notes, not a database.\n";
+  for (int i = 0; i < 200; ++i)
+    text += "Line " + std::to_string(i) + ": these are my notes, not a database.\n";
   WriteBytes(path, text);
   const auto listing = Listing(dir.path());
 
@@ -700,8 +725,9 @@ TEST_CASE("R8 a SQLite database of another program is not taken over") {
   // its schema to someone else's file.
   TempDir dir("recap-sqlite");
   const std::string path = dir.File("other-app.db");
-  REQUIRE(Sql(path, "CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT); "
-                    "INSERT INTO notes (body) VALUES ('keep me');",
+  REQUIRE(Sql(path,
+              "CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT); "
+              "INSERT INTO notes (body) VALUES ('keep me');",
               SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) == "");
   const auto bytes = ReadBytes(path);
   REQUIRE(bytes.has_value());
@@ -721,8 +747,10 @@ Snapshot WriteBigStore(const std::string& path) {
   auto store = Open(path);
   recap_test::Rng rng(7);
   for (int i = 0; i < 300; ++i) {
-    Message m = i % 2 == 0 ? Message::UserText(recap_test::RandomText(rng, 400 + rng.Below(2000), recap_test::TextStyle::kMixed))
-                           : Message::AssistantText(recap_test::RandomText(rng, 400 + rng.Below(2000), recap_test::TextStyle::kCjk));
+    Message m = i % 2 == 0 ? Message::UserText(recap_test::RandomText(
+                                 rng, 400 + rng.Below(2000), recap_test::TextStyle::kMixed))
+                           : Message::AssistantText(recap_test::RandomText(
+                                 rng, 400 + rng.Below(2000), recap_test::TextStyle::kCjk));
     m.id = "m" + std::to_string(i);
     Ok(store->Append("big", m));
     if (i % 50 == 49) Ok(store->Append("other-" + std::to_string(i), Message::UserText("small")));
@@ -732,7 +760,8 @@ Snapshot WriteBigStore(const std::string& path) {
 }
 
 std::size_t PageSize(const std::string& bytes) {
-  const unsigned hi = static_cast<unsigned char>(bytes[16]), lo = static_cast<unsigned char>(bytes[17]);
+  const unsigned hi = static_cast<unsigned char>(bytes[16]),
+                 lo = static_cast<unsigned char>(bytes[17]);
   const std::size_t size = (hi << 8) | lo;
   return size == 1 ? 65536 : size;
 }
@@ -750,7 +779,8 @@ std::string Garbage(std::size_t n, std::uint64_t seed) {
 void CheckDamagedPage(const std::string& path, const Snapshot& stored, std::uint64_t page) {
   std::string bytes = *ReadBytes(path);
   const std::size_t page_size = PageSize(bytes);
-  INFO("page " << page << " of " << bytes.size() / page_size << " (" << page_size << " bytes each)");
+  INFO("page " << page << " of " << bytes.size() / page_size << " (" << page_size
+               << " bytes each)");
   REQUIRE(bytes.size() >= page * page_size);
   bytes.replace((page - 1) * page_size, page_size, Garbage(page_size, page));
   WriteBytes(path, bytes);
@@ -784,7 +814,8 @@ void CheckDamagedPage(const std::string& path, const Snapshot& stored, std::uint
     // attempted here.
   }
   std::cerr << "damaged page " << page << ": "
-            << (failure.ok() ? std::string("everything read back intact") : failure.ToString()) << "\n";
+            << (failure.ok() ? std::string("everything read back intact") : failure.ToString())
+            << "\n";
   if (!failure.ok()) {
     INFO("status: " << failure.ToString());
     CheckNamesFile(failure, path);
@@ -807,8 +838,9 @@ TEST_CASE("R8 a damaged store file is reported as corruption and left as it was"
   SECTION("page 2") { CheckDamagedPage(path, stored, 2); }
   SECTION("page 3") { CheckDamagedPage(path, stored, 3); }
   SECTION("the root pages of every table and index") {
-    const std::string roots = Sql(path, "SELECT rootpage FROM sqlite_schema WHERE rootpage > 1 ORDER BY rootpage",
-                                  SQLITE_OPEN_READONLY);
+    const std::string roots =
+        Sql(path, "SELECT rootpage FROM sqlite_schema WHERE rootpage > 1 ORDER BY rootpage",
+            SQLITE_OPEN_READONLY);
     INFO("roots: " << roots);
     REQUIRE(roots.rfind("error", 0) != 0);
     const std::string pristine = *ReadBytes(path);
@@ -841,11 +873,13 @@ TEST_CASE("R8 a file written by a newer recap is refused and left as it was") {
   TempDir dir("recap-sqlite");
   const std::string path = dir.File("future.db");
   const int newer = SqliteSchemaVersion() + 1;
-  REQUIRE(Sql(path,
-              "CREATE TABLE sessions (session_id INTEGER PRIMARY KEY, name TEXT, future_column BLOB); "
-              "INSERT INTO sessions (name) VALUES ('s1'); "
-              "PRAGMA user_version = " + std::to_string(newer) + ";",
-              SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) == "");
+  REQUIRE(
+      Sql(path,
+          "CREATE TABLE sessions (session_id INTEGER PRIMARY KEY, name TEXT, future_column BLOB); "
+          "INSERT INTO sessions (name) VALUES ('s1'); "
+          "PRAGMA user_version = " +
+              std::to_string(newer) + ";",
+          SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) == "");
   REQUIRE(Sql(path, "PRAGMA user_version") == std::to_string(newer));
   const auto bytes = ReadBytes(path);
   const auto listing = Listing(dir.path());
@@ -931,14 +965,16 @@ StepReport RunAsNobody(Body body) {
   while (std::getline(lines, line)) {
     const auto a = line.find('\t');
     const auto b = line.find('\t', a + 1);
-    report.steps[line.substr(0, a)] = {std::stoi(line.substr(a + 1, b - a - 1)), line.substr(b + 1)};
+    report.steps[line.substr(0, a)] = {std::stoi(line.substr(a + 1, b - a - 1)),
+                                       line.substr(b + 1)};
   }
   REQUIRE_FALSE(report.Has("drop"));
   return report;
 }
 
 void Report(std::string& out, const std::string& step, const Status& s) {
-  out += step + "\t" + std::to_string(static_cast<int>(s.code())) + "\t" + Flatten(s.message()) + "\n";
+  out +=
+      step + "\t" + std::to_string(static_cast<int>(s.code())) + "\t" + Flatten(s.message()) + "\n";
 }
 
 // In the child: open, read, append; each step reported.
@@ -961,7 +997,8 @@ void Chown(const std::string& path, uid_t uid) {
 }
 
 bool WriteRefusal(const std::string& message) {
-  return ContainsAny(message, {"read-only", "readonly", "read only", "permission", "writ", "access"});
+  return ContainsAny(message,
+                     {"read-only", "readonly", "read only", "permission", "writ", "access"});
 }
 
 }  // namespace
@@ -1016,7 +1053,8 @@ TEST_CASE("R8 a read-only file or folder: writes fail naming the file, nothing c
     CHECK_FALSE(report.Ok("memory-add"));
     CHECK(Contains(report.Says("memory-add"), path));
   }
-  if (report.Has("memory-open") && !report.Ok("memory-open")) CHECK(Contains(report.Says("memory-open"), path));
+  if (report.Has("memory-open") && !report.Ok("memory-open"))
+    CHECK(Contains(report.Says("memory-open"), path));
 
   CHECK(ReadBytes(path) == bytes);
   ::chmod(folder.c_str(), 0755);
@@ -1057,7 +1095,8 @@ TEST_CASE("R8 a full database: the write fails as resource exhausted and changes
     before = Take(*store, "s1", {0});
     std::vector<Message> batch;
     for (int j = 0; j < 3; ++j) {
-      batch.push_back(Message::UserText(recap_test::RandomText(rng, 1500, recap_test::TextStyle::kMixed)));
+      batch.push_back(
+          Message::UserText(recap_test::RandomText(rng, 1500, recap_test::TextStyle::kMixed)));
     }
     auto r = store->AppendMessages("s1", batch);
     if (r.ok()) {
@@ -1135,7 +1174,8 @@ TEST_CASE("R8 a file in a folder that does not exist: the open fails naming the 
 
 TEST_CASE("R8 every durability setting stores the same data") {
   TempDir dir("recap-sqlite");
-  for (SqliteSynchronous sync : {SqliteSynchronous::kOff, SqliteSynchronous::kNormal, SqliteSynchronous::kFull}) {
+  for (SqliteSynchronous sync :
+       {SqliteSynchronous::kOff, SqliteSynchronous::kNormal, SqliteSynchronous::kFull}) {
     const std::string path = dir.File("sync-" + std::to_string(static_cast<int>(sync)) + ".db");
     INFO("file " << path);
     SqliteStoreOptions options;
@@ -1143,7 +1183,8 @@ TEST_CASE("R8 every durability setting stores the same data") {
     Snapshot written;
     {
       auto store = Open(path, options);
-      for (int i = 0; i < 10; ++i) Ok(store->Append("s1", Message::UserText("m" + std::to_string(i))));
+      for (int i = 0; i < 10; ++i)
+        Ok(store->Append("s1", Message::UserText("m" + std::to_string(i))));
       written = Take(*store, "s1", {0, 5});
     }
     CHECK(Sql(path, "PRAGMA integrity_check") == "ok");
@@ -1151,7 +1192,8 @@ TEST_CASE("R8 every durability setting stores the same data") {
   }
 }
 
-TEST_CASE("R8.2 a writer that finds the file locked waits busy_timeout_ms, then fails as unavailable") {
+TEST_CASE(
+    "R8.2 a writer that finds the file locked waits busy_timeout_ms, then fails as unavailable") {
   TempDir dir("recap-sqlite");
   const std::string path = dir.File("sessions.db");
   SqliteStoreOptions options;
@@ -1194,7 +1236,8 @@ TEST_CASE("R8 two connections appending at once from several threads: every appe
     threads.emplace_back([&, t] {
       SessionStore& store = t % 2 == 0 ? *a : *b;
       for (int i = 0; i < kPerThread; ++i) {
-        Message m = Message::UserText("thread " + std::to_string(t) + " message " + std::to_string(i));
+        Message m =
+            Message::UserText("thread " + std::to_string(t) + " message " + std::to_string(i));
         m.id = "t" + std::to_string(t) + "-" + std::to_string(i);
         auto r = store.Append("shared", m);
         if (!r.ok()) {
@@ -1248,7 +1291,9 @@ std::shared_ptr<SessionStore> OpenReadOnly(const std::string& path) {
 
 }  // namespace
 
-TEST_CASE("R13.5 a read-only store creates no file, writes nothing, and follows a writer that comes and goes") {
+TEST_CASE(
+    "R13.5 a read-only store creates no file, writes nothing, and follows a writer that comes and "
+    "goes") {
   TempDir dir("recap-sqlite-ro");
   const std::string path = dir.File("sessions.db");
   {
@@ -1270,7 +1315,8 @@ TEST_CASE("R13.5 a read-only store creates no file, writes nothing, and follows 
   // Writes are refused, naming the option.
   Result<std::uint64_t> refused = r->Append("s", Message::UserText("three"));
   CHECK(refused.status().code() == StatusCode::kFailedPrecondition);
-  CHECK_THAT(refused.status().message(), Catch::Matchers::Contains("SqliteStoreOptions::read_only"));
+  CHECK_THAT(refused.status().message(),
+             Catch::Matchers::Contains("SqliteStoreOptions::read_only"));
   std::vector<NewSession> create(1);
   create[0].session = "new";
   create[0].messages.push_back(Message::UserText("x"));
@@ -1319,7 +1365,9 @@ TEST_CASE("R13.5 a read-only store creates no file, writes nothing, and follows 
   CHECK(bytes != now);  // (the writers did change it)
 }
 
-TEST_CASE("R13.5 a read-only open refuses a missing, empty, foreign or special file and creates nothing") {
+TEST_CASE(
+    "R13.5 a read-only open refuses a missing, empty, foreign or special file and creates "
+    "nothing") {
   TempDir dir("recap-sqlite-ro2");
   SqliteStoreOptions o;
   o.read_only = true;
@@ -1339,7 +1387,8 @@ TEST_CASE("R13.5 check_integrity refuses a damaged file before writing to it") {
   {
     auto w = Open(path);
     std::vector<Message> many;
-    for (int i = 0; i < 3000; ++i) many.push_back(Message::UserText("message " + std::to_string(i)));
+    for (int i = 0; i < 3000; ++i)
+      many.push_back(Message::UserText("message " + std::to_string(i)));
     Ok(w->AppendMessages("s", many));
   }
   {
@@ -1352,11 +1401,12 @@ TEST_CASE("R13.5 check_integrity refuses a damaged file before writing to it") {
   o.check_integrity = true;
   Result<std::shared_ptr<SessionStore>> s = OpenSqliteSessionStore(path, o);
   CHECK(s.status().code() == StatusCode::kCorruption);
-  CHECK_THAT(s.status().message(), Catch::Matchers::Contains("quick_check") ||
-                                       Catch::Matchers::Contains("damaged"));
+  CHECK_THAT(s.status().message(),
+             Catch::Matchers::Contains("quick_check") || Catch::Matchers::Contains("damaged"));
 }
 
-TEST_CASE("R13 a 64 MB message is stored and read back whole (written through incremental blob I/O)") {
+TEST_CASE(
+    "R13 a 64 MB message is stored and read back whole (written through incremental blob I/O)") {
   TempDir dir("recap-sqlite-big");
   const std::string path = dir.File("sessions.db");
   std::string big(64u << 20, 'x');

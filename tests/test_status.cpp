@@ -1,8 +1,8 @@
 // Status and Result<T>: the error type every later component reports through.
-#include <catch2/catch.hpp>
-
 #include <set>
 #include <string>
+
+#include <catch2/catch.hpp>
 
 #include "recap/status.h"
 #include "recap/version.h"
@@ -42,12 +42,19 @@ TEST_CASE("Status: constructing with kOk never yields a message") {
 }
 
 TEST_CASE("Status: every code has a distinct name") {
-  const StatusCode codes[] = {
-      StatusCode::kOk, StatusCode::kInvalidArgument, StatusCode::kNotFound,
-      StatusCode::kConflict, StatusCode::kCorruption, StatusCode::kIOError,
-      StatusCode::kUnavailable, StatusCode::kDeadlineExceeded, StatusCode::kCancelled,
-      StatusCode::kContextBudgetExceeded, StatusCode::kFailedPrecondition,
-      StatusCode::kResourceExhausted, StatusCode::kInternal};
+  const StatusCode codes[] = {StatusCode::kOk,
+                              StatusCode::kInvalidArgument,
+                              StatusCode::kNotFound,
+                              StatusCode::kConflict,
+                              StatusCode::kCorruption,
+                              StatusCode::kIOError,
+                              StatusCode::kUnavailable,
+                              StatusCode::kDeadlineExceeded,
+                              StatusCode::kCancelled,
+                              StatusCode::kContextBudgetExceeded,
+                              StatusCode::kFailedPrecondition,
+                              StatusCode::kResourceExhausted,
+                              StatusCode::kInternal};
   std::set<std::string> names;
   for (auto c : codes) names.insert(recap::StatusCodeName(c));
   CHECK(names.size() == sizeof(codes) / sizeof(codes[0]));

@@ -1,8 +1,8 @@
 // SPEC R6: the hard limit and the tiered tail reducer.
-#include <catch2/catch.hpp>
-
-#include <nlohmann/json.hpp>
 #include <string>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
 #include "recap/measure.h"
 #include "recap/tail_reducer.h"
@@ -13,7 +13,8 @@ namespace {
 
 std::size_t Count(const std::string& haystack, std::string_view needle) {
   std::size_t n = 0;
-  for (auto p = haystack.find(needle); p != std::string::npos; p = haystack.find(needle, p + 1)) ++n;
+  for (auto p = haystack.find(needle); p != std::string::npos; p = haystack.find(needle, p + 1))
+    ++n;
   return n;
 }
 bool EndsWithMarker(const std::string& s) {
@@ -162,10 +163,12 @@ TEST_CASE("R6.4 only content changes, checkpoints and opaque items are never tou
   t.Append(checkpoint);
   Message thinking;
   thinking.role = Role::kAssistant;
-  const std::string payload = R"({"type":"thinking","thinking":")" + std::string(30000, 't') +
-                              R"(","signature":"sig"})";
+  const std::string payload =
+      R"({"type":"thinking","thinking":")" + std::string(30000, 't') + R"(","signature":"sig"})";
   thinking.parts.emplace_back(Opaque{"thinking", payload, OpaqueLink::kNone, {}});
-  thinking.parts.emplace_back(ToolCall{"call_9", "write", nlohmann::json{{"body", std::string(30000, 'b')}}.dump(), R"({"type":"function"})"});
+  thinking.parts.emplace_back(ToolCall{"call_9", "write",
+                                       nlohmann::json{{"body", std::string(30000, 'b')}}.dump(),
+                                       R"({"type":"function"})"});
   t.Append(thinking);
   t.Append(Message::ToolOutput("call_9", std::string(30000, 'r'), /*is_error=*/true));
   const std::string id1 = t[1].id;
@@ -192,7 +195,8 @@ TEST_CASE("R6.4 only content changes, checkpoints and opaque items are never tou
 
 TEST_CASE("R6.6 the reducer reports how many messages it cut") {
   Transcript t;
-  for (int i = 0; i < 10; ++i) t.Append(Message::ToolOutput("c" + std::to_string(i), std::string(10000, 'x')));
+  for (int i = 0; i < 10; ++i)
+    t.Append(Message::ToolOutput("c" + std::to_string(i), std::string(10000, 'x')));
   auto r = ReduceTail(t, 10 * 8000);
   CHECK(r.fits);
   CHECK(r.clipped.size() == 10);

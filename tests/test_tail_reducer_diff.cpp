@@ -9,21 +9,22 @@
 // over many generated inputs.
 //
 // Every failure prints its seed; RECAP_SEED=<seed> replays that one case.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
 #include <cstdlib>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
 #include "recap/measure.h"
 #include "recap/tail_reducer.h"
+
+#include "../src/core/model/utf8.h"  // the core's private ScanWellFormed
 #include "support/generator.h"
 #include "support/invariants.h"
-#include "../src/core/model/utf8.h"  // the core's private ScanWellFormed
 
 namespace old_impl {
 
@@ -69,7 +70,8 @@ Sizes Measure(const Message& m, std::size_t chars) {
 std::string ClipText(std::string_view text, std::size_t cap) {
   if (CountCodePoints(text) <= cap) return std::string(text);
   if (cap <= kMarkerChars) {
-    return std::string(kTruncationMarker.substr(0, PrefixBytesForCodePoints(kTruncationMarker, cap)));
+    return std::string(
+        kTruncationMarker.substr(0, PrefixBytesForCodePoints(kTruncationMarker, cap)));
   }
   const std::size_t keep = PrefixBytesForCodePoints(text, cap - kMarkerChars);
   std::string out;
@@ -98,8 +100,8 @@ std::string ClipArguments(std::string_view arguments, std::size_t cap) {
 
   auto render = [&](std::size_t limit) {
     for (std::size_t k = 0; k < strings.size(); ++k) {
-      *strings[k] = CountCodePoints(originals[k]) > limit ? ClipText(originals[k], limit)
-                                                          : originals[k];
+      *strings[k] =
+          CountCodePoints(originals[k]) > limit ? ClipText(originals[k], limit) : originals[k];
     }
     return doc.dump(-1, ' ', /*ensure_ascii=*/false, OrderedJson::error_handler_t::replace);
   };
@@ -173,9 +175,8 @@ ReduceResult ReduceTail(const Transcript& t, std::size_t target_chars) {
         over.push_back(i);
       }
     }
-    std::stable_sort(over.begin(), over.end(), [&](std::size_t a, std::size_t b) {
-      return sizes[a].chars > sizes[b].chars;
-    });
+    std::stable_sort(over.begin(), over.end(),
+                     [&](std::size_t a, std::size_t b) { return sizes[a].chars > sizes[b].chars; });
 
     for (std::size_t i : over) {
       if (total <= target_chars) break;
@@ -270,17 +271,23 @@ class JsonFuzz {
   // The raw content of a JSON string (between the quotes) of about `len` code points.
   std::string StringContent(std::size_t len, bool allow_invalid) {
     std::string s;
-    static const char* const kEscapes[] = {"\\\"", "\\\\", "\\/", "\\b", "\\f", "\\n", "\\r", "\\t"};
-    static const char* const kUnicode[] = {"\\u0000", "\\u001f", "\\u0001", "\\u0008", "\\u000A", "\\u0022",
-                                           "\\u005c", "\\u002F", "\\u0041", "\\u007f", "\\u0080", "\\u00e9",
-                                           "\\u00E9", "\\u4e2d", "\\uFFFF", "\\ud83d\\ude00", "\\uD834\\uDD1E",
-                                           "\\u2026", "\\uffFD", "\\u0020"};
+    static const char* const kEscapes[] = {"\\\"", "\\\\", "\\/", "\\b",
+                                           "\\f",  "\\n",  "\\r", "\\t"};
+    static const char* const kUnicode[] = {
+        "\\u0000", "\\u001f",        "\\u0001",        "\\u0008", "\\u000A", "\\u0022", "\\u005c",
+        "\\u002F", "\\u0041",        "\\u007f",        "\\u0080", "\\u00e9", "\\u00E9", "\\u4e2d",
+        "\\uFFFF", "\\ud83d\\ude00", "\\uD834\\uDD1E", "\\u2026", "\\uffFD", "\\u0020"};
     const int mode = static_cast<int>(rng_.Below(6));  // 0: plain ASCII, others: mixes
     for (std::size_t k = 0; k < len; ++k) {
       const std::uint64_t r = mode == 0 ? 0 : rng_.Below(100);
       if (r < 70) {
         const std::uint64_t a = rng_.Below(40);
-        s += a < 26 ? static_cast<char>('a' + a) : a < 30 ? ' ' : a < 32 ? '/' : a < 34 ? '.' : a == 34 ? '\x7F' : ',';
+        s += a < 26    ? static_cast<char>('a' + a)
+             : a < 30  ? ' '
+             : a < 32  ? '/'
+             : a < 34  ? '.'
+             : a == 34 ? '\x7F'
+                       : ',';
       } else if (r < 78) {
         s += kEscapes[rng_.Below(8)];
       } else if (r < 86) {
@@ -292,8 +299,9 @@ class JsonFuzz {
       } else if (r < 97) {
         AppendUtf8(s, static_cast<char32_t>(0x1F600 + rng_.Below(0x40)));
       } else if (allow_invalid && rng_.OneIn(20)) {
-        static const char* const kBad[] = {"\\ud800", "\\udc00", "\\ud800x", "\\x", "\\u12", "\x01", "\xFF",
-                                           "\xE2\x82", "\xC0\xAF", "\xED\xA0\x80", "\t", "\n", "\\U0041"};
+        static const char* const kBad[] = {
+            "\\ud800",  "\\udc00",  "\\ud800x",     "\\x", "\\u12", "\x01",   "\xFF",
+            "\xE2\x82", "\xC0\xAF", "\xED\xA0\x80", "\t",  "\n",    "\\U0041"};
         s += kBad[rng_.Below(sizeof kBad / sizeof *kBad)];
       } else {
         s += "\\u00";
@@ -319,11 +327,30 @@ class JsonFuzz {
   }
 
   std::string Number() {
-    static const char* const kNums[] = {"0", "-0", "1", "-1", "42", "123456789012345678",
-                                        "-123456789012345678", "1234567890123456789", "18446744073709551615",
-                                        "18446744073709551616", "-9223372036854775808", "99999999999999999999999",
-                                        "1.5", "-2.25", "1e5", "1E+2", "-3.0e-3", "0.0", "1.0", "0.1",
-                                        "3.141592653589793", "1e400", "-0.0", "2e-400"};
+    static const char* const kNums[] = {"0",
+                                        "-0",
+                                        "1",
+                                        "-1",
+                                        "42",
+                                        "123456789012345678",
+                                        "-123456789012345678",
+                                        "1234567890123456789",
+                                        "18446744073709551615",
+                                        "18446744073709551616",
+                                        "-9223372036854775808",
+                                        "99999999999999999999999",
+                                        "1.5",
+                                        "-2.25",
+                                        "1e5",
+                                        "1E+2",
+                                        "-3.0e-3",
+                                        "0.0",
+                                        "1.0",
+                                        "0.1",
+                                        "3.141592653589793",
+                                        "1e400",
+                                        "-0.0",
+                                        "2e-400"};
     if (!rng_.OneIn(4)) return std::to_string(rng_.Between(-100000, 100000));
     return kNums[rng_.Below(sizeof kNums / sizeof *kNums)];
   }
@@ -390,24 +417,16 @@ class JsonFuzz {
       case 0:  // truncated
         s.resize(rng_.Size(0, s.size()));
         break;
-      case 1:
-        s += rng_.OneIn(2) ? "}" : " x";
-        break;
+      case 1: s += rng_.OneIn(2) ? "}" : " x"; break;
       case 2:
         s = "\xEF\xBB\xBF" + s;  // a BOM
         break;
-      case 3:
-        s.insert(rng_.Size(0, s.size()), 1, '\0');
-        break;
+      case 3: s.insert(rng_.Size(0, s.size()), 1, '\0'); break;
       case 4:
         if (!s.empty()) s[rng_.Size(0, s.size() - 1)] = static_cast<char>(rng_.Below(256));
         break;
-      case 5:
-        s += std::string(1, '\0') + "garbage";
-        break;
-      case 6:
-        s = "[" + s + "," + s + "]";
-        break;
+      case 5: s += std::string(1, '\0') + "garbage"; break;
+      case 6: s = "[" + s + "," + s + "]"; break;
       default:
         s += "\x0B";  // vertical tab: not JSON whitespace
         break;
@@ -420,8 +439,8 @@ class JsonFuzz {
 };
 
 std::size_t RandomCap(Rng& rng, std::size_t chars) {
-  static const std::size_t kCaps[] = {0, 1, 5, 30, 31, 32, 33, 34, 40, 64, 100, 256, 512, 1000, 1024, 2048,
-                                      4096, 8000, 8192, 16000};
+  static const std::size_t kCaps[] = {0,   1,   5,   30,   31,   32,   33,   34,   40,   64,
+                                      100, 256, 512, 1000, 1024, 2048, 4096, 8000, 8192, 16000};
   if (rng.OneIn(3)) return rng.Size(0, chars + 50);
   if (rng.OneIn(4)) return chars > 0 ? chars - 1 : 0;
   return kCaps[rng.Below(sizeof kCaps / sizeof *kCaps)];
@@ -431,8 +450,8 @@ void CheckSameClip(const std::string& args, std::size_t cap, std::uint64_t seed)
   const std::string want = old_impl::ClipArguments(args, cap);
   const std::string got = ClipArguments(args, cap);
   if (got != want) {
-    INFO("RECAP_SEED=" << seed << " cap " << cap << "\narguments: " << Hex(args) << "\nwant: " << Hex(want)
-                       << "\ngot:  " << Hex(got));
+    INFO("RECAP_SEED=" << seed << " cap " << cap << "\narguments: " << Hex(args)
+                       << "\nwant: " << Hex(want) << "\ngot:  " << Hex(got));
     FAIL("ClipArguments differs from the reference");
   }
 }
@@ -446,17 +465,30 @@ namespace {
 // of their ranges, and ill-formed ones (overlongs, surrogates, beyond U+10FFFF, stray and
 // truncated sequences).
 std::string RandomBytes(Rng& rng) {
-  static const char* const kValid[] = {"\xC2\x80", "\xDF\xBF", "\xC3\xA9", "\xE0\xA0\x80",
-                                       "\xE1\x80\x80", "\xEC\xBF\xBF", "\xED\x80\x80",
-                                       "\xED\x9F\xBF", "\xEE\x80\x80", "\xEF\xBF\xBF",
-                                       "\xE4\xB8\xAD", "\xF0\x90\x80\x80", "\xF0\x9F\x98\x80",
-                                       "\xF1\x80\x80\x80", "\xF3\xBF\xBF\xBF", "\xF4\x80\x80\x80",
-                                       "\xF4\x8F\xBF\xBF", "\xE2\x80\xA6"};
-  static const char* const kInvalid[] = {"\x80", "\xBF", "\xC0\x80", "\xC1\xBF", "\xE0\x80\x80",
-                                         "\xE0\x9F\xBF", "\xED\xA0\x80", "\xED\xBF\xBF",
-                                         "\xF0\x80\x80\x80", "\xF0\x8F\xBF\xBF", "\xF4\x90\x80\x80",
-                                         "\xF5\x80\x80\x80", "\xF8", "\xFF", "\xE2\x82", "\xF0\x9F\x98",
-                                         "\xC3", "\xE2"};
+  static const char* const kValid[] = {"\xC2\x80",         "\xDF\xBF",         "\xC3\xA9",
+                                       "\xE0\xA0\x80",     "\xE1\x80\x80",     "\xEC\xBF\xBF",
+                                       "\xED\x80\x80",     "\xED\x9F\xBF",     "\xEE\x80\x80",
+                                       "\xEF\xBF\xBF",     "\xE4\xB8\xAD",     "\xF0\x90\x80\x80",
+                                       "\xF0\x9F\x98\x80", "\xF1\x80\x80\x80", "\xF3\xBF\xBF\xBF",
+                                       "\xF4\x80\x80\x80", "\xF4\x8F\xBF\xBF", "\xE2\x80\xA6"};
+  static const char* const kInvalid[] = {"\x80",
+                                         "\xBF",
+                                         "\xC0\x80",
+                                         "\xC1\xBF",
+                                         "\xE0\x80\x80",
+                                         "\xE0\x9F\xBF",
+                                         "\xED\xA0\x80",
+                                         "\xED\xBF\xBF",
+                                         "\xF0\x80\x80\x80",
+                                         "\xF0\x8F\xBF\xBF",
+                                         "\xF4\x90\x80\x80",
+                                         "\xF5\x80\x80\x80",
+                                         "\xF8",
+                                         "\xFF",
+                                         "\xE2\x82",
+                                         "\xF0\x9F\x98",
+                                         "\xC3",
+                                         "\xE2"};
   std::string s;
   const std::size_t pieces = rng.Size(0, rng.OneIn(4) ? 400 : 60);
   const bool invalid = rng.OneIn(3);
@@ -469,7 +501,8 @@ std::string RandomBytes(Rng& rng) {
       s += kInvalid[rng.Below(sizeof kInvalid / sizeof *kInvalid)];
     } else {
       const std::size_t run = rng.OneIn(3) ? rng.Size(0, 200) : rng.Size(0, 20);
-      for (std::size_t j = 0; j < run; ++j) s += static_cast<char>(rng.OneIn(50) ? rng.Below(0x20) : 0x20 + rng.Below(0x5F));
+      for (std::size_t j = 0; j < run; ++j)
+        s += static_cast<char>(rng.OneIn(50) ? rng.Below(0x20) : 0x20 + rng.Below(0x5F));
     }
   }
   return s;
@@ -489,20 +522,21 @@ TEST_CASE("ScanCodePoints reads as CountCodePoints, PrefixBytesForCodePoints and
       const bool want_valid = IsValidUtf8(std::string_view(text).substr(0, want_end));
       if (s.end != want_end || s.code_points != std::min(total, max) || s.valid != want_valid) {
         FAIL("RECAP_SEED=" << seed << " max " << max << ": end " << s.end << " (want " << want_end
-                           << "), code points " << s.code_points << " (want " << std::min(total, max)
-                           << "), valid " << s.valid << " (want " << want_valid << ")\ntext: " << Hex(text));
+                           << "), code points " << s.code_points << " (want "
+                           << std::min(total, max) << "), valid " << s.valid << " (want "
+                           << want_valid << ")\ntext: " << Hex(text));
       }
       // Resumed from where it stopped, it goes on as one scan would.
       const std::size_t more = rng.Size(0, total + 3);
       const Utf8Scan t = ScanCodePoints(text, s.end, more);
       const std::size_t upto = s.code_points + more;
       const std::size_t want_end2 = PrefixBytesForCodePoints(text, upto);
-      const bool want_valid2 =
-          IsValidUtf8(std::string_view(text).substr(s.end, want_end2 - s.end));
+      const bool want_valid2 = IsValidUtf8(std::string_view(text).substr(s.end, want_end2 - s.end));
       if (t.end != want_end2 || s.code_points + t.code_points != std::min(total, upto) ||
           t.valid != want_valid2) {
-        FAIL("RECAP_SEED=" << seed << " resumed at " << s.end << " for " << more << ": end " << t.end
-                           << " (want " << want_end2 << "), valid " << t.valid << "\ntext: " << Hex(text));
+        FAIL("RECAP_SEED=" << seed << " resumed at " << s.end << " for " << more << ": end "
+                           << t.end << " (want " << want_end2 << "), valid " << t.valid
+                           << "\ntext: " << Hex(text));
       }
     }
   });
@@ -521,9 +555,9 @@ TEST_CASE("ScanWellFormed reads well-formed text as ScanCodePoints does") {
       const Utf8Scan want = ScanCodePoints(text, 0, max);
       const Utf8Scan got = utf8::ScanWellFormed(text, max);
       if (got.end != want.end || got.code_points != want.code_points || !got.valid) {
-        FAIL("RECAP_SEED=" << seed << " max " << max << ": end " << got.end << " (want "
-                           << want.end << "), code points " << got.code_points << " (want "
-                           << want.code_points << ")\ntext: " << Hex(text));
+        FAIL("RECAP_SEED=" << seed << " max " << max << ": end " << got.end << " (want " << want.end
+                           << "), code points " << got.code_points << " (want " << want.code_points
+                           << ")\ntext: " << Hex(text));
       }
     }
   });
@@ -551,18 +585,12 @@ TEST_CASE("R6.3 ClipArguments matches the reference on the property generator's 
     const std::size_t size = rng.LogSize(10, 600, 30000);
     std::string args;
     switch (rng.Below(4)) {
-      case 0:
-        args = recap_test::RandomJsonArguments(rng, size, /*pretty=*/true);
-        break;
+      case 0: args = recap_test::RandomJsonArguments(rng, size, /*pretty=*/true); break;
       case 1:
         args = recap_test::RandomJsonArguments(rng, size, false, /*top_level_non_object=*/true);
         break;
-      case 2:
-        args = recap_test::RandomInvalidJson(rng, size);
-        break;
-      default:
-        args = recap_test::RandomJsonArguments(rng, size, false);
-        break;
+      case 2: args = recap_test::RandomInvalidJson(rng, size); break;
+      default: args = recap_test::RandomJsonArguments(rng, size, false); break;
     }
     const std::size_t chars = CountCodePoints(args);
     for (int k = 0; k < 3; ++k) CheckSameClip(args, RandomCap(rng, chars), seed);
@@ -576,39 +604,46 @@ TEST_CASE("R6.3 ClipArguments matches the reference on chosen edge cases") {
       "  {\"a\" : \"" + big + "\" , \"b\" : [ 1 , 2 , true , null ] }  ",
       "\"" + big + "\"",
       "[\"" + big + "\",\"" + big + "\"]",
-      "{\"a\":\"" + big + "\",\"a\":\"short\"}",                 // duplicate key
-      "{\"a\":\"" + big + "\",\"b\":1.5}",                       // a float
-      "{\"a\":\"" + big + "\",\"b\":-0}",                        // -0
-      "{\"a\":\"" + big + "\",\"b\":12345678901234567890}",      // 20 digits
+      "{\"a\":\"" + big + "\",\"a\":\"short\"}",             // duplicate key
+      "{\"a\":\"" + big + "\",\"b\":1.5}",                   // a float
+      "{\"a\":\"" + big + "\",\"b\":-0}",                    // -0
+      "{\"a\":\"" + big + "\",\"b\":12345678901234567890}",  // 20 digits
       "{\"a\":\"" + big + "\",\"b\":1e3}",
-      "\xEF\xBB\xBF{\"a\":\"" + big + "\"}",                     // a BOM
-      "{\"a\":\"" + big + "\"}" + std::string(1, '\0'),          // a NUL after the document
+      "\xEF\xBB\xBF{\"a\":\"" + big + "\"}",             // a BOM
+      "{\"a\":\"" + big + "\"}" + std::string(1, '\0'),  // a NUL after the document
       "{\"a\":\"" + big + "\\u0000\\n\\\"\\\\\\/\\ud83d\\ude00\"}",
-      "{\"\\u00e9\\n\":\"" + big + "\"}",                         // an escaped key
+      "{\"\\u00e9\\n\":\"" + big + "\"}",  // an escaped key
       "{\"k\\u0000\":\"" + big + "\",\"k\\u0000\":\"x\"}",
-      "{\"a\":\"" + big + "\\ud800\"}",                          // a lone surrogate
-      "{\"a\":\"" + big + "\xFF\"}",                             // invalid UTF-8
-      "{\"a\":\"" + big,                                         // unterminated
-      "{\"a\":[" + std::string(300, '[') + "\"" + big + "\"" + std::string(300, ']') + "]}",  // deep
-      "{" + [] {
-        std::string s;
-        for (int i = 0; i < 400; ++i) s += (i ? ",\"k" : "\"k") + std::to_string(i) + "\":\"vvvvvvvvvv\"";
-        return s;
-      }() + "}",  // many short strings: the structure alone is over small caps
+      "{\"a\":\"" + big + "\\ud800\"}",  // a lone surrogate
+      "{\"a\":\"" + big + "\xFF\"}",     // invalid UTF-8
+      "{\"a\":\"" + big,                 // unterminated
+      "{\"a\":[" + std::string(300, '[') + "\"" + big + "\"" + std::string(300, ']') +
+          "]}",  // deep
+      "{" +
+          [] {
+            std::string s;
+            for (int i = 0; i < 400; ++i)
+              s += (i ? ",\"k" : "\"k") + std::to_string(i) + "\":\"vvvvvvvvvv\"";
+            return s;
+          }() +
+          "}",  // many short strings: the structure alone is over small caps
       "{\"a\":\"" + std::string(32, 'y') + "\",\"b\":\"" + std::string(32, 'z') + "\"}",
       "{\"a\":\"" + std::string(33, 'y') + "\",\"b\":\"" + std::string(31, 'z') + "\"}",
       "{\"a\":\"" + std::string(200, '\n') + "\"}",
-      "{\"a\":\"" + [] {
-        std::string s;
-        for (int i = 0; i < 500; ++i) s += "\\u0001\\t";
-        return s;
-      }() + "\"}",
+      "{\"a\":\"" +
+          [] {
+            std::string s;
+            for (int i = 0; i < 500; ++i) s += "\\u0001\\t";
+            return s;
+          }() +
+          "\"}",
   };
   for (std::size_t k = 0; k < inputs.size(); ++k) {
     const std::size_t chars = CountCodePoints(inputs[k]);
-    for (std::size_t cap : {std::size_t{0}, std::size_t{31}, std::size_t{32}, std::size_t{33},
-                            std::size_t{64}, std::size_t{100}, std::size_t{500}, std::size_t{1024},
-                            std::size_t{2999}, std::size_t{3000}, std::size_t{3100}, chars - 1, chars}) {
+    for (std::size_t cap :
+         {std::size_t{0}, std::size_t{31}, std::size_t{32}, std::size_t{33}, std::size_t{64},
+          std::size_t{100}, std::size_t{500}, std::size_t{1024}, std::size_t{2999},
+          std::size_t{3000}, std::size_t{3100}, chars - 1, chars}) {
       CheckSameClip(inputs[k], cap, k);
     }
   }
@@ -646,7 +681,8 @@ Transcript DiffTranscript(std::uint64_t seed) {
         case 1: {
           std::string args = fuzz.Arguments();
           if (!IsValidUtf8(args)) args = ToValidUtf8(args);
-          m.parts.emplace_back(ToolCall{"c" + std::to_string(p), "tool\xC3\xA9", std::move(args), ""});
+          m.parts.emplace_back(
+              ToolCall{"c" + std::to_string(p), "tool\xC3\xA9", std::move(args), ""});
           break;
         }
         case 2: {
@@ -655,8 +691,11 @@ Transcript DiffTranscript(std::uint64_t seed) {
           const std::size_t items = rng.Size(1, 3);
           for (std::size_t j = 0; j < items; ++j) {
             if (rng.OneIn(4)) {
-              r.content.emplace_back(Opaque{"image", "{\"data\":\"" + std::string(rng.Size(0, 5000), 'A') + "\"}",
-                                            OpaqueLink::kNone, {}});
+              r.content.emplace_back(
+                  Opaque{"image",
+                         "{\"data\":\"" + std::string(rng.Size(0, 5000), 'A') + "\"}",
+                         OpaqueLink::kNone,
+                         {}});
             } else {
               r.content.emplace_back(Text{recap_test::RandomText(rng, rng.LogSize(0, 4000, 30000),
                                                                  recap_test::TextStyle::kMixed),
@@ -667,12 +706,14 @@ Transcript DiffTranscript(std::uint64_t seed) {
           break;
         }
         case 3:
-          m.parts.emplace_back(Opaque{"thinking", std::string(rng.Size(0, 20000), 't'), OpaqueLink::kNone, {}});
+          m.parts.emplace_back(
+              Opaque{"thinking", std::string(rng.Size(0, 20000), 't'), OpaqueLink::kNone, {}});
           break;
         default: {
           std::string many = "{";
           const std::size_t n = rng.Size(50, 400);
-          for (std::size_t i = 0; i < n; ++i) many += (i ? ",\"k" : "\"k") + std::to_string(i) + "\":\"vvvvvvvvvvvv\"";
+          for (std::size_t i = 0; i < n; ++i)
+            many += (i ? ",\"k" : "\"k") + std::to_string(i) + "\":\"vvvvvvvvvvvv\"";
           many += "}";
           m.parts.emplace_back(ToolCall{"m" + std::to_string(p), "many", std::move(many), ""});
           break;
@@ -680,14 +721,16 @@ Transcript DiffTranscript(std::uint64_t seed) {
       }
     }
     m.summary = rng.OneIn(10);
-    messages.insert(messages.begin() + static_cast<std::ptrdiff_t>(rng.Size(0, messages.size())), std::move(m));
+    messages.insert(messages.begin() + static_cast<std::ptrdiff_t>(rng.Size(0, messages.size())),
+                    std::move(m));
   }
   if (rng.OneIn(3) && !messages.empty()) {  // ties: copies of one message
     const Message copy = messages[rng.Size(0, messages.size() - 1)];
     for (int k = 0; k < 3; ++k) {
       Message c = copy;
       c.id.clear();
-      messages.insert(messages.begin() + static_cast<std::ptrdiff_t>(rng.Size(0, messages.size())), std::move(c));
+      messages.insert(messages.begin() + static_cast<std::ptrdiff_t>(rng.Size(0, messages.size())),
+                      std::move(c));
     }
   }
   return Transcript(std::move(messages));
@@ -702,7 +745,8 @@ std::vector<std::size_t> Targets(Rng& rng, std::size_t chars) {
 void CheckSameReduce(const Transcript& t, std::size_t target, std::uint64_t seed) {
   const ReduceResult want = old_impl::ReduceTail(t, target);
   const ReduceResult got = ReduceTail(t, target);
-  INFO("RECAP_SEED=" << seed << " target " << target << " chars " << t.chars() << " messages " << t.size());
+  INFO("RECAP_SEED=" << seed << " target " << target << " chars " << t.chars() << " messages "
+                     << t.size());
   CHECK(got.clipped == want.clipped);
   CHECK(got.clips == want.clips);
   CHECK(got.before_chars == want.before_chars);
@@ -755,7 +799,8 @@ TEST_CASE("R6.2 ReduceTail matches the reference when messages break the UTF-8 c
   Message c = Message::ToolOutput("call\xFE", std::string(9000, 'r'));
   c.id = "c\xFF";
   add(c);
-  Message d = Message::AssistantCalls({ToolCall{"k", "run", "{\"x\":\"" + std::string(17000, 'x') + "\xFF\"}", ""}});
+  Message d = Message::AssistantCalls(
+      {ToolCall{"k", "run", "{\"x\":\"" + std::string(17000, 'x') + "\xFF\"}", ""}});
   d.id = "d";
   add(d);
   Message e = Message::UserText(std::string(20000, 'e'));
@@ -769,6 +814,7 @@ TEST_CASE("R6.2 ReduceTail matches the reference when messages break the UTF-8 c
   for (std::size_t target : {std::size_t{0}, t.chars() - 1, t.chars() / 2, std::size_t{30000}}) {
     CheckSameReduce(t, target, 0);
     const ReduceResult r = ReduceTail(t, target);
-    for (std::size_t i : r.clipped) CHECK(IsValidUtf8(r.transcript[i].parts.empty() ? "" : JoinedText(r.transcript[i])));
+    for (std::size_t i : r.clipped)
+      CHECK(IsValidUtf8(r.transcript[i].parts.empty() ? "" : JoinedText(r.transcript[i])));
   }
 }

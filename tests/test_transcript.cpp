@@ -1,13 +1,13 @@
 // SPEC §1 and R11.1's foundation: a transcript measures each message once and answers sizes
 // in constant time; copies share messages instead of copying bytes.
-#include <catch2/catch.hpp>
+#include <unistd.h>
 
 #include <set>
+#include <string>
 #include <thread>
 
+#include <catch2/catch.hpp>
 #include <sys/wait.h>
-#include <unistd.h>
-#include <string>
 
 #include "recap/measure.h"
 #include "recap/transcript.h"
@@ -18,9 +18,9 @@ TEST_CASE("§1 transcript totals and ranges follow the cached per-message sizes"
   Transcript t;
   CHECK(t.empty());
   CHECK(t.chars() == 0);
-  t.Append(Message::UserText("hello"));                       // 5
-  t.Append(Message::AssistantText("h\xC3\xA9llo world"));     // 11
-  t.Append(Message::UserText(std::string(10, 'x')));          // 10
+  t.Append(Message::UserText("hello"));                    // 5
+  t.Append(Message::AssistantText("h\xC3\xA9llo world"));  // 11
+  t.Append(Message::UserText(std::string(10, 'x')));       // 10
   REQUIRE(t.size() == 3);
   CHECK(t.chars() == 26);
   CHECK(t.chars(1) == 11);
@@ -60,7 +60,8 @@ TEST_CASE("§1 invalid UTF-8 entering a transcript is replaced, not rejected") {
 
 TEST_CASE("§1 copies and slices share messages, Set replaces one and updates the sums") {
   Transcript t;
-  for (int i = 0; i < 5; ++i) t.Append(Message::UserText(std::string(static_cast<std::size_t>(i + 1), 'a')));
+  for (int i = 0; i < 5; ++i)
+    t.Append(Message::UserText(std::string(static_cast<std::size_t>(i + 1), 'a')));
   Transcript copy = t;
   CHECK(copy.shared(2).get() == t.shared(2).get());
   Transcript tail = t.Slice(2, 5);
@@ -166,13 +167,13 @@ TEST_CASE("R11.4 each message's cut facts are noted when it is appended") {
   Transcript t;
   Message checkpoint = Message::UserText("## Goal");
   checkpoint.summary = true;
-  t.Append(checkpoint);                                        // 0
-  t.Append(Message::UserText("go"));                           // 1
-  t.Append(CallsOf({"a", "b"}));                               // 2
-  t.Append(Message::ToolOutput("b", "x"));                     // 3
-  t.Append(Message::AssistantText("thinking"));                // 4
-  t.Append(Message::ToolOutput("a", "y"));                     // 5
-  t.Append(ResultsOf({}));                                     // 6 (no parts: nothing)
+  t.Append(checkpoint);                          // 0
+  t.Append(Message::UserText("go"));             // 1
+  t.Append(CallsOf({"a", "b"}));                 // 2
+  t.Append(Message::ToolOutput("b", "x"));       // 3
+  t.Append(Message::AssistantText("thinking"));  // 4
+  t.Append(Message::ToolOutput("a", "y"));       // 5
+  t.Append(ResultsOf({}));                       // 6 (no parts: nothing)
   // Append(Message) checks every string: each message is noted well-formed as well.
   constexpr std::uint8_t kChecked = Transcript::kWellFormedFact;
   CHECK(t.cut_facts(0).flags == (Transcript::kSummaryFact | kChecked));
@@ -187,14 +188,14 @@ TEST_CASE("R11.4 each message's cut facts are noted when it is appended") {
   // Results answering several calls: the earliest one counts. A call and its result in one
   // message constrain nothing.
   Transcript u;
-  u.Append(CallsOf({"p"}));                // 0
-  u.Append(CallsOf({"q"}));                // 1
-  u.Append(ResultsOf({"q", "p"}));         // 2
+  u.Append(CallsOf({"p"}));         // 0
+  u.Append(CallsOf({"q"}));         // 1
+  u.Append(ResultsOf({"q", "p"}));  // 2
   Message both;
   both.role = Role::kAssistant;
   both.parts.emplace_back(Opaque{"server_tool_use", "{}", OpaqueLink::kCall, "s"});
   both.parts.emplace_back(Opaque{"server_tool_result", "{}", OpaqueLink::kResult, "s"});
-  u.Append(both);                          // 3
+  u.Append(both);  // 3
   CHECK(u.cut_facts(2).reach == 2);
   CHECK(u.cut_facts(3).reach == 0);
   CHECK(u.cut_facts(3).flags == (Transcript::kCallsToolFact | kChecked));
@@ -254,7 +255,8 @@ TEST_CASE("R11.4 what the open calls cannot settle makes the pairing unknown") {
     // ... for good: later messages do not make it known again.
     t.Append(Message::UserText("hi"));
     CHECK(t.pairing() == Transcript::Pairing::kUnknown);
-    CHECK((t.cut_facts(1).flags & ~Transcript::kWellFormedFact) == Transcript::kTurnStartFact);  // flags are noted still
+    CHECK((t.cut_facts(1).flags & ~Transcript::kWellFormedFact) ==
+          Transcript::kTurnStartFact);  // flags are noted still
   }
   SECTION("a second result for an answered call") {
     Transcript t;
@@ -298,7 +300,8 @@ TEST_CASE("R11.4 Set keeps the facts when calls and results stay, slices re-deri
   marked.summary = true;
   clipped.Set(3, marked);
   CHECK((clipped.cut_facts(3).flags & ~Transcript::kWellFormedFact) == Transcript::kSummaryFact);
-  CHECK((t.cut_facts(3).flags & ~Transcript::kWellFormedFact) == Transcript::kTurnStartFact);  // the original is untouched
+  CHECK((t.cut_facts(3).flags & ~Transcript::kWellFormedFact) ==
+        Transcript::kTurnStartFact);  // the original is untouched
 
   Transcript renamed = t;
   renamed.Set(2, Message::ToolOutput("b", "x"));
@@ -320,7 +323,9 @@ TEST_CASE("R11.4 Set keeps the facts when calls and results stay, slices re-deri
   CHECK(big.Slice(1, big.size()).pairing() == Transcript::Pairing::kClosed);
 }
 
-TEST_CASE("NewMessageId: m_ and 24 lowercase hex digits, in the order one thread made them, never repeated") {
+TEST_CASE(
+    "NewMessageId: m_ and 24 lowercase hex digits, in the order one thread made them, never "
+    "repeated") {
   std::set<std::string> seen;
   std::string previous;
   std::size_t ascending = 0;
@@ -344,7 +349,9 @@ TEST_CASE("NewMessageId: m_ and 24 lowercase hex digits, in the order one thread
   CHECK(seen.count(other) == 0);
 }
 
-TEST_CASE("NewMessageId: a forked process draws other ids than its parent (a host that forks workers appends to one session from both)") {
+TEST_CASE(
+    "NewMessageId: a forked process draws other ids than its parent (a host that forks workers "
+    "appends to one session from both)") {
   (void)NewMessageId();  // the generator is seeded in this process before the fork
   int fds[2];
   REQUIRE(::pipe(fds) == 0);
@@ -362,7 +369,8 @@ TEST_CASE("NewMessageId: a forked process draws other ids than its parent (a hos
   for (int i = 0; i < 20; ++i) mine.insert(NewMessageId());
   std::string theirs;
   char buf[4096];
-  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) theirs.append(buf, static_cast<std::size_t>(n));
+  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;)
+    theirs.append(buf, static_cast<std::size_t>(n));
   ::close(fds[0]);
   int status = 0;
   ::waitpid(child, &status, 0);

@@ -19,9 +19,7 @@ class CancellationToken {
  public:
   // A token that is never cancelled.
   CancellationToken() = default;
-  bool IsCancelled() const noexcept {
-    return flag_ && flag_->load(std::memory_order_acquire);
-  }
+  bool IsCancelled() const noexcept { return flag_ && flag_->load(std::memory_order_acquire); }
 
  private:
   friend class CancellationSource;

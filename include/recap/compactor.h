@@ -35,7 +35,6 @@
 
 #include "recap/cancellation.h"
 #include "recap/checkpoint.h"
-#include "recap/time_source.h"
 #include "recap/config.h"
 #include "recap/events.h"
 #include "recap/export.h"
@@ -44,6 +43,7 @@
 #include "recap/safe_boundary.h"
 #include "recap/session_store.h"
 #include "recap/status.h"
+#include "recap/time_source.h"
 #include "recap/transcript.h"
 
 namespace recap {
@@ -61,12 +61,12 @@ struct RequestSizes {
 };
 
 struct Prepared {
-  Transcript messages;        // what to send after the instructions; shares the store's messages
-  std::uint64_t version = 0;  // the session version `messages` reflects
+  Transcript messages;           // what to send after the instructions; shares the store's messages
+  std::uint64_t version = 0;     // the session version `messages` reflects
   std::size_t before_chars = 0;  // reducible content (instructions + transcript) before
   std::size_t after_chars = 0;   // and after
-  std::size_t before_tokens = 0;  // estimated tokens of the full request before
-  std::size_t after_tokens = 0;   // and after
+  std::size_t before_tokens = 0;         // estimated tokens of the full request before
+  std::size_t after_tokens = 0;          // and after
   std::vector<std::string> compactions;  // reasons of the compactions that committed, in order
   std::size_t reduced_messages = 0;      // messages the reducer cut (0: it did not run)
   // What the compactions of this call cost, without an event sink: messages summarized (and
@@ -91,10 +91,10 @@ struct Prepared {
 
 // What Prepare would do now, without calling the model or writing anything (R7.3).
 struct Plan {
-  bool trigger = false;       // a rule of R2 fires (or an overflow was reported)
-  std::string reason;         // "auto" or "overflow" when trigger; empty otherwise
-  std::string rule;           // which rule fired: "window", "fallback", "chars", "overflow"
-  bool paused = false;        // auto compaction is paused for lack of progress (R2.5)
+  bool trigger = false;  // a rule of R2 fires (or an overflow was reported)
+  std::string reason;    // "auto" or "overflow" when trigger; empty otherwise
+  std::string rule;      // which rule fired: "window", "fallback", "chars", "overflow"
+  bool paused = false;   // auto compaction is paused for lack of progress (R2.5)
   bool auto_enabled = true;
   std::optional<std::size_t> window_tokens;  // the trusted window in use, if any (R1.2)
   std::string window_source;  // "config", "profile", "provider", "overflow" or "fallback" (R12.2)
@@ -104,12 +104,12 @@ struct Plan {
   // The summarizer failed 3 auto compactions in a row: Prepare leaves it alone for this long
   // still (R12.3); 0 when it is not backing off.
   std::uint64_t summarizer_backoff_ms = 0;
-  std::size_t full_chars = 0;     // instructions + transcript + tool catalog
+  std::size_t full_chars = 0;  // instructions + transcript + tool catalog
   std::size_t full_tokens = 0;
-  std::size_t reducible_chars = 0;  // instructions + transcript
-  std::size_t trigger_tokens = 0;   // threshold x window (the fallback window when unknown)
-  std::size_t trigger_chars = 0;    // threshold x maxContextChars
-  CutDecision cut;                  // where a compaction would cut now
+  std::size_t reducible_chars = 0;        // instructions + transcript
+  std::size_t trigger_tokens = 0;         // threshold x window (the fallback window when unknown)
+  std::size_t trigger_chars = 0;          // threshold x maxContextChars
+  CutDecision cut;                        // where a compaction would cut now
   std::size_t estimated_after_chars = 0;  // reducible content after it, checkpoint estimated
   bool would_reduce = false;              // over the hard limit even after the compaction
 };
@@ -126,8 +126,8 @@ struct CompactOutcome {
   std::size_t before_chars = 0;  // transcript characters before and after
   std::size_t after_chars = 0;
   Checkpoint checkpoint;
-  bool partial = false;   // R5.2
-  std::string writer;     // the provider that wrote the checkpoint (R1.3)
+  bool partial = false;  // R5.2
+  std::string writer;    // the provider that wrote the checkpoint (R1.3)
   std::uint64_t version = 0;
 };
 

@@ -9,15 +9,15 @@
 #define RECAP_EXPORT_H_
 
 #if defined(_WIN32) || defined(__CYGWIN__)
-#  if defined(RECAP_STATIC)
-#    define RECAP_EXPORT
-#  elif defined(RECAP_BUILDING_LIBRARY)
-#    define RECAP_EXPORT __declspec(dllexport)
-#  else
-#    define RECAP_EXPORT __declspec(dllimport)
-#  endif
+#if defined(RECAP_STATIC)
+#define RECAP_EXPORT
+#elif defined(RECAP_BUILDING_LIBRARY)
+#define RECAP_EXPORT __declspec(dllexport)
 #else
-#  define RECAP_EXPORT __attribute__((visibility("default")))
+#define RECAP_EXPORT __declspec(dllimport)
+#endif
+#else
+#define RECAP_EXPORT __attribute__((visibility("default")))
 #endif
 
 #endif  // RECAP_EXPORT_H_

@@ -42,7 +42,7 @@ struct BeforeCompactContext {
 };
 
 struct BeforeCompactResult {
-  std::string instructions;               // added to the summarizer's instructions
+  std::string instructions;                // added to the summarizer's instructions
   std::vector<OutputField> output_fields;  // added to the reply's schema
 };
 

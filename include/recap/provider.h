@@ -46,9 +46,9 @@ struct Checkpoint;
 // (they read the rendered text in `messages`); recap's offline summarizer, which has no
 // model, reads it instead. Pointers are valid for the duration of Complete() only.
 struct SummarySource {
-  const Transcript* span = nullptr;      // the messages being summarized (this chunk)
-  const Checkpoint* prior = nullptr;     // the checkpoint they fold into, if any (R3.5, R4.7)
-  std::string focus;                     // manual focus instructions (R4.6)
+  const Transcript* span = nullptr;   // the messages being summarized (this chunk)
+  const Checkpoint* prior = nullptr;  // the checkpoint they fold into, if any (R3.5, R4.7)
+  std::string focus;                  // manual focus instructions (R4.6)
 };
 
 struct CompletionRequest {

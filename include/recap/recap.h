@@ -4,7 +4,6 @@
 
 #include "recap/cancellation.h"
 #include "recap/checkpoint.h"
-#include "recap/time_source.h"
 #include "recap/codec.h"
 #include "recap/compactor.h"
 #include "recap/config.h"
@@ -22,6 +21,7 @@
 #include "recap/session_store.h"
 #include "recap/status.h"
 #include "recap/tail_reducer.h"
+#include "recap/time_source.h"
 #include "recap/transcript.h"
 #include "recap/version.h"
 

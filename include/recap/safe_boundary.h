@@ -87,12 +87,12 @@ struct CutOptions {
 
 struct CutDecision {
   SkipReason skip = SkipReason::kNone;
-  std::size_t position = 0;          // first kept message; valid when ok()
-  std::size_t summarized_chars = 0;  // characters of [0, position)
-  std::size_t kept_chars = 0;        // characters of [position, size)
-  std::size_t kept_turns = 0;        // turn starts in the kept part
-  bool inside_turn = false;          // the cut fell inside the last turn (R3.3)
-  bool moved_for_size = false;       // R3.8 moved the cut forward
+  std::size_t position = 0;              // first kept message; valid when ok()
+  std::size_t summarized_chars = 0;      // characters of [0, position)
+  std::size_t kept_chars = 0;            // characters of [position, size)
+  std::size_t kept_turns = 0;            // turn starts in the kept part
+  bool inside_turn = false;              // the cut fell inside the last turn (R3.3)
+  bool moved_for_size = false;           // R3.8 moved the cut forward
   std::vector<UncertainCall> uncertain;  // filled when skip == kUncertainToolResults
 
   bool ok() const noexcept { return skip == SkipReason::kNone; }

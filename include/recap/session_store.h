@@ -66,7 +66,7 @@ struct SessionChanges {
 struct CompactionCommit {
   std::uint64_t expected_version = 0;
   std::vector<std::string> replaced;
-  Message checkpoint;            // flagged summary
+  Message checkpoint;             // flagged summary
   std::vector<Message> injected;  // context plugins add after the checkpoint (R9.1)
   std::string reason;             // "auto", "manual", "budget", "overflow"
   // Messages among the leading ones that stay active, verbatim and in their order, before the

@@ -79,17 +79,27 @@ class [[nodiscard]] Status {
   ~Status() = default;
 
   static Status OK() noexcept { return Status(); }
-  static Status InvalidArgument(std::string msg) { return {StatusCode::kInvalidArgument, std::move(msg)}; }
+  static Status InvalidArgument(std::string msg) {
+    return {StatusCode::kInvalidArgument, std::move(msg)};
+  }
   static Status NotFound(std::string msg) { return {StatusCode::kNotFound, std::move(msg)}; }
   static Status Conflict(std::string msg) { return {StatusCode::kConflict, std::move(msg)}; }
   static Status Corruption(std::string msg) { return {StatusCode::kCorruption, std::move(msg)}; }
   static Status IOError(std::string msg) { return {StatusCode::kIOError, std::move(msg)}; }
   static Status Unavailable(std::string msg) { return {StatusCode::kUnavailable, std::move(msg)}; }
-  static Status DeadlineExceeded(std::string msg) { return {StatusCode::kDeadlineExceeded, std::move(msg)}; }
+  static Status DeadlineExceeded(std::string msg) {
+    return {StatusCode::kDeadlineExceeded, std::move(msg)};
+  }
   static Status Cancelled(std::string msg) { return {StatusCode::kCancelled, std::move(msg)}; }
-  static Status ContextBudgetExceeded(std::string msg) { return {StatusCode::kContextBudgetExceeded, std::move(msg)}; }
-  static Status FailedPrecondition(std::string msg) { return {StatusCode::kFailedPrecondition, std::move(msg)}; }
-  static Status ResourceExhausted(std::string msg) { return {StatusCode::kResourceExhausted, std::move(msg)}; }
+  static Status ContextBudgetExceeded(std::string msg) {
+    return {StatusCode::kContextBudgetExceeded, std::move(msg)};
+  }
+  static Status FailedPrecondition(std::string msg) {
+    return {StatusCode::kFailedPrecondition, std::move(msg)};
+  }
+  static Status ResourceExhausted(std::string msg) {
+    return {StatusCode::kResourceExhausted, std::move(msg)};
+  }
   static Status Internal(std::string msg) { return {StatusCode::kInternal, std::move(msg)}; }
 
   bool ok() const noexcept { return state_ == nullptr; }
@@ -131,16 +141,26 @@ class [[nodiscard]] Result {
  public:
   // A failed result. Passing an OK status is a programming error: it becomes kInternal.
   Result(Status status) : status_(std::move(status)) {  // NOLINT(google-explicit-constructor)
-    if (status_.ok()) status_ = Status::Internal("Result constructed from an OK Status without a value");
+    if (status_.ok())
+      status_ = Status::Internal("Result constructed from an OK Status without a value");
   }
   Result(T value) : value_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
 
   bool ok() const noexcept { return status_.ok(); }
   const Status& status() const noexcept { return status_; }
 
-  T& value() & { Check(); return *value_; }
-  const T& value() const& { Check(); return *value_; }
-  T&& value() && { Check(); return std::move(*value_); }
+  T& value() & {
+    Check();
+    return *value_;
+  }
+  const T& value() const& {
+    Check();
+    return *value_;
+  }
+  T&& value() && {
+    Check();
+    return std::move(*value_);
+  }
 
   T& operator*() & { return value(); }
   const T& operator*() const& { return value(); }
@@ -168,12 +188,12 @@ const Status& StatusOf(const Result<T>& r) noexcept {
 }  // namespace recap
 
 // Returns the Status of `expr` (a Status or a Result<T>, evaluated once) when it is not OK.
-#define RECAP_RETURN_IF_ERROR(expr)                                                 \
-  do {                                                                              \
-    const auto& recap_status_or_result_ = (expr);                                   \
-    if (!recap_status_or_result_.ok()) {                                            \
-      return ::recap::internal::StatusOf(recap_status_or_result_);                  \
-    }                                                                               \
+#define RECAP_RETURN_IF_ERROR(expr)                                \
+  do {                                                             \
+    const auto& recap_status_or_result_ = (expr);                  \
+    if (!recap_status_or_result_.ok()) {                           \
+      return ::recap::internal::StatusOf(recap_status_or_result_); \
+    }                                                              \
   } while (false)
 
 #endif  // RECAP_STATUS_H_

@@ -51,13 +51,13 @@ RECAP_EXPORT std::size_t ReductionTarget(std::size_t max_context_chars,
                                          std::size_t instruction_chars) noexcept;
 
 struct ReduceResult {
-  Transcript transcript;              // the reduced transcript; shares unchanged messages
-  std::vector<std::size_t> clipped;   // positions of the messages that were cut, ascending
-  std::size_t clips = 0;              // clip operations (a message may be cut in several rounds)
+  Transcript transcript;             // the reduced transcript; shares unchanged messages
+  std::vector<std::size_t> clipped;  // positions of the messages that were cut, ascending
+  std::size_t clips = 0;             // clip operations (a message may be cut in several rounds)
   std::size_t before_chars = 0;
   std::size_t after_chars = 0;
-  int rounds = 0;                     // cap rounds that ran (0 when it already fit)
-  bool fits = false;                  // after_chars <= target
+  int rounds = 0;     // cap rounds that ran (0 when it already fit)
+  bool fits = false;  // after_chars <= target
 };
 
 // Reduces `t` towards `target_chars` (R6.2–R6.4). When `t` already fits, the result is `t`

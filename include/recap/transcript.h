@@ -101,11 +101,28 @@ class RECAP_EXPORT Transcript {
     const_iterator() = default;
     reference operator*() const { return (*t_)[i_]; }
     pointer operator->() const { return &(*t_)[i_]; }
-    const_iterator& operator++() { ++i_; return *this; }
-    const_iterator operator++(int) { auto c = *this; ++i_; return c; }
-    const_iterator& operator--() { --i_; return *this; }
-    const_iterator& operator+=(difference_type n) { i_ = static_cast<std::size_t>(static_cast<difference_type>(i_) + n); return *this; }
-    const_iterator operator+(difference_type n) const { auto c = *this; c += n; return c; }
+    const_iterator& operator++() {
+      ++i_;
+      return *this;
+    }
+    const_iterator operator++(int) {
+      auto c = *this;
+      ++i_;
+      return c;
+    }
+    const_iterator& operator--() {
+      --i_;
+      return *this;
+    }
+    const_iterator& operator+=(difference_type n) {
+      i_ = static_cast<std::size_t>(static_cast<difference_type>(i_) + n);
+      return *this;
+    }
+    const_iterator operator+(difference_type n) const {
+      auto c = *this;
+      c += n;
+      return c;
+    }
     difference_type operator-(const const_iterator& o) const {
       return static_cast<difference_type>(i_) - static_cast<difference_type>(o.i_);
     }

@@ -2,8 +2,8 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
-#include <cstdio>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -235,11 +235,12 @@ std::string InStoreWords(std::string m) {
                "this command only reads");
   // PostgreSQL: the command sets the schema ("recap"), the pool and read_only itself; the
   // connection's settings are in the --db URL.
-  ReplaceEvery(&m, "ran longer than statement_timeout_ms and", "ran longer than the server allows and");
+  ReplaceEvery(&m, "ran longer than statement_timeout_ms and",
+               "ran longer than the server allows and");
   ReplaceEvery(&m, "; retry, or raise PostgresStoreOptions.statement_timeout_ms", "; retry");
-  ReplaceEvery(&m, " (PostgresStoreOptions.user, password or password_env)",
-               " in the --db URL");
-  ReplaceEvery(&m, "or name an existing one with dbname", "or name an existing one in the --db URL");
+  ReplaceEvery(&m, " (PostgresStoreOptions.user, password or password_env)", " in the --db URL");
+  ReplaceEvery(&m, "or name an existing one with dbname",
+               "or name an existing one in the --db URL");
   ReplaceEvery(&m, "; retry later or lower PostgresStoreOptions.pool_size", "; retry later");
   ReplaceEvery(&m, "choose another PostgresStoreOptions.schema",
                "give --db another database (the command keeps its tables in schema \"recap\")");
@@ -326,7 +327,8 @@ std::string Preview(const recap::Message& m, std::size_t width) {
     if (c == '\n' || c == '\r' || c == '\t') c = ' ';
   }
   const std::size_t bytes = recap::PrefixBytesForCodePoints(text, width);
-  if (bytes < text.size()) text = text.substr(0, recap::PrefixBytesForCodePoints(text, width - 3)) + "...";
+  if (bytes < text.size())
+    text = text.substr(0, recap::PrefixBytesForCodePoints(text, width - 3)) + "...";
   return text;
 }
 
@@ -465,9 +467,10 @@ recap::Result<std::shared_ptr<recap::SessionStore>> OpenStore(const std::string&
     }
     if (store.status().code() == recap::StatusCode::kFailedPrecondition &&
         message.find("password") != std::string::npos) {
-      message += ". With the recap command, give the password in the URL "
-                 "(postgresql://USER:PASSWORD@HOST/DBNAME), in the PGPASSWORD environment "
-                 "variable or in ~/.pgpass";
+      message +=
+          ". With the recap command, give the password in the URL "
+          "(postgresql://USER:PASSWORD@HOST/DBNAME), in the PGPASSWORD environment "
+          "variable or in ~/.pgpass";
     }
     return recap::Status(store.status().code(),
                          "cannot open the PostgreSQL database '" + ShownDb(path) + "': " + message);
@@ -513,8 +516,9 @@ recap::Result<std::shared_ptr<recap::SessionStore>> OpenStore(const std::string&
       return recap::Status::InvalidArgument(
           "RECAP_BUSY_TIMEOUT_MS is '" + std::string(wait).substr(0, 40) +
           "'; set it to the milliseconds to wait for a database another process holds, from 0 "
-          "to " + std::to_string(kMaxBusyTimeoutMs) + " (unset: " +
-          std::to_string(kDefaultBusyTimeoutMs) + ")");
+          "to " +
+          std::to_string(kMaxBusyTimeoutMs) + " (unset: " + std::to_string(kDefaultBusyTimeoutMs) +
+          ")");
     }
     options.busy_timeout_ms = static_cast<std::uint32_t>(ms);
   }
@@ -603,9 +607,8 @@ recap::Result<recap::Config> BuildConfig(const Args& args, bool* usage) {
   if (args.Has("keep-turns")) {
     if (!ParseCount(args, "keep-turns", &n, &error) || n > 20) {
       *usage = true;
-      return recap::Status::InvalidArgument(error.empty()
-                                                ? "--keep-turns must be between 0 and 20"
-                                                : error);
+      return recap::Status::InvalidArgument(error.empty() ? "--keep-turns must be between 0 and 20"
+                                                          : error);
     }
     config.compaction.keep_turns = static_cast<int>(n);
   }
@@ -636,9 +639,10 @@ const char* const kProviderHelp =
     "  --allow-insecure-http     send the API key over plain http:// to a host that is\n"
     "                            not loopback (refused otherwise)\n";
 std::vector<OptionSpec> ProviderOptions() {
-  return {{"provider", true},           {"base-url", true},   {"model", true},
-          {"api-key-env", true},        {"timeout-ms", true}, {"connect-timeout-ms", true},
-          {"ca-path", true},            {"allow-insecure-http", false}};
+  return {{"provider", true},   {"base-url", true},
+          {"model", true},      {"api-key-env", true},
+          {"timeout-ms", true}, {"connect-timeout-ms", true},
+          {"ca-path", true},    {"allow-insecure-http", false}};
 }
 #else
 const char* const kProviderHelp =
@@ -689,8 +693,8 @@ std::string InCommandWords(std::string m, const std::string& ca_source) {
       const bool word_start = at == 0 || !(std::isalnum(static_cast<unsigned char>(m[at - 1])) ||
                                            m[at - 1] == '_' || m[at - 1] == '-');
       const std::size_t end = at + name.size();
-      const bool word_end = end >= m.size() || !(std::isalnum(static_cast<unsigned char>(m[end])) ||
-                                                 m[end] == '_');
+      const bool word_end =
+          end >= m.size() || !(std::isalnum(static_cast<unsigned char>(m[end])) || m[end] == '_');
       if (word_start && word_end) m.replace(at, name.size(), w[1]);
     }
   }
@@ -709,9 +713,9 @@ std::string InCommandWords(std::string m, const std::string& ca_source) {
     const std::size_t digits = at + delay.size();
     std::size_t end = digits;
     while (end < m.size() && std::isdigit(static_cast<unsigned char>(m[end]))) ++end;
-    m.replace(at, end - at,
-              "longer than the command waits between tries (" + m.substr(digits, end - digits) +
-                  " ms)");
+    m.replace(
+        at, end - at,
+        "longer than the command waits between tries (" + m.substr(digits, end - digits) + " ms)");
   }
   ReplaceAll(&m, "HttpProviderOptions.structured_output", "structured output");
   ReplaceAll(&m, "HttpProviderOptions.", "");
@@ -760,8 +764,8 @@ recap::Result<std::shared_ptr<recap::Provider>> BuildProvider(const Args& args, 
   *usage = false;
   const std::string name = args.Get("provider", "offline");
   if (name == "offline") {
-    for (const char* flag : {"base-url", "model", "api-key-env", "timeout-ms",
-                             "connect-timeout-ms", "ca-path", "allow-insecure-http"}) {
+    for (const char* flag : {"base-url", "model", "api-key-env", "timeout-ms", "connect-timeout-ms",
+                             "ca-path", "allow-insecure-http"}) {
       if (args.Has(flag)) {
         *usage = true;
         return recap::Status::InvalidArgument(
@@ -828,9 +832,9 @@ recap::Result<std::shared_ptr<recap::Provider>> BuildProvider(const Args& args, 
       // --ca-path, cleartext without --allow-insecure-http) is a usage error; an unset
       // --api-key-env variable is not.
       *usage = provider.status().code() == recap::StatusCode::kInvalidArgument;
-      return recap::Status(provider.status().code(),
-                           "--provider " + name + ": " +
-                               InCommandWords(provider.status().message(), ca_source));
+      return recap::Status(
+          provider.status().code(),
+          "--provider " + name + ": " + InCommandWords(provider.status().message(), ca_source));
     }
     std::string waiting = "waiting for " + (*provider)->Name() + " (up to " +
                           std::to_string(timeout_s) + " s a request; --timeout-ms)";

@@ -69,7 +69,8 @@ void TableRow(const char* label, std::size_t before, std::size_t after) {
 int RunCompact(const std::vector<std::string>& words) {
   Args args;
   args.command = "compact";
-  std::vector<OptionSpec> specs = {{"db", true}, {"session", true}, {"focus", true}, {"auto", false}};
+  std::vector<OptionSpec> specs = {
+      {"db", true}, {"session", true}, {"focus", true}, {"auto", false}};
   for (const OptionSpec& s : ConfigOptions()) specs.push_back(s);
   for (const OptionSpec& s : ProviderOptions()) specs.push_back(s);
   std::string error;
@@ -78,7 +79,8 @@ int RunCompact(const std::vector<std::string>& words) {
     std::cout << Help();
     return kExitOk;
   }
-  if (!args.positional.empty()) return UsageError(args, "unexpected argument '" + args.positional[0] + "'");
+  if (!args.positional.empty())
+    return UsageError(args, "unexpected argument '" + args.positional[0] + "'");
   if (!args.Has("session")) return UsageError(args, "--session ID is required");
   const bool automatic = args.flags.count("auto") != 0;
   if (automatic && args.Has("focus")) {
@@ -108,9 +110,9 @@ int RunCompact(const std::vector<std::string>& words) {
 
   auto collecting = std::make_shared<CollectingSink>();
   Progress progress((automatic ? "preparing session '" : "compacting session '") + session + "'");
-  std::shared_ptr<recap::EventSink> sink = NewProgressSink(
-      &progress,
-      args.json() ? recap::NewJsonlSink(std::cout) : std::shared_ptr<recap::EventSink>(collecting));
+  std::shared_ptr<recap::EventSink> sink =
+      NewProgressSink(&progress, args.json() ? recap::NewJsonlSink(std::cout)
+                                             : std::shared_ptr<recap::EventSink>(collecting));
   recap::Result<std::unique_ptr<recap::Compactor>> created =
       recap::Compactor::Create(*config, *provider, *store, {}, {sink});
   if (!created.ok()) return Failure(args, created.status());
@@ -144,7 +146,8 @@ int RunCompact(const std::vector<std::string>& words) {
     options.sizes = sizes;
     recap::Result<recap::CompactOutcome> outcome = compactor.Compact(session, options);
     if (!outcome.ok()) {
-      return Failure(args, outcome.status().WithContext("the compaction failed and changed nothing"));
+      return Failure(args,
+                     outcome.status().WithContext("the compaction failed and changed nothing"));
     }
     compacted = outcome->compacted;
     if (!compacted) {
@@ -154,8 +157,8 @@ int RunCompact(const std::vector<std::string>& words) {
         return Failure(args, "session '" + session +
                                  "' has tool calls without a result, so it cannot be compacted "
                                  "(recap never separates a call from its result). Record them "
-                                 "as not repeated with `recap sessions recover " + session +
-                                 " --acknowledge --db " + QuotedForShell(ShownDb(db)) +
+                                 "as not repeated with `recap sessions recover " +
+                                 session + " --acknowledge --db " + QuotedForShell(ShownDb(db)) +
                                  "`, then compact again. Nothing "
                                  "was changed");
       }
@@ -195,8 +198,9 @@ int RunCompact(const std::vector<std::string>& words) {
   if (!compacted && !automatic) {
     std::printf("  nothing compacted: %s\n", skipped.c_str());
     if (skipped == "nothing_to_summarize") {
-      std::printf("  only the kept turns (or an earlier checkpoint) are there; a smaller "
-                  "--keep-turns would summarize more\n");
+      std::printf(
+          "  only the kept turns (or an earlier checkpoint) are there; a smaller "
+          "--keep-turns would summarize more\n");
     }
   }
   std::printf("\n  %-14s %14s %14s\n", "", "before", "after");

@@ -20,17 +20,21 @@ const char* const kHelp =
     "  --format F        openai-chat, anthropic, openai-responses or recap (required)\n"
     "                      openai-chat  a messages array; the instructions come first as the\n"
     "                                   system message\n"
-    "                      anthropic    a messages array, or {\"system\": ..., \"messages\": [...]}\n"
+    "                      anthropic    a messages array, or {\"system\": ..., \"messages\": "
+    "[...]}\n"
     "                                   when the session has instructions\n"
     "                      openai-responses\n"
     "                                   an array of input items, or {\"instructions\": ...,\n"
     "                                   \"input\": [...]} when the session has instructions\n"
-    "                      recap        recap's own JSON {\"instructions\": ..., \"messages\": [...]}\n"
+    "                      recap        recap's own JSON {\"instructions\": ..., \"messages\": "
+    "[...]}\n"
     "                                   (keeps ids and the checkpoint flag; `recap import\n"
     "                                   --format recap` reads it back)\n"
     "  --history         the full history instead of the active transcript: an object\n"
-    "                    {\"session\", \"instructions\", \"history\": [{\"seq\", \"id\", \"state\"\n"
-    "                    (active|compacted), \"replaced_by\", \"summary\", \"messages\": [...]}]},\n"
+    "                    {\"session\", \"instructions\", \"history\": [{\"seq\", \"id\", "
+    "\"state\"\n"
+    "                    (active|compacted), \"replaced_by\", \"summary\", \"messages\": "
+    "[...]}]},\n"
     "                    each entry's message encoded in the format (one message may become\n"
     "                    several OpenAI `tool` messages or Responses items, hence a list)\n"
     "  --db DB           the database file (default ./recap.db) or a postgresql:// URL\n"
@@ -234,7 +238,8 @@ int RunExport(const std::vector<std::string>& words) {
     std::cout << kHelp;
     return kExitOk;
   }
-  if (!args.positional.empty()) return UsageError(args, "unexpected argument '" + args.positional[0] + "'");
+  if (!args.positional.empty())
+    return UsageError(args, "unexpected argument '" + args.positional[0] + "'");
   const std::string format = args.Get("format");
   if (format.empty()) {
     return UsageError(args,
@@ -311,8 +316,8 @@ int RunExport(const std::vector<std::string>& words) {
   std::size_t entries = 0;
   std::string failed;  // why an entry could not be written
   std::string piece;
-  const recap::Status walked = (*store)->ForEachHistoryEntry(
-      session, [&](recap::HistoryEntry&& e) -> recap::Status {
+  const recap::Status walked =
+      (*store)->ForEachHistoryEntry(session, [&](recap::HistoryEntry&& e) -> recap::Status {
         const std::string id = e.message.id;
         const bool summary = e.message.summary;
         recap::Conversation one;
@@ -326,8 +331,7 @@ int RunExport(const std::vector<std::string>& words) {
         }
         piece.clear();
         if (entries++ != 0) piece += ',';
-        piece += "{\"seq\":" + std::to_string(e.seq) + ",\"id\":" + JsonString(id) +
-                 ",\"state\":" +
+        piece += "{\"seq\":" + std::to_string(e.seq) + ",\"id\":" + JsonString(id) + ",\"state\":" +
                  (e.state == recap::HistoryState::kActive ? "\"active\"" : "\"compacted\"") +
                  ",\"replaced_by\":" + JsonString(e.replaced_by) +
                  ",\"summary\":" + (summary ? "true" : "false") + ",\"messages\":";
@@ -343,9 +347,9 @@ int RunExport(const std::vector<std::string>& words) {
     writer.Discard();
     if (walked.ok()) {  // no entry: the session was never written
       recap::Result<recap::SessionState> none = LoadExisting(**store, db, session);
-      return Failure(args, none.ok() ? recap::Status::NotFound("session '" + session +
-                                                               "' has no history")
-                                     : none.status());
+      return Failure(args, none.ok()
+                               ? recap::Status::NotFound("session '" + session + "' has no history")
+                               : none.status());
     }
     if (!std::cout.good()) return kExitOk;  // main reports the failed write, and fails
     std::string why = failed.empty() ? walked.message() : failed;
@@ -356,9 +360,9 @@ int RunExport(const std::vector<std::string>& words) {
              std::to_string(entries) + (entries == 1 ? " entry (" : " entries (") +
              std::to_string(writer.written()) + " bytes were written before the failure).";
     }
-    return Failure(args, recap::Status(failed.empty() ? walked.code()
-                                                      : recap::StatusCode::kInvalidArgument,
-                                       why));
+    return Failure(
+        args,
+        recap::Status(failed.empty() ? walked.code() : recap::StatusCode::kInvalidArgument, why));
   }
   writer.Write("]}");
   writer.Raw("\n");

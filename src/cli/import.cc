@@ -66,8 +66,9 @@ const char* const kHelp =
     "  --json            print the result as one JSON object\n"
     "  --help            this text\n";
 
-const char* const kFormats[] = {"openai-chat", "anthropic", "openai-responses", "claude-code",
-                                "swe-agent", "openhands", "recap"};
+const char* const kFormats[] = {"openai-chat", "anthropic", "openai-responses",
+                                "claude-code", "swe-agent", "openhands",
+                                "recap"};
 
 // Content part and block types newer than this recap are kept as opaque parts, written back
 // as they came (every format imports them; none is refused for one).
@@ -398,9 +399,10 @@ DecodeResult DecodeOpenAiChat(const std::string& text, const Args& args) {
     messages = &doc["messages"];
   }
   if (!doc.is_array() && messages == &doc) {
-    return Fail("an openai-chat file holds a JSON array of messages, an object with "
-                "\"messages\", or tau-bench's array of runs; this file holds a JSON " +
-                std::string(doc.type_name()));
+    return Fail(
+        "an openai-chat file holds a JSON array of messages, an object with "
+        "\"messages\", or tau-bench's array of runs; this file holds a JSON " +
+        std::string(doc.type_name()));
   }
   if (args.Has("run") && note.empty()) {
     return Fail("--run is for files holding several runs; this file holds one messages array",
@@ -456,8 +458,10 @@ DecodeResult DecodeAnthropic(const std::string& text) {
       system = recap::Message::SystemText(joined);
     }
   } else if (!doc.is_array()) {
-    return Fail("an anthropic file holds a JSON array of messages or an object with "
-                "\"messages\"; this file holds a JSON " + std::string(doc.type_name()));
+    return Fail(
+        "an anthropic file holds a JSON array of messages or an object with "
+        "\"messages\"; this file holds a JSON " +
+        std::string(doc.type_name()));
   }
   if (messages_text) return Streamed(stream(*messages_text), what, std::move(system));
   DecodeResult r = FromCodec(recap::anthropic::DecodeMessages(messages->dump(), options), what);
@@ -505,9 +509,10 @@ DecodeResult DecodeOpenAiResponses(const std::string& text) {
       one_message = Json::array({{{"role", "user"}, {"content", *items}}});
       items = &one_message;
     } else if (!items->is_array()) {
-      return Fail("`input` must be an array of input items (or a string, one user message); it "
-                  "is a JSON " +
-                  std::string(items->type_name()));
+      return Fail(
+          "`input` must be an array of input items (or a string, one user message); it "
+          "is a JSON " +
+          std::string(items->type_name()));
     }
     const auto s = doc.find("instructions");
     if (s != doc.end() && !s->is_null()) {
@@ -624,11 +629,12 @@ Json OpenHandsToChat(const Json& history) {
                                     : "";
     if (event.contains("action") && event["action"].is_string()) {
       const std::string action = event["action"].get<std::string>();
-      const Json args = event.contains("args") && event["args"].is_object() ? event["args"]
-                                                                             : Json::object();
-      const Json* meta = event.contains("tool_call_metadata") && event["tool_call_metadata"].is_object()
-                             ? &event["tool_call_metadata"]
-                             : nullptr;
+      const Json args =
+          event.contains("args") && event["args"].is_object() ? event["args"] : Json::object();
+      const Json* meta =
+          event.contains("tool_call_metadata") && event["tool_call_metadata"].is_object()
+              ? &event["tool_call_metadata"]
+              : nullptr;
       const std::string content = args.contains("content") && args["content"].is_string()
                                       ? args["content"].get<std::string>()
                                       : message;
@@ -944,7 +950,7 @@ class StreamedMessages : public recap::MessageSource {
   struct Queued {
     recap::Message message;
     bool is_instructions = false;
-    std::size_t chars = 0;                         // recap::MessageChars
+    std::size_t chars = 0;                        // recap::MessageChars
     std::optional<std::string> repeated_call_id;  // recap::RepeatedCallId
   };
   std::deque<Queued> queue_;
@@ -956,10 +962,10 @@ class StreamedMessages : public recap::MessageSource {
   recap::Status decode_status_;
   std::vector<recap::Message> returned_;  // spent messages given to the decoder to free
   std::vector<recap::Message> freeing_;   // the decoding thread's: what it frees
-  std::thread thread_;  // last: it starts using the members above at once
+  std::thread thread_;                    // last: it starts using the members above at once
   // The store's thread only:
-  std::deque<Queued> batch_;  // taken from queue_, being handed over
-  std::vector<recap::Message> spent_;                   // handed over and replaced since
+  std::deque<Queued> batch_;           // taken from queue_, being handed over
+  std::vector<recap::Message> spent_;  // handed over and replaced since
   std::size_t first_index_ = 0;
   std::size_t count_ = 0;
   std::size_t chars_ = 0;
@@ -1045,8 +1051,9 @@ int RunImport(const std::vector<std::string>& words) {
     return kExitOk;
   }
   if (!args.Has("format")) {
-    return UsageError(args, "--format is required (openai-chat, anthropic, openai-responses, "
-                            "claude-code, swe-agent, openhands or recap)");
+    return UsageError(args,
+                      "--format is required (openai-chat, anthropic, openai-responses, "
+                      "claude-code, swe-agent, openhands or recap)");
   }
   const std::string format = args.Get("format");
   bool known = false;
@@ -1057,12 +1064,13 @@ int RunImport(const std::vector<std::string>& words) {
                                 "claude-code, swe-agent, openhands, recap");
   }
   if (args.positional.size() != 1) {
-    return UsageError(args, args.positional.empty()
-                                ? "name the transcript file to import"
-                                : "give exactly one file (got " +
-                                      std::to_string(args.positional.size()) + ")");
+    return UsageError(
+        args, args.positional.empty()
+                  ? "name the transcript file to import"
+                  : "give exactly one file (got " + std::to_string(args.positional.size()) + ")");
   }
-  if (!args.Has("session")) return UsageError(args, "--session ID is required: name the new session");
+  if (!args.Has("session"))
+    return UsageError(args, "--session ID is required: name the new session");
   const std::string session = args.Get("session");
   if (!ValidSessionId(session, &error)) return UsageError(args, error);
   const std::string path = args.positional.front();
@@ -1103,8 +1111,9 @@ int RunImport(const std::vector<std::string>& words) {
     if (!guess.empty() && guess != format) {
       message += " The file looks like --format " + guess + "; run the command again with it.";
     } else {
-      message += " Check that the file is complete and in the format given with --format "
-                 "(`recap import --help` describes each).";
+      message +=
+          " Check that the file is complete and in the format given with --format "
+          "(`recap import --help` describes each).";
     }
     message += " Nothing was written.";
     return Failure(args, message);
@@ -1197,7 +1206,8 @@ int RunImport(const std::vector<std::string>& words) {
   } else {
     std::cout << "imported " << Num(message_count) << " messages (" << Num(chars) << " chars, ~"
               << Num(tokens) << " tokens) into session '" << session << "' of " << shown_db << "\n";
-    if (!decoded.first->note.empty()) std::cout << "  source        " << decoded.first->note << "\n";
+    if (!decoded.first->note.empty())
+      std::cout << "  source        " << decoded.first->note << "\n";
     if (conversation.instructions) {
       std::cout << "  instructions  " << Num(instruction_chars)
                 << " chars (kept apart from the transcript)\n";

@@ -4,6 +4,7 @@
 //
 // Exit codes: 0 done, 1 the work failed (the message says why and what to do), 2 usage error.
 #include <fcntl.h>
+#include <sqlite3.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -18,8 +19,6 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/sysmacros.h>
-
-#include <sqlite3.h>
 
 #include "cli.h"
 

@@ -1,9 +1,10 @@
 // recap CLI — progress lines on stderr (progress.h).
 #include "progress.h"
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
-#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 

@@ -57,11 +57,11 @@ int List(const Args& args, recap::SessionStore& store) {
   }
   std::printf("%-40s %10s %14s %10s %10s\n", "session", "messages", "chars", "history", "version");
   for (const Json& s : sessions) {
-    std::printf("%-40s %10s %14s %10s %10s\n", s["session"].get<std::string>().c_str(),
-                Num(s["messages"].get<std::size_t>()).c_str(),
-                Num(s["chars"].get<std::size_t>()).c_str(),
-                s.contains("history_entries") ? Num(s["history_entries"].get<std::size_t>()).c_str() : "?",
-                Num(s["version"].get<std::size_t>()).c_str());
+    std::printf(
+        "%-40s %10s %14s %10s %10s\n", s["session"].get<std::string>().c_str(),
+        Num(s["messages"].get<std::size_t>()).c_str(), Num(s["chars"].get<std::size_t>()).c_str(),
+        s.contains("history_entries") ? Num(s["history_entries"].get<std::size_t>()).c_str() : "?",
+        Num(s["version"].get<std::size_t>()).c_str());
   }
   return kExitOk;
 }
@@ -121,13 +121,11 @@ int History(const Args& args, recap::SessionStore& store, const std::string& db,
   std::printf("%6s  %-9s %-10s %-14s %10s  %s\n", "seq", "role", "state", "replaced by", "chars",
               "text");
   for (const Json& e : entries) {
-    std::printf("%6s  %-9s %-10s %-14s %10s  %s%s\n",
-                std::to_string(e["seq"].get<std::uint64_t>()).c_str(),
-                e["role"].get<std::string>().c_str(), e["state"].get<std::string>().c_str(),
-                e["replaced_by"].get<std::string>().c_str(),
-                Num(e["chars"].get<std::size_t>()).c_str(),
-                e["summary"].get<bool>() ? "[checkpoint] " : "",
-                e["preview"].get<std::string>().c_str());
+    std::printf(
+        "%6s  %-9s %-10s %-14s %10s  %s%s\n", std::to_string(e["seq"].get<std::uint64_t>()).c_str(),
+        e["role"].get<std::string>().c_str(), e["state"].get<std::string>().c_str(),
+        e["replaced_by"].get<std::string>().c_str(), Num(e["chars"].get<std::size_t>()).c_str(),
+        e["summary"].get<bool>() ? "[checkpoint] " : "", e["preview"].get<std::string>().c_str());
   }
   return kExitOk;
 }
@@ -174,9 +172,10 @@ int Recover(const Args& args, std::shared_ptr<recap::SessionStore> store, const 
                 session.c_str());
     return kExitOk;
   }
-  std::printf("recorded %zu tool call(s) of session '%s' as not repeated, outcome unknown "
-              "(version %s):\n",
-              outcome->recovered.size(), session.c_str(), Num(outcome->version).c_str());
+  std::printf(
+      "recorded %zu tool call(s) of session '%s' as not repeated, outcome unknown "
+      "(version %s):\n",
+      outcome->recovered.size(), session.c_str(), Num(outcome->version).c_str());
   for (const recap::UncertainCall& u : outcome->recovered) {
     std::printf("  message #%zu: %s (%s)\n", u.message,
                 u.name.empty() ? "an opaque call" : u.name.c_str(), u.call_id.c_str());

@@ -50,9 +50,9 @@ std::string Chars(std::size_t chars) {
 }
 
 // Common opening of both commands: parse, open, load. Returns -1 to go on.
-int Open(const std::vector<std::string>& words, const char* command,
-         std::vector<OptionSpec> specs, const std::string& help, Args* args,
-         std::shared_ptr<recap::SessionStore>* store, recap::SessionState* state) {
+int Open(const std::vector<std::string>& words, const char* command, std::vector<OptionSpec> specs,
+         const std::string& help, Args* args, std::shared_ptr<recap::SessionStore>* store,
+         recap::SessionState* state) {
   args->command = command;
   std::string error;
   specs.push_back({"db", true});
@@ -190,10 +190,9 @@ int RunPlan(const std::vector<std::string>& words) {
   options.keep_turns = config->compaction.keep_turns;
   const recap::CutDecision plain = recap::FindCut(t, options);
   const recap::CutDecision& cut = plan->cut;
-  const std::size_t frees =
-      plan->reducible_chars > plan->estimated_after_chars
-          ? plan->reducible_chars - plan->estimated_after_chars
-          : 0;
+  const std::size_t frees = plan->reducible_chars > plan->estimated_after_chars
+                                ? plan->reducible_chars - plan->estimated_after_chars
+                                : 0;
 
   if (args.json()) {
     auto cut_json = [&](const recap::CutDecision& c) {
@@ -263,30 +262,30 @@ int RunPlan(const std::vector<std::string>& words) {
         plan->would_reduce ? "still over maxContextChars after the compaction" : "");
     if (plain.ok() && plain.position != cut.position) {
       Row("keepTurns alone", "#" + std::to_string(plain.position),
-          "where keepTurns " + std::to_string(config->compaction.keep_turns) +
-              " alone would cut");
+          "where keepTurns " + std::to_string(config->compaction.keep_turns) + " alone would cut");
     }
   } else {
     Row("no compaction", recap::SkipReasonName(cut.skip));
     switch (cut.skip) {
       case recap::SkipReason::kNothingToSummarize:
-        std::printf("  only the kept turns (or an earlier checkpoint) are there; try --keep-turns "
-                    "with a smaller number\n");
+        std::printf(
+            "  only the kept turns (or an earlier checkpoint) are there; try --keep-turns "
+            "with a smaller number\n");
         break;
       case recap::SkipReason::kNoSafeBoundary:
         std::printf("  every cut would separate a tool call from its result\n");
         break;
       case recap::SkipReason::kUncertainToolResults:
-        std::printf("  %s tool call(s) have no result; run `recap sessions recover %s "
-                    "--acknowledge` first\n",
-                    Num(cut.uncertain.size()).c_str(), session.c_str());
+        std::printf(
+            "  %s tool call(s) have no result; run `recap sessions recover %s "
+            "--acknowledge` first\n",
+            Num(cut.uncertain.size()).c_str(), session.c_str());
         for (const recap::UncertainCall& u : cut.uncertain) {
           std::printf("    message #%zu: %s (%s)\n", u.message,
                       u.name.empty() ? "an opaque call" : u.name.c_str(), u.call_id.c_str());
         }
         break;
-      default:
-        break;
+      default: break;
     }
   }
   return kExitOk;

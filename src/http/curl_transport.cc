@@ -304,9 +304,9 @@ TransportResult Perform(const HttpRequest& request, const CancellationToken& can
         return result;  // the status and the body's start: the caller classifies them
       }
       error = ex.headers_too_large ? TransportError::kHeadersTooLarge
-              : ex.too_large      ? TransportError::kTooLarge
-              : ex.sink_stopped ? TransportError::kAborted
-                                : TransportError::kNetwork;
+              : ex.too_large       ? TransportError::kTooLarge
+              : ex.sink_stopped    ? TransportError::kAborted
+                                   : TransportError::kNetwork;
       break;
     case CURLE_OPERATION_TIMEDOUT: {
       curl_off_t connect_us = 0;

@@ -31,8 +31,8 @@ struct HttpRequest {
   std::uint32_t connect_timeout_ms = 10000;
   std::uint32_t timeout_ms = 600000;
   bool verify_tls = true;
-  std::string ca_file;  // CURLOPT_CAINFO
-  std::string ca_dir;   // CURLOPT_CAPATH
+  std::string ca_file;    // CURLOPT_CAINFO
+  std::string ca_dir;     // CURLOPT_CAPATH
   bool no_proxy = false;  // never use a proxy, whatever the environment says
 };
 
@@ -44,17 +44,17 @@ inline constexpr std::size_t kMaxErrorBodyBytes = 256u << 10;
 inline constexpr std::size_t kMaxHeaderBytes = 256u << 10;
 
 enum class TransportError : std::uint8_t {
-  kNone,            // a complete HTTP response arrived (any status)
-  kCancelled,       // the token was cancelled
-  kTimeout,         // timeout_ms passed
-  kConnectTimeout,  // connect_timeout_ms passed before the connection was up
-  kConnect,         // could not resolve or connect (refused, unreachable)
-  kNetwork,         // the connection failed mid-way: reset, closed early, partial body
-  kTls,             // TLS handshake or certificate verification failed
-  kAborted,         // the body sink asked to stop (its own reason is the caller's)
-  kTooLarge,        // the body (or stream) passed kMaxBodyBytes
+  kNone,             // a complete HTTP response arrived (any status)
+  kCancelled,        // the token was cancelled
+  kTimeout,          // timeout_ms passed
+  kConnectTimeout,   // connect_timeout_ms passed before the connection was up
+  kConnect,          // could not resolve or connect (refused, unreachable)
+  kNetwork,          // the connection failed mid-way: reset, closed early, partial body
+  kTls,              // TLS handshake or certificate verification failed
+  kAborted,          // the body sink asked to stop (its own reason is the caller's)
+  kTooLarge,         // the body (or stream) passed kMaxBodyBytes
   kHeadersTooLarge,  // the response headers passed kMaxHeaderBytes
-  kSetup,           // libcurl refused an option or could not start
+  kSetup,            // libcurl refused an option or could not start
 };
 
 struct TransportResult {

@@ -43,8 +43,8 @@ bool SaysTooLong(const std::string& lower) {
 
 bool MentionsStructuredOutput(const std::string& lower) {
   return Contains(lower, "response_format") || Contains(lower, "json_schema") ||
-         Contains(lower, "text.format") ||
-         Contains(lower, "response format") || Contains(lower, "structured output");
+         Contains(lower, "text.format") || Contains(lower, "response format") ||
+         Contains(lower, "structured output");
 }
 
 // What the server said, for the message: its error text, an HTML page's title, or the
@@ -238,7 +238,8 @@ HttpFailure ClassifyHttpStatus(const std::string& what, long status, std::string
   if (structured_sent && (status == 400 || status == 422) && MentionsStructuredOutput(lower)) {
     f.structured_rejected = true;
     f.status = Status::InvalidArgument(
-        Join(what, status, "the server rejected the structured-output request (response_format or text.format).",
+        Join(what, status,
+             "the server rejected the structured-output request (response_format or text.format).",
              says, "Turn off HttpProviderOptions.structured_output for this server."));
     return f;
   }

@@ -13,9 +13,9 @@
 #include <thread>
 #include <utility>
 
-#include <nlohmann/json.hpp>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <nlohmann/json.hpp>
 #include <sys/stat.h>
 
 #include "curl_transport.h"
@@ -196,7 +196,7 @@ class HttpProvider final : public Provider {
     }
     if (!options_.verify_tls) {
       RECAP_LOG_WARN("http provider {}: TLS certificate verification is OFF for {}", name_,
-                          DisplayUrl(options_.base_url));
+                     DisplayUrl(options_.base_url));
     }
     if (!options_.ca_path.empty()) {
       struct stat st {};
@@ -303,17 +303,17 @@ class HttpProvider final : public Provider {
                                        " format: " + body.status().message());
       }
       RECAP_LOG_DEBUG("http {}: {} attempt {} ({} bytes{}{})", name_, what, attempt_no,
-                           body->size(), structured ? ", structured output" : "",
-                           options_.stream ? ", streamed" : "");
+                      body->size(), structured ? ", structured output" : "",
+                      options_.stream ? ", streamed" : "");
       const auto attempt_started = Clock::now();
       Attempt a = RunAttempt(what, std::move(body).value(), structured, cancel);
       const auto ms =
           std::chrono::duration_cast<milliseconds>(Clock::now() - attempt_started).count();
       if (a.result.ok()) {
         RECAP_LOG_DEBUG("http {}: {} done in {} ms: finish {}, {} chars, usage {} + {} tokens",
-                             name_, what, ms, FinishReasonName(a.result->finish_reason),
-                             a.result->text.size(), a.result->usage.prompt_tokens,
-                             a.result->usage.completion_tokens);
+                        name_, what, ms, FinishReasonName(a.result->finish_reason),
+                        a.result->text.size(), a.result->usage.prompt_tokens,
+                        a.result->usage.completion_tokens);
         return std::move(a.result);
       }
       const Status& failed = a.result.status();
@@ -330,7 +330,7 @@ class HttpProvider final : public Provider {
       if (!a.retry || retries >= options_.max_retries || cancel.IsCancelled()) {
         if (cancel.IsCancelled()) return Status::Cancelled(what + ": cancelled.");
         RECAP_LOG_DEBUG("http {}: {} failed after {} attempt(s) in {} ms: {}", name_, what,
-                             attempt_no, ms, StatusCodeName(failed.code()));
+                        attempt_no, ms, StatusCodeName(failed.code()));
         if (retries == 0) return failed;
         const auto total = std::chrono::duration_cast<milliseconds>(Clock::now() - started).count();
         return Status(failed.code(),
@@ -352,8 +352,7 @@ class HttpProvider final : public Provider {
         delay = *a.retry_after;
       }
       RECAP_LOG_WARN("http {}: {} failed ({}); retry {} of {} in {} ms", name_, what,
-                          StatusCodeName(failed.code()), retries, options_.max_retries,
-                          delay.count());
+                     StatusCodeName(failed.code()), retries, options_.max_retries, delay.count());
       if (!SleepUnlessCancelled(delay, cancel)) {
         return Status::Cancelled(what + ": cancelled while waiting to retry.");
       }
@@ -439,10 +438,11 @@ class HttpProvider final : public Provider {
             std::to_string(t.body_bytes) + " bytes. A reply that large is not a checkpoint.");
         return a;
       case TransportError::kHeadersTooLarge:
-        a.result = Status::Unavailable(what + (t.status ? " answered HTTP " + std::to_string(t.status) +
-                                                              " with response headers"
-                                                        : ": the response headers are") +
-                                       " larger than recap accepts (256 KiB).");
+        a.result = Status::Unavailable(
+            what +
+            (t.status ? " answered HTTP " + std::to_string(t.status) + " with response headers"
+                      : ": the response headers are") +
+            " larger than recap accepts (256 KiB).");
         return a;
       case TransportError::kAborted:
         break;  // the stream stopped itself: its state says why (below)
@@ -461,7 +461,8 @@ class HttpProvider final : public Provider {
       a.retry = f.retry;
       a.structured_rejected = f.structured_rejected;
       std::string m = f.status.message();
-      if (!too_deep.empty()) m += " (The error body is JSON " + too_deep + "; recap did not parse it.)";
+      if (!too_deep.empty())
+        m += " (The error body is JSON " + too_deep + "; recap did not parse it.)";
       if (t.body_cut) {
         m += " (Only the first 256 KiB of the error body were read.)";
       }
@@ -487,13 +488,12 @@ class HttpProvider final : public Provider {
       if (!stream.finished()) {
         // A cut: never taken as a reply (see HttpProviderOptions::stream).
         a.retry = true;
-        a.result = Status::Unavailable(
-            what + " answered HTTP " + std::to_string(status) +
-            " but the stream ended before its end marker (" +
-            EndMarker(options_.protocol) +
-            ") after " + std::to_string(stream.events()) + " events and " +
-            std::to_string(stream.text_chars()) +
-            " characters of text; the partial reply was dropped.");
+        a.result = Status::Unavailable(what + " answered HTTP " + std::to_string(status) +
+                                       " but the stream ended before its end marker (" +
+                                       EndMarker(options_.protocol) + ") after " +
+                                       std::to_string(stream.events()) + " events and " +
+                                       std::to_string(stream.text_chars()) +
+                                       " characters of text; the partial reply was dropped.");
         return a;
       }
       if (tick) tick();
@@ -510,7 +510,7 @@ class HttpProvider final : public Provider {
       a.result = Status(StatusCode::kUnavailable,
                         scrub_(internal::http::MalformedResponse(
                                    what, status, t.content_type, t.body,
-                                   t.body.empty()      ? "the body is empty"
+                                   t.body.empty()     ? "the body is empty"
                                    : too_deep.empty() ? "the body is not JSON"
                                                       : "the body is JSON " + too_deep)
                                    .message()));
@@ -558,12 +558,11 @@ class HttpProvider final : public Provider {
     TransportResult t = internal::http::Perform(http, CancellationToken());
     if (t.error != TransportError::kNone || t.status < 200 || t.status >= 300) {
       window_failed_at_ = Clock::now();
-      window_error_ = scrub_(what + " failed (" +
-                             (t.status ? "HTTP " + std::to_string(t.status) : std::string()) +
-                             (t.error != TransportError::kNone
-                                  ? std::string(t.status ? ", " : "") + t.detail
-                                  : std::string()) +
-                             ")" + advice);
+      window_error_ = scrub_(
+          what + " failed (" + (t.status ? "HTTP " + std::to_string(t.status) : std::string()) +
+          (t.error != TransportError::kNone ? std::string(t.status ? ", " : "") + t.detail
+                                            : std::string()) +
+          ")" + advice);
       RECAP_LOG_WARN("http {}: {}", name_, window_error_);
       return Status::Unavailable(window_error_);
     }
@@ -571,10 +570,10 @@ class HttpProvider final : public Provider {
     nlohmann::json parsed = internal::http::ParseServerJson(t.body, &too_deep);
     if (parsed.is_discarded()) {
       window_failed_at_ = Clock::now();
-      window_error_ = scrub_(what + " answered HTTP " + std::to_string(t.status) +
-                             " with a body that is " +
-                             (too_deep.empty() ? std::string("not JSON") : "JSON " + too_deep) +
-                             " (" + std::to_string(t.body.size()) + " bytes)" + advice);
+      window_error_ =
+          scrub_(what + " answered HTTP " + std::to_string(t.status) + " with a body that is " +
+                 (too_deep.empty() ? std::string("not JSON") : "JSON " + too_deep) + " (" +
+                 std::to_string(t.body.size()) + " bytes)" + advice);
       RECAP_LOG_WARN("http {}: {}", name_, window_error_);
       return Status::Unavailable(window_error_);
     }
@@ -583,11 +582,11 @@ class HttpProvider final : public Provider {
     window_known_ = true;
     if (window_) {
       RECAP_LOG_DEBUG("http {}: context window of {} is {} tokens ({} of {})", name_,
-                           options_.model, *window_, field, what);
+                      options_.model, *window_, field, what);
       return *window_;
     }
-    window_error_ = scrub_(what + " names no usable context window for model \"" +
-                           options_.model + "\"; set context_window to the model's window");
+    window_error_ = scrub_(what + " names no usable context window for model \"" + options_.model +
+                           "\"; set context_window to the model's window");
     RECAP_LOG_DEBUG("http {}: {}", name_, window_error_);
     return Status::FailedPrecondition(window_error_);
   }
@@ -729,8 +728,8 @@ Result<std::shared_ptr<Provider>> NewHttpProvider(HttpProviderOptions options) {
                      "(loopback — 127.0.0.1, ::1, localhost — is always allowed)");
     }
     if (url.scheme == "http" && !credential.empty() && !IsLoopbackHost(url.host)) {
-      RECAP_LOG_WARN("http provider: {} goes to {} in cleartext (allow_insecure_http)",
-                          credential, DisplayUrl(base));
+      RECAP_LOG_WARN("http provider: {} goes to {} in cleartext (allow_insecure_http)", credential,
+                     DisplayUrl(base));
     }
   }
   // limits

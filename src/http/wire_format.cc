@@ -241,8 +241,8 @@ json ParseServerJson(std::string_view text, std::string* too_deep) {
     } else if (c == '[' || c == '{') {
       if (++depth > kMaxReplyDepth) {
         if (too_deep) {
-          *too_deep = "nested deeper than " + std::to_string(kMaxReplyDepth) +
-                      " levels (at byte " + std::to_string(i) + ")";
+          *too_deep = "nested deeper than " + std::to_string(kMaxReplyDepth) + " levels (at byte " +
+                      std::to_string(i) + ")";
         }
         return json(json::value_t::discarded);
       }

@@ -10,8 +10,6 @@
 // body codec wrote, without escaping.
 #include "recap/postgres/postgres_store.h"
 
-#include <libpq-fe.h>
-
 #include <algorithm>
 #include <cctype>
 #include <condition_variable>
@@ -30,10 +28,13 @@
 #include <utility>
 #include <vector>
 
-#include "recap_internal/body_codec.h"
-#include "recap_internal/store_rules.h"
+#include <libpq-fe.h>
+
 #include "recap/transcript.h"
 #include "recap/version.h"
+
+#include "recap_internal/body_codec.h"
+#include "recap_internal/store_rules.h"
 #include "schema.h"
 
 namespace recap {
@@ -95,7 +96,8 @@ class Describer {
 // Maps a failed statement to a Status that says what is wrong and what to do.
 Status FromFailure(const Describer& d, const std::string& doing, const PgFailure& f) {
   const std::string where = d.Where(doing);
-  const std::string said = f.message.empty() ? std::string() : " (the server said: " + f.message + ")";
+  const std::string said =
+      f.message.empty() ? std::string() : " (the server said: " + f.message + ")";
   if (f.connection_lost || f.sqlstate.rfind("08", 0) == 0 || f.sqlstate == "57P01" ||
       f.sqlstate == "57P02" || f.sqlstate == "57P03") {
     return Status::Unavailable(where + "the connection to the server was lost" + said +
@@ -103,13 +105,18 @@ Status FromFailure(const Describer& d, const std::string& doing, const PgFailure
   }
   if (f.sqlstate == "57014") {
     return Status::DeadlineExceeded(
-        where + "the statement ran longer than statement_timeout_ms and the server cancelled "
-                "it" + said + ". Nothing was changed; retry, or raise "
-                "PostgresStoreOptions.statement_timeout_ms");
+        where +
+        "the statement ran longer than statement_timeout_ms and the server cancelled "
+        "it" +
+        said +
+        ". Nothing was changed; retry, or raise "
+        "PostgresStoreOptions.statement_timeout_ms");
   }
   if (f.sqlstate == "40001" || f.sqlstate == "40P01" || f.sqlstate == "55P03") {
-    return Status::Unavailable(where + "the server aborted the transaction to resolve a clash "
-                               "with another one" + said + ". Nothing was changed; retry");
+    return Status::Unavailable(where +
+                               "the server aborted the transaction to resolve a clash "
+                               "with another one" +
+                               said + ". Nothing was changed; retry");
   }
   if (f.sqlstate == "53100") {
     return Status::IOError(where + "the server's disk is full" + said +
@@ -327,8 +334,8 @@ class Connection {
   // A statement of the store's, prepared on first use. Throws PgFailure.
   ResultPtr Run(int q, const std::vector<std::string>& texts, const Params& p) {
     const std::string name = Prepare(q, texts);
-    ResultPtr r(PQexecPrepared(conn_, name.c_str(), p.size(), p.values(), p.lengths(),
-                               p.formats(), /*resultFormat=*/1),
+    ResultPtr r(PQexecPrepared(conn_, name.c_str(), p.size(), p.values(), p.lengths(), p.formats(),
+                               /*resultFormat=*/1),
                 &PQclear);
     Check(r.get());
     return r;
@@ -350,8 +357,8 @@ class Connection {
       return;
     }
     for (const Params& p : sets) {
-      if (PQsendQueryPrepared(conn_, name.c_str(), p.size(), p.values(), p.lengths(),
-                              p.formats(), /*resultFormat=*/1) != 1) {
+      if (PQsendQueryPrepared(conn_, name.c_str(), p.size(), p.values(), p.lengths(), p.formats(),
+                              /*resultFormat=*/1) != 1) {
         ThrowLost();
       }
     }
@@ -387,9 +394,9 @@ class Connection {
   std::string Prepare(int q, const std::vector<std::string>& texts) {
     std::string name = "recap_" + std::to_string(q);
     if (prepared_.count(q) == 0) {
-      ResultPtr made(PQprepare(conn_, name.c_str(), texts[static_cast<std::size_t>(q)].c_str(),
-                               0, nullptr),
-                     &PQclear);
+      ResultPtr made(
+          PQprepare(conn_, name.c_str(), texts[static_cast<std::size_t>(q)].c_str(), 0, nullptr),
+          &PQclear);
       Check(made.get());
       prepared_.insert(q);
     }
@@ -431,8 +438,8 @@ class Connection {
 struct ConnectSpec {
   std::vector<std::string> keys;
   std::vector<std::string> values;
-  std::string display;          // host, port, database and user; never the password
-  std::string quoted_schema;    // "recap"
+  std::string display;        // host, port, database and user; never the password
+  std::string quoted_schema;  // "recap"
   std::string schema;
   std::uint32_t statement_timeout_ms = 0;
   std::size_t pool_size = 1;
@@ -467,8 +474,8 @@ bool ValidSchemaName(const std::string& s) {
   if (s.empty() || s.size() > 63) return false;
   if (!(std::islower(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
   return std::all_of(s.begin(), s.end(), [](char c) {
-    return std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) ||
-           c == '_';
+    return std::islower(static_cast<unsigned char>(c)) ||
+           std::isdigit(static_cast<unsigned char>(c)) || c == '_';
   });
 }
 
@@ -485,7 +492,8 @@ Result<ConnectSpec> MakeSpec(const PostgresStoreOptions& o) {
                                    "; allowed: 1 to 256");
   }
   if (o.connect_timeout_s == 0) {
-    return Status::InvalidArgument(bad + "connect_timeout_s is 0; give the seconds a connection "
+    return Status::InvalidArgument(bad +
+                                   "connect_timeout_s is 0; give the seconds a connection "
                                    "may take (at least 2)");
   }
   if (!o.password.empty() && !o.password_env.empty()) {
@@ -512,8 +520,8 @@ Result<ConnectSpec> MakeSpec(const PostgresStoreOptions& o) {
       std::string why = error ? OneLine(error) : "libpq could not parse it";
       if (error) PQfreemem(error);
       return Status::InvalidArgument(
-          bad + "connection is not a PostgreSQL connection string: " +
-          ScrubSecrets(why, o.connection) +
+          bad +
+          "connection is not a PostgreSQL connection string: " + ScrubSecrets(why, o.connection) +
           ". Use a URL like postgresql://user@host:5432/dbname or key=value pairs like "
           "\"host=db.internal dbname=agents user=recap\"");
     }
@@ -580,27 +588,32 @@ Status ConnectFailure(const std::string& server, const std::string& message) {
   if (Contains(lower, "password authentication failed") ||
       Contains(lower, "no password supplied") || Contains(lower, "authentication failed") ||
       (Contains(lower, "role \"") && Contains(lower, "does not exist"))) {
-    return Status::FailedPrecondition(where + ". Check the user and password "
+    return Status::FailedPrecondition(where +
+                                      ". Check the user and password "
                                       "(PostgresStoreOptions.user, password or password_env)");
   }
   if (Contains(lower, "database \"") && Contains(lower, "does not exist")) {
-    return Status::NotFound(where + ". Create the database (CREATE DATABASE, or `createdb`), "
+    return Status::NotFound(where +
+                            ". Create the database (CREATE DATABASE, or `createdb`), "
                             "or name an existing one with dbname");
   }
   if (Contains(lower, "no pg_hba.conf entry") || Contains(lower, "ssl") ||
       Contains(lower, "permission denied")) {
-    return Status::FailedPrecondition(where + ". The server does not accept this connection; "
+    return Status::FailedPrecondition(where +
+                                      ". The server does not accept this connection; "
                                       "check its pg_hba.conf and the SSL settings");
   }
   if (Contains(lower, "too many connections") || Contains(lower, "remaining connection slots")) {
-    return Status::Unavailable(where + ". The server has no connection to spare; retry later "
+    return Status::Unavailable(where +
+                               ". The server has no connection to spare; retry later "
                                "or lower PostgresStoreOptions.pool_size");
   }
   // libpq often asks the question itself ("Is the server running locally …?").
   if (Contains(lower, "is the server running")) {
     return Status::Unavailable(where + " Retry when it is");
   }
-  return Status::Unavailable(where + ". Is the server running and reachable at that address? "
+  return Status::Unavailable(where +
+                             ". Is the server running and reachable at that address? "
                              "Retry when it is");
 }
 
@@ -670,7 +683,8 @@ class Pool {
     }
     auto c = std::make_unique<Connection>(raw);
     if (PQstatus(raw) != CONNECTION_OK) return ConnectFailure(spec_.display, PQerrorMessage(raw));
-    PQsetNoticeProcessor(raw, [](void*, const char*) {}, nullptr);
+    PQsetNoticeProcessor(
+        raw, [](void*, const char*) {}, nullptr);
     try {
       c->Simple("SET statement_timeout = " + std::to_string(spec_.statement_timeout_ms));
       c->Simple("SET client_min_messages = warning");
@@ -718,11 +732,12 @@ Status Call(Pool& pool, const std::string& doing, bool write, Fn&& fn) {
     broken = f.connection_lost || c->lost();
     if (committing && broken) {
       // The COMMIT may have reached the server before the connection broke: nobody knows.
-      status = Status::Unavailable(
-          d.Where(doing) + "the connection was lost while the commit was under way, so it is "
-          "not known whether the commit happened" +
-          (f.message.empty() ? std::string() : " (" + f.message + ")") +
-          ". Load the session again before deciding what to write again");
+      status =
+          Status::Unavailable(d.Where(doing) +
+                              "the connection was lost while the commit was under way, so it is "
+                              "not known whether the commit happened" +
+                              (f.message.empty() ? std::string() : " (" + f.message + ")") +
+                              ". Load the session again before deciding what to write again");
       in_transaction = false;
     } else {
       status = FromFailure(d, doing, f);
@@ -777,7 +792,8 @@ Status EnsureSchema(Pool& pool) {
       throw f;
     }
     std::unordered_set<std::string> present;
-    for (int i = 0; i < PQntuples(tables.get()); ++i) present.insert(PQgetvalue(tables.get(), i, 0));
+    for (int i = 0; i < PQntuples(tables.get()); ++i)
+      present.insert(PQgetvalue(tables.get(), i, 0));
     int version = 0;
     if (present.count("recap_schema")) {
       ResultPtr v(PQexec(c.raw(), ("SELECT version FROM " + q + ".recap_schema").c_str()),
@@ -790,11 +806,12 @@ Status EnsureSchema(Pool& pool) {
       }
       version = std::atoi(PQgetvalue(v.get(), 0, 0));
       if (version > kSchemaVersion) {
-        throw Abort{Status::Corruption(
-            "recap postgres store (" + spec.display + "): schema " + q + " has version " +
-            std::to_string(version) + ", written by a newer recap; this recap reads versions "
-            "up to " + std::to_string(kSchemaVersion) +
-            ". Upgrade recap to use it (it was left as it is)")};
+        throw Abort{Status::Corruption("recap postgres store (" + spec.display + "): schema " + q +
+                                       " has version " + std::to_string(version) +
+                                       ", written by a newer recap; this recap reads versions "
+                                       "up to " +
+                                       std::to_string(kSchemaVersion) +
+                                       ". Upgrade recap to use it (it was left as it is)")};
       }
     } else if (spec.read_only) {
       throw Abort{Status::NotFound(
@@ -810,12 +827,14 @@ Status EnsureSchema(Pool& pool) {
       if (!foreign.empty()) {
         throw Abort{Status::InvalidArgument(
             "recap postgres store (" + spec.display + "): schema " + q + " already has tables " +
-            "named " + foreign + " that are not recap's (there is no recap_schema table). recap "
+            "named " + foreign +
+            " that are not recap's (there is no recap_schema table). recap "
             "leaves them as they are; set PostgresStoreOptions.schema to a schema of recap's "
             "own, e.g. \"recap\"")};
       }
       c.Simple("CREATE SCHEMA IF NOT EXISTS " + q);
-      c.Simple("CREATE TABLE " + q + ".recap_schema (version integer NOT NULL, migrated_by text "
+      c.Simple("CREATE TABLE " + q +
+               ".recap_schema (version integer NOT NULL, migrated_by text "
                "NOT NULL, migrated_at timestamptz NOT NULL DEFAULT now())");
       c.Simple("INSERT INTO " + q + ".recap_schema (version, migrated_by) VALUES (0, '')");
     }
@@ -823,8 +842,10 @@ Status EnsureSchema(Pool& pool) {
     if (spec.read_only) {
       throw Abort{Status::FailedPrecondition(
           "recap postgres store (" + spec.display + "): schema " + q + " has version " +
-          std::to_string(version) + ", written by an older recap, and the store was opened "
-          "read-only, so it was not migrated to version " + std::to_string(kSchemaVersion) +
+          std::to_string(version) +
+          ", written by an older recap, and the store was opened "
+          "read-only, so it was not migrated to version " +
+          std::to_string(kSchemaVersion) +
           ". Open it once without PostgresStoreOptions.read_only to migrate it")};
     }
     for (int v = version; v < kSchemaVersion; ++v) c.Simple(WithSchema(kMigrations[v], q));
@@ -836,8 +857,9 @@ Status EnsureSchema(Pool& pool) {
 Status CheckName(const std::string& session) {
   RECAP_RETURN_IF_ERROR(internal::CheckSessionName(session));
   if (session.find('\0') != std::string::npos) {
-    return Status::InvalidArgument("the session id holds a NUL character, which PostgreSQL "
-                                   "cannot store; use another name");
+    return Status::InvalidArgument(
+        "the session id holds a NUL character, which PostgreSQL "
+        "cannot store; use another name");
   }
   return Status::OK();
 }
@@ -870,8 +892,7 @@ class PostgresSessionStore final : public SessionStore {
     SessionState state;
     Status s = Call(*pool_, "loading session " + Quoted(session), false, [&](Connection& c) {
       bool appended_only = false;
-      state.transcript =
-          ReadActive(c, session, -1, &state.version, &appended_only, &state.learned);
+      state.transcript = ReadActive(c, session, -1, &state.version, &appended_only, &state.learned);
     });
     RECAP_RETURN_IF_ERROR(s);
     return state;
@@ -881,24 +902,22 @@ class PostgresSessionStore final : public SessionStore {
                                      std::uint64_t since_version) override {
     RECAP_RETURN_IF_ERROR(CheckName(session));
     SessionChanges changes;
-    Status s = Call(*pool_, "loading the changes of session " + Quoted(session), false,
-                    [&](Connection& c) {
-                      bool appended_only = true;
-                      Transcript t = ReadActive(c, session, static_cast<std::int64_t>(since_version),
-                                                &changes.version, &appended_only,
-                                                &changes.learned);
-                      if (Status future = internal::CheckSinceVersion(session, since_version,
-                                                                      changes.version);
-                          !future.ok()) {
-                        throw Abort{future};
-                      }
-                      changes.appended_only = appended_only;
-                      if (appended_only) {
-                        changes.appended = t.ToVector();
-                      } else {
-                        changes.transcript = std::move(t);
-                      }
-                    });
+    Status s = Call(
+        *pool_, "loading the changes of session " + Quoted(session), false, [&](Connection& c) {
+          bool appended_only = true;
+          Transcript t = ReadActive(c, session, static_cast<std::int64_t>(since_version),
+                                    &changes.version, &appended_only, &changes.learned);
+          if (Status future = internal::CheckSinceVersion(session, since_version, changes.version);
+              !future.ok()) {
+            throw Abort{future};
+          }
+          changes.appended_only = appended_only;
+          if (appended_only) {
+            changes.appended = t.ToVector();
+          } else {
+            changes.transcript = std::move(t);
+          }
+        });
     RECAP_RETURN_IF_ERROR(s);
     return changes;
   }
@@ -1070,68 +1089,68 @@ class PostgresSessionStore final : public SessionStore {
                                          const CompactionCommit& commit) override {
     RECAP_RETURN_IF_ERROR(CheckName(session));
     std::uint64_t version = 0;
-    Status s = Call(*pool_, "committing a compaction of session " + Quoted(session), true,
-                    [&](Connection& c) {
-      SessionRow row = CheckVersion(c, session, commit.expected_version);
-      if (Status shape = internal::CheckCompactionShape(session, commit); !shape.ok()) {
-        throw Abort{shape};
-      }
-      // The span: the leading active messages, which are the kept and the replaced ones.
-      const std::size_t span = commit.kept.size() + commit.replaced.size();
-      Params hp;
-      hp.Int(row.id).Int(static_cast<std::int64_t>(span));
-      ResultPtr head = c.Run(kHead, pool_->texts(), hp);
-      const int n = PQntuples(head.get());
-      std::vector<std::string> leading;
-      std::vector<std::int64_t> seqs;
-      std::int64_t last_position = 0;
-      for (int i = 0; i < n; ++i) {
-        leading.emplace_back(GetView(head.get(), i, 0));
-        last_position = GetInt(head.get(), i, 1);
-        seqs.push_back(GetInt(head.get(), i, 2));
-      }
-      if (Status st = internal::CheckCompactionSpan(
-              session, commit, leading, leading.size(),
-              [&](const std::string& id) { return IsActiveId(c, row.id, id); });
-          !st.ok()) {
-        throw Abort{st};
-      }
-      version = row.version + 1;
-      const std::int64_t number = row.compactions + 1;
-      const std::string by = "compaction:" + std::to_string(number);
-      Params rp;
-      rp.Int(row.id).Text(by).Int(last_position);
-      c.Run(kRetirePrefix, pool_->texts(), rp);
+    Status s = Call(
+        *pool_, "committing a compaction of session " + Quoted(session), true, [&](Connection& c) {
+          SessionRow row = CheckVersion(c, session, commit.expected_version);
+          if (Status shape = internal::CheckCompactionShape(session, commit); !shape.ok()) {
+            throw Abort{shape};
+          }
+          // The span: the leading active messages, which are the kept and the replaced ones.
+          const std::size_t span = commit.kept.size() + commit.replaced.size();
+          Params hp;
+          hp.Int(row.id).Int(static_cast<std::int64_t>(span));
+          ResultPtr head = c.Run(kHead, pool_->texts(), hp);
+          const int n = PQntuples(head.get());
+          std::vector<std::string> leading;
+          std::vector<std::int64_t> seqs;
+          std::int64_t last_position = 0;
+          for (int i = 0; i < n; ++i) {
+            leading.emplace_back(GetView(head.get(), i, 0));
+            last_position = GetInt(head.get(), i, 1);
+            seqs.push_back(GetInt(head.get(), i, 2));
+          }
+          if (Status st = internal::CheckCompactionSpan(
+                  session, commit, leading, leading.size(),
+                  [&](const std::string& id) { return IsActiveId(c, row.id, id); });
+              !st.ok()) {
+            throw Abort{st};
+          }
+          version = row.version + 1;
+          const std::int64_t number = row.compactions + 1;
+          const std::string by = "compaction:" + std::to_string(number);
+          Params rp;
+          rp.Int(row.id).Text(by).Int(last_position);
+          c.Run(kRetirePrefix, pool_->texts(), rp);
 
-      // The kept messages, then the checkpoint and the injected messages, take the places just
-      // before the messages after the span.
-      Transcript added;
-      added.Append(commit.checkpoint);
-      for (const Message& m : commit.injected) added.Append(m);
-      std::int64_t position = last_position -
-                              static_cast<std::int64_t>(commit.kept.size() + added.size()) + 1;
-      if (!commit.kept.empty()) {
-        const std::unordered_set<std::string> kept(commit.kept.begin(), commit.kept.end());
-        for (std::size_t j = 0; j < leading.size(); ++j) {
-          if (kept.count(leading[j]) == 0) continue;
-          Params kp;
-          kp.Int(seqs[j]).Int(position++);
-          c.Run(kRestoreKept, pool_->texts(), kp);
-        }
-      }
-      std::unordered_set<std::string> ids(commit.kept.begin(), commit.kept.end());
-      for (std::size_t k = 0; k < added.size(); ++k) {
-        auto duplicate = [&] {
-          return internal::CommitIdTaken(session, internal::CompactionAddedName(commit, k),
-                                         added[k].id);
-        };
-        if (!ids.insert(added[k].id).second) throw Abort{duplicate()};
-        InsertMessage(c, row.id, added[k], added.chars(k), position++, version, duplicate);
-      }
-      MarkRewrite(c, kMarkCompaction, row.id, version, number);
-      LogCommit(c, row.id, version, "compaction", number, commit.reason, commit.replaced.size(),
-                added.size());
-    });
+          // The kept messages, then the checkpoint and the injected messages, take the places just
+          // before the messages after the span.
+          Transcript added;
+          added.Append(commit.checkpoint);
+          for (const Message& m : commit.injected) added.Append(m);
+          std::int64_t position =
+              last_position - static_cast<std::int64_t>(commit.kept.size() + added.size()) + 1;
+          if (!commit.kept.empty()) {
+            const std::unordered_set<std::string> kept(commit.kept.begin(), commit.kept.end());
+            for (std::size_t j = 0; j < leading.size(); ++j) {
+              if (kept.count(leading[j]) == 0) continue;
+              Params kp;
+              kp.Int(seqs[j]).Int(position++);
+              c.Run(kRestoreKept, pool_->texts(), kp);
+            }
+          }
+          std::unordered_set<std::string> ids(commit.kept.begin(), commit.kept.end());
+          for (std::size_t k = 0; k < added.size(); ++k) {
+            auto duplicate = [&] {
+              return internal::CommitIdTaken(session, internal::CompactionAddedName(commit, k),
+                                             added[k].id);
+            };
+            if (!ids.insert(added[k].id).second) throw Abort{duplicate()};
+            InsertMessage(c, row.id, added[k], added.chars(k), position++, version, duplicate);
+          }
+          MarkRewrite(c, kMarkCompaction, row.id, version, number);
+          LogCommit(c, row.id, version, "compaction", number, commit.reason, commit.replaced.size(),
+                    added.size());
+        });
     RECAP_RETURN_IF_ERROR(s);
     return version;
   }
@@ -1140,44 +1159,44 @@ class PostgresSessionStore final : public SessionStore {
                                         const ReductionCommit& commit) override {
     RECAP_RETURN_IF_ERROR(CheckName(session));
     std::uint64_t version = 0;
-    Status s = Call(*pool_, "committing a reduction of session " + Quoted(session), true,
-                    [&](Connection& c) {
-      SessionRow row = CheckVersion(c, session, commit.expected_version);
-      if (commit.replacements.empty()) {
-        throw Abort{internal::NoReplacements(session)};
-      }
-      std::unordered_set<std::string> seen;
-      std::vector<std::pair<std::int64_t, std::int64_t>> targets;  // seq, position
-      for (std::size_t i = 0; i < commit.replacements.size(); ++i) {
-        const std::string& id = commit.replacements[i].id;
-        Params fp;
-        fp.Int(row.id).Text(id);
-        ResultPtr found = c.Run(kFindActive, pool_->texts(), fp);
-        if (PQntuples(found.get()) == 0) {
-          throw Abort{internal::ReplacementNotActive(session, i, id)};
-        }
-        targets.emplace_back(GetInt(found.get(), 0, 0), GetInt(found.get(), 0, 1));
-        if (!seen.insert(id).second) {
-          throw Abort{internal::ReplacedTwice(session, i, id)};
-        }
-      }
-      version = row.version + 1;
-      const std::int64_t number = row.reductions + 1;
-      const std::string by = "reduction:" + std::to_string(number);
-      Transcript added;
-      for (const Message& m : commit.replacements) added.Append(m);
-      for (std::size_t i = 0; i < targets.size(); ++i) {
-        Params rp;
-        rp.Int(targets[i].first).Text(by);
-        c.Run(kRetireSeq, pool_->texts(), rp);
-        InsertMessage(c, row.id, added[i], added.chars(i), targets[i].second, version, [&] {
-          return Status::InvalidArgument("replacement " + std::to_string(i) +
-                                         " collides with an active message");
+    Status s = Call(
+        *pool_, "committing a reduction of session " + Quoted(session), true, [&](Connection& c) {
+          SessionRow row = CheckVersion(c, session, commit.expected_version);
+          if (commit.replacements.empty()) {
+            throw Abort{internal::NoReplacements(session)};
+          }
+          std::unordered_set<std::string> seen;
+          std::vector<std::pair<std::int64_t, std::int64_t>> targets;  // seq, position
+          for (std::size_t i = 0; i < commit.replacements.size(); ++i) {
+            const std::string& id = commit.replacements[i].id;
+            Params fp;
+            fp.Int(row.id).Text(id);
+            ResultPtr found = c.Run(kFindActive, pool_->texts(), fp);
+            if (PQntuples(found.get()) == 0) {
+              throw Abort{internal::ReplacementNotActive(session, i, id)};
+            }
+            targets.emplace_back(GetInt(found.get(), 0, 0), GetInt(found.get(), 0, 1));
+            if (!seen.insert(id).second) {
+              throw Abort{internal::ReplacedTwice(session, i, id)};
+            }
+          }
+          version = row.version + 1;
+          const std::int64_t number = row.reductions + 1;
+          const std::string by = "reduction:" + std::to_string(number);
+          Transcript added;
+          for (const Message& m : commit.replacements) added.Append(m);
+          for (std::size_t i = 0; i < targets.size(); ++i) {
+            Params rp;
+            rp.Int(targets[i].first).Text(by);
+            c.Run(kRetireSeq, pool_->texts(), rp);
+            InsertMessage(c, row.id, added[i], added.chars(i), targets[i].second, version, [&] {
+              return Status::InvalidArgument("replacement " + std::to_string(i) +
+                                             " collides with an active message");
+            });
+          }
+          MarkRewrite(c, kMarkReduction, row.id, version, number);
+          LogCommit(c, row.id, version, "reduction", number, "", targets.size(), targets.size());
         });
-      }
-      MarkRewrite(c, kMarkReduction, row.id, version, number);
-      LogCommit(c, row.id, version, "reduction", number, "", targets.size(), targets.size());
-    });
     RECAP_RETURN_IF_ERROR(s);
     return version;
   }
@@ -1186,53 +1205,51 @@ class PostgresSessionStore final : public SessionStore {
                                        const RecoveryCommit& commit) override {
     RECAP_RETURN_IF_ERROR(CheckName(session));
     std::uint64_t version = 0;
-    Status s = Call(*pool_, "committing a recovery of session " + Quoted(session), true,
-                    [&](Connection& c) {
-      SessionRow row = CheckVersion(c, session, commit.expected_version);
-      std::vector<std::pair<std::int64_t, std::string>> active;  // seq, message_id
-      std::vector<std::string> active_ids;
-      {
-        Params ap;
-        ap.Int(row.id);
-        ResultPtr all = c.Run(kActiveIds, pool_->texts(), ap);
-        for (int i = 0; i < PQntuples(all.get()); ++i) {
-          active_ids.emplace_back(GetView(all.get(), i, 1));
-          active.emplace_back(GetInt(all.get(), i, 0), active_ids.back());
-        }
-      }
-      Result<internal::RecoveryPlan> plan = internal::PlanRecovery(session, active_ids, commit);
-      if (!plan.ok()) throw Abort{plan.status()};
-      const Transcript& results = plan->results;
-      const auto& after = plan->after;
-      // New positions above every current one, so no two rows ever share one mid-update.
-      std::int64_t position = row.next_position;
-      version = row.version + 1;
-      std::vector<std::int64_t> seqs;
-      std::vector<std::int64_t> positions;
-      std::vector<std::pair<std::size_t, std::int64_t>> inserts;  // result, position
-      for (const auto& [seq, id] : active) {
-        seqs.push_back(seq);
-        positions.push_back(position++);
-        auto it = after.find(id);
-        if (it == after.end()) continue;
-        for (std::size_t r : it->second) inserts.emplace_back(r, position++);
-      }
-      Params mp;
-      const std::string seq_list = ArrayLiteral(seqs);
-      const std::string position_list = ArrayLiteral(positions);
-      mp.Text(seq_list).Text(position_list);
-      c.Run(kMovePositions, pool_->texts(), mp);
-      for (const auto& [r, at] : inserts) {
-        InsertMessage(c, row.id, results[r], results.chars(r), at, version,
-                      [&] {
-                        return Status::InvalidArgument(
-                            "recovered result collides with an active message");
-                      });
-      }
-      const std::int64_t number = row.recoveries + 1;
-      MarkRewrite(c, kMarkRecovery, row.id, version, number, position);
-      LogCommit(c, row.id, version, "recovery", number, "", 0, results.size());
-    });
+    Status s = Call(
+        *pool_, "committing a recovery of session " + Quoted(session), true, [&](Connection& c) {
+          SessionRow row = CheckVersion(c, session, commit.expected_version);
+          std::vector<std::pair<std::int64_t, std::string>> active;  // seq, message_id
+          std::vector<std::string> active_ids;
+          {
+            Params ap;
+            ap.Int(row.id);
+            ResultPtr all = c.Run(kActiveIds, pool_->texts(), ap);
+            for (int i = 0; i < PQntuples(all.get()); ++i) {
+              active_ids.emplace_back(GetView(all.get(), i, 1));
+              active.emplace_back(GetInt(all.get(), i, 0), active_ids.back());
+            }
+          }
+          Result<internal::RecoveryPlan> plan = internal::PlanRecovery(session, active_ids, commit);
+          if (!plan.ok()) throw Abort{plan.status()};
+          const Transcript& results = plan->results;
+          const auto& after = plan->after;
+          // New positions above every current one, so no two rows ever share one mid-update.
+          std::int64_t position = row.next_position;
+          version = row.version + 1;
+          std::vector<std::int64_t> seqs;
+          std::vector<std::int64_t> positions;
+          std::vector<std::pair<std::size_t, std::int64_t>> inserts;  // result, position
+          for (const auto& [seq, id] : active) {
+            seqs.push_back(seq);
+            positions.push_back(position++);
+            auto it = after.find(id);
+            if (it == after.end()) continue;
+            for (std::size_t r : it->second) inserts.emplace_back(r, position++);
+          }
+          Params mp;
+          const std::string seq_list = ArrayLiteral(seqs);
+          const std::string position_list = ArrayLiteral(positions);
+          mp.Text(seq_list).Text(position_list);
+          c.Run(kMovePositions, pool_->texts(), mp);
+          for (const auto& [r, at] : inserts) {
+            InsertMessage(c, row.id, results[r], results.chars(r), at, version, [&] {
+              return Status::InvalidArgument("recovered result collides with an active message");
+            });
+          }
+          const std::int64_t number = row.recoveries + 1;
+          MarkRewrite(c, kMarkRecovery, row.id, version, number, position);
+          LogCommit(c, row.id, version, "recovery", number, "", 0, results.size());
+        });
     RECAP_RETURN_IF_ERROR(s);
     return version;
   }
@@ -1397,8 +1414,8 @@ class PostgresSessionStore final : public SessionStore {
     Result<Message> m = DecodeBody(body);
     if (!m.ok()) {
       throw Abort{Status::Corruption("recap postgres store (" + pool_->spec().display +
-                                     "): message " + std::to_string(seq) + " is damaged: " +
-                                     m.status().message() +
+                                     "): message " + std::to_string(seq) +
+                                     " is damaged: " + m.status().message() +
                                      ". recap has changed nothing; restore it from a backup")};
     }
     return std::move(m).value();
@@ -1428,15 +1445,15 @@ class PostgresMemoryStore final : public MemoryStore {
 
   Result<std::vector<std::string>> List(const std::string& scope) override {
     std::vector<std::string> out;
-    Status s = Call(*pool_, "listing the memories of scope " + Quoted(scope), false,
-                    [&](Connection& c) {
-                      Params p;
-                      p.Text(scope);
-                      ResultPtr r = c.Run(kListMemories, pool_->texts(), p);
-                      for (int i = 0; i < PQntuples(r.get()); ++i) {
-                        out.emplace_back(GetView(r.get(), i, 0));
-                      }
-                    });
+    Status s =
+        Call(*pool_, "listing the memories of scope " + Quoted(scope), false, [&](Connection& c) {
+          Params p;
+          p.Text(scope);
+          ResultPtr r = c.Run(kListMemories, pool_->texts(), p);
+          for (int i = 0; i < PQntuples(r.get()); ++i) {
+            out.emplace_back(GetView(r.get(), i, 0));
+          }
+        });
     RECAP_RETURN_IF_ERROR(s);
     return out;
   }

@@ -26,8 +26,9 @@ inline constexpr const char* kTables[] = {"recap_schema", "sessions", "messages"
 //               active transcript and is NULL once a message is retired; `replaced_by` then
 //               says what retired it ("compaction:3", "reduction:1"). `stored_version` is the
 //               session version that stored it (what LoadChanges reads). `body` is the message
-//               in recap's binary form (src/core/internal/recap_internal/body_codec.h), the same bytes the SQLite
-//               store writes; role, summary and chars are there for people reading the table.
+//               in recap's binary form (src/core/internal/recap_internal/body_codec.h), the same
+//               bytes the SQLite store writes; role, summary and chars are there for people reading
+//               the table.
 // commits       every compaction, reduction and recovery: what it did, when, at which version.
 // memories      the memory plugin's memories by scope (unique by the text's md5, so that long
 //               texts fit the index).
@@ -94,7 +95,8 @@ CREATE TABLE {S}.learned (
 )sql",
 };
 
-inline constexpr int kSchemaVersion = static_cast<int>(sizeof(kMigrations) / sizeof(kMigrations[0]));
+inline constexpr int kSchemaVersion =
+    static_cast<int>(sizeof(kMigrations) / sizeof(kMigrations[0]));
 
 }  // namespace postgres_internal
 }  // namespace recap

@@ -19,9 +19,9 @@ namespace sqlite_internal {
 //            version that stored it (what LoadChanges reads). role, summary, chars and
 //            message_id are there for people reading the file; the message itself is in
 //            bodies.
-// bodies     the message, encoded (src/core/internal/recap_internal/body_codec.h), written once and never changed.
-// commits    every compaction, reduction and recovery: what it did, when, at which version.
-// memories   the memory plugin's memories by scope.
+// bodies     the message, encoded (src/core/internal/recap_internal/body_codec.h), written once and
+// never changed. commits    every compaction, reduction and recovery: what it did, when, at which
+// version. memories   the memory plugin's memories by scope.
 inline constexpr const char* kMigrations[] = {
     R"sql(
 CREATE TABLE sessions (
@@ -89,7 +89,8 @@ CREATE TABLE learned (
 )sql",
 };
 
-inline constexpr int kSchemaVersion = static_cast<int>(sizeof(kMigrations) / sizeof(kMigrations[0]));
+inline constexpr int kSchemaVersion =
+    static_cast<int>(sizeof(kMigrations) / sizeof(kMigrations[0]));
 
 }  // namespace sqlite_internal
 }  // namespace recap

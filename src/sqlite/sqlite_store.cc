@@ -10,12 +10,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <ctime>
 #include <cstring>
+#include <ctime>
 #include <exception>
+#include <functional>
 #include <limits>
 #include <memory>
-#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -33,8 +33,8 @@
 #include "recap/transcript.h"
 
 #include "recap_internal/body_codec.h"
-#include "schema.h"
 #include "recap_internal/store_rules.h"
+#include "schema.h"
 
 namespace recap {
 inline namespace v0 {
@@ -52,7 +52,8 @@ std::string Quoted(const std::string& s) { return internal::QuotedName(s); }
 std::string NowUtc() {
   const auto now = std::chrono::system_clock::now();
   const std::time_t secs = std::chrono::system_clock::to_time_t(now);
-  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
+  const auto ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
   std::tm tm{};
   gmtime_r(&secs, &tm);
   char buf[64];
@@ -73,20 +74,21 @@ Status FromSqlite(const std::string& path, const std::string& doing, int code,
   switch (code & 0xFF) {
     case SQLITE_BUSY:
     case SQLITE_LOCKED:
-      return Status::Unavailable(where + "the database stayed locked by another connection for "
+      return Status::Unavailable(where +
+                                 "the database stayed locked by another connection for "
                                  "longer than busy_timeout_ms (" +
                                  std::to_string(options.busy_timeout_ms) +
                                  " ms); retry, or raise busy_timeout_ms");
     case SQLITE_READONLY:
       return Status::IOError(where + "the file or its folder is not writable by this process (" +
-                             detail + "); SQLite in WAL mode also creates " + Quoted(path + "-wal") +
-                             " and " + Quoted(path + "-shm") +
+                             detail + "); SQLite in WAL mode also creates " +
+                             Quoted(path + "-wal") + " and " + Quoted(path + "-shm") +
                              " beside it. Fix the permissions, or open another file");
     case SQLITE_CORRUPT:
       return Status::Corruption(where + "the database is damaged (" + detail +
                                 "). recap has not changed it; restore it from a backup, or "
-                                "salvage what is readable with `sqlite3 " + path +
-                                " .recover`, and open a new file");
+                                "salvage what is readable with `sqlite3 " +
+                                path + " .recover`, and open a new file");
     case SQLITE_NOTADB:
       return Status::InvalidArgument(where + "the file is not a SQLite database (" + detail +
                                      "). recap leaves it as it is; pass the path of a recap "
@@ -109,8 +111,7 @@ Status FromSqlite(const std::string& path, const std::string& doing, int code,
     case SQLITE_IOERR:
       return Status::IOError(where + "the operating system reported an I/O error (" + detail +
                              "); check the disk, then retry");
-    default:
-      return Status::Internal(where + detail);
+    default: return Status::Internal(where + detail);
   }
 }
 
@@ -144,23 +145,26 @@ class Connection {
       const int version = db_->execAndGet("PRAGMA user_version").getInt();
       if (version > kSchemaVersion) {
         // status.h: kCorruption covers data written by a newer recap.
-        throw Abort{Status::Corruption(
-            "recap sqlite store " + Quoted(path_) + ": the database has schema version " +
-            std::to_string(version) + ", written by a newer recap; this recap reads versions up "
-            "to " + std::to_string(kSchemaVersion) +
-            ". Upgrade recap to open it (the file was left as it is)")};
+        throw Abort{Status::Corruption("recap sqlite store " + Quoted(path_) +
+                                       ": the database has schema version " +
+                                       std::to_string(version) +
+                                       ", written by a newer recap; this recap reads versions up "
+                                       "to " +
+                                       std::to_string(kSchemaVersion) +
+                                       ". Upgrade recap to open it (the file was left as it is)")};
       }
       if (version == 0) RefuseForeign();
       const std::string mode = db_->execAndGet("PRAGMA journal_mode = WAL").getString();
       if (mode != "wal") {
         throw Abort{Status::IOError("recap sqlite store " + Quoted(path_) +
                                     ": SQLite could not switch the database to WAL mode (it is "
-                                    "in mode " + Quoted(mode) +
+                                    "in mode " +
+                                    Quoted(mode) +
                                     "); the folder must allow creating files beside it")};
       }
       const char* sync = options_.synchronous == SqliteSynchronous::kFull     ? "FULL"
                          : options_.synchronous == SqliteSynchronous::kNormal ? "NORMAL"
-                                                                             : "OFF";
+                                                                              : "OFF";
       db_->exec(std::string("PRAGMA synchronous = ") + sync);
       if (options_.max_page_count != 0) {
         db_->exec("PRAGMA max_page_count = " + std::to_string(options_.max_page_count));
@@ -338,7 +342,8 @@ class Connection {
     });
     if (open) {
       // The transaction may already be gone (SQLite rolls back on some errors by itself).
-      if (!sqlite3_get_autocommit(db_->getHandle())) sqlite3_exec(db_->getHandle(), "ROLLBACK", nullptr, nullptr, nullptr);
+      if (!sqlite3_get_autocommit(db_->getHandle()))
+        sqlite3_exec(db_->getHandle(), "ROLLBACK", nullptr, nullptr, nullptr);
     }
     return s;
   }
@@ -611,12 +616,12 @@ class SqliteSessionStore final : public SessionStore {
       Transcript added;
       added.Append(commit.checkpoint);
       for (const Message& m : commit.injected) added.Append(m);
-      std::int64_t position = last_position -
-                              static_cast<std::int64_t>(commit.kept.size() + added.size()) + 1;
+      std::int64_t position =
+          last_position - static_cast<std::int64_t>(commit.kept.size() + added.size()) + 1;
       if (!commit.kept.empty()) {
         const std::unordered_set<std::string> kept(commit.kept.begin(), commit.kept.end());
-        SQLite::Statement& restore = c_->Stmt(
-            "UPDATE messages SET position = ?, replaced_by = NULL WHERE seq = ?");
+        SQLite::Statement& restore =
+            c_->Stmt("UPDATE messages SET position = ?, replaced_by = NULL WHERE seq = ?");
         for (std::size_t j = 0; j < leading.size(); ++j) {
           if (kept.count(leading[j]) == 0) continue;
           restore.reset();
@@ -629,8 +634,8 @@ class SqliteSessionStore final : public SessionStore {
       const std::string now = NowUtc();
       for (std::size_t k = 0; k < added.size(); ++k) {
         if (!ids.insert(added[k].id).second || IsActiveId(row.id, added[k].id)) {
-          throw Abort{internal::CommitIdTaken(
-              session, internal::CompactionAddedName(commit, k), added[k].id)};
+          throw Abort{internal::CommitIdTaken(session, internal::CompactionAddedName(commit, k),
+                                              added[k].id)};
         }
         InsertMessage(row.id, added[k], added.chars(k), position++, version, now);
       }
@@ -767,24 +772,25 @@ class SqliteSessionStore final : public SessionStore {
          : c_->options().synchronous == SqliteSynchronous::kNormal ? "NORMAL"
                                                                    : "OFF");
     if (!c_->options().read_only) c_->db().exec(relaxed);
-    Status s = c_->Transaction("saving what was learned about session " + Quoted(session), true,
-                               [&] {
-      std::optional<SessionRow> row = FindSession(session);
-      if (!row) return;  // a session never written keeps nothing
-      if (learned.empty()) {
-        SQLite::Statement& st = c_->Stmt("DELETE FROM learned WHERE session_id = ?");
-        st.bind(1, row->id);
-        st.exec();
-        return;
-      }
-      SQLite::Statement& st = c_->Stmt(
-          "INSERT INTO learned (session_id, state, updated_at) VALUES (?, ?, ?) ON CONFLICT "
-          "(session_id) DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at");
-      st.bind(1, row->id);
-      st.bindNoCopy(2, learned);
-      st.bind(3, NowUtc());
-      st.exec();
-    });
+    Status s =
+        c_->Transaction("saving what was learned about session " + Quoted(session), true, [&] {
+          std::optional<SessionRow> row = FindSession(session);
+          if (!row) return;  // a session never written keeps nothing
+          if (learned.empty()) {
+            SQLite::Statement& st = c_->Stmt("DELETE FROM learned WHERE session_id = ?");
+            st.bind(1, row->id);
+            st.exec();
+            return;
+          }
+          SQLite::Statement& st = c_->Stmt(
+              "INSERT INTO learned (session_id, state, updated_at) VALUES (?, ?, ?) ON CONFLICT "
+              "(session_id) DO UPDATE SET state = excluded.state, updated_at = "
+              "excluded.updated_at");
+          st.bind(1, row->id);
+          st.bindNoCopy(2, learned);
+          st.bind(3, NowUtc());
+          st.exec();
+        });
     if (!c_->options().read_only) c_->db().exec(restore);
     return s;
   }
@@ -816,10 +822,10 @@ class SqliteSessionStore final : public SessionStore {
         restart();
         delivered = 0;
       } else if (delivered > 0) {
-        throw Abort{Status::Unavailable(
-            "recap sqlite store " + Quoted(c_->path()) + ": session " + Quoted(session) +
-            " changed while its history was read (after " + std::to_string(delivered) +
-            " entries); read it again")};
+        throw Abort{Status::Unavailable("recap sqlite store " + Quoted(c_->path()) + ": session " +
+                                        Quoted(session) +
+                                        " changed while its history was read (after " +
+                                        std::to_string(delivered) + " entries); read it again")};
       }
       std::optional<SessionRow> row = FindSession(session);
       if (!row) return;
@@ -1075,7 +1081,8 @@ class SqliteSessionStore final : public SessionStore {
         std::string q =
             "INSERT INTO messages (seq, session_id, message_id, position, stored_version, role, "
             "summary, chars, stored_at) VALUES ";
-        for (std::size_t k = 0; k < kRows; ++k) q += k ? ",(?,?,?,?,?,?,?,?,?)" : "(?,?,?,?,?,?,?,?,?)";
+        for (std::size_t k = 0; k < kRows; ++k)
+          q += k ? ",(?,?,?,?,?,?,?,?,?)" : "(?,?,?,?,?,?,?,?,?)";
         return q;
       }();
       return sql.c_str();
@@ -1122,8 +1129,8 @@ class SqliteSessionStore final : public SessionStore {
   }
 
   void SetVersion(std::int64_t session_id, std::uint64_t version, std::uint64_t rewrite_version) {
-    SQLite::Statement& st = c_->Stmt(
-        "UPDATE sessions SET version = ?, rewrite_version = ? WHERE session_id = ?");
+    SQLite::Statement& st =
+        c_->Stmt("UPDATE sessions SET version = ?, rewrite_version = ? WHERE session_id = ?");
     st.bind(1, static_cast<std::int64_t>(version));
     st.bind(2, static_cast<std::int64_t>(rewrite_version));
     st.bind(3, session_id);
@@ -1156,12 +1163,14 @@ class SqliteSessionStore final : public SessionStore {
   // and decoding, not measuring again.
   Transcript ReadActive(std::int64_t session_id, std::optional<std::uint64_t> since) {
     SQLite::Statement& st =
-        since ? c_->Stmt("SELECT m.seq, m.chars, b.body FROM messages m JOIN bodies b ON "
-                         "b.seq = m.seq WHERE m.session_id = ? AND m.position IS NOT NULL AND "
-                         "m.stored_version > ? ORDER BY m.position")
-              : c_->Stmt("SELECT m.seq, m.chars, b.body FROM messages m JOIN bodies b ON "
-                         "b.seq = m.seq WHERE m.session_id = ? AND m.position IS NOT NULL "
-                         "ORDER BY m.position");
+        since ? c_->Stmt(
+                    "SELECT m.seq, m.chars, b.body FROM messages m JOIN bodies b ON "
+                    "b.seq = m.seq WHERE m.session_id = ? AND m.position IS NOT NULL AND "
+                    "m.stored_version > ? ORDER BY m.position")
+              : c_->Stmt(
+                    "SELECT m.seq, m.chars, b.body FROM messages m JOIN bodies b ON "
+                    "b.seq = m.seq WHERE m.session_id = ? AND m.position IS NOT NULL "
+                    "ORDER BY m.position");
     st.bind(1, session_id);
     if (since) st.bind(2, static_cast<std::int64_t>(*since));
     Transcript t;
@@ -1186,8 +1195,7 @@ class SqliteSessionStore final : public SessionStore {
     Result<Message> m = DecodeBody(std::string_view(data, static_cast<std::size_t>(size)));
     if (!m.ok()) {
       throw Abort{Status::Corruption("recap sqlite store " + Quoted(c_->path()) + ": message " +
-                                     std::to_string(seq) + " is damaged: " +
-                                     m.status().message() +
+                                     std::to_string(seq) + " is damaged: " + m.status().message() +
                                      ". recap has not changed the file; restore it from a "
                                      "backup")};
     }
@@ -1209,8 +1217,8 @@ class SqliteMemoryStore final : public MemoryStore {
     return c_->Transaction("adding memories to scope " + Quoted(scope), true, [&] {
       const std::string now = NowUtc();
       for (const std::string& text : memories) {
-        SQLite::Statement& st = c_->Stmt(
-            "INSERT OR IGNORE INTO memories (scope, text, added_at) VALUES (?, ?, ?)");
+        SQLite::Statement& st =
+            c_->Stmt("INSERT OR IGNORE INTO memories (scope, text, added_at) VALUES (?, ?, ?)");
         st.bind(1, scope);
         st.bind(2, text);
         st.bind(3, now);

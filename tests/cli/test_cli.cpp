@@ -134,8 +134,8 @@ TEST_CASE("import, plan, compact and export every real transcript", "[cli]") {
     DYNAMIC_SECTION(s.name) {
       TempDir dir("recap-cli");
       const std::string db = dir.File("s.db");
-      std::vector<std::string> import = {"import", "--format", s.format, Data(s.file),
-                                         "--session", "s", "--db", db, "--json"};
+      std::vector<std::string> import = {"import", "--format", s.format, Data(s.file), "--session",
+                                         "s",      "--db",     db,       "--json"};
       if (!s.run.empty()) {
         import.push_back("--run");
         import.push_back(s.run);
@@ -182,8 +182,8 @@ TEST_CASE("import, plan, compact and export every real transcript", "[cli]") {
       CHECK(Subset(after.Orphans(), before.Orphans()));
 
       // The history still holds every imported message.
-      r = Run(dir, {"export", "--session", "s", "--db", db, "--format", "recap", "--history",
-                    "--json"});
+      r = Run(dir,
+              {"export", "--session", "s", "--db", db, "--format", "recap", "--history", "--json"});
       REQUIRE(r.exit == 0);
       std::set<std::string> ids;
       const Json history = Json::parse(r.out);
@@ -199,9 +199,7 @@ TEST_CASE("import, plan, compact and export every real transcript", "[cli]") {
       // recap's own format reads back.
       r = Run(dir, {"export", "--session", "s", "--db", db, "--format", "recap"});
       REQUIRE(r.exit == 0);
-      {
-        std::ofstream(dir.File("active.json")) << r.out;
-      }
+      { std::ofstream(dir.File("active.json")) << r.out; }
       r = Run(dir, {"import", "--format", "recap", dir.File("active.json"), "--session", "copy",
                     "--db", db, "--json"});
       REQUIRE(r.exit == 0);
@@ -228,7 +226,9 @@ TEST_CASE("compact --auto brings a session under a small limit", "[cli]") {
   INFO(r.err);
   REQUIRE(r.exit == 0);
   const Json result = LastJsonLine(r.out);
-  CHECK(result.at("after").at("chars").get<std::size_t>() + result.at("instructions_chars").get<std::size_t>() <= 20000);
+  CHECK(result.at("after").at("chars").get<std::size_t>() +
+            result.at("instructions_chars").get<std::size_t>() <=
+        20000);
 }
 
 TEST_CASE("bad input fails with a message and changes nothing", "[cli]") {
@@ -360,13 +360,13 @@ TEST_CASE("bad input fails with a message and changes nothing", "[cli]") {
     {
       const std::string make = "python3 -c \"import sqlite3; c = sqlite3.connect('" + foreign +
                                "'); c.execute('create table t(x)'); c.commit()\" 2>/dev/null || "
-                               "sqlite3 " + Quote(foreign) + " 'create table t(x);'";
+                               "sqlite3 " +
+                               Quote(foreign) + " 'create table t(x);'";
       REQUIRE(std::system(make.c_str()) == 0);
     }
     const std::string before = Slurp(foreign);
     REQUIRE(!before.empty());
-    for (const std::vector<std::string>& args :
-         std::vector<std::vector<std::string>>{
+    for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
              {"import", "--format", "swe-agent", Data("marshmallow-1867_function_calling.traj"),
               "--session", "x", "--db", foreign},
              {"sessions", "list", "--db", foreign},
@@ -393,7 +393,8 @@ TEST_CASE("progress shows on a terminal's stderr only, and is erased at the end"
   const std::string db = dir.File("p.db");
 
   // On a terminal: a progress line for the import and for the compaction, erased afterwards.
-  Ran r = RunOnTerminal(dir, {"import", "--format", "claude-code", file, "--db", db, "--session", "t"});
+  Ran r =
+      RunOnTerminal(dir, {"import", "--format", "claude-code", file, "--db", db, "--session", "t"});
   REQUIRE(r.exit == 0);
   CHECK(r.out.find("imported 214 messages") != std::string::npos);
   CHECK(r.err.find("recap: importing ") != std::string::npos);
@@ -422,9 +423,14 @@ TEST_CASE("progress shows on a terminal's stderr only, and is erased at the end"
 
 TEST_CASE("every subcommand has --help", "[cli]") {
   TempDir dir("recap-cli");
-  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
-           {"--help"}, {"import", "--help"}, {"export", "--help"}, {"stats", "--help"},
-           {"plan", "--help"}, {"compact", "--help"}, {"sessions", "--help"}}) {
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{{"--help"},
+                                             {"import", "--help"},
+                                             {"export", "--help"},
+                                             {"stats", "--help"},
+                                             {"plan", "--help"},
+                                             {"compact", "--help"},
+                                             {"sessions", "--help"}}) {
     const Ran r = Run(dir, args);
     CHECK(r.exit == 0);
     CHECK(r.out.find("usage: recap") != std::string::npos);
@@ -435,9 +441,14 @@ TEST_CASE("docs/cli.md holds every --help text verbatim", "[cli]") {
   TempDir dir("recap-cli");
   const std::string doc = Slurp(std::string(RECAP_TEST_DATA_DIR) + "/../../docs/cli.md");
   REQUIRE(!doc.empty());
-  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
-           {"--help"}, {"import", "--help"}, {"export", "--help"}, {"stats", "--help"},
-           {"plan", "--help"}, {"compact", "--help"}, {"sessions", "--help"}}) {
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{{"--help"},
+                                             {"import", "--help"},
+                                             {"export", "--help"},
+                                             {"stats", "--help"},
+                                             {"plan", "--help"},
+                                             {"compact", "--help"},
+                                             {"sessions", "--help"}}) {
     const Ran r = Run(dir, args);
     REQUIRE(r.exit == 0);
     // The doc is written from a build with the http component; without it, compact's
@@ -515,7 +526,10 @@ std::size_t CheckReasoningExact(const std::string& exported) {
 
 }  // namespace
 
-TEST_CASE("issue 9 R4.5 R6.4 import and export --format openai-responses give the items back, reasoning byte-exact", "[cli]") {
+TEST_CASE(
+    "issue 9 R4.5 R6.4 import and export --format openai-responses give the items back, reasoning "
+    "byte-exact",
+    "[cli]") {
   TempDir dir("recap-cli");
   const std::string db = dir.File("r.db");
   const Json items = ResponsesItems();
@@ -549,8 +563,8 @@ TEST_CASE("issue 9 R4.5 R6.4 import and export --format openai-responses give th
 
   // --history: each entry's message as its items (a call with its reasoning is two), which
   // joined are the transcript's items.
-  r = Run(dir, {"export", "--session", "r", "--db", db, "--format", "openai-responses",
-                "--history", "--json"});
+  r = Run(dir, {"export", "--session", "r", "--db", db, "--format", "openai-responses", "--history",
+                "--json"});
   REQUIRE(r.exit == 0);
   const Json history = Json::parse(r.out);
   CHECK(history.at("format") == "openai-responses");
@@ -568,9 +582,7 @@ TEST_CASE("issue 9 R4.5 R6.4 import and export --format openai-responses give th
   // Exported as items, imported again: the same items once more.
   r = Run(dir, {"export", "--session", "r", "--db", db, "--format", "openai-responses"});
   REQUIRE(r.exit == 0);
-  {
-    std::ofstream(dir.File("again.json")) << r.out;
-  }
+  { std::ofstream(dir.File("again.json")) << r.out; }
   r = Run(dir, {"import", "--format", "openai-responses", dir.File("again.json"), "--session",
                 "again", "--db", db});
   REQUIRE(r.exit == 0);
@@ -579,7 +591,9 @@ TEST_CASE("issue 9 R4.5 R6.4 import and export --format openai-responses give th
   CHECK(Json::parse(r.out) == doc);
 }
 
-TEST_CASE("issue 9 R4.5 a Responses request body imports, and its instructions and items export back", "[cli]") {
+TEST_CASE(
+    "issue 9 R4.5 a Responses request body imports, and its instructions and items export back",
+    "[cli]") {
   TempDir dir("recap-cli");
   const std::string db = dir.File("b.db");
   const OrderedJson ordered = OrderedResponsesItems();
@@ -593,8 +607,8 @@ TEST_CASE("issue 9 R4.5 a Responses request body imports, and its instructions a
         {"tools", OrderedJson::array({{{"type", "function"}, {"name", "calculate"}}})},
         {"store", false}};
     std::ofstream(dir.File("body.json")) << body.dump(2);
-    Ran r = Run(dir, {"import", "--format", "openai-responses", dir.File("body.json"),
-                      "--session", "b", "--db", db, "--json"});
+    Ran r = Run(dir, {"import", "--format", "openai-responses", dir.File("body.json"), "--session",
+                      "b", "--db", db, "--json"});
     INFO(r.err);
     REQUIRE(r.exit == 0);
     CHECK(LastJsonLine(r.out).at("instructions") == true);
@@ -614,8 +628,8 @@ TEST_CASE("issue 9 R4.5 a Responses request body imports, and its instructions a
     for (const OrderedJson& it : ordered) input.push_back(it);
     const OrderedJson body = {{"instructions", "Be brief."}, {"input", input}};
     std::ofstream(dir.File("body.json")) << body.dump();
-    Ran r = Run(dir, {"import", "--format", "openai-responses", dir.File("body.json"),
-                      "--session", "b", "--db", db, "--json"});
+    Ran r = Run(dir, {"import", "--format", "openai-responses", dir.File("body.json"), "--session",
+                      "b", "--db", db, "--json"});
     INFO(r.err);
     REQUIRE(r.exit == 0);
     CHECK(LastJsonLine(r.out).at("instructions_chars") == 9);
@@ -629,8 +643,8 @@ TEST_CASE("issue 9 R4.5 a Responses request body imports, and its instructions a
     OrderedJson input = OrderedJson::array({{{"role", "developer"}, {"content", "Be brief."}}});
     for (const OrderedJson& it : ordered) input.push_back(it);
     std::ofstream(dir.File("items.json")) << input.dump();
-    Ran r = Run(dir, {"import", "--format", "openai-responses", dir.File("items.json"),
-                      "--session", "b", "--db", db, "--json"});
+    Ran r = Run(dir, {"import", "--format", "openai-responses", dir.File("items.json"), "--session",
+                      "b", "--db", db, "--json"});
     INFO(r.err);
     REQUIRE(r.exit == 0);
     CHECK(LastJsonLine(r.out).at("instructions") == true);
@@ -641,8 +655,8 @@ TEST_CASE("issue 9 R4.5 a Responses request body imports, and its instructions a
 
   SECTION("no instructions: an array out, as it came in") {
     std::ofstream(dir.File("items.json")) << ordered.dump();
-    Ran r = Run(dir, {"import", "--format", "openai-responses", dir.File("items.json"),
-                      "--session", "b", "--db", db, "--json"});
+    Ran r = Run(dir, {"import", "--format", "openai-responses", dir.File("items.json"), "--session",
+                      "b", "--db", db, "--json"});
     REQUIRE(r.exit == 0);
     CHECK(LastJsonLine(r.out).at("instructions") == false);
     r = Run(dir, {"export", "--session", "b", "--db", db, "--format", "openai-responses"});
@@ -652,8 +666,8 @@ TEST_CASE("issue 9 R4.5 a Responses request body imports, and its instructions a
 
   SECTION("`input` as a string is one user message") {
     std::ofstream(dir.File("body.json")) << R"({"model": "gpt-5", "input": "Hello there"})";
-    Ran r = Run(dir, {"import", "--format", "openai-responses", dir.File("body.json"),
-                      "--session", "b", "--db", db, "--json"});
+    Ran r = Run(dir, {"import", "--format", "openai-responses", dir.File("body.json"), "--session",
+                      "b", "--db", db, "--json"});
     INFO(r.err);
     REQUIRE(r.exit == 0);
     CHECK(LastJsonLine(r.out).at("messages") == 1);
@@ -663,7 +677,10 @@ TEST_CASE("issue 9 R4.5 a Responses request body imports, and its instructions a
   }
 }
 
-TEST_CASE("issue 9 R3.4 R4.5 compact then export as Responses items: every call keeps its output, kept reasoning unchanged", "[cli]") {
+TEST_CASE(
+    "issue 9 R3.4 R4.5 compact then export as Responses items: every call keeps its output, kept "
+    "reasoning unchanged",
+    "[cli]") {
   TempDir dir("recap-cli");
   const std::string db = dir.File("c.db");
   const Json items = ResponsesItems();
@@ -674,11 +691,11 @@ TEST_CASE("issue 9 R3.4 R4.5 compact then export as Responses items: every call 
 
   for (const char* keep_turns : {"2", "1", "0"}) {
     INFO("--keep-turns " << keep_turns);
-    r = Run(dir, {"compact", "--session", "c", "--db", db, "--provider", "offline",
-                  "--keep-turns", keep_turns, "--json"});
+    r = Run(dir, {"compact", "--session", "c", "--db", db, "--provider", "offline", "--keep-turns",
+                  keep_turns, "--json"});
     REQUIRE(r.exit == 0);
-    r = Run(dir, {"export", "--session", "c", "--db", db, "--format", "openai-responses",
-                  "--json"});
+    r = Run(dir,
+            {"export", "--session", "c", "--db", db, "--format", "openai-responses", "--json"});
     REQUIRE(r.exit == 0);
     const Json doc = Json::parse(r.out);
     CHECK(doc.at("instructions") == ResponsesInstructions());
@@ -721,7 +738,10 @@ TEST_CASE("issue 9 R3.4 R4.5 compact then export as Responses items: every call 
   }
 }
 
-TEST_CASE("issue 9 R8.1 a Responses file under another --format is told to use openai-responses, and the reverse", "[cli]") {
+TEST_CASE(
+    "issue 9 R8.1 a Responses file under another --format is told to use openai-responses, and the "
+    "reverse",
+    "[cli]") {
   TempDir dir("recap-cli");
   const std::string db = dir.File("s.db");
   Ran r = Run(dir, {"import", "--format", "openai-responses", Data(kResponsesFile), "--session",
@@ -746,19 +766,61 @@ TEST_CASE("issue 9 R8.1 a Responses file under another --format is told to use o
   };
   const std::string items = Data(kResponsesFile);
   const std::vector<Case> cases = {
-      {"items as openai-chat", {"import", "--format", "openai-chat", items, "--session", "x"}, 1, "--format openai-responses"},
-      {"items as anthropic", {"import", "--format", "anthropic", items, "--session", "x"}, 1, "--format openai-responses"},
-      {"items as recap", {"import", "--format", "recap", items, "--session", "x"}, 1, "--format openai-responses"},
-      {"request body as openai-chat", {"import", "--format", "openai-chat", dir.File("body.json"), "--session", "x"}, 1, "--format openai-responses"},
-      {"request body as anthropic", {"import", "--format", "anthropic", dir.File("body.json"), "--session", "x"}, 1, "--format openai-responses"},
-      {"tau-bench as openai-responses", {"import", "--format", "openai-responses", Data("tau-bench_gpt-4o-airline.json"), "--session", "x"}, 1, "--format openai-chat"},
-      {"chat with a tool message as openai-responses", {"import", "--format", "openai-responses", dir.File("chat-tool.json"), "--session", "x"}, 1, "input[1].role"},
-      {"swe-agent as openai-responses", {"import", "--format", "openai-responses", Data("marshmallow-1867_function_calling.traj"), "--session", "x"}, 1, "--format swe-agent"},
-      {"instructions not a string", {"import", "--format", "openai-responses", dir.File("bad-instructions.json"), "--session", "x"}, 1, "`instructions` must be a string"},
-      {"input not an array", {"import", "--format", "openai-responses", dir.File("bad-input.json"), "--session", "x"}, 1, "`input` must be an array"},
-      {"--run with openai-responses", {"import", "--format", "openai-responses", items, "--run", "1", "--session", "x"}, 2, "--run is for"},
-      {"unknown import format lists it", {"import", "--format", "responses", items, "--session", "x"}, 2, "openai-responses"},
-      {"unknown export format lists it", {"export", "--format", "responses", "--session", "s"}, 2, "openai-responses"},
+      {"items as openai-chat",
+       {"import", "--format", "openai-chat", items, "--session", "x"},
+       1,
+       "--format openai-responses"},
+      {"items as anthropic",
+       {"import", "--format", "anthropic", items, "--session", "x"},
+       1,
+       "--format openai-responses"},
+      {"items as recap",
+       {"import", "--format", "recap", items, "--session", "x"},
+       1,
+       "--format openai-responses"},
+      {"request body as openai-chat",
+       {"import", "--format", "openai-chat", dir.File("body.json"), "--session", "x"},
+       1,
+       "--format openai-responses"},
+      {"request body as anthropic",
+       {"import", "--format", "anthropic", dir.File("body.json"), "--session", "x"},
+       1,
+       "--format openai-responses"},
+      {"tau-bench as openai-responses",
+       {"import", "--format", "openai-responses", Data("tau-bench_gpt-4o-airline.json"),
+        "--session", "x"},
+       1,
+       "--format openai-chat"},
+      {"chat with a tool message as openai-responses",
+       {"import", "--format", "openai-responses", dir.File("chat-tool.json"), "--session", "x"},
+       1,
+       "input[1].role"},
+      {"swe-agent as openai-responses",
+       {"import", "--format", "openai-responses", Data("marshmallow-1867_function_calling.traj"),
+        "--session", "x"},
+       1,
+       "--format swe-agent"},
+      {"instructions not a string",
+       {"import", "--format", "openai-responses", dir.File("bad-instructions.json"), "--session",
+        "x"},
+       1,
+       "`instructions` must be a string"},
+      {"input not an array",
+       {"import", "--format", "openai-responses", dir.File("bad-input.json"), "--session", "x"},
+       1,
+       "`input` must be an array"},
+      {"--run with openai-responses",
+       {"import", "--format", "openai-responses", items, "--run", "1", "--session", "x"},
+       2,
+       "--run is for"},
+      {"unknown import format lists it",
+       {"import", "--format", "responses", items, "--session", "x"},
+       2,
+       "openai-responses"},
+      {"unknown export format lists it",
+       {"export", "--format", "responses", "--session", "s"},
+       2,
+       "openai-responses"},
   };
   for (const Case& c : cases) {
     DYNAMIC_SECTION(c.what) {
@@ -794,7 +856,10 @@ TEST_CASE("issue 9 R8.1 a Responses file under another --format is told to use o
   }
 }
 
-TEST_CASE("issue 9 R1 compact --provider openai-responses without --base-url or --model is a usage error naming what is missing", "[cli]") {
+TEST_CASE(
+    "issue 9 R1 compact --provider openai-responses without --base-url or --model is a usage error "
+    "naming what is missing",
+    "[cli]") {
   TempDir dir("recap-cli");
   const std::string db = dir.File("p.db");
   Ran r = Run(dir, {"import", "--format", "openai-responses", Data(kResponsesFile), "--session",
@@ -813,12 +878,14 @@ TEST_CASE("issue 9 R1 compact --provider openai-responses without --base-url or 
   };
   const std::vector<Case> cases = {
       {{"--model", "gpt-5"}, {"--provider openai-responses needs --base-url URL"}, {"--model M"}},
-      {{"--base-url", "https://api.openai.com/v1"}, {"--provider openai-responses needs --model M"}, {"--base-url URL"}},
+      {{"--base-url", "https://api.openai.com/v1"},
+       {"--provider openai-responses needs --model M"},
+       {"--base-url URL"}},
       {{}, {"--base-url URL", "--model M"}, {}},
   };
   for (const Case& c : cases) {
-    std::vector<std::string> args = {"compact", "--session", "p", "--db", db, "--provider",
-                                     "openai-responses"};
+    std::vector<std::string> args = {"compact",    "--session",       "p", "--db", db,
+                                     "--provider", "openai-responses"};
     args.insert(args.end(), c.options.begin(), c.options.end());
     r = Run(dir, args);
     INFO(r.err);
@@ -858,7 +925,8 @@ std::string WithoutPassword(const std::string& url, const std::string& password)
 
 }  // namespace
 
-TEST_CASE("issue 10 R8 a --db URL is shown without its password, even when no server answers", "[cli]") {
+TEST_CASE("issue 10 R8 a --db URL is shown without its password, even when no server answers",
+          "[cli]") {
   TempDir dir("recap-cli");
   // Nothing listens on a socket in a directory that does not exist: connecting fails at once.
   const std::string where = "host=" + dir.File("no-server") + "&port=1";
@@ -903,7 +971,8 @@ TEST_CASE("issue 10 R8 a --db URL is shown without its password, even when no se
 
 #if RECAP_TEST_HAVE_POSTGRES
 
-TEST_CASE("issue 10 R8 every subcommand works on a PostgreSQL URL given as --db", "[cli][postgres]") {
+TEST_CASE("issue 10 R8 every subcommand works on a PostgreSQL URL given as --db",
+          "[cli][postgres]") {
   recap::testing::PostgresTestServer& server = recap::testing::PostgresTestServer::Shared();
   const std::string database = recap::testing::PostgresTestServer::UniqueName("cli");
   server.CreateDatabase(database);
@@ -934,8 +1003,8 @@ TEST_CASE("issue 10 R8 every subcommand works on a PostgreSQL URL given as --db"
   for (const Source& s : Sources()) {
     if (s.name != "tau-bench run 17" && s.name != "claude-code sample") continue;
     const std::string session = s.format + "-session";
-    std::vector<std::string> import = {"import", "--format", s.format, Data(s.file),
-                                       "--session", session, "--db", url, "--json"};
+    std::vector<std::string> import = {"import", "--format", s.format, Data(s.file), "--session",
+                                       session,  "--db",     url,      "--json"};
     if (!s.run.empty()) {
       import.push_back("--run");
       import.push_back(s.run);
@@ -959,9 +1028,16 @@ TEST_CASE("issue 10 R8 every subcommand works on a PostgreSQL URL given as --db"
   // The same session again: refused, naming the database without its password.
   {
     const Imported& first = imported[0];
-    std::vector<std::string> again = {"import", "--format", first.source->format,
-                                      Data(first.source->file), "--session", first.session,
-                                      "--db", url, "--run", "3"};
+    std::vector<std::string> again = {"import",
+                                      "--format",
+                                      first.source->format,
+                                      Data(first.source->file),
+                                      "--session",
+                                      first.session,
+                                      "--db",
+                                      url,
+                                      "--run",
+                                      "3"};
     Ran r = run(again);
     CHECK(r.exit == 1);
     CHECK(r.err.find("already has a session") != std::string::npos);
@@ -1093,8 +1169,7 @@ TEST_CASE("issue 10 R8 every subcommand works on a PostgreSQL URL given as --db"
   r = run({"import", "--format", "swe-agent", Data("marshmallow-1867_function_calling.traj"),
            "--session", "swe", "--db", bare + "&password=" + password, "--json"});
   REQUIRE(r.exit == 0);
-  CHECK(LastJsonLine(r.out).at("db").get<std::string>().find("&password=***") !=
-        std::string::npos);
+  CHECK(LastJsonLine(r.out).at("db").get<std::string>().find("&password=***") != std::string::npos);
   r = run({"sessions", "list", "--db", url, "--json"});
   CHECK(LastJsonLine(r.out).at("sessions").size() == 3);
 

@@ -10,6 +10,7 @@
 //    message, never a crash;
 //  * messages say what is wrong and what to type, in the command's words.
 #include <signal.h>
+#include <sqlite3.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -26,7 +27,6 @@
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
-#include <sqlite3.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -536,7 +536,10 @@ TEST_CASE("R13.6 a streamed import that fails late writes nothing", "[cli]") {
   CHECK(LastJsonLine(r.out).at("messages") == 5000);
 }
 
-TEST_CASE("R13.1 export --history streams: an entry it cannot write fails the command, early with nothing on stdout, late with the output called incomplete", "[cli]") {
+TEST_CASE(
+    "R13.1 export --history streams: an entry it cannot write fails the command, early with "
+    "nothing on stdout, late with the output called incomplete",
+    "[cli]") {
   TempDir dir("recap-cli-history");
   const std::string db = dir.File("s.db");
   // Anthropic thinking has no OpenAI Responses equivalent: that entry cannot be written.
@@ -579,8 +582,8 @@ TEST_CASE("R13.1 export --history streams: an entry it cannot write fails the co
   CHECK_THAT(LastJsonLine(r.out).at("error").at("message").get<std::string>(),
              Catch::Matchers::Contains("incomplete"));
   // In the recap format the same history is written whole, and reads as JSON.
-  r = Run(dir, {"export", "--session", "late", "--db", db, "--history", "--format", "recap",
-                "--json"});
+  r = Run(dir,
+          {"export", "--session", "late", "--db", db, "--history", "--format", "recap", "--json"});
   REQUIRE(r.exit == 0);
   const Json history = Json::parse(r.out);
   REQUIRE(history.at("history").size() == 2);
@@ -676,12 +679,13 @@ TEST_CASE(
              Catch::Matchers::Contains("--config") && Catch::Matchers::Contains("larger than"));
 }
 
-TEST_CASE("R13 a database another process holds is waited for, then refused in the command's words", "[cli]") {
+TEST_CASE("R13 a database another process holds is waited for, then refused in the command's words",
+          "[cli]") {
   TempDir dir("recap-cli-busy");
   const std::string db = dir.File("s.db");
   Write(dir.File("t.json"), ChatTranscript(3, "T"));
-  Ran r = Run(dir, {"import", "--format", "openai-chat", dir.File("t.json"), "--session", "a",
-                    "--db", db});
+  Ran r = Run(
+      dir, {"import", "--format", "openai-chat", dir.File("t.json"), "--session", "a", "--db", db});
   REQUIRE(r.exit == 0);
   // Another program holds the write lock (as a host's long transaction would).
   sqlite3* other = nullptr;
@@ -689,8 +693,8 @@ TEST_CASE("R13 a database another process holds is waited for, then refused in t
   REQUIRE(sqlite3_exec(other, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) == SQLITE_OK);
 
   const auto started = std::chrono::steady_clock::now();
-  r = Run(dir, {"import", "--format", "openai-chat", dir.File("t.json"), "--session", "b", "--db",
-                db},
+  r = Run(dir,
+          {"import", "--format", "openai-chat", dir.File("t.json"), "--session", "b", "--db", db},
           {"RECAP_BUSY_TIMEOUT_MS=300"});
   const auto waited = std::chrono::steady_clock::now() - started;
   INFO(r.err);
@@ -708,8 +712,8 @@ TEST_CASE("R13 a database another process holds is waited for, then refused in t
   CHECK(r.exit == 0);
   // A bad value is refused, saying what to set.
   for (const char* bad : {"soon", "-5", "99999999999"}) {
-    r = Run(dir, {"import", "--format", "openai-chat", dir.File("t.json"), "--session", "c",
-                  "--db", db},
+    r = Run(dir,
+            {"import", "--format", "openai-chat", dir.File("t.json"), "--session", "c", "--db", db},
             {std::string("RECAP_BUSY_TIMEOUT_MS=") + bad});
     INFO(r.err);
     CHECK(r.exit == 1);
@@ -719,8 +723,8 @@ TEST_CASE("R13 a database another process holds is waited for, then refused in t
   REQUIRE(sqlite3_exec(other, "ROLLBACK", nullptr, nullptr, nullptr) == SQLITE_OK);
   sqlite3_close(other);
   // Once the other writer is done, the same command works.
-  r = Run(dir, {"import", "--format", "openai-chat", dir.File("t.json"), "--session", "b", "--db",
-                db},
+  r = Run(dir,
+          {"import", "--format", "openai-chat", dir.File("t.json"), "--session", "b", "--db", db},
           {"RECAP_BUSY_TIMEOUT_MS=300"});
   INFO(r.err);
   CHECK(r.exit == 0);
@@ -728,14 +732,18 @@ TEST_CASE("R13 a database another process holds is waited for, then refused in t
   CHECK(LastJsonLine(r.out).at("sessions").size() == 2);
 }
 
-TEST_CASE("R13.2 an openai-chat content part type recap does not know is imported and exported back as it came", "[cli]") {
+TEST_CASE(
+    "R13.2 an openai-chat content part type recap does not know is imported and exported back as "
+    "it came",
+    "[cli]") {
   TempDir dir("recap-cli-unknown");
   const std::string db = dir.File("s.db");
-  const std::string part = R"({"type": "video_url", "video_url": {"url": "https://x/v.mp4", "fps": 2.50}})";
+  const std::string part =
+      R"({"type": "video_url", "video_url": {"url": "https://x/v.mp4", "fps": 2.50}})";
   Write(dir.File("u.json"), R"([{"role": "user", "content": [{"type": "text", "text": "look"}, )" +
                                 part + R"(]}, {"role": "assistant", "content": "seen"}])");
-  Ran r = Run(dir, {"import", "--format", "openai-chat", dir.File("u.json"), "--session", "u",
-                    "--db", db});
+  Ran r = Run(
+      dir, {"import", "--format", "openai-chat", dir.File("u.json"), "--session", "u", "--db", db});
   INFO(r.err);
   REQUIRE(r.exit == 0);
   CHECK(r.err.find("DecodeOptions") == std::string::npos);

@@ -91,10 +91,11 @@ std::string MakeDb(const TempDir& dir, const std::string& name = "s.db") {
   Json messages = Json::array();
   messages.push_back({{"role", "system"}, {"content", "You are a helpful assistant."}});
   for (int i = 1; i <= 8; ++i) {
-    messages.push_back({{"role", "user"}, {"content", "Question " + std::to_string(i) + ": " +
-                                                          std::string(400, 'q')}});
-    messages.push_back({{"role", "assistant"}, {"content", "Answer " + std::to_string(i) + ": " +
-                                                               std::string(400, 'a')}});
+    messages.push_back(
+        {{"role", "user"},
+         {"content", "Question " + std::to_string(i) + ": " + std::string(400, 'q')}});
+    messages.push_back({{"role", "assistant"},
+                        {"content", "Answer " + std::to_string(i) + ": " + std::string(400, 'a')}});
   }
   const std::string file = dir.File("t.json");
   std::ofstream(file) << messages.dump();
@@ -115,10 +116,11 @@ std::string BaseUrlFor(const std::string& server_url, int protocol) {
 
 std::vector<std::string> Compact(const std::string& db, int protocol, const std::string& base,
                                  std::vector<std::string> more = {}) {
-  std::vector<std::string> a = {"compact",   "--session", "s",       "--db",
-                                db,          "--keep-turns", "1",    "--provider",
-                                ProviderFlag(protocol), "--base-url", base,
-                                "--model",   "test-model"};
+  std::vector<std::string> a = {"compact",    "--session",  "s",
+                                "--db",       db,           "--keep-turns",
+                                "1",          "--provider", ProviderFlag(protocol),
+                                "--base-url", base,         "--model",
+                                "test-model"};
   a.insert(a.end(), more.begin(), more.end());
   return a;
 }
@@ -133,15 +135,16 @@ std::string ErrorBody(int protocol, const std::string& message) {
 }
 
 std::string OkReply(const std::string& text) {
-  return Json{{"choices",
-               {{{"message", {{"role", "assistant"}, {"content", text}}},
-                 {"finish_reason", "stop"}}}}}
+  return Json{
+      {"choices",
+       {{{"message", {{"role", "assistant"}, {"content", text}}}, {"finish_reason", "stop"}}}}}
       .dump();
 }
 
 // The two CA variables the command reads, set as given ("" is unset for the command): the
 // machine running the tests may have set either for its own tools.
-std::vector<std::string> CaEnv(const std::string& curl_ca_bundle, const std::string& ssl_cert_file) {
+std::vector<std::string> CaEnv(const std::string& curl_ca_bundle,
+                               const std::string& ssl_cert_file) {
   return {"CURL_CA_BUNDLE=" + curl_ca_bundle, "SSL_CERT_FILE=" + ssl_cert_file};
 }
 
@@ -157,7 +160,10 @@ void CheckCommandWords(const std::string& text) {
 
 }  // namespace
 
-TEST_CASE("R13.3 the command shows no 8 characters of a key the server echoes, on stderr or in --json, all three protocols", "[cli][http]") {
+TEST_CASE(
+    "R13.3 the command shows no 8 characters of a key the server echoes, on stderr or in --json, "
+    "all three protocols",
+    "[cli][http]") {
   TempDir dir("recap-cli-http");
   const std::string db = MakeDb(dir);
   for (int protocol = 0; protocol < 3; ++protocol) {
@@ -192,12 +198,15 @@ TEST_CASE("R13.3 the command shows no 8 characters of a key the server echoes, o
   }
 }
 
-TEST_CASE("R13.4 --base-url http:// to a host that is not loopback, with a key, is a usage error naming --allow-insecure-http, and nothing is sent", "[cli][http]") {
+TEST_CASE(
+    "R13.4 --base-url http:// to a host that is not loopback, with a key, is a usage error naming "
+    "--allow-insecure-http, and nothing is sent",
+    "[cli][http]") {
   TempDir dir("recap-cli-http");
   const std::string db = MakeDb(dir);
-  Ran r = Run(dir,
-              Compact(db, 0, "http://10.9.8.7/v1", {"--api-key-env", "RECAP_TEST_CLI_HTTP_KEY"}),
-              {kKeyEnv});
+  Ran r =
+      Run(dir, Compact(db, 0, "http://10.9.8.7/v1", {"--api-key-env", "RECAP_TEST_CLI_HTTP_KEY"}),
+          {kKeyEnv});
   INFO(r.err);
   CHECK(r.exit == 2);
   CHECK(r.err.find("--allow-insecure-http") != std::string::npos);
@@ -211,7 +220,8 @@ TEST_CASE("R13.4 --base-url http:// to a host that is not loopback, with a key, 
     return;
   }
   HttpTestServer server(address);
-  server.SetDefault(ScriptedHttpResponse::Json(200, OkReply("Checkpoint: the user asked eight questions.")));
+  server.SetDefault(
+      ScriptedHttpResponse::Json(200, OkReply("Checkpoint: the user asked eight questions.")));
   const std::string base = server.BaseUrl() + "/v1";
   r = Run(dir, Compact(db, 0, base, {"--api-key-env", "RECAP_TEST_CLI_HTTP_KEY", "--json"}),
           {kKeyEnv});
@@ -219,17 +229,20 @@ TEST_CASE("R13.4 --base-url http:// to a host that is not loopback, with a key, 
   CHECK(r.out.find("--allow-insecure-http") != std::string::npos);
   CHECK(server.connection_count() == 0);
   // With the flag, the key goes (the user said the network is theirs).
-  r = Run(dir,
-          Compact(db, 0, base,
-                  {"--api-key-env", "RECAP_TEST_CLI_HTTP_KEY", "--allow-insecure-http"}),
-          {kKeyEnv});
+  r = Run(
+      dir,
+      Compact(db, 0, base, {"--api-key-env", "RECAP_TEST_CLI_HTTP_KEY", "--allow-insecure-http"}),
+      {kKeyEnv});
   INFO(r.err);
   CHECK(r.exit == 0);
   REQUIRE(server.request_count() >= 1);
   CHECK(server.Requests().back().Header("authorization") == "Bearer " + kKey);
 }
 
-TEST_CASE("R13.4 --timeout-ms ends the wait for a server that never answers, and the message names the flag", "[cli][http]") {
+TEST_CASE(
+    "R13.4 --timeout-ms ends the wait for a server that never answers, and the message names the "
+    "flag",
+    "[cli][http]") {
   TempDir dir("recap-cli-http");
   const std::string db = MakeDb(dir);
   HttpTestServer server;
@@ -246,7 +259,8 @@ TEST_CASE("R13.4 --timeout-ms ends the wait for a server that never answers, and
   CheckCommandWords(r.err);
 }
 
-TEST_CASE("R13.4 --connect-timeout-ms ends the wait for a connection that is never accepted", "[cli][http]") {
+TEST_CASE("R13.4 --connect-timeout-ms ends the wait for a connection that is never accepted",
+          "[cli][http]") {
   TempDir dir("recap-cli-http");
   const std::string db = MakeDb(dir);
   recap::testing::UnansweredLoopbackPort port;
@@ -273,7 +287,8 @@ TEST_CASE("R13.4 bad provider flags are usage errors in the command's words", "[
       {Compact(db, 0, "ftp://example.com/v1"), "--base-url"},
       {Compact(db, 0, "http://127.0.0.1/v1?x=1"), "--base-url"},
       {Compact(db, 0, "127.0.0.1:8080"), "must start with http:// or https://"},
-      {Compact(db, 0, ok_base, {"--timeout-ms", "0"}), "--timeout-ms wants a number of milliseconds"},
+      {Compact(db, 0, ok_base, {"--timeout-ms", "0"}),
+       "--timeout-ms wants a number of milliseconds"},
       {Compact(db, 0, ok_base, {"--timeout-ms", "ten"}), "--timeout-ms wants"},
       {Compact(db, 0, ok_base, {"--timeout-ms", "3600001"}), "from 1 to 3600000"},
       {Compact(db, 0, ok_base, {"--connect-timeout-ms", "-5"}), "--connect-timeout-ms wants"},
@@ -303,7 +318,10 @@ TEST_CASE("R13.4 bad provider flags are usage errors in the command's words", "[
 }
 
 #if RECAP_TEST_HAVE_TLS
-TEST_CASE("R13.4 --ca-path, $CURL_CA_BUNDLE and $SSL_CERT_FILE verify a server with a private CA, and a wrong CA fails naming --ca-path", "[cli][http]") {
+TEST_CASE(
+    "R13.4 --ca-path, $CURL_CA_BUNDLE and $SSL_CERT_FILE verify a server with a private CA, and a "
+    "wrong CA fails naming --ca-path",
+    "[cli][http]") {
   TempDir dir("recap-cli-http");
   const std::string db = MakeDb(dir);
   const recap::testing::TestPki pki = recap::testing::MakeTestPki(dir.path());
@@ -356,7 +374,10 @@ TEST_CASE("R13.4 --ca-path, $CURL_CA_BUNDLE and $SSL_CERT_FILE verify a server w
 }
 #endif
 
-TEST_CASE("R13.4 while the command waits on the model a terminal shows what it waits for and the default time-out, a pipe shows nothing", "[cli][http]") {
+TEST_CASE(
+    "R13.4 while the command waits on the model a terminal shows what it waits for and the default "
+    "time-out, a pipe shows nothing",
+    "[cli][http]") {
   TempDir dir("recap-cli-http");
   const std::string db = MakeDb(dir);
   HttpTestServer server;
@@ -367,9 +388,10 @@ TEST_CASE("R13.4 while the command waits on the model a terminal shows what it w
   Ran r = RunOnTerminal(dir, Compact(db, 0, server.BaseUrl() + "/v1"));
   INFO(r.err);
   CHECK(r.exit == 0);
-  CHECK(r.err.find("waiting for openai (up to 120 s a request; --timeout-ms)") != std::string::npos);
-  r = RunOnTerminal(dir, Compact(MakeDb(dir, "t2.db"), 0, server.BaseUrl() + "/v1",
-                                 {"--timeout-ms", "30000"}));
+  CHECK(r.err.find("waiting for openai (up to 120 s a request; --timeout-ms)") !=
+        std::string::npos);
+  r = RunOnTerminal(
+      dir, Compact(MakeDb(dir, "t2.db"), 0, server.BaseUrl() + "/v1", {"--timeout-ms", "30000"}));
   CHECK(r.exit == 0);
   CHECK(r.err.find("waiting for openai (up to 30 s a request") != std::string::npos);
   r = Run(dir, Compact(MakeDb(dir, "t3.db"), 0, server.BaseUrl() + "/v1"));

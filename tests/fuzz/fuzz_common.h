@@ -20,13 +20,13 @@
 
 #include "recap/recap.h"
 
-#define RECAP_FUZZ_REQUIRE(condition, what)                                            \
-  do {                                                                                 \
-    if (!(condition)) {                                                                \
-      std::fprintf(stderr, "fuzz invariant broken at %s:%d: %s\n  (%s)\n", __FILE__,   \
-                   __LINE__, what, #condition);                                        \
-      std::abort();                                                                    \
-    }                                                                                  \
+#define RECAP_FUZZ_REQUIRE(condition, what)                                                    \
+  do {                                                                                         \
+    if (!(condition)) {                                                                        \
+      std::fprintf(stderr, "fuzz invariant broken at %s:%d: %s\n  (%s)\n", __FILE__, __LINE__, \
+                   what, #condition);                                                          \
+      std::abort();                                                                            \
+    }                                                                                          \
   } while (0)
 
 namespace recap_fuzz {

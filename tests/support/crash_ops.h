@@ -50,12 +50,26 @@ class OpRng {
 
 // `code_points` code points of valid UTF-8: ASCII words with 2-, 3- and 4-byte characters.
 inline std::string OpText(OpRng& rng, std::size_t code_points) {
-  static const char* const kPieces[] = {"a", "b", "c", "d", "e", " ", " ", "\n", "\xC3\xA9",
-                                        "\xC3\x9F", "\xE4\xB8\xAD", "\xE2\x82\xAC",
-                                        "\xF0\x9F\x98\x80", "\xF0\x9D\x84\x9E", "\"", "\\"};
+  static const char* const kPieces[] = {"a",
+                                        "b",
+                                        "c",
+                                        "d",
+                                        "e",
+                                        " ",
+                                        " ",
+                                        "\n",
+                                        "\xC3\xA9",
+                                        "\xC3\x9F",
+                                        "\xE4\xB8\xAD",
+                                        "\xE2\x82\xAC",
+                                        "\xF0\x9F\x98\x80",
+                                        "\xF0\x9D\x84\x9E",
+                                        "\"",
+                                        "\\"};
   std::string s;
   s.reserve(code_points * 2);
-  for (std::size_t i = 0; i < code_points; ++i) s += kPieces[rng.Below(sizeof kPieces / sizeof kPieces[0])];
+  for (std::size_t i = 0; i < code_points; ++i)
+    s += kPieces[rng.Below(sizeof kPieces / sizeof kPieces[0])];
   return s;
 }
 
@@ -85,9 +99,11 @@ inline Op MakeOp(std::uint64_t seed, std::uint64_t k, const Transcript& t) {
   if (k % 6 == 5 && t.size() >= 4) {
     op.kind = OpKind::kCompact;
     const std::size_t n = t.size() / 2 + static_cast<std::size_t>(rng.Below(t.size() / 4 + 1));
-    for (std::size_t i = 0; i < n && i + 1 < t.size(); ++i) op.compaction.replaced.push_back(t[i].id);
+    for (std::size_t i = 0; i < n && i + 1 < t.size(); ++i)
+      op.compaction.replaced.push_back(t[i].id);
     op.compaction.expected_version = k;
-    op.compaction.checkpoint = Message::UserText("Checkpoint of op " + ks + ": " + OpText(rng, 200));
+    op.compaction.checkpoint =
+        Message::UserText("Checkpoint of op " + ks + ": " + OpText(rng, 200));
     op.compaction.checkpoint.summary = true;
     op.compaction.checkpoint.id = "c" + ks;
     op.compaction.reason = "auto";
@@ -117,7 +133,8 @@ inline Op MakeOp(std::uint64_t seed, std::uint64_t k, const Transcript& t) {
   const std::size_t count = 1 + static_cast<std::size_t>(rng.Below(3));
   for (std::size_t j = 0; j < count; ++j) {
     const std::size_t size = rng.Below(16) == 0 ? 5000 + rng.Below(25000) : 30 + rng.Below(370);
-    Message m = j % 2 == 0 ? Message::UserText(OpText(rng, size)) : Message::AssistantText(OpText(rng, size));
+    Message m = j % 2 == 0 ? Message::UserText(OpText(rng, size))
+                           : Message::AssistantText(OpText(rng, size));
     if (j % 2 == 1 && rng.Below(4) == 0) {
       m.parts.insert(m.parts.begin(),
                      Opaque{"thinking",

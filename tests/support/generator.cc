@@ -21,35 +21,73 @@ using recap::ToolResult;
 // Character pools (each entry one code point, UTF-8).
 
 const std::vector<std::string_view> kWords = {
-    "the",    "file",   "error",  "build",  "path",    "src",     "main",   "config", "value",
-    "test",   "return", "index",  "result", "data",    "user",    "request", "tool",  "json",
-    "line",   "module", "import", "class",  "struct",  "vector",  "string", "ok",     "failed",
-    "cannot", "open",   "read",   "write",  "commit",  "branch",  "merge",  "patch",  "diff",
-    "flight", "seat",   "refund", "booking", "airport", "payment", "a",     "I",      "we",
-    "is",     "was",    "will",   "not",    "with",    "from",    "into",   "then",   "when"};
-const std::vector<std::string_view> kTwoByte = {"é", "ü", "ñ", "ß", "ø", "å", "ç", "Ω", "π",
-                                                "д", "ж", "λ", "ł", "ő", "\xC2\x80", "\xDF\xBF"};
-const std::vector<std::string_view> kThreeByte = {
-    "€", "✓", "→", "中", "文", "字", "日", "本", "한", "글", "ー", "…", "∑", "√", "★",
-    "\xE0\xA0\x80" /* U+0800 */, "\xED\x9F\xBF" /* U+D7FF */, "\xEE\x80\x80" /* U+E000 */,
-    "\xEF\xBB\xBF" /* BOM */, "\xEF\xBF\xBD" /* U+FFFD */, "\xEF\xBF\xBF" /* U+FFFF */};
-const std::vector<std::string_view> kFourByte = {
-    "😀", "𝄞", "🎉", "🚀", "𐍈", "🤖", "👍", "🧪", "𠜎", "𝕏",
-    "\xF0\x90\x80\x80" /* U+10000 */, "\xF4\x8F\xBF\xBF" /* U+10FFFF */};
-const std::vector<std::string_view> kCodePunct = {"{", "}", "(", ")", ";", "\"", "'", "\\", "\t",
-                                                  "\n", "=", "<", ">", "/", "*", "#", ":", ",",
-                                                  "[", "]", "&", "|", "$", "%", "`", "~"};
-const std::vector<std::string_view> kPunct = {" ", " ", " ", " ", ",", ".", "\n", "!", "?", "-",
-                                              "\r\n" /* 2 code points, handled */};
+    "the",    "file",   "error",  "build",   "path",    "src",     "main",    "config", "value",
+    "test",   "return", "index",  "result",  "data",    "user",    "request", "tool",   "json",
+    "line",   "module", "import", "class",   "struct",  "vector",  "string",  "ok",     "failed",
+    "cannot", "open",   "read",   "write",   "commit",  "branch",  "merge",   "patch",  "diff",
+    "flight", "seat",   "refund", "booking", "airport", "payment", "a",       "I",      "we",
+    "is",     "was",    "will",   "not",     "with",    "from",    "into",    "then",   "when"};
+const std::vector<std::string_view> kTwoByte = {
+    "é", "ü", "ñ", "ß", "ø", "å", "ç", "Ω", "π", "д", "ж", "λ", "ł", "ő", "\xC2\x80", "\xDF\xBF"};
+const std::vector<std::string_view> kThreeByte = {"€",
+                                                  "✓",
+                                                  "→",
+                                                  "中",
+                                                  "文",
+                                                  "字",
+                                                  "日",
+                                                  "本",
+                                                  "한",
+                                                  "글",
+                                                  "ー",
+                                                  "…",
+                                                  "∑",
+                                                  "√",
+                                                  "★",
+                                                  "\xE0\xA0\x80" /* U+0800 */,
+                                                  "\xED\x9F\xBF" /* U+D7FF */,
+                                                  "\xEE\x80\x80" /* U+E000 */,
+                                                  "\xEF\xBB\xBF" /* BOM */,
+                                                  "\xEF\xBF\xBD" /* U+FFFD */,
+                                                  "\xEF\xBF\xBF" /* U+FFFF */};
+const std::vector<std::string_view> kFourByte = {"😀",
+                                                 "𝄞",
+                                                 "🎉",
+                                                 "🚀",
+                                                 "𐍈",
+                                                 "🤖",
+                                                 "👍",
+                                                 "🧪",
+                                                 "𠜎",
+                                                 "𝕏",
+                                                 "\xF0\x90\x80\x80" /* U+10000 */,
+                                                 "\xF4\x8F\xBF\xBF" /* U+10FFFF */};
+const std::vector<std::string_view> kCodePunct = {"{",  "}", "(", ")", ";", "\"", "'", "\\", "\t",
+                                                  "\n", "=", "<", ">", "/", "*",  "#", ":",  ",",
+                                                  "[",  "]", "&", "|", "$", "%",  "`", "~"};
+const std::vector<std::string_view> kPunct = {
+    " ", " ", " ", " ", ",", ".", "\n", "!", "?", "-", "\r\n" /* 2 code points, handled */};
 const std::string_view kCombiningAcute = "\xCC\x81";  // U+0301
 const std::string_view kZwj = "\xE2\x80\x8D";         // U+200D
 
-const std::vector<std::string_view> kToolNames = {
-    "bash",       "read_file",          "write_file",          "edit",
-    "grep",       "glob",               "list_dir",            "web_fetch",
-    "python",     "str_replace_editor", "think",               "TodoWrite",
-    "get_reservation_details",          "search_direct_flight", "update_reservation_flights",
-    "mcp__github__create_issue",        "outil_données",       "检索"};
+const std::vector<std::string_view> kToolNames = {"bash",
+                                                  "read_file",
+                                                  "write_file",
+                                                  "edit",
+                                                  "grep",
+                                                  "glob",
+                                                  "list_dir",
+                                                  "web_fetch",
+                                                  "python",
+                                                  "str_replace_editor",
+                                                  "think",
+                                                  "TodoWrite",
+                                                  "get_reservation_details",
+                                                  "search_direct_flight",
+                                                  "update_reservation_flights",
+                                                  "mcp__github__create_issue",
+                                                  "outil_données",
+                                                  "检索"};
 
 const char kBase62[] = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 const char kBase64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -176,7 +214,8 @@ std::string RandomText(Rng& rng, std::size_t code_points, TextStyle style) {
   auto punct = [&] {
     std::string_view p = rng.Pick(kPunct);
     if (p == "\r\n") {
-      if (n + 2 > code_points) p = " ";
+      if (n + 2 > code_points)
+        p = " ";
       else {
         out += p;
         n += 2;
@@ -221,18 +260,26 @@ std::string RandomText(Rng& rng, std::size_t code_points, TextStyle style) {
       }
       case TextStyle::kCjk: {
         const auto r = rng.Below(10);
-        if (r < 7) put(rng.Pick(kThreeByte));
-        else if (r < 8) put(rng.Pick(kFourByte));
-        else if (r < 9) word();
-        else punct();
+        if (r < 7)
+          put(rng.Pick(kThreeByte));
+        else if (r < 8)
+          put(rng.Pick(kFourByte));
+        else if (r < 9)
+          word();
+        else
+          punct();
         break;
       }
       case TextStyle::kCode: {
         const auto r = rng.Below(12);
-        if (r < 6) word();
-        else if (r < 10) put(rng.Pick(kCodePunct));
-        else if (r < 11) put(rng.Pick(kTwoByte));
-        else put(rng.Pick(kFourByte));
+        if (r < 6)
+          word();
+        else if (r < 10)
+          put(rng.Pick(kCodePunct));
+        else if (r < 11)
+          put(rng.Pick(kTwoByte));
+        else
+          put(rng.Pick(kFourByte));
         break;
       }
       case TextStyle::kAnyMix: {
@@ -253,8 +300,10 @@ std::string RandomText(Rng& rng, std::size_t code_points, TextStyle style) {
             if (n < code_points) put("🚀");
             break;
           default:
-            if (rng.OneIn(4)) put(std::string_view("\0", 1));
-            else put(rng.Pick(kFourByte));
+            if (rng.OneIn(4))
+              put(std::string_view("\0", 1));
+            else
+              put(rng.Pick(kFourByte));
             break;
         }
         break;
@@ -285,9 +334,7 @@ void AppendJsonString(Rng& rng, std::string& out, std::string_view text, double 
       case '\r': out += "\\r"; break;
       case '\b': out += "\\b"; break;
       case '\f': out += "\\f"; break;
-      case '/':
-        out += rng.Chance(optional_escapes) ? "\\/" : "/";
-        break;
+      case '/': out += rng.Chance(optional_escapes) ? "\\/" : "/"; break;
       default:
         if (cp < 0x20) {
           out += "\\u";
@@ -315,10 +362,10 @@ void AppendJsonString(Rng& rng, std::string& out, std::string_view text, double 
 }
 
 const std::vector<std::string_view> kKeys = {
-    "command", "path",    "content", "pattern",     "query",   "options", "recursive",
-    "lines",   "timeout", "env",     "args",        "old_string", "new_string", "description",
-    "limit",   "offset",  "flags",   "meta",        "reservation_id", "user_id", "items",
-    "naïve_key", "ключ", "😀"};
+    "command",        "path",        "content", "pattern",   "query", "options",
+    "recursive",      "lines",       "timeout", "env",       "args",  "old_string",
+    "new_string",     "description", "limit",   "offset",    "flags", "meta",
+    "reservation_id", "user_id",     "items",   "naïve_key", "ключ",  "😀"};
 
 struct JsonWriter {
   Rng& rng;
@@ -347,8 +394,13 @@ struct JsonWriter {
   void Number(std::string& out) {
     char buf[64];
     switch (rng.Below(6)) {
-      case 0: std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(rng.Between(-5, 5))); break;
-      case 1: std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(rng.Between(-1000000000, 1000000000))); break;
+      case 0:
+        std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(rng.Between(-5, 5)));
+        break;
+      case 1:
+        std::snprintf(buf, sizeof buf, "%lld",
+                      static_cast<long long>(rng.Between(-1000000000, 1000000000)));
+        break;
       // Arguments of one call are evaluated in an unspecified order: draw them first.
       case 2: {
         const auto whole = static_cast<long long>(rng.Between(-999, 999));
@@ -362,7 +414,9 @@ struct JsonWriter {
         std::snprintf(buf, sizeof buf, "%de%d", mantissa, exponent);
         break;
       }
-      case 4: std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(rng.Next() >> 12)); break;
+      case 4:
+        std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(rng.Next() >> 12));
+        break;
       default: std::snprintf(buf, sizeof buf, "0"); break;
     }
     out += buf;
@@ -370,12 +424,18 @@ struct JsonWriter {
 
   void Value(std::string& out, int depth) {
     const auto r = rng.Below(20);
-    if (depth < 4 && r < 3) Object(out, depth, rng.Size(0, 4));
-    else if (depth < 4 && r < 6) Array(out, depth);
-    else if (r < 13) String(out);
-    else if (r < 17) Number(out);
-    else if (r < 19) out += rng.OneIn(2) ? "true" : "false";
-    else out += "null";
+    if (depth < 4 && r < 3)
+      Object(out, depth, rng.Size(0, 4));
+    else if (depth < 4 && r < 6)
+      Array(out, depth);
+    else if (r < 13)
+      String(out);
+    else if (r < 17)
+      Number(out);
+    else if (r < 19)
+      out += rng.OneIn(2) ? "true" : "false";
+    else
+      out += "null";
   }
 
   void Array(std::string& out, int depth) {
@@ -456,9 +516,7 @@ std::string RandomJsonArguments(Rng& rng, std::size_t approx_code_points, bool p
         }
         out += ']';
         return out;
-      default:
-        w.Number(out);
-        return out;
+      default: w.Number(out); return out;
     }
   }
   // Split the size over 0..3 long strings; the skeleton adds a little.
@@ -491,8 +549,7 @@ std::string RandomInvalidJson(Rng& rng, std::size_t approx_code_points) {
       std::size_t cut = cps > 1 ? rng.Size(0, cps - 2) : 0;
       return full.substr(0, offsets[cut]);
     }
-    case 1:
-      return "{'path': '" + RandomText(rng, approx_code_points, TextStyle::kMixed) + "'}";
+    case 1: return "{'path': '" + RandomText(rng, approx_code_points, TextStyle::kMixed) + "'}";
     case 2:
       return "{\"command\": \"" + RandomText(rng, approx_code_points, TextStyle::kAscii) + "\",}";
     case 3:
@@ -502,9 +559,9 @@ std::string RandomInvalidJson(Rng& rng, std::size_t approx_code_points) {
       return "{\"content\": \"line one\nline two " +
              RandomText(rng, approx_code_points, TextStyle::kMixed) + "\"}";
     case 5:
-      return "{\"x\": NaN, \"y\": \"" + RandomText(rng, approx_code_points, TextStyle::kAscii) + "\"}";
-    default:
-      return "";
+      return "{\"x\": NaN, \"y\": \"" + RandomText(rng, approx_code_points, TextStyle::kAscii) +
+             "\"}";
+    default: return "";
   }
 }
 
@@ -527,11 +584,14 @@ class Builder {
     }
     if (rng_.Chance(o_.leading_orphan)) Orphan(rng_.Chance(o_.anthropic_results));
     if (rng_.Chance(o_.leading_assistant)) {
-      if (rng_.OneIn(2)) AssistantText();
-      else Round(false, false);
+      if (rng_.OneIn(2))
+        AssistantText();
+      else
+        Round(false, false);
     }
 
-    const int turns = static_cast<int>(rng_.Between(o_.min_turns, std::max(o_.min_turns, o_.max_turns)));
+    const int turns =
+        static_cast<int>(rng_.Between(o_.min_turns, std::max(o_.min_turns, o_.max_turns)));
     // Uncertain calls: one turn gets one round that lacks results.
     int uncertain_turn = -1;
     bool uncertain_all = false;
@@ -553,12 +613,15 @@ class Builder {
         UserTurnStart();
         if (rng_.Chance(o_.double_user)) UserTurnStart();
       }
-      int rounds = static_cast<int>(std::min(rng_.Below(static_cast<std::uint64_t>(o_.max_rounds_per_turn) + 1),
-                                             rng_.Below(static_cast<std::uint64_t>(o_.max_rounds_per_turn) + 1)));
+      int rounds = static_cast<int>(
+          std::min(rng_.Below(static_cast<std::uint64_t>(o_.max_rounds_per_turn) + 1),
+                   rng_.Below(static_cast<std::uint64_t>(o_.max_rounds_per_turn) + 1)));
       int uncertain_round = -1;
       if (ti == uncertain_turn) {
         if (rounds == 0) rounds = 1;
-        uncertain_round = uncertain_all ? rounds - 1 : static_cast<int>(rng_.Below(static_cast<std::uint64_t>(rounds)));
+        uncertain_round = uncertain_all
+                              ? rounds - 1
+                              : static_cast<int>(rng_.Below(static_cast<std::uint64_t>(rounds)));
       }
       bool crashed = false;
       for (int ri = 0; ri < rounds; ++ri) {
@@ -657,7 +720,8 @@ class Builder {
     o.kind = "server_tool_use";
     o.link = OpaqueLink::kCall;
     o.link_id = id;
-    o.payload = R"({"type":"server_tool_use","id":")" + id + R"(","name":"web_search","input":{"query":)";
+    o.payload =
+        R"({"type":"server_tool_use","id":")" + id + R"(","name":"web_search","input":{"query":)";
     AppendJsonString(rng_, o.payload, SomeText(rng_.Size(1, 60)), 0.1);
     o.payload += "}}";
     return o;
@@ -706,8 +770,10 @@ class Builder {
       if (rng_.OneIn(20)) m.parts.push_back(TextPart(TextSize()));  // several texts
       if (rng_.Chance(o_.image)) {
         Opaque img = Image();
-        if (rng_.OneIn(2)) m.parts.insert(m.parts.begin(), std::move(img));
-        else m.parts.push_back(std::move(img));
+        if (rng_.OneIn(2))
+          m.parts.insert(m.parts.begin(), std::move(img));
+        else
+          m.parts.push_back(std::move(img));
       }
     }
     m.form = m.parts.size() == 1 && std::holds_alternative<Text>(m.parts[0]) && rng_.OneIn(2)
@@ -740,8 +806,10 @@ class Builder {
     if (rng_.Chance(o_.result_extra_items)) {
       const std::size_t n = rng_.Size(2, 4);
       for (std::size_t i = 0; i < n; ++i) {
-        if (rng_.OneIn(3)) r.content.push_back(Image());
-        else r.content.push_back(Text{SomeText(ResultSize()), {}});
+        if (rng_.OneIn(3))
+          r.content.push_back(Image());
+        else
+          r.content.push_back(Text{SomeText(ResultSize()), {}});
       }
       r.form = recap::ContentForm::kList;
     } else if (rng_.OneIn(30)) {
@@ -820,7 +888,8 @@ class Builder {
 
     std::vector<std::string> order = ids;
     rng_.Shuffle(order);
-    if (drop_one && !order.empty()) order.erase(order.begin() + static_cast<std::ptrdiff_t>(rng_.Below(order.size())));
+    if (drop_one && !order.empty())
+      order.erase(order.begin() + static_cast<std::ptrdiff_t>(rng_.Below(order.size())));
 
     // Result messages, built first so that an orphan can be inserted among them.
     std::vector<Message> results;
@@ -829,8 +898,10 @@ class Builder {
         std::vector<std::vector<std::string>> groups(1);
         if (order.size() >= 2 && rng_.Chance(o_.split_results)) {
           const std::size_t cut = rng_.Size(1, order.size() - 1);
-          groups.assign({std::vector<std::string>(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(cut)),
-                         std::vector<std::string>(order.begin() + static_cast<std::ptrdiff_t>(cut), order.end())});
+          groups.assign({std::vector<std::string>(order.begin(),
+                                                  order.begin() + static_cast<std::ptrdiff_t>(cut)),
+                         std::vector<std::string>(order.begin() + static_cast<std::ptrdiff_t>(cut),
+                                                  order.end())});
         } else {
           groups[0] = order;
         }
@@ -840,8 +911,10 @@ class Builder {
           for (const auto& id : g) m.parts.push_back(Result(id));
           if (rng_.Chance(o_.text_with_results)) {
             Text t = TextPart(TextSize());
-            if (rng_.OneIn(2)) m.parts.push_back(std::move(t));
-            else m.parts.insert(m.parts.begin(), std::move(t));
+            if (rng_.OneIn(2))
+              m.parts.push_back(std::move(t));
+            else
+              m.parts.insert(m.parts.begin(), std::move(t));
           }
           m.form = recap::ContentForm::kList;
           results.push_back(std::move(m));
@@ -874,7 +947,8 @@ class Builder {
     }
     if (candidates.empty()) return;
     Message& m = out_[rng_.Pick(candidates)];
-    const std::size_t size = rng_.LogSize(o_.huge_min, (o_.huge_min + o_.huge_max) / 4, o_.huge_max);
+    const std::size_t size =
+        rng_.LogSize(o_.huge_min, (o_.huge_min + o_.huge_max) / 4, o_.huge_max);
     const TextStyle style = rng_.OneIn(3) ? RandomStyle(rng_, 0.6, 0.3) : TextStyle::kAscii;
     for (auto& part : m.parts) {
       if (auto* t = std::get_if<Text>(&part)) {
@@ -918,14 +992,36 @@ GeneratorOptions JitterOptions(Rng& rng, const GeneratorOptions& base) {
   o.max_turns = static_cast<int>(rng.Between(o.min_turns, std::max(o.min_turns, base.max_turns)));
   o.max_rounds_per_turn = static_cast<int>(rng.Between(0, base.max_rounds_per_turn));
   o.max_parallel_calls = static_cast<int>(rng.Between(1, std::max(1, base.max_parallel_calls)));
-  for (double* p : {&o.anthropic_results, &o.text_with_results, &o.split_results, &o.orphan_result,
-                    &o.leading_orphan, &o.uncertain_call, &o.thinking, &o.redacted_thinking,
-                    &o.assistant_text_with_calls, &o.image, &o.image_only_user, &o.server_tool,
-                    &o.split_server_tool, &o.leading_summary, &o.leading_assistant, &o.mid_system,
-                    &o.assistant_reply, &o.double_user, &o.interleaved_text, &o.empty_text,
-                    &o.multibyte, &o.dense_4byte, &o.invalid_json_arguments,
-                    &o.non_object_arguments, &o.pretty_arguments, &o.result_extra_items,
-                    &o.is_error, &o.reuse_call_ids, &o.no_turns, &o.huge_item}) {
+  for (double* p : {&o.anthropic_results,
+                    &o.text_with_results,
+                    &o.split_results,
+                    &o.orphan_result,
+                    &o.leading_orphan,
+                    &o.uncertain_call,
+                    &o.thinking,
+                    &o.redacted_thinking,
+                    &o.assistant_text_with_calls,
+                    &o.image,
+                    &o.image_only_user,
+                    &o.server_tool,
+                    &o.split_server_tool,
+                    &o.leading_summary,
+                    &o.leading_assistant,
+                    &o.mid_system,
+                    &o.assistant_reply,
+                    &o.double_user,
+                    &o.interleaved_text,
+                    &o.empty_text,
+                    &o.multibyte,
+                    &o.dense_4byte,
+                    &o.invalid_json_arguments,
+                    &o.non_object_arguments,
+                    &o.pretty_arguments,
+                    &o.result_extra_items,
+                    &o.is_error,
+                    &o.reuse_call_ids,
+                    &o.no_turns,
+                    &o.huge_item}) {
     *p = Jitter(rng, *p);
   }
   o.text_median = JitterSize(rng, base.text_median);

@@ -55,7 +55,8 @@ class Rng {
   // Uniform in [lo, hi] (inclusive); lo > hi yields lo.
   std::int64_t Between(std::int64_t lo, std::int64_t hi);
   std::size_t Size(std::size_t lo, std::size_t hi) {
-    return static_cast<std::size_t>(Between(static_cast<std::int64_t>(lo), static_cast<std::int64_t>(hi)));
+    return static_cast<std::size_t>(
+        Between(static_cast<std::int64_t>(lo), static_cast<std::int64_t>(hi)));
   }
   // Uniform double in [0, 1) with 53 random bits (exact, portable).
   double Unit();
@@ -117,42 +118,42 @@ struct GeneratorOptions {
   int max_parallel_calls = 4;   // calls in one assistant message (1..this, 1 likeliest)
 
   // ---- probabilities in [0, 1] ----
-  double anthropic_results = 0.4;       // per round: results as one user message of ToolResult parts
-  double text_with_results = 0.2;       // Anthropic results message also carries a user text
-  double split_results = 0.1;           // Anthropic results split over two user messages
-  double orphan_result = 0.05;          // per round: add a result whose call is absent
-  double leading_orphan = 0.03;         // per transcript: start with an orphan result
-  double uncertain_call = 0.0;          // per transcript: leave one call (or a whole round) unanswered
-  double thinking = 0.25;               // per round: signed thinking before the calls
-  double redacted_thinking = 0.05;      // per round: redacted thinking
+  double anthropic_results = 0.4;   // per round: results as one user message of ToolResult parts
+  double text_with_results = 0.2;   // Anthropic results message also carries a user text
+  double split_results = 0.1;       // Anthropic results split over two user messages
+  double orphan_result = 0.05;      // per round: add a result whose call is absent
+  double leading_orphan = 0.03;     // per transcript: start with an orphan result
+  double uncertain_call = 0.0;      // per transcript: leave one call (or a whole round) unanswered
+  double thinking = 0.25;           // per round: signed thinking before the calls
+  double redacted_thinking = 0.05;  // per round: redacted thinking
   double assistant_text_with_calls = 0.4;
-  double image = 0.08;                  // per user message: an image
-  double image_only_user = 0.02;        // per turn: the user message is only an image
-  double server_tool = 0.06;            // per round: a linked opaque server tool pair
-  double split_server_tool = 0.3;       // ... whose result comes in the next assistant message
-  double leading_summary = 0.1;         // per transcript: one or two checkpoint messages first
-  double leading_assistant = 0.03;      // per transcript: an assistant message before the first turn
-  double mid_system = 0.03;             // per turn: a system message before it
-  double assistant_reply = 0.8;         // per turn: a final assistant text
-  double double_user = 0.03;            // per turn: two consecutive user messages
-  double interleaved_text = 0.02;       // per round: an assistant text between calls and results
-  double empty_text = 0.05;             // per text: empty
-  double multibyte = 0.4;               // per text: a multi-byte style
-  double dense_4byte = 0.1;             // per text: dense 4-byte runs
+  double image = 0.08;              // per user message: an image
+  double image_only_user = 0.02;    // per turn: the user message is only an image
+  double server_tool = 0.06;        // per round: a linked opaque server tool pair
+  double split_server_tool = 0.3;   // ... whose result comes in the next assistant message
+  double leading_summary = 0.1;     // per transcript: one or two checkpoint messages first
+  double leading_assistant = 0.03;  // per transcript: an assistant message before the first turn
+  double mid_system = 0.03;         // per turn: a system message before it
+  double assistant_reply = 0.8;     // per turn: a final assistant text
+  double double_user = 0.03;        // per turn: two consecutive user messages
+  double interleaved_text = 0.02;   // per round: an assistant text between calls and results
+  double empty_text = 0.05;         // per text: empty
+  double multibyte = 0.4;           // per text: a multi-byte style
+  double dense_4byte = 0.1;         // per text: dense 4-byte runs
   double invalid_json_arguments = 0.05;
-  double non_object_arguments = 0.02;   // valid JSON that is a string, array or number
+  double non_object_arguments = 0.02;  // valid JSON that is a string, array or number
   double pretty_arguments = 0.2;
-  double result_extra_items = 0.1;      // several text and opaque items in one result
+  double result_extra_items = 0.1;  // several text and opaque items in one result
   double is_error = 0.1;
-  double reuse_call_ids = 0.0;          // per transcript: sequential call ids reused across rounds
-  double no_turns = 0.0;                // per transcript: no user text at all (only rounds)
+  double reuse_call_ids = 0.0;  // per transcript: sequential call ids reused across rounds
+  double no_turns = 0.0;        // per transcript: no user text at all (only rounds)
 
   // ---- sizes, in code points ----
-  std::size_t text_median = 120;        // user and assistant texts
-  std::size_t result_median = 400;      // tool result texts
-  std::size_t args_median = 120;        // tool-call arguments
-  std::size_t max_item_chars = 30000;   // upper bound of an ordinary item
-  double huge_item = 0.0;               // per transcript: one item of huge_min..huge_max
+  std::size_t text_median = 120;       // user and assistant texts
+  std::size_t result_median = 400;     // tool result texts
+  std::size_t args_median = 120;       // tool-call arguments
+  std::size_t max_item_chars = 30000;  // upper bound of an ordinary item
+  double huge_item = 0.0;              // per transcript: one item of huge_min..huge_max
   std::size_t huge_min = 100000;
   std::size_t huge_max = 2000000;
   // Draw many items over the reducer caps (tool results over 8000, texts over 16000, arguments

@@ -480,12 +480,12 @@ void HttpTestServer::Serve(Connection& c) {
     }
   }
   if (!cut && !r.repeat.empty()) {
-    const std::string out =
-        chunked ? Hex(r.repeat.size()) + "\r\n" + r.repeat + "\r\n" : r.repeat;
+    const std::string out = chunked ? Hex(r.repeat.size()) + "\r\n" + r.repeat + "\r\n" : r.repeat;
     // Without a delay, small repeats go out about 64 KiB at a time: a 13-byte keep-alive sent
     // one system call at a time took half a minute to reach 64 MiB under a sanitizer.
     const std::size_t per_send =
-        r.piece_delay.count() > 0 ? 1 : std::max<std::size_t>(1, (std::size_t{64} << 10) / out.size());
+        r.piece_delay.count() > 0 ? 1
+                                  : std::max<std::size_t>(1, (std::size_t{64} << 10) / out.size());
     std::string batch;
     for (std::size_t k = 0; k < per_send; ++k) batch += out;
     for (std::size_t i = 0; r.repeat_times == ScriptedHttpResponse::kForever || i < r.repeat_times;

@@ -4,9 +4,9 @@
 // (RECAP_TEST_HAVE_TLS, support/test_tls.h makes the certificates). It listens on an ephemeral
 // port of 127.0.0.1 (or of another local address, for the tests of what recap refuses to send
 // off the machine), accepts on a thread of its own and serves each connection on another (so
-// concurrent clients work), one request per connection ("Connection: close"). Each request takes the next scripted response
-// (FIFO) — or the route's response when one is set for its method and path — and is recorded,
-// so a test can check what the client sent.
+// concurrent clients work), one request per connection ("Connection: close"). Each request takes
+// the next scripted response (FIFO) — or the route's response when one is set for its method and
+// path — and is recorded, so a test can check what the client sent.
 //
 //   recap::testing::HttpTestServer server;
 //   server.Push(ScriptedHttpResponse::Json(429, R"({"error":{"message":"slow down"}})",

@@ -90,8 +90,8 @@ class Failures {
   std::size_t count_ = 0;
 };
 
-#define RECAP_EXPECT(failures, cond, ...)                                          \
-  do {                                                                             \
+#define RECAP_EXPECT(failures, cond, ...)                                         \
+  do {                                                                            \
     if (!(cond)) (failures).Add(::recap_test::Str(__VA_ARGS__, "  [" #cond "]")); \
   } while (0)
 
@@ -203,33 +203,40 @@ inline std::string DiffMessages(const recap::Message& a, const recap::Message& b
   if (a.summary != b.summary) return "summary flag";
   if (a.form != b.form) return "message form";
   if (a.extra != b.extra) return "message extra";
-  if (a.parts.size() != b.parts.size()) return Str("part count ", a.parts.size(), " vs ", b.parts.size());
+  if (a.parts.size() != b.parts.size())
+    return Str("part count ", a.parts.size(), " vs ", b.parts.size());
   for (std::size_t k = 0; k < a.parts.size(); ++k) {
     const Part& pa = a.parts[k];
     const Part& pb = b.parts[k];
     if (pa.index() != pb.index()) return Str("part ", k, " kind");
     if (const auto* x = std::get_if<Text>(&pa)) {
       const auto& y = std::get<Text>(pb);
-      if (x->text != y.text) return Str("part ", k, " text ", Preview(x->text), " vs ", Preview(y.text));
+      if (x->text != y.text)
+        return Str("part ", k, " text ", Preview(x->text), " vs ", Preview(y.text));
       if (x->extra != y.extra) return Str("part ", k, " text extra");
     } else if (const auto* x = std::get_if<ToolCall>(&pa)) {
       const auto& y = std::get<ToolCall>(pb);
       if (x->id != y.id) return Str("part ", k, " call id ", x->id, " vs ", y.id);
       if (x->name != y.name) return Str("part ", k, " call name");
-      if (x->arguments != y.arguments) return Str("part ", k, " arguments ", Preview(x->arguments), " vs ", Preview(y.arguments));
+      if (x->arguments != y.arguments)
+        return Str("part ", k, " arguments ", Preview(x->arguments), " vs ", Preview(y.arguments));
       if (x->extra != y.extra) return Str("part ", k, " call extra");
     } else if (const auto* x = std::get_if<ToolResult>(&pa)) {
       const auto& y = std::get<ToolResult>(pb);
-      if (x->call_id != y.call_id) return Str("part ", k, " result call_id ", x->call_id, " vs ", y.call_id);
+      if (x->call_id != y.call_id)
+        return Str("part ", k, " result call_id ", x->call_id, " vs ", y.call_id);
       if (x->is_error != y.is_error) return Str("part ", k, " is_error");
       if (x->form != y.form) return Str("part ", k, " result form");
       if (x->extra != y.extra) return Str("part ", k, " result extra");
       if (x->content.size() != y.content.size()) return Str("part ", k, " result item count");
       for (std::size_t j = 0; j < x->content.size(); ++j) {
-        if (x->content[j].index() != y.content[j].index()) return Str("part ", k, " item ", j, " kind");
+        if (x->content[j].index() != y.content[j].index())
+          return Str("part ", k, " item ", j, " kind");
         if (const auto* tx = std::get_if<Text>(&x->content[j])) {
           const auto& ty = std::get<Text>(y.content[j]);
-          if (tx->text != ty.text) return Str("part ", k, " item ", j, " text ", Preview(tx->text), " vs ", Preview(ty.text));
+          if (tx->text != ty.text)
+            return Str("part ", k, " item ", j, " text ", Preview(tx->text), " vs ",
+                       Preview(ty.text));
           if (tx->extra != ty.extra) return Str("part ", k, " item ", j, " extra");
         } else if (!OpaqueEqual(std::get<Opaque>(x->content[j]), std::get<Opaque>(y.content[j]))) {
           return Str("part ", k, " item ", j, " opaque");
@@ -242,12 +249,14 @@ inline std::string DiffMessages(const recap::Message& a, const recap::Message& b
   return {};
 }
 
-inline bool SameMessage(const recap::Transcript& a, std::size_t i, const recap::Transcript& b, std::size_t j) {
+inline bool SameMessage(const recap::Transcript& a, std::size_t i, const recap::Transcript& b,
+                        std::size_t j) {
   return a.shared(i).get() == b.shared(j).get() || DiffMessages(a[i], b[j]).empty();
 }
 
 // Positions where two transcripts of equal size differ.
-inline std::vector<std::size_t> ChangedMessages(const recap::Transcript& a, const recap::Transcript& b) {
+inline std::vector<std::size_t> ChangedMessages(const recap::Transcript& a,
+                                                const recap::Transcript& b) {
   std::vector<std::size_t> out;
   for (std::size_t i = 0; i < a.size() && i < b.size(); ++i) {
     if (!SameMessage(a, i, b, i)) out.push_back(i);
@@ -270,7 +279,8 @@ inline bool RefIsTurnStart(const recap::Message& m) {
   if (m.role != recap::Role::kUser || m.summary) return false;
   for (const auto& p : m.parts) {
     if (std::holds_alternative<recap::Text>(p)) return true;
-    if (const auto* o = std::get_if<recap::Opaque>(&p); o && o->link == recap::OpaqueLink::kNone) return true;
+    if (const auto* o = std::get_if<recap::Opaque>(&p); o && o->link == recap::OpaqueLink::kNone)
+      return true;
   }
   return false;
 }
@@ -286,7 +296,8 @@ inline std::vector<std::size_t> RefTurnStarts(const recap::Transcript& t) {
 inline bool RefHasToolCalls(const recap::Message& m) {
   for (const auto& p : m.parts) {
     if (std::holds_alternative<recap::ToolCall>(p)) return true;
-    if (const auto* o = std::get_if<recap::Opaque>(&p); o && o->link == recap::OpaqueLink::kCall) return true;
+    if (const auto* o = std::get_if<recap::Opaque>(&p); o && o->link == recap::OpaqueLink::kCall)
+      return true;
   }
   return false;
 }
@@ -301,8 +312,10 @@ inline std::size_t RefMessageChars(const recap::Message& m) {
       n += RefCountCodePoints(c->name) + RefCountCodePoints(c->arguments);
     } else if (const auto* r = std::get_if<recap::ToolResult>(&p)) {
       for (const auto& item : r->content) {
-        if (const auto* t = std::get_if<recap::Text>(&item)) n += RefCountCodePoints(t->text);
-        else n += RefCountCodePoints(std::get<recap::Opaque>(item).payload);
+        if (const auto* t = std::get_if<recap::Text>(&item))
+          n += RefCountCodePoints(t->text);
+        else
+          n += RefCountCodePoints(std::get<recap::Opaque>(item).payload);
       }
     } else {
       n += RefCountCodePoints(std::get<recap::Opaque>(p).payload);
@@ -317,8 +330,8 @@ inline std::string DescribeTranscript(const recap::Transcript& t) {
   std::string out;
   for (std::size_t i = 0; i < t.size(); ++i) {
     const recap::Message& m = t[i];
-    out += Str("  [", i, "] ", RoleStr(m.role), m.summary ? " SUMMARY" : "", RefIsTurnStart(m) ? " TURN" : "", " ",
-               m.id, " (", RefMessageChars(m), "):");
+    out += Str("  [", i, "] ", RoleStr(m.role), m.summary ? " SUMMARY" : "",
+               RefIsTurnStart(m) ? " TURN" : "", " ", m.id, " (", RefMessageChars(m), "):");
     for (const auto& p : m.parts) {
       if (const auto* x = std::get_if<recap::Text>(&p)) {
         out += Str(" T(", RefCountCodePoints(x->text), ")");
@@ -328,7 +341,10 @@ inline std::string DescribeTranscript(const recap::Transcript& t) {
         out += Str(" R(", r->call_id, " items=", r->content.size(), ")");
       } else {
         const auto& o = std::get<recap::Opaque>(p);
-        out += Str(" O(", o.kind, o.link == recap::OpaqueLink::kCall ? " call " : o.link == recap::OpaqueLink::kResult ? " result " : " ",
+        out += Str(" O(", o.kind,
+                   o.link == recap::OpaqueLink::kCall     ? " call "
+                   : o.link == recap::OpaqueLink::kResult ? " result "
+                                                          : " ",
                    o.link_id, ")");
       }
     }
@@ -386,8 +402,10 @@ inline RefPairing RefPair(const recap::Transcript& t) {
       } else if (const auto* r = std::get_if<recap::ToolResult>(&part)) {
         result(i, r->call_id);
       } else if (const auto* o = std::get_if<recap::Opaque>(&part)) {
-        if (o->link == recap::OpaqueLink::kCall) call(i, o->link_id, "", true);
-        else if (o->link == recap::OpaqueLink::kResult) result(i, o->link_id);
+        if (o->link == recap::OpaqueLink::kCall)
+          call(i, o->link_id, "", true);
+        else if (o->link == recap::OpaqueLink::kResult)
+          result(i, o->link_id);
       }
     }
   }
@@ -432,13 +450,15 @@ inline const char* SkipStr(recap::SkipReason r) {
 }
 
 inline std::string OptionsStr(const recap::CutOptions& o) {
-  return Str("{keep_turns=", o.keep_turns, ", mode=", o.mode == recap::CutMode::kBudget ? "budget" : "normal",
+  return Str("{keep_turns=", o.keep_turns,
+             ", mode=", o.mode == recap::CutMode::kBudget ? "budget" : "normal",
              ", kept_chars_limit=", o.kept_chars_limit, "}");
 }
 
 inline std::string DecisionStr(const recap::CutDecision& d) {
-  return Str("{skip=", SkipStr(d.skip), ", position=", d.position, ", summarized=", d.summarized_chars,
-             ", kept=", d.kept_chars, ", kept_turns=", d.kept_turns, ", inside_turn=", d.inside_turn,
+  return Str("{skip=", SkipStr(d.skip), ", position=", d.position,
+             ", summarized=", d.summarized_chars, ", kept=", d.kept_chars,
+             ", kept_turns=", d.kept_turns, ", inside_turn=", d.inside_turn,
              ", moved_for_size=", d.moved_for_size, ", uncertain=", d.uncertain.size(), "}");
 }
 
@@ -475,12 +495,12 @@ inline void CheckBuildingBlocks(const CutContext& c, Failures& f) {
   const recap::Transcript& t = c.t;
   const std::size_t n = t.size();
   std::vector<std::size_t> lib_turns = recap::FindTurnStarts(t);
-  RECAP_EXPECT(f, lib_turns == c.turns, "FindTurnStarts differs from SPEC §1's turn definition (", lib_turns.size(),
-               " vs ", c.turns.size(), " turn starts)");
+  RECAP_EXPECT(f, lib_turns == c.turns, "FindTurnStarts differs from SPEC §1's turn definition (",
+               lib_turns.size(), " vs ", c.turns.size(), " turn starts)");
   for (std::size_t i = 0; i < n; ++i) {
     if (recap::IsTurnStart(t[i]) != RefIsTurnStart(t[i])) {
-      f.Add(Str("IsTurnStart(message ", i, ") disagrees with SPEC §1 (role ", RoleStr(t[i].role), ", summary ",
-                t[i].summary, ")"));
+      f.Add(Str("IsTurnStart(message ", i, ") disagrees with SPEC §1 (role ", RoleStr(t[i].role),
+                ", summary ", t[i].summary, ")"));
       break;
     }
     if (recap::HasToolCalls(t[i]) != RefHasToolCalls(t[i])) {
@@ -488,24 +508,25 @@ inline void CheckBuildingBlocks(const CutContext& c, Failures& f) {
       break;
     }
     if (recap::MessageChars(t[i]) != RefMessageChars(t[i]) || t.chars(i) != RefMessageChars(t[i])) {
-      f.Add(Str("MessageChars(message ", i, ") = ", recap::MessageChars(t[i]), ", t.chars(i) = ", t.chars(i),
-                ", reference ", RefMessageChars(t[i])));
+      f.Add(Str("MessageChars(message ", i, ") = ", recap::MessageChars(t[i]),
+                ", t.chars(i) = ", t.chars(i), ", reference ", RefMessageChars(t[i])));
       break;
     }
   }
   const recap::PairingReport report = recap::AnalyzePairing(t);
-  RECAP_EXPECT(f, report.pairs == c.pairing.pairs.size(), "AnalyzePairing pairs ", report.pairs, " vs reference ",
-               c.pairing.pairs.size());
+  RECAP_EXPECT(f, report.pairs == c.pairing.pairs.size(), "AnalyzePairing pairs ", report.pairs,
+               " vs reference ", c.pairing.pairs.size());
   RECAP_EXPECT(f, report.uncertain.size() == c.uncertain.size(), "AnalyzePairing uncertain count ",
                report.uncertain.size(), " vs reference ", c.uncertain.size());
-  RECAP_EXPECT(f, recap::FindUncertainToolCalls(t).size() == c.uncertain.size(), "FindUncertainToolCalls count");
+  RECAP_EXPECT(f, recap::FindUncertainToolCalls(t).size() == c.uncertain.size(),
+               "FindUncertainToolCalls count");
   std::vector<std::pair<std::size_t, std::string>> orphans;
   for (const auto& o : report.orphans) orphans.emplace_back(o.message, o.call_id);
   auto ref_orphans = c.pairing.orphans;
   std::sort(orphans.begin(), orphans.end());
   std::sort(ref_orphans.begin(), ref_orphans.end());
-  RECAP_EXPECT(f, orphans == ref_orphans, "AnalyzePairing orphans differ (", orphans.size(), " vs reference ",
-               ref_orphans.size(), ")");
+  RECAP_EXPECT(f, orphans == ref_orphans, "AnalyzePairing orphans differ (", orphans.size(),
+               " vs reference ", ref_orphans.size(), ")");
   if (c.uncertain.empty()) {
     const auto lib_safe = recap::FindSafeBoundaries(t);
     bool same = lib_safe.size() == n + 1;
@@ -516,21 +537,23 @@ inline void CheckBuildingBlocks(const CutContext& c, Failures& f) {
         at = p;
       }
     }
-    RECAP_EXPECT(f, same, "FindSafeBoundaries differs from the reference at position ", at, " (n=", n, ")");
+    RECAP_EXPECT(f, same, "FindSafeBoundaries differs from the reference at position ", at,
+                 " (n=", n, ")");
   }
 }
 
 // Checks that hold for every decision (R3.4, R3.6, R3.7, R3.9 and the CutDecision fields).
-inline void CheckCutGeneral(const CutContext& c, const recap::CutOptions& o, const recap::CutDecision& d,
-                            Failures& f) {
+inline void CheckCutGeneral(const CutContext& c, const recap::CutOptions& o,
+                            const recap::CutDecision& d, Failures& f) {
   const recap::Transcript& t = c.t;
   const std::size_t n = t.size();
-  const std::string ctx = Str(" (options ", OptionsStr(o), ", decision ", DecisionStr(d), ", n=", n, ")");
+  const std::string ctx =
+      Str(" (options ", OptionsStr(o), ", decision ", DecisionStr(d), ", n=", n, ")");
 
   // R3.7: uncertain tool calls, and only they, block the cut.
   if (!c.uncertain.empty()) {
-    RECAP_EXPECT(f, d.skip == recap::SkipReason::kUncertainToolResults,
-                 "R3.7: transcript has ", c.uncertain.size(), " uncertain call(s) (first ", c.uncertain[0].id,
+    RECAP_EXPECT(f, d.skip == recap::SkipReason::kUncertainToolResults, "R3.7: transcript has ",
+                 c.uncertain.size(), " uncertain call(s) (first ", c.uncertain[0].id,
                  " in message ", c.uncertain[0].message, ") but skip is ", SkipStr(d.skip), ctx);
     using Key = std::tuple<std::size_t, std::string, std::string>;
     std::vector<Key> want, got;
@@ -556,11 +579,13 @@ inline void CheckCutGeneral(const CutContext& c, const recap::CutOptions& o, con
   RECAP_EXPECT(f, p > 0 && p < n, "R3.6/last message kept: position out of (0, n)", ctx);
   if (p == 0 || p >= n) return;
   const auto lib_safe = recap::FindSafeBoundaries(t);
-  RECAP_EXPECT(f, lib_safe.size() == n + 1 && lib_safe[p], "FindSafeBoundaries(t)[position] is false", ctx);
+  RECAP_EXPECT(f, lib_safe.size() == n + 1 && lib_safe[p],
+               "FindSafeBoundaries(t)[position] is false", ctx);
   // R3.4 by the own pairing scan: no call/result pair on different sides.
   for (const auto& [cm, rm] : c.pairing.pairs) {
     if (cm < p && rm >= p) {
-      f.Add(Str("R3.4: call in message ", cm, " summarized but its result in message ", rm, " kept", ctx));
+      f.Add(Str("R3.4: call in message ", cm, " summarized but its result in message ", rm, " kept",
+                ctx));
       break;
     }
   }
@@ -568,11 +593,14 @@ inline void CheckCutGeneral(const CutContext& c, const recap::CutOptions& o, con
   // Sizes.
   std::size_t ref_summarized = 0, ref_kept = 0;
   for (std::size_t i = 0; i < n; ++i) (i < p ? ref_summarized : ref_kept) += RefMessageChars(t[i]);
-  RECAP_EXPECT(f, d.summarized_chars + d.kept_chars == t.chars(), "summarized + kept != t.chars()", ctx);
+  RECAP_EXPECT(f, d.summarized_chars + d.kept_chars == t.chars(), "summarized + kept != t.chars()",
+               ctx);
   RECAP_EXPECT(f, d.kept_chars == t.chars(p, n), "kept_chars != t.chars(position, n)", ctx);
-  RECAP_EXPECT(f, d.summarized_chars == ref_summarized, "summarized_chars != reference count ", ref_summarized, ctx);
+  RECAP_EXPECT(f, d.summarized_chars == ref_summarized, "summarized_chars != reference count ",
+               ref_summarized, ctx);
   RECAP_EXPECT(f, d.kept_chars == ref_kept, "kept_chars != reference count ", ref_kept, ctx);
-  RECAP_EXPECT(f, d.kept_turns == c.TurnsFrom(p), "kept_turns != turn starts in [position, n) = ", c.TurnsFrom(p), ctx);
+  RECAP_EXPECT(f, d.kept_turns == c.TurnsFrom(p),
+               "kept_turns != turn starts in [position, n) = ", c.TurnsFrom(p), ctx);
   // R3.5/R3.6: something other than checkpoints is summarized.
   RECAP_EXPECT(f, c.HasNonSummaryBefore(p), "R3.6: [0, position) holds only checkpoints", ctx);
   if (!c.turns.empty()) {
@@ -607,7 +635,8 @@ inline std::optional<std::size_t> NewestRound(const CutContext& c) {
 // The position that safe_boundary.h's comment for FindCut prescribes without a size limit, or
 // nullopt where it leaves the answer open (no turns at all). A returned 0, or a position with
 // only checkpoints before it, means the cut must be skipped.
-inline std::optional<std::size_t> ExpectedBasePosition(const CutContext& c, const recap::CutOptions& o,
+inline std::optional<std::size_t> ExpectedBasePosition(const CutContext& c,
+                                                       const recap::CutOptions& o,
                                                        const char** rule = nullptr,
                                                        std::size_t* anchor = nullptr) {
   const char* unused_rule;
@@ -641,17 +670,19 @@ inline std::optional<std::size_t> ExpectedBasePosition(const CutContext& c, cons
 }
 
 // Checks a decision made with kept_chars_limit == 0 against the position the header prescribes.
-inline void CheckCutBase(const CutContext& c, const recap::CutOptions& o, const recap::CutDecision& d, Failures& f) {
+inline void CheckCutBase(const CutContext& c, const recap::CutOptions& o,
+                         const recap::CutDecision& d, Failures& f) {
   if (!c.uncertain.empty()) return;
-  const std::string ctx = Str(" (options ", OptionsStr(o), ", decision ", DecisionStr(d), ", n=", c.t.size(),
-                              ", turn starts=", c.turns.size(), ")");
+  const std::string ctx = Str(" (options ", OptionsStr(o), ", decision ", DecisionStr(d),
+                              ", n=", c.t.size(), ", turn starts=", c.turns.size(), ")");
   RECAP_EXPECT(f, !d.moved_for_size, "moved_for_size without a size limit", ctx);
   const std::size_t T = c.turns.size();
   const int k = std::clamp(o.keep_turns, 0, 20);
   // R3.1 (the brief's form): enough turns are kept.
   if (d.ok() && o.mode == recap::CutMode::kNormal && k >= 1 && T > static_cast<std::size_t>(k)) {
     RECAP_EXPECT(f, c.TurnsFrom(d.position) >= static_cast<std::size_t>(k),
-                 "R3.1: kept part holds ", c.TurnsFrom(d.position), " turn starts, fewer than keep_turns", ctx);
+                 "R3.1: kept part holds ", c.TurnsFrom(d.position),
+                 " turn starts, fewer than keep_turns", ctx);
   }
   // R3.3 (the header's "so that round is kept"): a cut inside the last turn keeps its newest
   // tool-call round.
@@ -672,37 +703,43 @@ inline void CheckCutBase(const CutContext& c, const recap::CutOptions& o, const 
     RECAP_EXPECT(f, d.ok() && d.position == e, rule, ": expected the cut at ", e, ctx);
   } else if (!c.HasNonSummaryBefore(anchor)) {
     // Nothing but checkpoints precedes where the cut should go.
-    RECAP_EXPECT(f, d.skip == recap::SkipReason::kNothingToSummarize, rule, " then R3.6: only checkpoints precede the cut at ",
-                 anchor, "; expected nothing_to_summarize", ctx);
+    RECAP_EXPECT(f, d.skip == recap::SkipReason::kNothingToSummarize, rule,
+                 " then R3.6: only checkpoints precede the cut at ", anchor,
+                 "; expected nothing_to_summarize", ctx);
   } else {
     // There is history before the cut's place, but no safe boundary leaves any of it.
-    RECAP_EXPECT(f, d.skip == recap::SkipReason::kNoSafeBoundary, rule, " then R3.6: history precedes ", anchor,
-                 " but the nearest safe boundary at or before it (", e, ") leaves only checkpoints; expected no_safe_boundary", ctx);
+    RECAP_EXPECT(f, d.skip == recap::SkipReason::kNoSafeBoundary, rule,
+                 " then R3.6: history precedes ", anchor,
+                 " but the nearest safe boundary at or before it (", e,
+                 ") leaves only checkpoints; expected no_safe_boundary", ctx);
   }
 }
 
 // Checks a decision made with a size limit against the one made without it (R3.8).
-inline void CheckCutLimited(const CutContext& c, const recap::CutOptions& o, const recap::CutDecision& d,
-                            const recap::CutDecision& base, Failures& f) {
+inline void CheckCutLimited(const CutContext& c, const recap::CutOptions& o,
+                            const recap::CutDecision& d, const recap::CutDecision& base,
+                            Failures& f) {
   if (!c.uncertain.empty() || !base.ok() || o.kept_chars_limit == 0) return;
   const std::size_t n = c.t.size();
   const std::size_t limit = o.kept_chars_limit;
-  const std::string ctx = Str(" (options ", OptionsStr(o), ", decision ", DecisionStr(d), ", unlimited decision ",
-                              DecisionStr(base), ", n=", n, ")");
+  const std::string ctx = Str(" (options ", OptionsStr(o), ", decision ", DecisionStr(d),
+                              ", unlimited decision ", DecisionStr(base), ", n=", n, ")");
   if (base.kept_chars < limit) {
-    RECAP_EXPECT(f, d.ok() && d.position == base.position && !d.moved_for_size,
-                 "R3.8: the unlimited cut already keeps less than the limit, the limited one differs", ctx);
+    RECAP_EXPECT(
+        f, d.ok() && d.position == base.position && !d.moved_for_size,
+        "R3.8: the unlimited cut already keeps less than the limit, the limited one differs", ctx);
     return;
   }
   RECAP_EXPECT(f, d.ok(), "R3.8: moving the cut forward cannot make it fail", ctx);
   if (!d.ok()) return;
   RECAP_EXPECT(f, d.position >= base.position, "R3.8: the cut moved backwards", ctx);
-  RECAP_EXPECT(f, d.moved_for_size == (d.position != base.position), "moved_for_size disagrees with the move", ctx);
+  RECAP_EXPECT(f, d.moved_for_size == (d.position != base.position),
+               "moved_for_size disagrees with the move", ctx);
   if (d.kept_chars >= limit) {
     for (std::size_t q = d.position + 1; q < n; ++q) {
       if (c.safe[q]) {
-        f.Add(Str("R3.8: kept part (", d.kept_chars, ") still reaches the limit but safe boundary ", q,
-                  " (kept ", c.t.chars(q, n), ") is left", ctx));
+        f.Add(Str("R3.8: kept part (", d.kept_chars, ") still reaches the limit but safe boundary ",
+                  q, " (kept ", c.t.chars(q, n), ") is left", ctx));
         break;
       }
     }
@@ -731,7 +768,8 @@ inline void CheckCutLimited(const CutContext& c, const recap::CutOptions& o, con
     }
     if (d.position != base.position) {
       RECAP_EXPECT(f, std::binary_search(allowed.begin(), allowed.end(), d.position),
-                   "R3.8: the moved cut is neither a (snapped) turn start nor inside the last turn", ctx);
+                   "R3.8: the moved cut is neither a (snapped) turn start nor inside the last turn",
+                   ctx);
     }
   }
 }
@@ -805,32 +843,36 @@ inline std::optional<std::size_t> ArgumentsFloor(const std::string& arguments) {
 }
 
 // `now` is `before` clipped: a prefix of it (at a code point boundary) followed by the marker.
-inline void CheckClippedText(std::string_view before, std::string_view now, std::size_t cap, const std::string& what,
-                             Failures& f) {
+inline void CheckClippedText(std::string_view before, std::string_view now, std::size_t cap,
+                             const std::string& what, Failures& f) {
   RECAP_EXPECT(f, RefIsValidUtf8(now), "R6.3: ", what, " is not valid UTF-8 after clipping");
   RECAP_EXPECT(f, RefCountCodePoints(now) <= cap, "R6.3: ", what, " has ", RefCountCodePoints(now),
                " code points, over its cap ", cap);
   const std::string_view marker = recap::kTruncationMarker;
   if (CountOccurrences(before, marker) == 0) {
-    RECAP_EXPECT(f, EndsWith(now, marker) && CountOccurrences(now, marker) == 1, "R6.3/R6.4: ", what,
-                 " does not end with the marker exactly once: ", Preview(now.substr(now.size() > 80 ? now.size() - 80 : 0)));
+    RECAP_EXPECT(f, EndsWith(now, marker) && CountOccurrences(now, marker) == 1,
+                 "R6.3/R6.4: ", what, " does not end with the marker exactly once: ",
+                 Preview(now.substr(now.size() > 80 ? now.size() - 80 : 0)));
   }
   if (EndsWith(now, marker)) {
     const std::string_view prefix = now.substr(0, now.size() - marker.size());
-    RECAP_EXPECT(f, before.substr(0, prefix.size()) == prefix, "R6.3: ", what, " is not a prefix of the original plus the marker");
+    RECAP_EXPECT(f, before.substr(0, prefix.size()) == prefix, "R6.3: ", what,
+                 " is not a prefix of the original plus the marker");
     RECAP_EXPECT(f, RefIsValidUtf8(prefix), "R6.3: ", what, " kept prefix splits a UTF-8 sequence");
   }
 }
 
 // Compares clipped JSON arguments to the original: same structure, strings equal or clipped.
-inline void CheckJsonStructure(const nlohmann::json& a, const nlohmann::json& b, const std::string& path,
-                               const std::string& what, Failures& f) {
+inline void CheckJsonStructure(const nlohmann::json& a, const nlohmann::json& b,
+                               const std::string& path, const std::string& what, Failures& f) {
   if (a.is_number() && b.is_number()) {
-    RECAP_EXPECT(f, a == b, "R6.3: ", what, " number changed at ", path, ": ", a.dump(), " -> ", b.dump());
+    RECAP_EXPECT(f, a == b, "R6.3: ", what, " number changed at ", path, ": ", a.dump(), " -> ",
+                 b.dump());
     return;
   }
   if (a.type() != b.type()) {
-    f.Add(Str("R6.3: ", what, " JSON type changed at ", path, ": ", a.type_name(), " -> ", b.type_name()));
+    f.Add(Str("R6.3: ", what, " JSON type changed at ", path, ": ", a.type_name(), " -> ",
+              b.type_name()));
     return;
   }
   if (a.is_object()) {
@@ -853,12 +895,15 @@ inline void CheckJsonStructure(const nlohmann::json& a, const nlohmann::json& b,
     const auto& sb = b.get_ref<const std::string&>();
     if (sa != sb) {
       const std::string_view marker = recap::kTruncationMarker;
-      RECAP_EXPECT(f, EndsWith(sb, marker) && (CountOccurrences(sa, marker) > 0 || CountOccurrences(sb, marker) == 1),
-                   "R6.3: ", what, " string at ", path, " changed without ending in the marker once: ", Preview(sb));
+      RECAP_EXPECT(f,
+                   EndsWith(sb, marker) &&
+                       (CountOccurrences(sa, marker) > 0 || CountOccurrences(sb, marker) == 1),
+                   "R6.3: ", what, " string at ", path,
+                   " changed without ending in the marker once: ", Preview(sb));
       if (EndsWith(sb, marker)) {
         const std::string_view prefix = std::string_view(sb).substr(0, sb.size() - marker.size());
-        RECAP_EXPECT(f, std::string_view(sa).substr(0, prefix.size()) == prefix, "R6.3: ", what, " string at ", path,
-                     " is not a prefix of the original plus the marker");
+        RECAP_EXPECT(f, std::string_view(sa).substr(0, prefix.size()) == prefix, "R6.3: ", what,
+                     " string at ", path, " is not a prefix of the original plus the marker");
       }
     }
   } else {
@@ -868,8 +913,8 @@ inline void CheckJsonStructure(const nlohmann::json& a, const nlohmann::json& b,
 
 // `now` is `before` after ClipArguments or the reducer: valid JSON stays valid with the same
 // structure, invalid JSON is clipped like a text.
-inline void CheckClippedArguments(const std::string& before, const std::string& now, std::size_t cap,
-                                  const std::string& what, Failures& f) {
+inline void CheckClippedArguments(const std::string& before, const std::string& now,
+                                  std::size_t cap, const std::string& what, Failures& f) {
   RECAP_EXPECT(f, RefIsValidUtf8(now), "R6.3: ", what, " is not valid UTF-8 after clipping");
   nlohmann::json a = nlohmann::json::parse(before, nullptr, false);
   if (a.is_discarded()) {
@@ -884,8 +929,9 @@ inline void CheckClippedArguments(const std::string& before, const std::string& 
   CheckJsonStructure(a, b, "", what, f);
   const std::size_t floor = ArgumentsFloor(a);
   if (floor <= cap) {
-    RECAP_EXPECT(f, RefCountCodePoints(now) <= cap, "R6.3: ", what, " has ", RefCountCodePoints(now),
-                 " code points, over its cap ", cap, " though clipping strings could reach ", floor);
+    RECAP_EXPECT(f, RefCountCodePoints(now) <= cap, "R6.3: ", what, " has ",
+                 RefCountCodePoints(now), " code points, over its cap ", cap,
+                 " though clipping strings could reach ", floor);
   }
 }
 
@@ -899,14 +945,16 @@ inline bool WithinCap(ItemKind kind, const std::string& text, std::size_t cap) {
 }
 
 // Every non-summary item of `t` is within the caps of `round` (all rounds up to it completed).
-inline void CheckRoundComplete(const recap::Transcript& t, int round, const std::string& why, Failures& f) {
+inline void CheckRoundComplete(const recap::Transcript& t, int round, const std::string& why,
+                               Failures& f) {
   for (std::size_t i = 0; i < t.size(); ++i) {
     if (t[i].summary) continue;
     for (const auto& item : ClippableItems(t[i])) {
       const std::size_t cap = CapOf(item.kind, round);
       if (!WithinCap(item.kind, *item.text, cap)) {
-        f.Add(Str("R6.2: ", why, ": round ", round, " completed but message ", i, " part ", item.part, " item ",
-                  item.item, " still has ", RefCountCodePoints(*item.text), " code points (cap ", cap, ")"));
+        f.Add(Str("R6.2: ", why, ": round ", round, " completed but message ", i, " part ",
+                  item.part, " item ", item.item, " still has ", RefCountCodePoints(*item.text),
+                  " code points (cap ", cap, ")"));
         return;
       }
     }
@@ -914,13 +962,15 @@ inline void CheckRoundComplete(const recap::Transcript& t, int round, const std:
 }
 
 inline std::string ResultStr(const recap::ReduceResult& r) {
-  return Str("{clipped=", r.clipped.size(), ", clips=", r.clips, ", before=", r.before_chars, ", after=",
-             r.after_chars, ", rounds=", r.rounds, ", fits=", r.fits, "}");
+  return Str("{clipped=", r.clipped.size(), ", clips=", r.clips, ", before=", r.before_chars,
+             ", after=", r.after_chars, ", rounds=", r.rounds, ", fits=", r.fits, "}");
 }
 
 // Checks one ReduceTail(t, target) result against the contract (R6.2-R6.4).
-inline void CheckReduce(const recap::Transcript& t, std::size_t target, const recap::ReduceResult& r, Failures& f) {
-  const std::string ctx = Str(" (target ", target, ", result ", ResultStr(r), ", n=", t.size(), ")");
+inline void CheckReduce(const recap::Transcript& t, std::size_t target,
+                        const recap::ReduceResult& r, Failures& f) {
+  const std::string ctx =
+      Str(" (target ", target, ", result ", ResultStr(r), ", n=", t.size(), ")");
   const recap::Transcript& out = r.transcript;
   RECAP_EXPECT(f, out.size() == t.size(), "R6.4: message count changed", ctx);
   if (out.size() != t.size()) return;
@@ -929,24 +979,28 @@ inline void CheckReduce(const recap::Transcript& t, std::size_t target, const re
   // Reference size: unchanged messages as the input measured them, changed ones recounted.
   std::size_t ref_after = t.chars();
   for (std::size_t i = 0; i < t.size(); ++i) {
-    if (out.shared(i).get() != t.shared(i).get()) ref_after = ref_after - t.chars(i) + RefMessageChars(out[i]);
+    if (out.shared(i).get() != t.shared(i).get())
+      ref_after = ref_after - t.chars(i) + RefMessageChars(out[i]);
   }
   RECAP_EXPECT(f, r.after_chars == ref_after, "after_chars != reference count ", ref_after, ctx);
   RECAP_EXPECT(f, r.fits == (r.after_chars <= target), "fits != (after_chars <= target)", ctx);
   RECAP_EXPECT(f, r.after_chars <= r.before_chars, "the reducer grew the transcript", ctx);
   RECAP_EXPECT(f, r.rounds >= 0 && r.rounds <= 5, "rounds out of 0..5", ctx);
   if (r.before_chars <= target) {
-    RECAP_EXPECT(f, r.rounds == 0 && r.clipped.empty() && r.clips == 0 && r.fits, "already fitting, yet reduced", ctx);
+    RECAP_EXPECT(f, r.rounds == 0 && r.clipped.empty() && r.clips == 0 && r.fits,
+                 "already fitting, yet reduced", ctx);
   } else {
     RECAP_EXPECT(f, r.rounds >= 1, "over target but no round ran", ctx);
   }
   if (!r.fits) {
     RECAP_EXPECT(f, r.rounds == 5, "R6.2: does not fit but stopped before the last round", ctx);
   }
-  RECAP_EXPECT(f, std::is_sorted(r.clipped.begin(), r.clipped.end()) &&
-                      std::adjacent_find(r.clipped.begin(), r.clipped.end()) == r.clipped.end(),
+  RECAP_EXPECT(f,
+               std::is_sorted(r.clipped.begin(), r.clipped.end()) &&
+                   std::adjacent_find(r.clipped.begin(), r.clipped.end()) == r.clipped.end(),
                "clipped is not strictly ascending", ctx);
-  RECAP_EXPECT(f, r.clips >= r.clipped.size() && (r.clips == 0) == r.clipped.empty(), "clips inconsistent with clipped", ctx);
+  RECAP_EXPECT(f, r.clips >= r.clipped.size() && (r.clips == 0) == r.clipped.empty(),
+               "clips inconsistent with clipped", ctx);
 
   const int rounds = std::clamp(r.rounds, 1, 5);
   std::vector<std::size_t> changed;
@@ -962,8 +1016,8 @@ inline void CheckReduce(const recap::Transcript& t, std::size_t target, const re
     changed.push_back(i);
     const std::string where = Str("message ", i);
     // R6.4: only content changes.
-    if (a.id != b.id || a.role != b.role || a.summary != b.summary || a.form != b.form || a.extra != b.extra ||
-        a.parts.size() != b.parts.size()) {
+    if (a.id != b.id || a.role != b.role || a.summary != b.summary || a.form != b.form ||
+        a.extra != b.extra || a.parts.size() != b.parts.size()) {
       f.Add(Str("R6.4: ", where, " changed beyond content: ", diff, ctx));
       continue;
     }
@@ -985,22 +1039,27 @@ inline void CheckReduce(const recap::Transcript& t, std::size_t target, const re
         if (x->text != y.text) {
           CheckClippedText(x->text, y.text, CapOf(ItemKind::kContent, 1), wp + " text", f);
           // Clipped only if over a cap that ran (for tool messages allow the smaller tool caps).
-          const std::size_t lowest = a.role == recap::Role::kTool ? CapOf(ItemKind::kToolResultText, rounds)
-                                                                  : CapOf(ItemKind::kContent, rounds);
-          RECAP_EXPECT(f, RefCountCodePoints(x->text) > lowest, "R6.4: ", wp, " text was within every cap that ran yet changed", ctx);
+          const std::size_t lowest = a.role == recap::Role::kTool
+                                         ? CapOf(ItemKind::kToolResultText, rounds)
+                                         : CapOf(ItemKind::kContent, rounds);
+          RECAP_EXPECT(f, RefCountCodePoints(x->text) > lowest, "R6.4: ", wp,
+                       " text was within every cap that ran yet changed", ctx);
         }
       } else if (const auto* x = std::get_if<recap::ToolCall>(&pa)) {
         const auto& y = std::get<recap::ToolCall>(pb);
         RECAP_EXPECT(f, x->id == y.id && x->name == y.name && x->extra == y.extra, "R6.4: ", wp,
                      " tool call id/name/extra changed", ctx);
         if (x->arguments != y.arguments) {
-          CheckClippedArguments(x->arguments, y.arguments, CapOf(ItemKind::kArguments, 1), wp + " arguments", f);
-          RECAP_EXPECT(f, RefCountCodePoints(x->arguments) > CapOf(ItemKind::kArguments, rounds), "R6.4: ", wp,
-                       " arguments were within every cap that ran yet changed", ctx);
+          CheckClippedArguments(x->arguments, y.arguments, CapOf(ItemKind::kArguments, 1),
+                                wp + " arguments", f);
+          RECAP_EXPECT(f, RefCountCodePoints(x->arguments) > CapOf(ItemKind::kArguments, rounds),
+                       "R6.4: ", wp, " arguments were within every cap that ran yet changed", ctx);
         }
       } else if (const auto* x = std::get_if<recap::ToolResult>(&pa)) {
         const auto& y = std::get<recap::ToolResult>(pb);
-        RECAP_EXPECT(f, x->call_id == y.call_id && x->is_error == y.is_error && x->form == y.form && x->extra == y.extra,
+        RECAP_EXPECT(f,
+                     x->call_id == y.call_id && x->is_error == y.is_error && x->form == y.form &&
+                         x->extra == y.extra,
                      "R6.4: ", wp, " result call_id/is_error/form/extra changed", ctx);
         if (x->content.size() != y.content.size()) {
           f.Add(Str("R6.4: ", wp, " result item count changed", ctx));
@@ -1014,18 +1073,22 @@ inline void CheckReduce(const recap::Transcript& t, std::size_t target, const re
             const auto& ty = std::get<recap::Text>(y.content[j]);
             RECAP_EXPECT(f, tx->extra == ty.extra, "R6.4: ", wi, " extra changed", ctx);
             if (tx->text != ty.text) {
-              CheckClippedText(tx->text, ty.text, CapOf(ItemKind::kToolResultText, 1), wi + " text", f);
-              RECAP_EXPECT(f, RefCountCodePoints(tx->text) > CapOf(ItemKind::kToolResultText, rounds), "R6.4: ", wi,
-                           " was within every cap that ran yet changed", ctx);
+              CheckClippedText(tx->text, ty.text, CapOf(ItemKind::kToolResultText, 1), wi + " text",
+                               f);
+              RECAP_EXPECT(f,
+                           RefCountCodePoints(tx->text) > CapOf(ItemKind::kToolResultText, rounds),
+                           "R6.4: ", wi, " was within every cap that ran yet changed", ctx);
             }
           } else {
-            RECAP_EXPECT(f, OpaqueEqual(std::get<recap::Opaque>(x->content[j]), std::get<recap::Opaque>(y.content[j])),
+            RECAP_EXPECT(f,
+                         OpaqueEqual(std::get<recap::Opaque>(x->content[j]),
+                                     std::get<recap::Opaque>(y.content[j])),
                          "R6.4: opaque ", wi, " altered", ctx);
           }
         }
       } else {
-        RECAP_EXPECT(f, OpaqueEqual(std::get<recap::Opaque>(pa), std::get<recap::Opaque>(pb)), "R6.4: opaque ", wp,
-                     " altered", ctx);
+        RECAP_EXPECT(f, OpaqueEqual(std::get<recap::Opaque>(pa), std::get<recap::Opaque>(pb)),
+                     "R6.4: opaque ", wp, " altered", ctx);
       }
     }
   }
@@ -1074,11 +1137,14 @@ inline WalkResult WalkReduction(const recap::Transcript& t, std::size_t max_step
     }
     const std::size_t x = prev_chars - 1;
     recap::ReduceResult r = recap::ReduceTail(t, x);
-    const std::string ctx = Str(" (walk step ", step, ", target ", x, ", result ", ResultStr(r), ")");
+    const std::string ctx =
+        Str(" (walk step ", step, ", target ", x, ", result ", ResultStr(r), ")");
     if (r.after_chars >= prev_chars) {  // nothing more can be clipped
-      RECAP_EXPECT(f, !r.fits && r.rounds == 5, "R6.2: no further clip possible, expected all rounds run", ctx);
+      RECAP_EXPECT(f, !r.fits && r.rounds == 5,
+                   "R6.2: no further clip possible, expected all rounds run", ctx);
       const std::string d = DiffTranscripts(prev, r.transcript);
-      RECAP_EXPECT(f, d.empty(), "R6.2: the final state differs from the last clip's state: ", d, ctx);
+      RECAP_EXPECT(f, d.empty(), "R6.2: the final state differs from the last clip's state: ", d,
+                   ctx);
       CheckRoundComplete(r.transcript, 5, "walk end", f);
       w.complete = true;
       break;
@@ -1092,7 +1158,8 @@ inline WalkResult WalkReduction(const recap::Transcript& t, std::size_t max_step
                 " messages changed since the previous state (", list, ")", ctx));
       return w;
     }
-    RECAP_EXPECT(f, r.clips == step, "clips should count one operation per step: expected ", step, ctx);
+    RECAP_EXPECT(f, r.clips == step, "clips should count one operation per step: expected ", step,
+                 ctx);
     RECAP_EXPECT(f, r.rounds >= round, "R6.2: rounds went back from ", round, ctx);
     const std::size_t m = changed[0];
     if (r.rounds > round) {
@@ -1103,19 +1170,22 @@ inline WalkResult WalkReduction(const recap::Transcript& t, std::size_t max_step
     }
     // The clipped message had something over this round's cap; after the clip nothing is.
     bool over = false;
-    for (const auto& item : ClippableItems(prev[m])) over |= RefCountCodePoints(*item.text) > CapOf(item.kind, round);
-    RECAP_EXPECT(f, over, "R6.2: message ", m, " clipped in round ", round, " had nothing over the round's cap", ctx);
+    for (const auto& item : ClippableItems(prev[m]))
+      over |= RefCountCodePoints(*item.text) > CapOf(item.kind, round);
+    RECAP_EXPECT(f, over, "R6.2: message ", m, " clipped in round ", round,
+                 " had nothing over the round's cap", ctx);
     for (const auto& item : ClippableItems(r.transcript[m])) {
-      RECAP_EXPECT(f, WithinCap(item.kind, *item.text, CapOf(item.kind, round)), "R6.2: message ", m,
-                   " still over the cap of round ", round, " after its clip", ctx);
+      RECAP_EXPECT(f, WithinCap(item.kind, *item.text, CapOf(item.kind, round)), "R6.2: message ",
+                   m, " still over the cap of round ", round, " after its clip", ctx);
     }
     RECAP_EXPECT(f, !prev[m].summary, "R4.4: checkpoint message ", m, " clipped", ctx);
     // Largest first, ties earlier first.
     const std::size_t size = round_start.chars(m);
     if (last_size != 0) {
-      RECAP_EXPECT(f, size < last_size || (size == last_size && m > last_msg), "R6.2: largest first violated in round ",
-                   round, ": message ", m, " (", size, " chars at round start) clipped after message ", last_msg, " (",
-                   last_size, ")", ctx);
+      RECAP_EXPECT(f, size < last_size || (size == last_size && m > last_msg),
+                   "R6.2: largest first violated in round ", round, ": message ", m, " (", size,
+                   " chars at round start) clipped after message ", last_msg, " (", last_size, ")",
+                   ctx);
     }
     last_size = size;
     last_msg = m;
@@ -1140,11 +1210,13 @@ inline void CheckFirstClip(const recap::Transcript& t, Failures& f) {
   const recap::ReduceResult r = recap::ReduceTail(t, x);
   const std::string ctx = Str(" (first clip: target ", x, ", result ", ResultStr(r), ")");
   if (r.after_chars >= t.chars()) {  // nothing clippable at all
-    RECAP_EXPECT(f, r.clipped.empty() && r.rounds == 5 && !r.fits, "R6.2: nothing clipped yet not all rounds ran", ctx);
+    RECAP_EXPECT(f, r.clipped.empty() && r.rounds == 5 && !r.fits,
+                 "R6.2: nothing clipped yet not all rounds ran", ctx);
     return;
   }
   const auto changed = ChangedMessages(t, r.transcript);
-  RECAP_EXPECT(f, changed.size() == 1 && r.clips == 1 && r.fits, "R6.2: reducing to one below the size must clip exactly one message, ",
+  RECAP_EXPECT(f, changed.size() == 1 && r.clips == 1 && r.fits,
+               "R6.2: reducing to one below the size must clip exactly one message, ",
                changed.size(), " changed", ctx);
   if (changed.size() != 1 || r.rounds < 1) return;
   std::optional<std::size_t> largest;
@@ -1161,19 +1233,22 @@ inline void CheckFirstClip(const recap::Transcript& t, Failures& f) {
     }
     if (over && (!largest || t.chars(i) > t.chars(*largest))) largest = i;
   }
-  RECAP_EXPECT(f, largest && changed[0] == *largest, "R6.2: the first clip (round ", r.rounds, ") went to message ", changed[0], " (",
-               t.chars(changed[0]), " chars), not to the largest over-cap message ", largest.value_or(SIZE_MAX), " (",
+  RECAP_EXPECT(f, largest && changed[0] == *largest, "R6.2: the first clip (round ", r.rounds,
+               ") went to message ", changed[0], " (", t.chars(changed[0]),
+               " chars), not to the largest over-cap message ", largest.value_or(SIZE_MAX), " (",
                largest ? t.chars(*largest) : 0, " chars)", ctx);
 }
 
 // ReduceTail(t, target) must land on the first state of the walk whose size fits.
-inline void CheckAgainstWalk(const WalkResult& w, std::size_t target, const recap::ReduceResult& r, Failures& f) {
+inline void CheckAgainstWalk(const WalkResult& w, std::size_t target, const recap::ReduceResult& r,
+                             Failures& f) {
   if (!w.complete) return;
   std::size_t j = 0;
   while (j + 1 < w.states.size() && w.chars[j] > target) ++j;
   const std::string d = DiffTranscripts(w.states[j], r.transcript);
-  RECAP_EXPECT(f, d.empty(), "R6.2: ReduceTail at target ", target, " is not the first state of the clip sequence that fits (state ",
-               j, " of ", w.states.size() - 1, "): ", d);
+  RECAP_EXPECT(f, d.empty(), "R6.2: ReduceTail at target ", target,
+               " is not the first state of the clip sequence that fits (state ", j, " of ",
+               w.states.size() - 1, "): ", d);
 }
 
 }  // namespace recap_test

@@ -42,7 +42,8 @@ std::vector<Event> Events(const recap::Transcript& t) {
         events.push_back(Event{i, false, r->call_id, {}, false});
       } else if (const auto* o = std::get_if<Opaque>(&part)) {
         if (o->link == OpaqueLink::kCall) events.push_back(Event{i, true, o->link_id, {}, false});
-        if (o->link == OpaqueLink::kResult) events.push_back(Event{i, false, o->link_id, {}, false});
+        if (o->link == OpaqueLink::kResult)
+          events.push_back(Event{i, false, o->link_id, {}, false});
       }
     }
   }
@@ -52,7 +53,8 @@ std::vector<Event> Events(const recap::Transcript& t) {
 bool CallsTool(const Message& m) {
   for (const Part& part : m.parts) {
     if (std::holds_alternative<ToolCall>(part)) return true;
-    if (const auto* o = std::get_if<Opaque>(&part); o != nullptr && o->link == OpaqueLink::kCall) return true;
+    if (const auto* o = std::get_if<Opaque>(&part); o != nullptr && o->link == OpaqueLink::kCall)
+      return true;
   }
   return false;
 }
@@ -124,7 +126,8 @@ ReferenceCutter::ReferenceCutter(const recap::Transcript& t) : n_(t.size()) {
     }
   }
   for (const Event& ev : events) {
-    if (ev.is_call && !ev.answered) uncertain_.push_back(recap::UncertainCall{ev.message, ev.id, ev.name});
+    if (ev.is_call && !ev.answered)
+      uncertain_.push_back(recap::UncertainCall{ev.message, ev.id, ev.name});
   }
   // Safe boundaries straight from the definition, position by position.
   for (std::size_t p = 0; p <= n_; ++p) {
@@ -150,7 +153,8 @@ std::size_t ReferenceCutter::KeptChars(std::size_t p) const {
   return s;
 }
 
-recap::CutDecision ReferenceCutter::Decide(const recap::CutOptions& options, KeptWholeStart kept_whole,
+recap::CutDecision ReferenceCutter::Decide(const recap::CutOptions& options,
+                                           KeptWholeStart kept_whole,
                                            bool* unusable_turn_start) const {
   if (unusable_turn_start != nullptr) *unusable_turn_start = false;
   recap::CutDecision d;
@@ -257,7 +261,8 @@ bool OverCap(const Message& m, const Caps& caps) {
       if (Cp(c->arguments) > caps.content) return true;
     } else if (const auto* r = std::get_if<ToolResult>(&part)) {
       for (const auto& item : r->content) {
-        if (const auto* it = std::get_if<Text>(&item); it != nullptr && Cp(it->text) > caps.tool) return true;
+        if (const auto* it = std::get_if<Text>(&item); it != nullptr && Cp(it->text) > caps.tool)
+          return true;
       }
     }
   }
@@ -270,7 +275,8 @@ Message Clip(const Message& m, const Caps& caps) {
     if (auto* x = std::get_if<Text>(&part)) {
       if (Cp(x->text) > caps.content) x->text = recap::ClipText(x->text, caps.content);
     } else if (auto* c = std::get_if<ToolCall>(&part)) {
-      if (Cp(c->arguments) > caps.content) c->arguments = recap::ClipArguments(c->arguments, caps.content);
+      if (Cp(c->arguments) > caps.content)
+        c->arguments = recap::ClipArguments(c->arguments, caps.content);
     } else if (auto* r = std::get_if<ToolResult>(&part)) {
       for (auto& item : r->content) {
         if (auto* it = std::get_if<Text>(&item); it != nullptr && Cp(it->text) > caps.tool) {
@@ -308,8 +314,8 @@ ReferenceReduction ReferenceReduce(const recap::Transcript& t, std::size_t targe
     // (R4.4, R12.1).
     for (std::size_t i = 0; i < n; ++i) {
       const recap::Message& m = r.messages[i];
-      candidate[i] = !m.summary && !m.pinned && !(i == 0 && recap::IsInstructions(m)) &&
-                     OverCap(m, caps);
+      candidate[i] =
+          !m.summary && !m.pinned && !(i == 0 && recap::IsInstructions(m)) && OverCap(m, caps);
     }
     while (total > target_chars) {
       // The largest candidate not handled yet in this round (ties: the earlier position).
@@ -361,7 +367,8 @@ std::string Short(std::string_view s, std::size_t max = 48) {
 
 std::string OpaqueDifference(const Opaque& a, const Opaque& b) {
   if (a.kind != b.kind) return "opaque kind " + a.kind + " vs " + b.kind;
-  if (a.payload != b.payload) return "opaque payload " + Short(a.payload) + " vs " + Short(b.payload);
+  if (a.payload != b.payload)
+    return "opaque payload " + Short(a.payload) + " vs " + Short(b.payload);
   if (a.link != b.link) return "opaque link";
   if (a.link_id != b.link_id) return "opaque link_id " + a.link_id + " vs " + b.link_id;
   return {};
@@ -377,7 +384,8 @@ std::string TextDifference(const Text& a, const Text& b) {
 
 std::string MessageDifference(const Message& a, const Message& b) {
   if (a.id != b.id) return "id " + a.id + " vs " + b.id;
-  if (a.role != b.role) return std::string("role ") + RoleLetter(a.role) + " vs " + RoleLetter(b.role);
+  if (a.role != b.role)
+    return std::string("role ") + RoleLetter(a.role) + " vs " + RoleLetter(b.role);
   if (a.summary != b.summary) return "summary flag";
   if (a.pinned != b.pinned) return "pinned flag";
   if (a.form != b.form) return "message form";
@@ -395,17 +403,26 @@ std::string MessageDifference(const Message& a, const Message& b) {
       d = TextDifference(*x, std::get<Text>(pb));
     } else if (const auto* c = std::get_if<ToolCall>(&pa)) {
       const auto& y = std::get<ToolCall>(pb);
-      if (c->id != y.id) d = "call id " + c->id + " vs " + y.id;
-      else if (c->name != y.name) d = "call name";
-      else if (c->arguments != y.arguments) d = "arguments " + Short(c->arguments) + " vs " + Short(y.arguments);
-      else if (c->extra != y.extra) d = "call extra";
+      if (c->id != y.id)
+        d = "call id " + c->id + " vs " + y.id;
+      else if (c->name != y.name)
+        d = "call name";
+      else if (c->arguments != y.arguments)
+        d = "arguments " + Short(c->arguments) + " vs " + Short(y.arguments);
+      else if (c->extra != y.extra)
+        d = "call extra";
     } else if (const auto* r = std::get_if<ToolResult>(&pa)) {
       const auto& y = std::get<ToolResult>(pb);
-      if (r->call_id != y.call_id) d = "result call_id " + r->call_id + " vs " + y.call_id;
-      else if (r->is_error != y.is_error) d = "is_error";
-      else if (r->form != y.form) d = "result form";
-      else if (r->extra != y.extra) d = "result extra";
-      else if (r->content.size() != y.content.size()) d = "result item count";
+      if (r->call_id != y.call_id)
+        d = "result call_id " + r->call_id + " vs " + y.call_id;
+      else if (r->is_error != y.is_error)
+        d = "is_error";
+      else if (r->form != y.form)
+        d = "result form";
+      else if (r->extra != y.extra)
+        d = "result extra";
+      else if (r->content.size() != y.content.size())
+        d = "result item count";
       for (std::size_t j = 0; d.empty() && j < r->content.size(); ++j) {
         if (r->content[j].index() != y.content[j].index()) {
           d = "item " + std::to_string(j) + " kind";
@@ -435,8 +452,8 @@ std::string DumpTranscript(const recap::Transcript& t, std::size_t max_messages)
       i = n - max_messages / 2;
     }
     const Message& m = t[i];
-    out << "  [" << i << "] " << RoleLetter(m.role) << (m.summary ? " S" : "") << (recap::IsTurnStart(m) ? " T" : "")
-        << " " << m.id << " (" << Chars(m) << "):";
+    out << "  [" << i << "] " << RoleLetter(m.role) << (m.summary ? " S" : "")
+        << (recap::IsTurnStart(m) ? " T" : "") << " " << m.id << " (" << Chars(m) << "):";
     for (const Part& part : m.parts) {
       if (const auto* x = std::get_if<Text>(&part)) {
         out << " T" << Cp(x->text);
@@ -468,11 +485,13 @@ std::string DumpTranscript(const recap::Transcript& t, std::size_t max_messages)
 
 std::string DescribeDecision(const recap::CutDecision& d) {
   std::ostringstream out;
-  out << "{skip=" << SkipName(d.skip) << " position=" << d.position << " summarized_chars=" << d.summarized_chars
-      << " kept_chars=" << d.kept_chars << " kept_turns=" << d.kept_turns << " inside_turn=" << d.inside_turn
+  out << "{skip=" << SkipName(d.skip) << " position=" << d.position
+      << " summarized_chars=" << d.summarized_chars << " kept_chars=" << d.kept_chars
+      << " kept_turns=" << d.kept_turns << " inside_turn=" << d.inside_turn
       << " moved_for_size=" << d.moved_for_size << " uncertain=[";
   for (std::size_t k = 0; k < d.uncertain.size(); ++k) {
-    out << (k ? " " : "") << d.uncertain[k].message << ":" << d.uncertain[k].call_id << ":" << d.uncertain[k].name;
+    out << (k ? " " : "") << d.uncertain[k].message << ":" << d.uncertain[k].call_id << ":"
+        << d.uncertain[k].name;
   }
   out << "]}";
   return out.str();
@@ -480,7 +499,8 @@ std::string DescribeDecision(const recap::CutDecision& d) {
 
 std::string DescribeOptions(const recap::CutOptions& o) {
   std::ostringstream out;
-  out << "{keep_turns=" << o.keep_turns << " mode=" << (o.mode == recap::CutMode::kBudget ? "budget" : "normal")
+  out << "{keep_turns=" << o.keep_turns
+      << " mode=" << (o.mode == recap::CutMode::kBudget ? "budget" : "normal")
       << " kept_chars_limit=" << o.kept_chars_limit << "}";
   return out.str();
 }

@@ -3,10 +3,11 @@
 // differential test tests/test_spec_differential.cpp.
 //
 // Deliberately simple and slow (quadratic where that is the obvious way): nothing here shares
-// code with src/core/cut/safe_boundary.cc or src/core/reduce/tail_reducer.cc. It uses only the public data
-// types, CountCodePoints and IsTurnStart (PrefixBytesForCodePoints for failure reports), and —
-// as leaf functions tested on their own — the library's ClipText and ClipArguments. Pairing, safe boundaries, turn bookkeeping, character
-// counts, the cut rules, the reducer's rounds, ordering and stopping are all computed here.
+// code with src/core/cut/safe_boundary.cc or src/core/reduce/tail_reducer.cc. It uses only the
+// public data types, CountCodePoints and IsTurnStart (PrefixBytesForCodePoints for failure
+// reports), and — as leaf functions tested on their own — the library's ClipText and ClipArguments.
+// Pairing, safe boundaries, turn bookkeeping, character counts, the cut rules, the reducer's
+// rounds, ordering and stopping are all computed here.
 //
 // Where the SPEC leaves a detail open, the reference follows the interpretation the library
 // documents in its headers (and, where only there, in the comments of its sources), each
@@ -95,13 +96,14 @@ class ReferenceCutter {
   // The decision for `options`, as SPEC R3 and safe_boundary.h describe it.
   // `unusable_turn_start`, when given, is set when the R3.3 rule met a last turn kept whole
   // whose start is not a usable cut (the only case where `kept_whole` matters).
-  recap::CutDecision Decide(const recap::CutOptions& options, KeptWholeStart kept_whole = KeptWholeStart::kSnapBack,
+  recap::CutDecision Decide(const recap::CutOptions& options,
+                            KeptWholeStart kept_whole = KeptWholeStart::kSnapBack,
                             bool* unusable_turn_start = nullptr) const;
 
   // Building blocks, exposed for tests and failure reports.
   std::size_t size() const { return n_; }
-  bool Safe(std::size_t p) const;                  // p in 0..n
-  std::size_t KeptChars(std::size_t p) const;      // characters of [p, n)
+  bool Safe(std::size_t p) const;              // p in 0..n
+  std::size_t KeptChars(std::size_t p) const;  // characters of [p, n)
   const std::vector<std::size_t>& turns() const { return turns_; }
   const std::vector<Pair>& pairs() const { return pairs_; }
   const std::vector<recap::UncertainCall>& uncertain() const { return uncertain_; }
@@ -111,13 +113,13 @@ class ReferenceCutter {
   bool Usable(std::size_t p) const { return usable_[p]; }
 
   std::size_t n_ = 0;
-  std::vector<bool> safe_;             // per position 0..n
-  std::vector<bool> usable_;           // per position 0..n
-  std::vector<std::size_t> chars_;     // per message
-  std::vector<bool> summary_;          // per message
-  std::vector<bool> calls_tool_;       // per message: holds a tool call or an opaque call
-  std::vector<std::size_t> turns_;     // turn starts, ascending
-  std::vector<Pair> pairs_;            // answered pairs across messages and within one
+  std::vector<bool> safe_;          // per position 0..n
+  std::vector<bool> usable_;        // per position 0..n
+  std::vector<std::size_t> chars_;  // per message
+  std::vector<bool> summary_;       // per message
+  std::vector<bool> calls_tool_;    // per message: holds a tool call or an opaque call
+  std::vector<std::size_t> turns_;  // turn starts, ascending
+  std::vector<Pair> pairs_;         // answered pairs across messages and within one
   std::vector<recap::UncertainCall> uncertain_;
 };
 

@@ -18,6 +18,7 @@
 #include <string>
 
 #include "recap/sqlite/sqlite_store.h"
+
 #include "support/crash_ops.h"
 
 namespace crash = recap::testing::crash;
@@ -61,7 +62,8 @@ int main(int argc, char** argv) {
     const crash::Op op = crash::MakeOp(seed, k, transcript);
     auto done = crash::ApplyOp(*store, op);
     if (!done.ok()) {
-      std::fprintf(stderr, "crash child: op %" PRIu64 ": %s\n", k, done.status().ToString().c_str());
+      std::fprintf(stderr, "crash child: op %" PRIu64 ": %s\n", k,
+                   done.status().ToString().c_str());
       return 4;
     }
     if (*done != k + 1) {
@@ -76,7 +78,8 @@ int main(int argc, char** argv) {
       return 3;
     }
     if (next->version != k + 1) {
-      std::fprintf(stderr, "crash child: version %" PRIu64 " after op %" PRIu64 "\n", next->version, k);
+      std::fprintf(stderr, "crash child: version %" PRIu64 " after op %" PRIu64 "\n", next->version,
+                   k);
       return 5;
     }
     transcript = next->transcript;

@@ -780,10 +780,13 @@ void HistoryKeepsEverything(const SessionStoreFactory& make) {
 void ForEachHistoryEntryIsHistory(const SessionStoreFactory& make) {
   auto store = make();
   const std::string s = "s1";
-  CHECK(store->ForEachHistoryEntry("never", [](HistoryEntry&&) {
-                 FAIL("a session never written has no entries");
-                 return Status::OK();
-               }).ok());
+  CHECK(store
+            ->ForEachHistoryEntry("never",
+                                  [](HistoryEntry&&) {
+                                    FAIL("a session never written has no entries");
+                                    return Status::OK();
+                                  })
+            .ok());
   // A history with compacted, reduced and active entries.
   std::vector<Message> batch;
   for (int i = 0; i < 40; ++i) {
@@ -866,18 +869,22 @@ void BadCommitsChangeNothing(const SessionStoreFactory& make) {
       "replaced[1] is \"nope\", which is not an active message");
   bad(compaction({"m1", "m2"}, Summary("s")), "replaced is not the prefix",
       "replaced[0] is \"m1\" but active message 0 of session \"s1\" is \"m0\"");
-  bad(compaction({"m0", "m2"}, Summary("s")), "replaced skips a message", "replaces the leading messages of the transcript, in order");
-  bad(compaction({"m1", "m0"}, Summary("s")), "replaced out of order", "replaced[0] is \"m1\" but active message 0");
+  bad(compaction({"m0", "m2"}, Summary("s")), "replaced skips a message",
+      "replaces the leading messages of the transcript, in order");
+  bad(compaction({"m1", "m0"}, Summary("s")), "replaced out of order",
+      "replaced[0] is \"m1\" but active message 0");
   bad(compaction({"m0", "m1", "m2", "m3", "m4", "m5", "m6"}, Summary("s")),
       "replaced longer than the transcript",
       "replaces 7 messages but session \"s1\" has only 6 active messages");
   bad(compaction({}, Summary("s")), "nothing replaced", "`replaced` is empty");
-  bad(compaction({"m0"}, User("not flagged summary")), "checkpoint not flagged summary", "must be flagged summary");
-  bad(compaction({"m0"}, Summary("s", "m4")), "checkpoint id of a kept message", "the checkpoint has id \"m4\"");
+  bad(compaction({"m0"}, User("not flagged summary")), "checkpoint not flagged summary",
+      "must be flagged summary");
+  bad(compaction({"m0"}, Summary("s", "m4")), "checkpoint id of a kept message",
+      "the checkpoint has id \"m4\"");
   bad(compaction({"m0"}, Summary("s", "cp"), {Summary("i", "dup"), Summary("j", "dup")}),
       "injected ids repeat", "injected message 1 has id \"dup\"");
-  bad(compaction({"m0"}, Summary("s", "cp"), {Summary("i", "cp")}),
-      "injected id of the checkpoint", "injected message has id \"cp\"");
+  bad(compaction({"m0"}, Summary("s", "cp"), {Summary("i", "cp")}), "injected id of the checkpoint",
+      "injected message has id \"cp\"");
 
   auto reduction = [&](std::vector<Message> replacements) {
     ReductionCommit r;
@@ -905,8 +912,10 @@ void BadCommitsChangeNothing(const SessionStoreFactory& make) {
   colliding.id = "m0";
   bad(recovery({{"nope", result}}), "recovery after an unknown message",
       "recovered result 0 goes after \"nope\", which is not an active message");
-  bad(recovery({{"m1", result}, {"nope", result}}), "one good and one bad anchor", "recovered result 1 goes after \"nope\"");
-  bad(recovery({{"m1", colliding}}), "recovered result with an active id", "recovered result has id \"m0\"");
+  bad(recovery({{"m1", result}, {"nope", result}}), "one good and one bad anchor",
+      "recovered result 1 goes after \"nope\"");
+  bad(recovery({{"m1", colliding}}), "recovered result with an active id",
+      "recovered result has id \"m0\"");
   bad(recovery({}), "an empty recovery", "`results` is empty");
 
   // A session name that is not UTF-8 is named in valid UTF-8 (a status message always is).
@@ -926,7 +935,6 @@ void BadCommitsChangeNothing(const SessionStoreFactory& make) {
   good.checkpoint = Summary("s", "cp");
   CHECK(Ok(store->CommitCompaction("s1", good)) == v + 1);
 }
-
 
 namespace {
 
@@ -956,8 +964,8 @@ class CountingSource : public MessageSource {
 };
 
 Message TwoCallsOneId() {
-  return Message::AssistantCalls({ToolCall{"call_x", "read", "{}", {}},
-                                  ToolCall{"call_x", "read", "{\"path\":\"b\"}", {}}});
+  return Message::AssistantCalls(
+      {ToolCall{"call_x", "read", "{}", {}}, ToolCall{"call_x", "read", "{\"path\":\"b\"}", {}}});
 }
 
 }  // namespace
@@ -1016,10 +1024,10 @@ void CompactionKeepsInstructionsAndPinned(const SessionStoreFactory& make) {
   instructions.id = "i0";
   Message rule = User("Always answer in French.", "p");
   rule.pinned = true;
-  std::uint64_t v = Ok(store->AppendMessages(
-      s, {instructions, User("u1 text", "u1"), Assistant("a1 text", "a1"), rule,
-          User("u2 text", "u2"), Assistant("a2 text", "a2"), User("u3 text", "u3"),
-          Assistant("a3 text", "a3")}));
+  std::uint64_t v =
+      Ok(store->AppendMessages(s, {instructions, User("u1 text", "u1"), Assistant("a1 text", "a1"),
+                                   rule, User("u2 text", "u2"), Assistant("a2 text", "a2"),
+                                   User("u3 text", "u3"), Assistant("a3 text", "a3")}));
   const std::vector<HistoryEntry> before = Ok(store->History(s));
 
   // Refused, changing nothing: each shows the message a store gives.
@@ -1031,8 +1039,14 @@ void CompactionKeepsInstructionsAndPinned(const SessionStoreFactory& make) {
   const std::vector<Bad> bad = {
       {{"i0"}, {"u1", "u2"}, {"cp"}, "active message 2 of session \"s1\" is \"a1\""},
       {{"gone"}, {"u1"}, {"cp"}, "kept[0] is \"gone\", which is not an active message"},
-      {{"i0", "u1"}, {"u1", "a1"}, {"cp"}, "which `kept` (or an earlier entry of `replaced`) names too"},
-      {{"i0", "i0"}, {"u1"}, {"cp"}, "kept[1] is \"i0\", which an earlier entry of `kept` names too"},
+      {{"i0", "u1"},
+       {"u1", "a1"},
+       {"cp"},
+       "which `kept` (or an earlier entry of `replaced`) names too"},
+      {{"i0", "i0"},
+       {"u1"},
+       {"cp"},
+       "kept[1] is \"i0\", which an earlier entry of `kept` names too"},
       {{"a3"}, {"i0"}, {"cp"}, "a compaction covers the leading messages of the transcript"},
       {{"i0", "p"}, {"u1", "a1", "u2", "a2"}, {"p"}, "\"p\""},
   };
@@ -1095,8 +1109,7 @@ void CompactionKeepsInstructionsAndPinned(const SessionStoreFactory& make) {
   c2.injected = {context};
   v = Ok(store->CommitCompaction(s, c2));
   state = Ok(store->Load(s));
-  CHECK(Ids(state.transcript) ==
-        std::vector<std::string>{"i0", "p", "cp2", "ctx", "a3", "u4"});
+  CHECK(Ids(state.transcript) == std::vector<std::string>{"i0", "p", "cp2", "ctx", "a3", "u4"});
   // The store stays consistent afterwards: a reduction of a kept message and an append.
   ReductionCommit r;
   r.expected_version = v;

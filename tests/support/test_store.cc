@@ -6,10 +6,12 @@
 
 #ifdef RECAP_TEST_HAVE_SQLITE
 #include "recap/sqlite/sqlite_store.h"
+
 #include "support/temp_dir.h"
 #endif
 #ifdef RECAP_TEST_HAVE_POSTGRES
 #include "recap/postgres/postgres_store.h"
+
 #include "support/pg_server.h"
 #endif
 
@@ -21,7 +23,8 @@ std::string TestStoreKind() {
   if (std::string(v) == "sqlite") return "sqlite";
   if (std::string(v) == "postgres") return "postgres";
   std::fprintf(stderr,
-               "RECAP_TEST_STORE=%s: unknown store (use \"memory\", \"sqlite\" or \"postgres\")\n", v);
+               "RECAP_TEST_STORE=%s: unknown store (use \"memory\", \"sqlite\" or \"postgres\")\n",
+               v);
   std::abort();
 }
 
@@ -43,8 +46,9 @@ std::shared_ptr<SessionStore> NewTestSessionStore() {
     }
     return std::move(opened).value();
 #else
-    std::fprintf(stderr, "RECAP_TEST_STORE=postgres, but this test executable was built without "
-                         "recap::postgres\n");
+    std::fprintf(stderr,
+                 "RECAP_TEST_STORE=postgres, but this test executable was built without "
+                 "recap::postgres\n");
     std::abort();
 #endif
   }
@@ -67,8 +71,9 @@ std::shared_ptr<SessionStore> NewTestSessionStore() {
   SessionStore* raw = holder->store.get();
   return std::shared_ptr<SessionStore>(std::move(holder), raw);
 #else
-  std::fprintf(stderr,
-               "RECAP_TEST_STORE=sqlite, but this test executable was built without recap::sqlite\n");
+  std::fprintf(
+      stderr,
+      "RECAP_TEST_STORE=sqlite, but this test executable was built without recap::sqlite\n");
   std::abort();
 #endif
 }

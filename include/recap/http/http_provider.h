@@ -29,8 +29,9 @@
 // What a call returns (docs/http-provider.md has the full table):
 //
 //   * the reply's text, FinishReason::kLength when the model stopped at max_output_tokens
-//     (`length`, `max_tokens`, status `incomplete` for `max_output_tokens`), kStop for a natural end, kOther for anything else; usage in
-//     prompt and completion tokens (zero when the server does not say);
+//     (`length`, `max_tokens`, status `incomplete` for `max_output_tokens`), kStop for a natural
+//     end, kOther for anything else; usage in prompt and completion tokens (zero when the server
+//     does not say);
 //   * kResourceExhausted when the server says the prompt is longer than the model's context;
 //   * kUnavailable for what may pass — 408, 409, 429, 5xx, 529, connection failures, a stream
 //     that ended before its end marker, a reply that is not the JSON it should be — after
@@ -46,8 +47,9 @@
 // anything the server echoes back — every run of 8 or more of its characters, also
 // base64-encoded, also when an excerpt cut it (R13.3). Response bodies are bounded (64 MiB
 // for a reply or a stream, 256 KiB read of an error body, 256 KiB of headers) and so is the
-// nesting of every JSON recap parses from a server (R13.1). TLS certificates are verified unless `verify_tls` is
-// turned off explicitly. Redirects are not followed (they would carry the key elsewhere).
+// nesting of every JSON recap parses from a server (R13.1). TLS certificates are verified unless
+// `verify_tls` is turned off explicitly. Redirects are not followed (they would carry the key
+// elsewhere).
 //
 // Thread safety: a provider may be used from any number of threads at once; each call runs
 // its own connection. It holds no global state besides libcurl's one-time initialization.
@@ -71,8 +73,8 @@ namespace recap {
 inline namespace v0 {
 
 enum class HttpProtocol : std::uint8_t {
-  kOpenAiChat,  // OpenAI chat completions and compatible servers
-  kAnthropic,   // Anthropic Messages API
+  kOpenAiChat,       // OpenAI chat completions and compatible servers
+  kAnthropic,        // Anthropic Messages API
   kOpenAiResponses,  // OpenAI Responses API (POST {base_url}/responses)
 };
 

@@ -1,9 +1,9 @@
 #include "recap/log.h"
 
-#include <spdlog/sinks/base_sink.h>
-
 #include <cstdio>
 #include <mutex>
+
+#include <spdlog/sinks/base_sink.h>
 
 #include "recap_internal/log_internal.h"
 

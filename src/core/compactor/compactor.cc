@@ -11,14 +11,15 @@
 #include <mutex>
 #include <unordered_map>
 
-#include "events/event_emitter.h"
-#include "recap_internal/log_internal.h"
-#include "plugins/plugin_runner.h"
 #include "recap/measure.h"
 #include "recap/offline_summarizer.h"
 #include "recap/tail_reducer.h"
-#include "summarize/summarize.h"
+
+#include "events/event_emitter.h"
 #include "model/transcript_access.h"
+#include "plugins/plugin_runner.h"
+#include "recap_internal/log_internal.h"
+#include "summarize/summarize.h"
 
 namespace recap {
 inline namespace v0 {
@@ -34,7 +35,7 @@ struct Attempt {
   AttemptKind kind = AttemptKind::kNone;
   SkipReason skip = SkipReason::kNone;
   std::string skip_note;  // a skip of Prepare's own (no_progress, irreducible, backing off)
-  Status error;  // kFailed
+  Status error;           // kFailed
   std::size_t before_full = 0;
   std::size_t after_full = 0;
   bool provider_failed = false;  // the summarizer's call failed (R12.3 counts these)
@@ -236,8 +237,8 @@ struct Compactor::Impl {
   std::mutex window_mu;
   bool provider_window_final = false;  // known, or reported as never known
   std::optional<std::size_t> provider_window;
-  std::string window_error;            // why it is unknown
-  bool window_error_loud = false;      // a failure, not "the provider reports none"
+  std::string window_error;        // why it is unknown
+  bool window_error_loud = false;  // a failure, not "the provider reports none"
   std::optional<TimeSource::time_point> next_window_query;
   std::chrono::milliseconds window_retry{kWindowRetryFirst};
 
@@ -255,8 +256,8 @@ struct Compactor::Impl {
   static constexpr std::chrono::milliseconds kBreakerMax{600000};
 
   Impl(Config c, std::shared_ptr<Provider> p, std::shared_ptr<SessionStore> s,
-       std::vector<std::shared_ptr<PluginHook>> hooks, std::vector<std::shared_ptr<EventSink>> sinks,
-       std::shared_ptr<TimeSource> time)
+       std::vector<std::shared_ptr<PluginHook>> hooks,
+       std::vector<std::shared_ptr<EventSink>> sinks, std::shared_ptr<TimeSource> time)
       : config(std::move(c)),
         provider(std::move(p)),
         // Made here, not when first needed: sessions falling back at once share it.
@@ -391,8 +392,10 @@ struct Compactor::Impl {
     if (text == c.learned_text) return;
     Status saved = store->SaveLearned(session, text);
     if (!saved.ok()) {
-      RECAP_LOG_DEBUG("session {}: what was learned could not be saved ({}); trying again at "
-                      "the next call", session, saved.message());
+      RECAP_LOG_DEBUG(
+          "session {}: what was learned could not be saved ({}); trying again at "
+          "the next call",
+          session, saved.message());
       return;
     }
     c.learned_text = std::move(text);
@@ -472,9 +475,10 @@ struct Compactor::Impl {
     c.window_unknown_said = true;
     events.Emit("window_unknown", session,
                 internal::WindowUnknownFields(error, FallbackWindow(), "maxContextChars / 4"));
-    RECAP_LOG_WARN("session {}: the context window is unknown ({}); the triggers use "
-                   "maxContextChars / 4 = {} tokens until it is known",
-                   session, error, FallbackWindow());
+    RECAP_LOG_WARN(
+        "session {}: the context window is unknown ({}); the triggers use "
+        "maxContextChars / 4 = {} tokens until it is known",
+        session, error, FallbackWindow());
   }
 
   std::size_t FallbackWindow() const { return config.limits.max_context_chars / 4; }
@@ -491,7 +495,8 @@ struct Compactor::Impl {
     plan.window_source = chosen.source;
     const double threshold = config.compaction.threshold;
     const std::size_t window = plan.window_tokens ? *plan.window_tokens : FallbackWindow();
-    plan.trigger_tokens = static_cast<std::size_t>(std::floor(threshold * static_cast<double>(window)));
+    plan.trigger_tokens =
+        static_cast<std::size_t>(std::floor(threshold * static_cast<double>(window)));
     plan.trigger_chars = static_cast<std::size_t>(
         std::floor(threshold * static_cast<double>(config.limits.max_context_chars)));
 
@@ -499,8 +504,7 @@ struct Compactor::Impl {
     if (config.compaction.calibrate && c.reported_prompt_tokens) {
       // R2.4: what the provider counted for the last request, plus an estimate of what
       // was added since.
-      const std::size_t added =
-          t_chars > c.chars_at_report ? t_chars - c.chars_at_report : 0;
+      const std::size_t added = t_chars > c.chars_at_report ? t_chars - c.chars_at_report : 0;
       used_tokens = *c.reported_prompt_tokens + EstimateTokens(added);
     }
     plan.trigger = false;
@@ -586,7 +590,8 @@ struct Compactor::Impl {
                                                   const std::string& session,
                                                   const CancellationToken& cancel) {
     auto progress = [&](int chunk, int chunks) {
-      events.Emit("compaction_progress", session, internal::CompactionProgressFields(chunk, chunks));
+      events.Emit("compaction_progress", session,
+                  internal::CompactionProgressFields(chunk, chunks));
     };
     // A host's Provider may throw despite its contract; that must not take the session
     // down with it, so it becomes an ordinary failed compaction.
@@ -619,9 +624,10 @@ struct Compactor::Impl {
           "(or provider.contextWindow) and compact again.");
     }
     summary.parsed.partial = true;
-    RECAP_LOG_WARN("session {}: the checkpoint ({} characters) was cut to {} to stay within half "
-                   "of the compaction trigger ({})",
-                   session, was, chars, max_chars);
+    RECAP_LOG_WARN(
+        "session {}: the checkpoint ({} characters) was cut to {} to stay within half "
+        "of the compaction trigger ({})",
+        session, was, chars, max_chars);
     return Status::OK();
   }
 
@@ -657,7 +663,8 @@ struct Compactor::Impl {
       a.kind = AttemptKind::kSkipped;
       a.skip = cut.skip;
       a.outcome.skipped = cut.skip;
-      events.Emit("compaction_skipped", session, internal::CompactionSkippedFields(SkipReasonName(cut.skip)));
+      events.Emit("compaction_skipped", session,
+                  internal::CompactionSkippedFields(SkipReasonName(cut.skip)));
       return a;
     }
 
@@ -703,7 +710,8 @@ struct Compactor::Impl {
     internal::BeforeCompactRun before;
     if (!plugins.empty()) before = internal::RunBeforeCompact(plugins, before_ctx, timeout);
     for (const auto& f : before.failures) {
-      events.Emit("plugin_hook_failed", session, internal::PluginHookFailedFields(f.plugin, f.hook, f.error));
+      events.Emit("plugin_hook_failed", session,
+                  internal::PluginHookFailedFields(f.plugin, f.hook, f.error));
     }
 
     internal::SummarizeInput in;
@@ -722,14 +730,15 @@ struct Compactor::Impl {
       for (const auto& f : r.request.output_fields) in.plugin_fields.push_back(f);
     }
     Provider& writer = offline_instead ? *offline : *provider;
-    in.max_output_tokens = IsOffline(writer) ? OfflineOutputTokens(plan)
-                                             : config.compaction.max_output_tokens;
+    in.max_output_tokens =
+        IsOffline(writer) ? OfflineOutputTokens(plan) : config.compaction.max_output_tokens;
     in.max_request_chars = IsOffline(writer) ? 0 : RequestBudget(plan);
 
     auto summary = RunSummarizer(writer, in, session, cancel);
     a.calls += summary.ok() ? summary->calls : 1;
     if (summary.ok()) a.usage = summary->usage;
-    if (!IsOffline(writer) && !(!summary.ok() && summary.status().code() == StatusCode::kCancelled)) {
+    if (!IsOffline(writer) &&
+        !(!summary.ok() && summary.status().code() == StatusCode::kCancelled)) {
       a.provider_failed = !summary.ok();
       RecordSummarizer(summary.ok(), automatic);
     }
@@ -776,10 +785,12 @@ struct Compactor::Impl {
       after_ctx.session = session;
       after_ctx.reason = reason;
       after_ctx.checkpoint = checkpoint;
-      after = internal::RunAfterCompact(plugins, participating, after_ctx, fields_by_plugin, timeout);
+      after =
+          internal::RunAfterCompact(plugins, participating, after_ctx, fields_by_plugin, timeout);
     }
     for (const auto& f : after.failures) {
-      events.Emit("plugin_hook_failed", session, internal::PluginHookFailedFields(f.plugin, f.hook, f.error));
+      events.Emit("plugin_hook_failed", session,
+                  internal::PluginHookFailedFields(f.plugin, f.hook, f.error));
     }
 
     CompactionCommit commit;
@@ -889,10 +900,10 @@ struct Compactor::Impl {
     c.version = *committed;
     c.reported_prompt_tokens.reset();
     *reduced_messages += r.clipped.size();
-    events.Emit("context_reduced", session,
-                internal::ContextReducedFields(r.clipped.size(),
-                                               sizes.instructions_chars + r.before_chars,
-                                               sizes.instructions_chars + r.after_chars));
+    events.Emit(
+        "context_reduced", session,
+        internal::ContextReducedFields(r.clipped.size(), sizes.instructions_chars + r.before_chars,
+                                       sizes.instructions_chars + r.after_chars));
     return Status::OK();
   }
 
@@ -943,8 +954,7 @@ struct Compactor::Impl {
         }
       } else if (budget->kind == AttemptKind::kFailed) {
         b += "failed (" + budget->error.message() + ")";
-      } else if (!budget->skip_note.empty() ||
-                 budget->skip == SkipReason::kUncertainToolResults) {
+      } else if (!budget->skip_note.empty() || budget->skip == SkipReason::kUncertainToolResults) {
         b += "was skipped because " + skipped_because(*budget);
       } else {
         b += "found nothing left to summarize";
@@ -957,8 +967,7 @@ struct Compactor::Impl {
       if (rest.empty()) {
         msg += " Automatic compaction ran but could not reduce it enough.";
       } else {
-        msg += " Automatic compaction ran (" +
-               std::to_string(first->outcome.summarized_messages) +
+        msg += " Automatic compaction ran (" + std::to_string(first->outcome.summarized_messages) +
                " messages summarized), then " + rest + ", but it is still over the limit.";
       }
     } else {
@@ -982,8 +991,9 @@ struct Compactor::Impl {
       msg += " The instructions alone are " + std::to_string(instructions) +
              " characters, more than the limit leaves room for.";
     }
-    msg += " To continue: compact manually (with a focus), trim large tool outputs, start a new"
-           " session, or raise limits.maxContextChars.";
+    msg +=
+        " To continue: compact manually (with a focus), trim large tool outputs, start a new"
+        " session, or raise limits.maxContextChars.";
     return msg;
   }
 };
@@ -1052,14 +1062,15 @@ Result<Prepared> Compactor::Prepare(const std::string& session, const RequestSiz
       Attempt& a = attempts.emplace_back();
       a.kind = AttemptKind::kSkipped;
       a.skip_note = "no_progress";
-      impl_->events.Emit("compaction_skipped", session, internal::CompactionSkippedFields("no_progress"));
+      impl_->events.Emit("compaction_skipped", session,
+                         internal::CompactionSkippedFields("no_progress"));
     } else if (plan.irreducible) {
       // R12.4: instructions and catalog alone reach the trigger; no compaction can help.
       Attempt& a = attempts.emplace_back();
       a.kind = AttemptKind::kSkipped;
       a.skip_note = "irreducible";
       const std::pair<std::size_t, std::size_t> fixed{sizes.instructions_chars,
-                                                       sizes.tool_catalog_chars};
+                                                      sizes.tool_catalog_chars};
       if (c.irreducible_said_for != fixed) {
         c.irreducible_said_for = fixed;
         impl_->events.Emit("compaction_skipped", session,
@@ -1117,9 +1128,9 @@ Result<Prepared> Compactor::Prepare(const std::string& session, const RequestSiz
   impl_->SaveLearned(session, c);
   // Step 4: fail with what happened and what to do; the reduction above stays persisted.
   if (reducible() > limit) {
-    return Status::ContextBudgetExceeded(impl_->BudgetMessage(
-        reducible(), sizes, attempts, reductions, out.reduced_messages, budget_tried_before,
-        StoredInstructionsChars(c.transcript)));
+    return Status::ContextBudgetExceeded(
+        impl_->BudgetMessage(reducible(), sizes, attempts, reductions, out.reduced_messages,
+                             budget_tried_before, StoredInstructionsChars(c.transcript)));
   }
 
   out.messages = c.transcript;
@@ -1150,7 +1161,8 @@ Result<Plan> Compactor::PlanFor(const std::string& session, const RequestSizes& 
         std::min(plan.cut.summarized_chars,
                  std::min<std::size_t>(2000 + plan.cut.summarized_chars / 20,
                                        impl_->config.compaction.max_output_tokens * 4));
-    plan.estimated_after_chars = sizes.instructions_chars + checkpoint_estimate + plan.cut.kept_chars;
+    plan.estimated_after_chars =
+        sizes.instructions_chars + checkpoint_estimate + plan.cut.kept_chars;
   } else {
     plan.estimated_after_chars = plan.reducible_chars;
   }
@@ -1170,11 +1182,13 @@ Result<CompactOutcome> Compactor::Compact(const std::string& session, const Comp
   impl_->SaveLearned(session, c);
   if (a.kind == AttemptKind::kFailed) return a.error;
   a.outcome.version = c.version;
-  if (a.kind == AttemptKind::kSkipped) a.outcome.before_chars = a.outcome.after_chars = c.transcript.chars();
+  if (a.kind == AttemptKind::kSkipped)
+    a.outcome.before_chars = a.outcome.after_chars = c.transcript.chars();
   return a.outcome;
 }
 
-void Compactor::ReportOverflow(const std::string& session, std::optional<std::size_t> rejected_tokens) {
+void Compactor::ReportOverflow(const std::string& session,
+                               std::optional<std::size_t> rejected_tokens) {
   auto cache = impl_->Cache(session);
   SessionCache& c = *cache;
   std::lock_guard<std::mutex> lock(c.mu);
@@ -1247,10 +1261,10 @@ Result<RecoveryOutcome> Compactor::Recover(const std::string& session, bool ackn
     ToolResult r;
     r.call_id = u.call_id;
     r.is_error = true;
-    r.content.emplace_back(Text{
-        "Outcome unknown: the session stopped before this tool call's result was recorded. "
-        "The call was not repeated. Check its effects before relying on it.",
-        {}});
+    r.content.emplace_back(
+        Text{"Outcome unknown: the session stopped before this tool call's result was recorded. "
+             "The call was not repeated. Check its effects before relying on it.",
+             {}});
     Message m;
     m.role = user_style ? Role::kUser : Role::kTool;
     m.id = NewMessageId();

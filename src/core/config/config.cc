@@ -293,7 +293,8 @@ const std::vector<Key>& Keys() {
       // model's advertised window grew.
       Integer("provider", "contextWindow", 1, kMaxJsonInteger,
               Slot{&Config::provider, &ProviderConfig::context_window}),
-      Integer("cache", "maxBytes", 0, kMaxJsonInteger, Slot{&Config::cache, &CacheConfig::max_bytes}),
+      Integer("cache", "maxBytes", 0, kMaxJsonInteger,
+              Slot{&Config::cache, &CacheConfig::max_bytes}),
   };
   return keys;
 }

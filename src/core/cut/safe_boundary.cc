@@ -260,11 +260,11 @@ CutDecision FindCutReference(const Transcript& t, const CutOptions& options) {
 
   std::size_t p = 0;
   if (options.mode == CutMode::kBudget || keep == 0 || turn_count <= 1) {
-    p = inside_last_turn();                       // R3.3
+    p = inside_last_turn();  // R3.3
   } else if (turn_count > keep) {
     p = at_or_before(turns[turn_count - keep]);  // R3.1
   } else {
-    p = at_or_before(last_turn);                  // R3.2: the last turn alone is kept
+    p = at_or_before(last_turn);  // R3.2: the last turn alone is kept
   }
 
   // R3.8: keep the kept part below the limit by moving forward — to later turn starts, then
@@ -306,8 +306,8 @@ CutDecision FindCutReference(const Transcript& t, const CutOptions& options) {
   d.position = p;
   d.summarized_chars = t.chars(0, p);
   d.kept_chars = t.chars(p, n);
-  d.kept_turns = static_cast<std::size_t>(
-      turns.end() - std::lower_bound(turns.begin(), turns.end(), p));
+  d.kept_turns =
+      static_cast<std::size_t>(turns.end() - std::lower_bound(turns.begin(), turns.end(), p));
   d.inside_turn = p > last_turn || turn_count == 0;
   RECAP_LOG_DEBUG("cut at message {} of {}: summarize {} chars, keep {} chars in {} turns{}", p, n,
                   d.summarized_chars, d.kept_chars, d.kept_turns,
@@ -359,11 +359,11 @@ class Tail {
 
   const Transcript& t_;
   const std::size_t n_;
-  std::size_t safe_lo_;                      // Safe is known for [safe_lo_, n)
-  std::size_t min_call_ = SIZE_MAX;          // earliest call answered at or after safe_lo_
-  std::vector<std::uint8_t> safe_;           // safe_[n - 1 - p] for p in [safe_lo_, n)
-  std::size_t turn_lo_;                      // [turn_lo_, n) scanned for turn starts
-  std::vector<std::size_t> turns_;           // newest first
+  std::size_t safe_lo_;              // Safe is known for [safe_lo_, n)
+  std::size_t min_call_ = SIZE_MAX;  // earliest call answered at or after safe_lo_
+  std::vector<std::uint8_t> safe_;   // safe_[n - 1 - p] for p in [safe_lo_, n)
+  std::size_t turn_lo_;              // [turn_lo_, n) scanned for turn starts
+  std::vector<std::size_t> turns_;   // newest first
 };
 
 // R3.7 when the transcript knows its open calls exactly (Pairing::kOpen): they are the
@@ -451,11 +451,11 @@ CutDecision FindCut(const Transcript& t, const CutOptions& options) {
 
   std::size_t p = 0;
   if (options.mode == CutMode::kBudget || keep == 0 || (all_turns && turns.size() <= 1)) {
-    p = inside_last_turn();                       // R3.3
+    p = inside_last_turn();  // R3.3
   } else if (turns.size() > keep) {
-    p = at_or_before(turns[keep - 1]);            // R3.1: the keep-th last turn start
+    p = at_or_before(turns[keep - 1]);  // R3.1: the keep-th last turn start
   } else {
-    p = at_or_before(last_turn);                  // R3.2: the last turn alone is kept
+    p = at_or_before(last_turn);  // R3.2: the last turn alone is kept
   }
 
   // R3.8, as in FindCutReference: later turn starts first, oldest first, then the safe

@@ -65,8 +65,7 @@ std::string ToValidUtf8(std::string_view text) {
   return out;
 }
 
-std::size_t PrefixBytesForCodePoints(std::string_view text,
-                                     std::size_t max_code_points) noexcept {
+std::size_t PrefixBytesForCodePoints(std::string_view text, std::size_t max_code_points) noexcept {
   const auto* p = reinterpret_cast<const unsigned char*>(text.data());
   const std::size_t n = text.size();
   std::size_t i = 0;
@@ -102,8 +101,9 @@ inline bool ValidBlock(__m128i v, unsigned high, std::size_t& len, std::size_t& 
   unsigned l3 = masked_eq(0xF0, 0xE0);          // 1110xxxx
   unsigned l4 = masked_eq(0xF8, 0xF0);          // 11110xxx
   // Never in a well-formed sequence: C0, C1, F5..FF.
-  const unsigned bad = masked_eq(0xFE, 0xC0) | (high & ~(cont | l2 | l3 | l4)) |
-                       mask(_mm_cmpeq_epi8(_mm_max_epu8(v, _mm_set1_epi8(static_cast<char>(0xF5))), v));
+  const unsigned bad =
+      masked_eq(0xFE, 0xC0) | (high & ~(cont | l2 | l3 | l4)) |
+      mask(_mm_cmpeq_epi8(_mm_max_epu8(v, _mm_set1_epi8(static_cast<char>(0xF5))), v));
   auto expected = [&] {  // where continuation bytes must be
     return (l2 << 1) | (l3 << 1) | (l3 << 2) | (l4 << 1) | (l4 << 2) | (l4 << 3);
   };
@@ -122,7 +122,9 @@ inline bool ValidBlock(__m128i v, unsigned high, std::size_t& len, std::size_t& 
   if ((cont & in) != exp || (bad & in) != 0) return false;
   // The second byte's narrower ranges after E0, ED, F0, F4 (no overlongs, no surrogates,
   // nothing above U+10FFFF).
-  auto eq = [&](int value) { return mask(_mm_cmpeq_epi8(v, _mm_set1_epi8(static_cast<char>(value)))) & in; };
+  auto eq = [&](int value) {
+    return mask(_mm_cmpeq_epi8(v, _mm_set1_epi8(static_cast<char>(value)))) & in;
+  };
   const unsigned e0 = eq(0xE0), ed = eq(0xED), f0 = eq(0xF0), f4 = eq(0xF4);
   if ((e0 | ed | f0 | f4) != 0) {
     const unsigned a0_bf = masked_eq(0xE0, 0xA0);
@@ -164,8 +166,9 @@ Utf8Scan ScanCodePoints(std::string_view text, std::size_t begin,
     if (i >= bytewise_until) {
       if (i + 64 <= n && count + 64 <= max_code_points) {
         const auto* q = reinterpret_cast<const __m128i*>(p + i);
-        const __m128i any = _mm_or_si128(_mm_or_si128(_mm_loadu_si128(q), _mm_loadu_si128(q + 1)),
-                                         _mm_or_si128(_mm_loadu_si128(q + 2), _mm_loadu_si128(q + 3)));
+        const __m128i any =
+            _mm_or_si128(_mm_or_si128(_mm_loadu_si128(q), _mm_loadu_si128(q + 1)),
+                         _mm_or_si128(_mm_loadu_si128(q + 2), _mm_loadu_si128(q + 3)));
         if (_mm_movemask_epi8(any) == 0) {
           i += 64;
           count += 64;

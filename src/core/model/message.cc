@@ -88,7 +88,7 @@ std::optional<std::string> RepeatedCallId(const Message& m) {
   std::size_t calls = 0;
   for (const auto& p : m.parts) calls += call_id(p) != nullptr ? 1 : 0;
   if (calls < 2) return std::nullopt;  // the usual case, and it allocates nothing
-  if (calls <= 16) {  // a few calls: compared pairwise
+  if (calls <= 16) {                   // a few calls: compared pairwise
     for (std::size_t i = 0; i < m.parts.size(); ++i) {
       const std::string* a = call_id(m.parts[i]);
       if (a == nullptr) continue;

@@ -123,10 +123,13 @@ std::mt19937_64 SeededGenerator() {
   // instant still diverge.
   static std::atomic<std::uint64_t> counter{0};
   std::random_device rd;
-  std::seed_seq seq{rd(), rd(), rd(), rd(),
-                    static_cast<unsigned>(counter.fetch_add(1, std::memory_order_relaxed)),
-                    static_cast<unsigned>(
-                        std::chrono::steady_clock::now().time_since_epoch().count())};
+  std::seed_seq seq{
+      rd(),
+      rd(),
+      rd(),
+      rd(),
+      static_cast<unsigned>(counter.fetch_add(1, std::memory_order_relaxed)),
+      static_cast<unsigned>(std::chrono::steady_clock::now().time_since_epoch().count())};
   return std::mt19937_64(seq);
 }
 
@@ -385,7 +388,8 @@ void Transcript::Set(std::vector<std::pair<std::size_t, Message>> replacements) 
     if (pairing_exact_ && !SameLinks(*c.messages[j], m)) LosePairing();
     c.facts[j].flags = FlagsOf(m) | kWellFormedFact;
     c.messages[j] = std::make_shared<const Message>(std::move(m));
-    for (std::size_t q = j + 1; q < c.prefix.size(); ++q) c.prefix[q] = c.prefix[q] - old_chars + new_chars;
+    for (std::size_t q = j + 1; q < c.prefix.size(); ++q)
+      c.prefix[q] = c.prefix[q] - old_chars + new_chars;
     // Later chunks' bases move by the same amount.
     for (std::size_t q = k + 1; q < base_.size(); ++q) base_[q] = base_[q] - old_chars + new_chars;
     chars_ = chars_ - old_chars + new_chars;
@@ -470,8 +474,8 @@ Transcript Transcript::Slice(std::size_t begin, std::size_t end) const {
 void Transcript::AppendFrom(const Transcript& from, std::size_t i) {
   const std::shared_ptr<const Message>& m = from.shared(i);
   CutFacts facts = Pair(*m, size_);
-  facts.flags = static_cast<std::uint8_t>(facts.flags |
-                                          (from.cut_facts(i).flags & kWellFormedFact));
+  facts.flags =
+      static_cast<std::uint8_t>(facts.flags | (from.cut_facts(i).flags & kWellFormedFact));
   Push(m, from.chars(i), facts);
 }
 

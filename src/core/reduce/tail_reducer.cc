@@ -5,17 +5,19 @@
 #include <cstring>
 #include <deque>
 #include <memory>
+
 #include <nlohmann/json.hpp>
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
 
-#include "json/json_util.h"
-#include "recap_internal/log_internal.h"
 #include "recap/measure.h"
+
+#include "json/json_util.h"
 #include "model/transcript_access.h"
 #include "model/utf8.h"
+#include "recap_internal/log_internal.h"
 
 namespace recap {
 inline namespace v0 {
@@ -116,10 +118,8 @@ constexpr std::size_t EscapeExtra(std::uint32_t cp) noexcept {
     case 0x0C:
     case 0x0D:
     case 0x22:
-    case 0x5C:
-      return 1;
-    default:
-      return cp < 0x20 ? 5 : 0;
+    case 0x5C: return 1;
+    default: return cp < 0x20 ? 5 : 0;
   }
 }
 
@@ -208,9 +208,7 @@ inline bool EightPlain(const unsigned char* p) noexcept {
   constexpr std::uint64_t kOnes = 0x0101010101010101ULL;
   constexpr std::uint64_t kHighs = 0x8080808080808080ULL;
   // Per byte, exactly: high bit set where the byte (of x) is zero.
-  auto zero_bytes = [](std::uint64_t x) {
-    return ~(((x & ~kHighs) + ~kHighs) | x) & kHighs;
-  };
+  auto zero_bytes = [](std::uint64_t x) { return ~(((x & ~kHighs) + ~kHighs) | x) & kHighs; };
   // Bytes below 0x20: their top three bits are zero.
   const std::uint64_t below_space = zero_bytes(w & (kOnes * 0xE0));
   return (below_space | zero_bytes(w ^ (kOnes * 0x22)) | zero_bytes(w ^ (kOnes * 0x5C))) == 0;
@@ -220,8 +218,8 @@ inline bool EightPlain(const unsigned char* p) noexcept {
 struct ArgString {
   std::size_t begin = 0;  // its content between the quotes: bytes [begin, end) of the input
   std::size_t end = 0;
-  std::size_t chars = 0;     // code points once decoded
-  std::size_t rendered = 0;  // characters dump writes for the decoded content (no quotes)
+  std::size_t chars = 0;          // code points once decoded
+  std::size_t rendered = 0;       // characters dump writes for the decoded content (no quotes)
   std::size_t special_begin = 0;  // its entries in specials
   std::size_t special_end = 0;
   bool escaped = false;  // holds a backslash (else the content is its own rendering)
@@ -282,9 +280,7 @@ class ArgScanner {
     out.reserve(n_ + values_.size() * (kTruncationMarker.size() + 2));
     for (const Piece& piece : pieces_) {
       switch (piece.kind) {
-        case Piece::kRaw:
-          out.append(in_.data() + piece.a, piece.b - piece.a);
-          break;
+        case Piece::kRaw: out.append(in_.data() + piece.a, piece.b - piece.a); break;
         case Piece::kKey:
           out.push_back('"');
           AppendCanonical(out, piece.a, piece.b, SIZE_MAX);
@@ -348,10 +344,8 @@ class ArgScanner {
   bool Value(int depth) {
     if (pos_ >= n_) return false;
     switch (p_[pos_]) {
-      case '{':
-        return depth < kMaxDepth && Object(depth);
-      case '[':
-        return depth < kMaxDepth && Array(depth);
+      case '{': return depth < kMaxDepth && Object(depth);
+      case '[': return depth < kMaxDepth && Array(depth);
       case '"': {
         ArgString s;
         s.special_begin = specials_.size();
@@ -362,14 +356,10 @@ class ArgScanner {
         structure_ += 2;  // the quotes
         return true;
       }
-      case 't':
-        return Literal("true");
-      case 'f':
-        return Literal("false");
-      case 'n':
-        return Literal("null");
-      default:
-        return Number();
+      case 't': return Literal("true");
+      case 'f': return Literal("false");
+      case 'n': return Literal("null");
+      default: return Number();
     }
   }
 
@@ -568,7 +558,8 @@ class ArgScanner {
       }
       // Up to the next escape the content is its own rendering.
       const void* bs = std::memchr(p_ + i, '\\', b - i);
-      const std::size_t run_end = bs ? static_cast<std::size_t>(static_cast<const unsigned char*>(bs) - p_) : b;
+      const std::size_t run_end =
+          bs ? static_cast<std::size_t>(static_cast<const unsigned char*>(bs) - p_) : b;
       // String() accepted it: well-formed.
       const Utf8Scan run = utf8::ScanWellFormed(in_.substr(i, run_end - i), k - count);
       out.append(in_.data() + i, run.end);
@@ -581,7 +572,9 @@ class ArgScanner {
     if (!s.escaped) {  // the content is its own rendering
       const std::string_view raw = in_.substr(s.begin, s.end - s.begin);
       out.append(raw.data(),  // String() accepted it: well-formed
-                 k >= s.chars ? raw.size() : s.ascii ? k : utf8::ScanWellFormed(raw, k).end);
+                 k >= s.chars ? raw.size()
+                 : s.ascii    ? k
+                              : utf8::ScanWellFormed(raw, k).end);
       return;
     }
     AppendCanonical(out, s.begin, s.end, k);
@@ -647,9 +640,8 @@ ClippedArgs ClipScanned(const ArgScanner& scan, std::string_view arguments, std:
   // Every string is already as short as clipping makes it: leave the text alone, so that
   // clipping stays idempotent even when the JSON structure alone is over the cap.
   if (longest <= kMarkerChars + 1) return Unchanged(arguments);
-  const auto [limit, chars] = Bisect(kMarkerChars + 1, longest - 1, cap, [&](std::size_t l) {
-    return scan.RenderedChars(l);
-  });
+  const auto [limit, chars] = Bisect(kMarkerChars + 1, longest - 1, cap,
+                                     [&](std::size_t l) { return scan.RenderedChars(l); });
   return {scan.Render(limit), chars, true};
 }
 
@@ -726,8 +718,8 @@ ClippedArgs ClipParsed(std::string_view arguments, std::size_t cap) {
     std::string best;
     auto render = [&](std::size_t limit) {
       for (std::size_t k = 0; k < strings.size(); ++k) {
-        *strings[k] = CountCodePoints(originals[k]) > limit ? ClipText(originals[k], limit)
-                                                            : originals[k];
+        *strings[k] =
+            CountCodePoints(originals[k]) > limit ? ClipText(originals[k], limit) : originals[k];
       }
       best = Dump(doc);
       return CountCodePoints(best);
@@ -793,9 +785,9 @@ struct Slot {
   std::size_t hi = 0;
   Kind kind = kContent;
   std::uint8_t clipped = kNotClipped;  // texts: the round it was last clipped in
-  bool valid = true;     // arguments, and texts counted whole: well-formed UTF-8
-  bool counted = true;   // exact bounds came from reading the whole text (so `valid` holds)
-  bool replaced = false;  // arguments: `text` is a clipped version, in the reducer's store
+  bool valid = true;                   // arguments, and texts counted whole: well-formed UTF-8
+  bool counted = true;       // exact bounds came from reading the whole text (so `valid` holds)
+  bool replaced = false;     // arguments: `text` is a clipped version, in the reducer's store
   bool well_formed = false;  // its message is Transcript::kWellFormedFact: nothing to check
 
   std::size_t Cap(std::size_t round) const noexcept {
@@ -872,7 +864,8 @@ void CountFixed(const Message& m, Item& item, std::size_t max_bytes) {
   auto count = [&](const std::string& s) {
     bytes += s.size();
     if (bytes > max_bytes) return false;
-    const Utf8Scan scan = item.well_formed ? utf8::ScanWellFormed(s, SIZE_MAX) : ScanCodePoints(s, 0, SIZE_MAX);
+    const Utf8Scan scan =
+        item.well_formed ? utf8::ScanWellFormed(s, SIZE_MAX) : ScanCodePoints(s, 0, SIZE_MAX);
     chars += scan.code_points;
     valid = valid && scan.valid;
     return true;
@@ -1037,8 +1030,7 @@ void CommitSlots(Slot* begin, std::vector<Step>& steps, std::size_t round,
 // Walks over messages spread over memory are a few dependent loads each (the message, its
 // parts, a result's items); fetching them ahead, in stages, overlaps those of the next
 // messages with the work on this one. `positions[k]` is being worked on.
-void PrefetchAhead(const Transcript& t, const std::vector<std::size_t>& positions,
-                   std::size_t k) {
+void PrefetchAhead(const Transcript& t, const std::vector<std::size_t>& positions, std::size_t k) {
   const std::size_t n = positions.size();
   if (k + 24 < n) {  // the message, and its parts vector (often on the next cache line)
     const Message* m = t.shared(positions[k + 24]).get();
@@ -1142,8 +1134,8 @@ std::shared_ptr<Message> BuildClipped(const Message& src, Slot* slots, bool well
       m.parts.emplace_back(text_of(*t));
     } else if (const auto* c = std::get_if<ToolCall>(&part)) {
       const Slot& slot = *s++;
-      valid = valid &&
-              (well_formed || (slot.counted || slot.replaced ? slot.valid : ValidUtf8(c->arguments)));
+      valid = valid && (well_formed ||
+                        (slot.counted || slot.replaced ? slot.valid : ValidUtf8(c->arguments)));
       ToolCall call;
       copy(call.id, c->id);
       call.name = c->name;  // counted and checked with the fixed characters
@@ -1189,8 +1181,8 @@ void CommitClipped(const Transcript& t, const std::vector<Item>& items, std::vec
   for (std::size_t k = 0; k < built.size(); ++k) {
     PrefetchAhead(t, clipped, k);
     const Item& item = items[clipped[k]];
-    built[k] = BuildClipped(t[clipped[k]], slots.data() + item.slot_begin, item.well_formed,
-                            checked);
+    built[k] =
+        BuildClipped(t[clipped[k]], slots.data() + item.slot_begin, item.well_formed, checked);
     checked = checked && item.fixed_valid && !built[k]->id.empty();
   }
   if (checked) {
@@ -1215,8 +1207,7 @@ void CommitClipped(const Transcript& t, const std::vector<Item>& items, std::vec
 
 }  // namespace
 
-std::size_t ReductionTarget(std::size_t max_context_chars,
-                            std::size_t instruction_chars) noexcept {
+std::size_t ReductionTarget(std::size_t max_context_chars, std::size_t instruction_chars) noexcept {
   const std::size_t room =
       max_context_chars > instruction_chars ? max_context_chars - instruction_chars : 0;
   return std::max(kMinReductionTarget, room);
@@ -1225,7 +1216,8 @@ std::size_t ReductionTarget(std::size_t max_context_chars,
 std::string ClipText(std::string_view text, std::size_t cap) {
   if (CountCodePoints(text) <= cap) return std::string(text);
   if (cap <= kMarkerChars) {
-    return std::string(kTruncationMarker.substr(0, PrefixBytesForCodePoints(kTruncationMarker, cap)));
+    return std::string(
+        kTruncationMarker.substr(0, PrefixBytesForCodePoints(kTruncationMarker, cap)));
   }
   const std::size_t keep = PrefixBytesForCodePoints(text, cap - kMarkerChars);
   std::string out;
@@ -1296,7 +1288,7 @@ ReduceResult ReduceTail(const Transcript& t, std::size_t target_chars) {
     for (std::size_t i = 0; i < n; ++i) {
       const Item& item = items[i];
       if (item.chars <= smallest_cap) continue;  // no part of it can be over a cap
-      if (item.summary) continue;  // checkpoints, pinned messages, the instructions
+      if (item.summary) continue;                // checkpoints, pinned messages, the instructions
       std::size_t saving = 0;
       if (OverCaps(slots.data() + item.slot_begin, slots.data() + item.slot_end, round, saving)) {
         over.push_back(i);

@@ -227,8 +227,7 @@ Result<Message> DecodeBody(std::string_view body) {
   if (r.ok() && format != kFormat && format != kFormatWithFlags) {
     return Status::Corruption("a stored message has body format " + std::to_string(format) +
                               ", which this recap does not know (it reads formats " +
-                              std::to_string(kFormat) + " and " +
-                              std::to_string(kFormatWithFlags) +
+                              std::to_string(kFormat) + " and " + std::to_string(kFormatWithFlags) +
                               "); it was written by a newer recap");
   }
   r.String(m.id);

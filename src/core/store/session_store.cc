@@ -16,8 +16,9 @@
 #include <utility>
 
 #include "recap/measure.h"
-#include "recap_internal/store_rules.h"
+
 #include "model/transcript_access.h"
+#include "recap_internal/store_rules.h"
 
 namespace recap {
 inline namespace v0 {

@@ -5,6 +5,7 @@
 
 #include "recap/measure.h"
 #include "recap/transcript.h"
+
 #include "model/transcript_access.h"
 
 namespace recap {
@@ -51,7 +52,8 @@ Status PinnedStatus(const std::string& what, std::size_t i, const std::string& p
 Status RepeatedCallIdStatus(const std::string& what, std::size_t i, const std::string& id) {
   return Status::InvalidArgument(
       "message " + std::to_string(i) + " of " + what + " holds two tool calls with the id " +
-      QuotedName(id) + "; a result answers one call of an id, so one of them could never be "
+      QuotedName(id) +
+      "; a result answers one call of an id, so one of them could never be "
       "answered. Give each call its own id");
 }
 
@@ -81,8 +83,8 @@ Result<bool> NewSessionReader::Next(Message* out, std::size_t* chars) {
   if (out->id.empty()) {
     out->id = NewMessageId();
   } else if (!given_ids_.insert(out->id).second) {
-    return Status::InvalidArgument("message " + std::to_string(i) + " of " + what() +
-                                   " has id " + QuotedName(out->id) +
+    return Status::InvalidArgument("message " + std::to_string(i) + " of " + what() + " has id " +
+                                   QuotedName(out->id) +
                                    ", which an earlier message of the session has; ids must be "
                                    "unique. Leave the id empty to get a fresh one");
   }
@@ -127,10 +129,10 @@ Status AppendIdTaken(const std::string& session, std::size_t i, const std::strin
 }
 
 Status CommitIdTaken(const std::string& session, const std::string& which, const std::string& id) {
-  return Status::InvalidArgument(
-      which + " has id " + QuotedName(id) + ", which an active message of session " +
-      QuotedName(session) + " or another message of the same commit already has; ids must be "
-      "unique. Leave the id empty to get a fresh one");
+  return Status::InvalidArgument(which + " has id " + QuotedName(id) +
+                                 ", which an active message of session " + QuotedName(session) +
+                                 " or another message of the same commit already has; ids must be "
+                                 "unique. Leave the id empty to get a fresh one");
 }
 
 std::string CompactionAddedName(const CompactionCommit& commit, std::size_t k) {
@@ -139,8 +141,7 @@ std::string CompactionAddedName(const CompactionCommit& commit, std::size_t k) {
   return "injected message " + std::to_string(k - 1);
 }
 
-Status CheckExpectedVersion(const std::string& session, std::uint64_t expected,
-                            std::uint64_t now) {
+Status CheckExpectedVersion(const std::string& session, std::uint64_t expected, std::uint64_t now) {
   if (expected > now) {
     return Status::Conflict("session " + QuotedName(session) + " is at version " +
                             std::to_string(now) + ", not " + std::to_string(expected) +
@@ -174,7 +175,8 @@ Status CheckCompactionShape(const std::string& session, const CompactionCommit& 
   if (!commit.checkpoint.summary) {
     return Status::InvalidArgument(
         "the checkpoint of a compaction must be flagged summary (SPEC R4.4); the one given for "
-        "session " + QuotedName(session) + " is not");
+        "session " +
+        QuotedName(session) + " is not");
   }
   return Status::OK();
 }
@@ -238,18 +240,17 @@ Status CheckCompactionSpan(const std::string& session, const CompactionCommit& c
       return ReplacedNotActive(session, r, commit.replaced[r]);
     }
     if (k < commit.kept.size() && !is_active(commit.kept[k])) {
-      return Status::InvalidArgument("kept[" + std::to_string(k) + "] is " +
-                                     QuotedName(commit.kept[k]) +
-                                     ", which is not an active message of session " +
-                                     QuotedName(session));
+      return Status::InvalidArgument(
+          "kept[" + std::to_string(k) + "] is " + QuotedName(commit.kept[k]) +
+          ", which is not an active message of session " + QuotedName(session));
     }
     if (commit.kept.empty()) return ReplacedOutOfOrder(session, r, commit.replaced[r], id);
     return Status::InvalidArgument(
         "active message " + std::to_string(j) + " of session " + QuotedName(session) + " is " +
         QuotedName(id) + ", but the compaction's next messages are " +
-        (r < commit.replaced.size() ? "replaced[" + std::to_string(r) + "] " +
-                                          QuotedName(commit.replaced[r])
-                                    : std::string("none of `replaced`")) +
+        (r < commit.replaced.size()
+             ? "replaced[" + std::to_string(r) + "] " + QuotedName(commit.replaced[r])
+             : std::string("none of `replaced`")) +
         (k < commit.kept.size()
              ? " and kept[" + std::to_string(k) + "] " + QuotedName(commit.kept[k])
              : std::string()) +
@@ -258,12 +259,11 @@ Status CheckCompactionSpan(const std::string& session, const CompactionCommit& c
   }
   if (span > active_count) {
     if (commit.kept.empty()) return ReplacesTooMany(session, commit.replaced.size(), active_count);
-    return Status::InvalidArgument("the compaction covers " + std::to_string(span) +
-                                   " messages (" + std::to_string(commit.kept.size()) +
-                                   " kept, " + std::to_string(commit.replaced.size()) +
-                                   " replaced) but session " + QuotedName(session) +
-                                   " has only " + std::to_string(active_count) +
-                                   " active messages");
+    return Status::InvalidArgument("the compaction covers " + std::to_string(span) + " messages (" +
+                                   std::to_string(commit.kept.size()) + " kept, " +
+                                   std::to_string(commit.replaced.size()) +
+                                   " replaced) but session " + QuotedName(session) + " has only " +
+                                   std::to_string(active_count) + " active messages");
   }
   return Status::OK();
 }
@@ -274,8 +274,8 @@ Status NoReplacements(const std::string& session) {
 }
 
 Status ReplacementNotActive(const std::string& session, std::size_t i, const std::string& id) {
-  return Status::InvalidArgument("replacement " + std::to_string(i) + " has id " +
-                                 QuotedName(id) + ", which is not an active message of session " +
+  return Status::InvalidArgument("replacement " + std::to_string(i) + " has id " + QuotedName(id) +
+                                 ", which is not an active message of session " +
                                  QuotedName(session) +
                                  "; a replacement keeps the id of the message it replaces");
 }
@@ -299,10 +299,9 @@ Result<RecoveryPlan> PlanRecovery(const std::string& session,
   for (std::size_t i = 0; i < commit.results.size(); ++i) {
     const std::string& anchor = commit.results[i].after;
     if (active.count(anchor) == 0) {
-      return Status::InvalidArgument("recovered result " + std::to_string(i) + " goes after " +
-                                     QuotedName(anchor) +
-                                     ", which is not an active message of session " +
-                                     QuotedName(session));
+      return Status::InvalidArgument(
+          "recovered result " + std::to_string(i) + " goes after " + QuotedName(anchor) +
+          ", which is not an active message of session " + QuotedName(session));
     }
     plan.results.Append(commit.results[i].result);
     const std::string& id = plan.results[i].id;

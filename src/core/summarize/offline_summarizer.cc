@@ -185,7 +185,8 @@ void ScanPaths(std::string_view text, std::vector<std::string>& out) {
     while (!tok.empty() && (tok.back() == '.' || tok.back() == '-')) tok.remove_suffix(1);
     if (tok.size() > 2 && (tok[0] == 'a' || tok[0] == 'b') && tok[1] == '/') {
       if (diff_line < 0) diff_line = IsDiffHeader(text.substr(line_start)) ? 1 : 0;
-      if (diff_line == 1) tok.remove_prefix(2);  // git's a/ and b/ name the same file as the bare path
+      if (diff_line == 1)
+        tok.remove_prefix(2);  // git's a/ and b/ name the same file as the bare path
     }
     if (!glued && IsPathLike(tok)) out.emplace_back(tok);
     i = j;
@@ -373,7 +374,8 @@ Checkpoint Build(const SummarySource& source) {
     auto& tools = in_arguments ? paths[at->second].used_by : paths[at->second].printed_by;
     if (tools.size() >= 3) return;
     std::string shown = ToolName(tool);
-    if (std::find(tools.begin(), tools.end(), shown) == tools.end()) tools.push_back(std::move(shown));
+    if (std::find(tools.begin(), tools.end(), shown) == tools.end())
+      tools.push_back(std::move(shown));
   };
 
   std::unordered_map<std::string_view, std::string_view> call_names;
@@ -446,9 +448,8 @@ Checkpoint Build(const SummarySource& source) {
     std::string entry = std::move(what) + " failed";
     const std::string first = ErrorLine(ResultText(*c.result->result, scratch));
     if (!first.empty()) entry += ": " + first;
-    entry += succeeded_later.count(c.name) != 0
-                 ? " (resolved: a later " + name + " call succeeded)"
-                 : std::string(" (not resolved yet)");
+    entry += succeeded_later.count(c.name) != 0 ? " (resolved: a later " + name + " call succeeded)"
+                                                : std::string(" (not resolved yet)");
     discoveries.Add(std::move(entry));
   }
   accomplished.AddOlder(cp.accomplished);

@@ -305,9 +305,8 @@ Status CallOnce(Provider& provider, const SummarizeInput& in, const std::string&
   if (c.finish_reason == FinishReason::kLength || over_budget || too_deep) {
     *parsed = ParseCheckpoint(text, /*truncated=*/true, in.plugin_fields);
     if (!parsed->usable) {
-      return Status::ResourceExhausted(over_budget
-                                           ? OverBudgetMessage(in.max_output_tokens, budget)
-                                           : TruncatedMessage(in.max_output_tokens));
+      return Status::ResourceExhausted(over_budget ? OverBudgetMessage(in.max_output_tokens, budget)
+                                                   : TruncatedMessage(in.max_output_tokens));
     }
     parsed->partial = true;
     return Status::OK();
@@ -595,9 +594,8 @@ Result<SummarizeOutput> Summarize(Provider& provider, const SummarizeInput& in,
   // However small the budget, the prior keeps some room: a chunk that cannot see what came
   // before cannot fold into it.
   const std::size_t prior_room = std::max(budget / 2, kMinPriorChars) / kCharsPerToken;
-  const std::size_t reserve =
-      std::max(CountCodePoints(first_prior_block),
-               std::min(in.max_output_tokens, prior_room) * kCharsPerToken);
+  const std::size_t reserve = std::max(CountCodePoints(first_prior_block),
+                                       std::min(in.max_output_tokens, prior_room) * kCharsPerToken);
   const std::size_t allowance = std::max(budget > reserve ? budget - reserve : 0, kMinChunkChars);
 
   struct Chunk {

@@ -35,8 +35,11 @@ int main() {
     auto compactor = recap::Compactor::Create(*config, nullptr, *store);
     CHECK(compactor.ok());
     for (int turn = 0; turn < 3; ++turn) {
-      CHECK((*store)->Append("s", recap::Message::UserText("question " + std::to_string(turn))).ok());
-      CHECK((*store)->Append("s", recap::Message::AssistantText("answer " + std::to_string(turn))).ok());
+      CHECK(
+          (*store)->Append("s", recap::Message::UserText("question " + std::to_string(turn))).ok());
+      CHECK((*store)
+                ->Append("s", recap::Message::AssistantText("answer " + std::to_string(turn)))
+                .ok());
     }
     auto outcome = (*compactor)->Compact("s");
     CHECK(outcome.ok() && outcome->compacted);

@@ -2,9 +2,9 @@
 #ifndef RECAP_SRC_CORE_RECAP_INTERNAL_LOG_INTERNAL_H_
 #define RECAP_SRC_CORE_RECAP_INTERNAL_LOG_INTERNAL_H_
 
-#include <spdlog/spdlog.h>
-
 #include <memory>
+
+#include <spdlog/spdlog.h>
 
 #include "recap/export.h"
 

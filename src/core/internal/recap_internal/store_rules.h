@@ -128,8 +128,7 @@ RECAP_EXPORT Status ReplacementNotActive(const std::string& session, std::size_t
                                          const std::string& id);
 
 // Replacement i of a reduction that replaces a message an earlier one already replaces.
-RECAP_EXPORT Status ReplacedTwice(const std::string& session, std::size_t i,
-                                  const std::string& id);
+RECAP_EXPORT Status ReplacedTwice(const std::string& session, std::size_t i, const std::string& id);
 
 // Where a recovery's results go, against the active transcript's ids in order.
 struct RecoveryPlan {
