@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds recap and runs its whole test suite, as CI does (.ci/run calls this).
 #
-#   scripts/test.sh                  install missing Debian packages, then
+#   scripts/test.sh                  install missing Debian packages, check formatting
+#                                    (scripts/check_format.sh), then
 #                                      build/       Release (-O2), ctest
 #                                      build-asan/  AddressSanitizer + UBSan, ctest
 #                                      build-tsan/  ThreadSanitizer: the store, plugin,
@@ -102,6 +103,9 @@ summary() {
 }
 
 step deps recap_ensure_packages "${RECAP_DEBIAN_PACKAGES[@]}" || summary 1
+
+# --- formatting: every C++ file as .clang-format says (quick; a failure does not stop the build)
+step format scripts/check_format.sh || true
 
 # Ninja for a new build tree; an existing one keeps its generator (CMake refuses to switch).
 gen_build=(); [[ -f build/CMakeCache.txt ]] || gen_build=(-G Ninja)

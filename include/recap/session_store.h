@@ -21,6 +21,15 @@
 // PostgreSQL store of the `recap::postgres` component (sessions shared by many hosts).
 // Writing one is described in docs/adapters.md; the conformance tests in tests/ check one.
 //
+// Errors every method shares (a store of a host's own must give the same codes; the
+// conformance suite, tests/support/store_conformance.h, checks recap's stores against them):
+//   kInvalidArgument   an empty session id; a message the rules below refuse. Nothing stored.
+//   kConflict          the session changed since the version a commit was based on, or a
+//                      session CreateSessions should create exists already. Nothing stored.
+//   kIOError, kUnavailable, kCorruption, kDeadlineExceeded
+//                      the store's own medium failed (a full disk, a lost connection, a damaged
+//                      file, a lock held too long). Nothing stored; the message says what to do.
+//
 // Thread safety: implementations must allow concurrent calls from several threads, for the
 // same session or different ones.
 #ifndef RECAP_SESSION_STORE_H_
@@ -136,12 +145,16 @@ class RECAP_EXPORT SessionStore {
 
   // What changed since `since_version`. Cheap when only appends happened: it costs what was
   // appended, not the session's size. This is what keeps Compactor::Prepare O(new messages).
+  // kInvalidArgument when `since_version` is beyond the session's version.
   virtual Result<SessionChanges> LoadChanges(const std::string& session,
                                              std::uint64_t since_version) = 0;
 
   // Appends messages at the end of the active transcript; a message with an empty id gets a
   // fresh one. Returns the new version. A message whose calls share an id (RepeatedCallId) is
-  // refused with kInvalidArgument naming the id, and so is the whole append.
+  // refused with kInvalidArgument naming the id, and so is the whole append. Also refused, with
+  // kInvalidArgument and nothing stored: a message whose id an active message of the session
+  // already has, or that appears twice in the append; a `pinned` message that is not a user or
+  // system message without tool parts.
   virtual Result<std::uint64_t> AppendMessages(const std::string& session,
                                                std::vector<Message> messages) = 0;
   // One message; calls AppendMessages.
@@ -158,10 +171,30 @@ class RECAP_EXPORT SessionStore {
   // conversation and its companions together, e.g. a transcript and its instructions.
   virtual Result<std::vector<std::uint64_t>> CreateSessions(std::vector<NewSession> sessions) = 0;
 
+  // The three commits below are all-or-nothing and version-checked: kConflict when the session
+  // is no longer at the commit's expected version (another writer came first; reload and
+  // decide again), kInvalidArgument against a session never written (nothing to replace).
+  // They return the new version.
+
+  // Retires the leading span of the active transcript (`kept`, then `replaced`, each exactly
+  // the active messages at those places, in order) and puts the checkpoint, the injected
+  // messages and `kept` in its place; the replaced messages stay in the history, compacted.
+  // kInvalidArgument, nothing changed, when: nothing is replaced or the checkpoint is not a
+  // summary; an id of `replaced` is not active ("not active"), or is active but not at its
+  // place ("out of order"); the commit replaces more messages than are active; an id is in
+  // both lists or twice in one; an added message has the id of an active one ("id taken").
   virtual Result<std::uint64_t> CommitCompaction(const std::string& session,
                                                  const CompactionCommit& commit) = 0;
+  // Replaces active messages by reduced copies, in place; the originals stay in the history,
+  // compacted. kInvalidArgument, nothing changed, when: there is no replacement; a replacement
+  // names a message that is not active ("not active"); two replacements name the same message
+  // ("replaced twice").
   virtual Result<std::uint64_t> CommitReduction(const std::string& session,
                                                 const ReductionCommit& commit) = 0;
+  // Inserts the recorded results of uncertain tool calls, each after the active message it
+  // names. kInvalidArgument, nothing changed, when: there is no result; a result goes after a
+  // message that is not active; a result's id is taken (by an active message or another
+  // result).
   virtual Result<std::uint64_t> CommitRecovery(const std::string& session,
                                                const RecoveryCommit& commit) = 0;
 

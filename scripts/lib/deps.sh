@@ -7,6 +7,9 @@ RECAP_DEBIAN_PACKAGES=(
   build-essential cmake ninja-build pkg-config
   nlohmann-json3-dev libspdlog-dev libfmt-dev catch2
   libsqlitecpp-dev libsqlite3-dev libcurl4-openssl-dev libbenchmark-dev
+  # scripts/check_format.sh (the formatting step of scripts/test.sh): Debian 12's clang-format
+  # 14, the version the tree is formatted with.
+  clang-format
   # The PostgreSQL session store: libpq to build it, and the server (initdb, pg_ctl, postgres
   # in /usr/lib/postgresql/15/bin) for its tests, which start a private server of their own
   # (tests/support/pg_server.h); the package's own cluster is never used.

@@ -331,8 +331,8 @@ bool HttpTestServer::Wait(Connection& c, std::chrono::milliseconds d) const {
     const int n = ::poll(&p, 1, static_cast<int>(std::min<long long>(left, 10)));
     if (n > 0) {
       if (p.revents & (POLLHUP | POLLERR)) return false;
-      char c;
-      const ssize_t got = ::recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+      char peeked;
+      const ssize_t got = ::recv(fd, &peeked, 1, MSG_PEEK | MSG_DONTWAIT);
       if (got == 0) return false;  // the client closed its end
       if (got < 0 && errno != EAGAIN && errno != EWOULDBLOCK) return false;
       if (got > 0) ::usleep(1000);  // unexpected extra bytes: do not spin on them
