@@ -11,7 +11,7 @@
 #   scripts/demo.sh                 the walkthrough
 #   scripts/demo.sh --replay        then also replay the Claude Code session the way a host runs
 #                                   it: every message appended, Compactor::Prepare before every
-#                                   model request (examples/demo.cpp)
+#                                   model request (examples/demo.cc)
 #   scripts/demo.sh --keep DIR      keep the database and the exported files in DIR
 #                                   (default: a temporary folder, removed at the end)
 #

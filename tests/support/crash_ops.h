@@ -1,4 +1,4 @@
-// The deterministic sequence of writes that the crash test (tests/test_sqlite_crash.cpp) runs
+// The deterministic sequence of writes that the crash test (tests/sqlite/test_sqlite_crash.cc) runs
 // in a child process it kills at random instants (tests/support/sqlite_crash_child_main.cc),
 // and replays on the in-memory store to know what the database must hold.
 //

@@ -1,6 +1,6 @@
 // A model-free reference of the cutter (SPEC R3) and of the tail reducer (SPEC R6), written
 // straight from the SPEC and the public headers (safe_boundary.h, tail_reducer.h), for the
-// differential test tests/test_spec_differential.cpp.
+// differential test tests/properties/test_spec_differential.cc.
 //
 // Deliberately simple and slow (quadratic where that is the obvious way): nothing here shares
 // code with src/core/cut/safe_boundary.cc or src/core/reduce/tail_reducer.cc. It uses only the

@@ -1,4 +1,4 @@
-// Not a test: the program the crash test (tests/test_sqlite_crash.cpp) starts and kills. The
+// Not a test: the program the crash test (tests/sqlite/test_sqlite_crash.cc) starts and kills. The
 // checks are the test's: it compares what this program acknowledged with what the database
 // holds. It opens the SQLite store at argv[1] and runs the deterministic ops of
 // tests/support/crash_ops.h for seed argv[2] on one session, forever (or, with argv[3], until

@@ -24,7 +24,7 @@ inline namespace v0 {
 
 namespace {
 
-// CountCodePoints(kTruncationMarker), which tests/test_tail_reducer.cpp checks.
+// CountCodePoints(kTruncationMarker), which tests/reduce/test_tail_reducer.cc checks.
 constexpr std::size_t kMarkerChars = 31;
 
 using OrderedJson = nlohmann::ordered_json;
@@ -1242,7 +1242,7 @@ std::string ClipArguments(std::string_view arguments, std::size_t cap) {
 // computed from the parts; and a clipped message is built once, at the end, copying only what
 // it keeps. The results are exactly those of clipping a whole copy of the message with
 // ClipText and ClipArguments in each round and measuring it with MessageChars
-// (tests/test_tail_reducer_diff.cpp compares the two).
+// (tests/reduce/test_tail_reducer_diff.cc compares the two).
 ReduceResult ReduceTail(const Transcript& t, std::size_t target_chars) {
   ReduceResult result;
   result.transcript = t;

@@ -1,5 +1,5 @@
 // SPEC R3: where a compaction cuts. Each case builds a small transcript by hand; the property
-// tests (test_properties.cpp) cover the invariants over generated ones.
+// tests (test_properties.cc) cover the invariants over generated ones.
 #include <string>
 #include <vector>
 

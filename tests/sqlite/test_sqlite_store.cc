@@ -9,7 +9,7 @@
 //   * files recap cannot use — not a database, damaged, written by a newer recap, read-only,
 //     full, missing — give an error that names the file and says what is wrong, and the file is
 //     left byte for byte as it was.
-// Process crashes and races between processes are in test_sqlite_crash.cpp.
+// Process crashes and races between processes are in test_sqlite_crash.cc.
 #include <grp.h>
 #include <sqlite3.h>
 #include <unistd.h>

@@ -1,5 +1,5 @@
 // Fault sweep (issue 8): real sessions replayed turn by turn through Prepare (as in
-// test_long_session.cpp), once without faults to count the steps, then once per step with a
+// test_long_session.cc), once without faults to count the steps, then once per step with a
 // fault injected exactly there:
 //
 //   * the store refuses the k-th write (an append, a compaction or a reduction commit) — or
