@@ -23,7 +23,7 @@
 #include "recap/log.h"
 
 // The emitter is private to the library; the tests link the static recap_core.
-#include "../../src/core/events/event_emitter.h"
+#include "events/event_emitter.h"
 
 using recap::Event;
 using recap::EventSink;

@@ -19,7 +19,7 @@
 #include "recap/memory_plugin.h"
 #include "recap/plugin_hook.h"
 
-#include "../../src/core/plugins/plugin_runner.h"
+#include "plugins/plugin_runner.h"
 #include "support/fake_provider.h"
 #include "support/recording_hook.h"
 #include "support/recording_sink.h"

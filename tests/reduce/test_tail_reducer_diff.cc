@@ -22,7 +22,7 @@
 #include "recap/measure.h"
 #include "recap/tail_reducer.h"
 
-#include "../../src/core/model/utf8.h"  // the core's private ScanWellFormed
+#include "model/utf8.h"  // the core's private ScanWellFormed
 #include "support/generator.h"
 #include "support/invariants.h"
 

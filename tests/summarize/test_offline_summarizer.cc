@@ -11,7 +11,7 @@
 #include "recap/offline_summarizer.h"
 #include "recap/tail_reducer.h"
 
-#include "../../src/core/summarize/summarize.h"
+#include "summarize/summarize.h"
 #include "support/test_data.h"
 
 using namespace recap;

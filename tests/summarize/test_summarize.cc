@@ -14,7 +14,7 @@
 #include "recap/offline_summarizer.h"
 #include "recap/tail_reducer.h"
 
-#include "../../src/core/summarize/summarize.h"
+#include "summarize/summarize.h"
 
 using namespace recap;
 using recap::internal::ProgressFn;

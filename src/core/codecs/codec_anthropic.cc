@@ -6,6 +6,7 @@
 
 #include "recap/codec.h"
 
+#include "codecs/codec_shell.h"
 #include "json/json_util.h"
 
 namespace recap {
@@ -420,7 +421,7 @@ Status EncodeOne(const Message& m, const std::string& where, Json* out) {
 }  // namespace
 
 Status DecodeEach(std::string_view json, const DecodeOptions& options, const MessageSink& sink) {
-  try {
+  return codec_shell::Guarded("decoding Anthropic messages", [&]() -> Status {
     jsonutil::Reader reader(json, kWhat, jsonutil::CarriedJson());
     const JsonPath root("messages");
     return jsonutil::ForEachElement(
@@ -433,24 +434,16 @@ Status DecodeEach(std::string_view json, const DecodeOptions& options, const Mes
           return sink(std::move(m), false);  // the system prompt is never in `messages`
         },
         NotAnArray);
-  } catch (const Json::exception& e) {
-    return Status::Internal("decoding Anthropic messages failed unexpectedly: " +
-                            jsonutil::Printable(e.what(), 300));
-  }
+  });
 }
 
 Result<Conversation> DecodeMessages(std::string_view json, const DecodeOptions& options) {
-  Conversation conv;
-  Status s = DecodeEach(json, options, [&conv](Message&& m, bool) {
-    conv.messages.push_back(std::move(m));
-    return Status::OK();
-  });
-  RECAP_RETURN_IF_ERROR(s);
-  return conv;
+  return codec_shell::Collect(
+      [&](const MessageSink& sink) { return DecodeEach(json, options, sink); });
 }
 
 Result<Message> DecodeMessage(std::string_view json, const DecodeOptions& options) {
-  try {
+  return codec_shell::Guarded("decoding an Anthropic message", [&]() -> Result<Message> {
     Json doc;
     Status s = jsonutil::Parse(json, kWhat, &doc, jsonutil::CarriedJson());
     RECAP_RETURN_IF_ERROR(s);
@@ -458,14 +451,11 @@ Result<Message> DecodeMessage(std::string_view json, const DecodeOptions& option
     s = DecodeOne(doc, JsonPath("message"), options, &m);
     RECAP_RETURN_IF_ERROR(s);
     return m;
-  } catch (const Json::exception& e) {
-    return Status::Internal("decoding an Anthropic message failed unexpectedly: " +
-                            jsonutil::Printable(e.what(), 300));
-  }
+  });
 }
 
 Result<std::string> EncodeMessages(const Conversation& conversation) {
-  try {
+  return codec_shell::Guarded("encoding Anthropic messages", [&]() -> Result<std::string> {
     if (conversation.instructions) {
       return Status::InvalidArgument(
           "the conversation has instructions, but the Anthropic Messages API takes the system "
@@ -484,24 +474,18 @@ Result<std::string> EncodeMessages(const Conversation& conversation) {
     }
     out += ']';
     return out;
-  } catch (const Json::exception& e) {
-    return Status::Internal("encoding Anthropic messages failed unexpectedly: " +
-                            jsonutil::Printable(e.what(), 300));
-  }
+  });
 }
 
 Result<std::string> EncodeMessage(const Message& message) {
-  try {
+  return codec_shell::Guarded("encoding an Anthropic message", [&]() -> Result<std::string> {
     Json j;
     Status s = EncodeOne(message, "message", &j);
     std::string text;
     if (s.ok()) s = jsonutil::Dump(j, "the message", &text);
     RECAP_RETURN_IF_ERROR(s);
     return text;
-  } catch (const Json::exception& e) {
-    return Status::Internal("encoding an Anthropic message failed unexpectedly: " +
-                            jsonutil::Printable(e.what(), 300));
-  }
+  });
 }
 
 }  // namespace anthropic

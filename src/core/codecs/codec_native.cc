@@ -9,6 +9,7 @@
 
 #include "recap/codec.h"
 
+#include "codecs/codec_shell.h"
 #include "json/json_util.h"
 
 namespace recap {
@@ -516,7 +517,7 @@ Status DecodeConversationObject(jsonutil::Reader& reader, std::string_view json,
 }  // namespace
 
 Status DecodeEach(std::string_view json, const DecodeOptions& options, const MessageSink& sink) {
-  try {
+  return codec_shell::Guarded("decoding recap messages", [&]() -> Status {
     jsonutil::Reader reader(json, kWhat, jsonutil::CarriedJson());
     const char first = reader.Peek();
     if (first == '{') return DecodeConversationObject(reader, json, options, sink);
@@ -533,28 +534,16 @@ Status DecodeEach(std::string_view json, const DecodeOptions& options, const Mes
         std::string(kWhat) + " is " + jsonutil::TypeName(doc) +
         "; expected an array of messages or an object {\"format\": \"recap\", \"version\": 1, "
         "\"instructions\", \"messages\"}.");
-  } catch (const Json::exception& e) {
-    return Status::Internal("decoding recap messages failed unexpectedly: " +
-                            jsonutil::Printable(e.what(), 300));
-  }
+  });
 }
 
 Result<Conversation> DecodeMessages(std::string_view json, const DecodeOptions& options) {
-  Conversation conv;
-  Status s = DecodeEach(json, options, [&conv](Message&& m, bool instructions) {
-    if (instructions) {
-      conv.instructions = std::move(m);
-    } else {
-      conv.messages.push_back(std::move(m));
-    }
-    return Status::OK();
-  });
-  RECAP_RETURN_IF_ERROR(s);
-  return conv;
+  return codec_shell::Collect(
+      [&](const MessageSink& sink) { return DecodeEach(json, options, sink); });
 }
 
 Result<Message> DecodeMessage(std::string_view json, const DecodeOptions& /*options*/) {
-  try {
+  return codec_shell::Guarded("decoding a recap message", [&]() -> Result<Message> {
     Json doc;
     Status s = jsonutil::Parse(json, "the recap message JSON", &doc, jsonutil::CarriedJson());
     RECAP_RETURN_IF_ERROR(s);
@@ -562,14 +551,11 @@ Result<Message> DecodeMessage(std::string_view json, const DecodeOptions& /*opti
     s = DecodeOne(doc, JsonPath("message"), &m);
     RECAP_RETURN_IF_ERROR(s);
     return m;
-  } catch (const Json::exception& e) {
-    return Status::Internal("decoding a recap message failed unexpectedly: " +
-                            jsonutil::Printable(e.what(), 300));
-  }
+  });
 }
 
 Result<std::string> EncodeMessages(const Conversation& conversation) {
-  try {
+  return codec_shell::Guarded("encoding recap messages", [&]() -> Result<std::string> {
     // Written piece by piece so that a bad message is named in the error and the whole
     // document never exists twice in memory (as a JSON tree and as text).
     std::string out = "{\"format\":\"recap\",\"version\":" + std::to_string(kFormatVersion) +
@@ -589,22 +575,16 @@ Result<std::string> EncodeMessages(const Conversation& conversation) {
     }
     out += "]}";
     return out;
-  } catch (const Json::exception& e) {
-    return Status::Internal("encoding recap messages failed unexpectedly: " +
-                            jsonutil::Printable(e.what(), 300));
-  }
+  });
 }
 
 Result<std::string> EncodeMessage(const Message& message) {
-  try {
+  return codec_shell::Guarded("encoding a recap message", [&]() -> Result<std::string> {
     std::string text;
     Status s = AppendMessage(message, "message", &text, 0);
     RECAP_RETURN_IF_ERROR(s);
     return text;
-  } catch (const Json::exception& e) {
-    return Status::Internal("encoding a recap message failed unexpectedly: " +
-                            jsonutil::Printable(e.what(), 300));
-  }
+  });
 }
 
 }  // namespace native

@@ -6,6 +6,7 @@
 
 #include "recap/codec.h"
 
+#include "codecs/codec_shell.h"
 #include "json/json_util.h"
 
 namespace recap {
@@ -430,7 +431,7 @@ Status AppendExpanded(const Message& m, const std::string& where, std::string* o
 }  // namespace
 
 Status DecodeEach(std::string_view json, const DecodeOptions& options, const MessageSink& sink) {
-  try {
+  return codec_shell::Guarded("decoding OpenAI chat messages", [&]() -> Status {
     jsonutil::Reader reader(json, kWhat, jsonutil::CarriedJson());
     const JsonPath root("messages");
     return jsonutil::ForEachElement(
@@ -444,28 +445,16 @@ Status DecodeEach(std::string_view json, const DecodeOptions& options, const Mes
           return sink(std::move(m), instructions);
         },
         NotAnArray);
-  } catch (const Json::exception& e) {
-    return Status::Internal("decoding OpenAI chat messages failed unexpectedly: " +
-                            jsonutil::Printable(e.what(), 300));
-  }
+  });
 }
 
 Result<Conversation> DecodeMessages(std::string_view json, const DecodeOptions& options) {
-  Conversation conv;
-  Status s = DecodeEach(json, options, [&conv](Message&& m, bool instructions) {
-    if (instructions) {
-      conv.instructions = std::move(m);
-    } else {
-      conv.messages.push_back(std::move(m));
-    }
-    return Status::OK();
-  });
-  RECAP_RETURN_IF_ERROR(s);
-  return conv;
+  return codec_shell::Collect(
+      [&](const MessageSink& sink) { return DecodeEach(json, options, sink); });
 }
 
 Result<Message> DecodeMessage(std::string_view json, const DecodeOptions& options) {
-  try {
+  return codec_shell::Guarded("decoding an OpenAI chat message", [&]() -> Result<Message> {
     Json doc;
     Status s = jsonutil::Parse(json, kWhat, &doc, jsonutil::CarriedJson());
     RECAP_RETURN_IF_ERROR(s);
@@ -473,14 +462,11 @@ Result<Message> DecodeMessage(std::string_view json, const DecodeOptions& option
     s = DecodeOne(doc, JsonPath("message"), options, &m);
     RECAP_RETURN_IF_ERROR(s);
     return m;
-  } catch (const Json::exception& e) {
-    return Status::Internal("decoding an OpenAI chat message failed unexpectedly: " +
-                            jsonutil::Printable(e.what(), 300));
-  }
+  });
 }
 
 Result<std::string> EncodeMessages(const Conversation& conversation) {
-  try {
+  return codec_shell::Guarded("encoding OpenAI chat messages", [&]() -> Result<std::string> {
     std::string out = "[";
     bool first = true;
     if (conversation.instructions) {
@@ -494,14 +480,11 @@ Result<std::string> EncodeMessages(const Conversation& conversation) {
     }
     out += ']';
     return out;
-  } catch (const Json::exception& e) {
-    return Status::Internal("encoding OpenAI chat messages failed unexpectedly: " +
-                            jsonutil::Printable(e.what(), 300));
-  }
+  });
 }
 
 Result<std::string> EncodeMessage(const Message& message) {
-  try {
+  return codec_shell::Guarded("encoding an OpenAI chat message", [&]() -> Result<std::string> {
     std::vector<Json> expanded;
     Status s = Expand(message, "message", &expanded);
     RECAP_RETURN_IF_ERROR(s);
@@ -515,10 +498,7 @@ Result<std::string> EncodeMessage(const Message& message) {
     s = jsonutil::Dump(expanded[0], "the message", &text);
     RECAP_RETURN_IF_ERROR(s);
     return text;
-  } catch (const Json::exception& e) {
-    return Status::Internal("encoding an OpenAI chat message failed unexpectedly: " +
-                            jsonutil::Printable(e.what(), 300));
-  }
+  });
 }
 
 }  // namespace openai_chat

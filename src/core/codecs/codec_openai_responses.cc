@@ -12,6 +12,7 @@
 
 #include "recap/codec.h"
 
+#include "codecs/codec_shell.h"
 #include "json/json_util.h"
 
 namespace recap {
@@ -508,31 +509,19 @@ Status AppendExpanded(const Message& m, const std::string& where, std::string* o
 }  // namespace
 
 Status DecodeEach(std::string_view json, const DecodeOptions& options, const MessageSink& sink) {
-  try {
+  return codec_shell::Guarded("decoding OpenAI Responses items", [&]() -> Status {
     jsonutil::Reader reader(json, kWhat, jsonutil::CarriedJson());
     return DecodeItems(reader, options, sink);
-  } catch (const Json::exception& e) {
-    return Status::Internal("decoding OpenAI Responses items failed unexpectedly: " +
-                            jsonutil::Printable(e.what(), 300));
-  }
+  });
 }
 
 Result<Conversation> DecodeMessages(std::string_view json, const DecodeOptions& options) {
-  Conversation conv;
-  Status s = DecodeEach(json, options, [&conv](Message&& m, bool instructions) {
-    if (instructions) {
-      conv.instructions = std::move(m);
-    } else {
-      conv.messages.push_back(std::move(m));
-    }
-    return Status::OK();
-  });
-  RECAP_RETURN_IF_ERROR(s);
-  return conv;
+  return codec_shell::Collect(
+      [&](const MessageSink& sink) { return DecodeEach(json, options, sink); });
 }
 
 Result<Message> DecodeMessage(std::string_view json, const DecodeOptions& options) {
-  try {
+  return codec_shell::Guarded("decoding an OpenAI Responses item", [&]() -> Result<Message> {
     Json doc;
     Status s = jsonutil::Parse(json, kWhat, &doc, jsonutil::CarriedJson());
     RECAP_RETURN_IF_ERROR(s);
@@ -540,14 +529,11 @@ Result<Message> DecodeMessage(std::string_view json, const DecodeOptions& option
     s = DecodeItem(doc, JsonPath("item"), options, &m);
     RECAP_RETURN_IF_ERROR(s);
     return m;
-  } catch (const Json::exception& e) {
-    return Status::Internal("decoding an OpenAI Responses item failed unexpectedly: " +
-                            jsonutil::Printable(e.what(), 300));
-  }
+  });
 }
 
 Result<std::string> EncodeMessages(const Conversation& conversation) {
-  try {
+  return codec_shell::Guarded("encoding OpenAI Responses items", [&]() -> Result<std::string> {
     std::string out = "[";
     bool first = true;
     if (conversation.instructions) {
@@ -561,14 +547,11 @@ Result<std::string> EncodeMessages(const Conversation& conversation) {
     }
     out += ']';
     return out;
-  } catch (const Json::exception& e) {
-    return Status::Internal("encoding OpenAI Responses items failed unexpectedly: " +
-                            jsonutil::Printable(e.what(), 300));
-  }
+  });
 }
 
 Result<std::string> EncodeMessage(const Message& message) {
-  try {
+  return codec_shell::Guarded("encoding an OpenAI Responses item", [&]() -> Result<std::string> {
     std::vector<Json> items;
     Status s = Expand(message, "message", &items);
     RECAP_RETURN_IF_ERROR(s);
@@ -582,10 +565,7 @@ Result<std::string> EncodeMessage(const Message& message) {
     s = jsonutil::Dump(items[0], "the message", &text);
     RECAP_RETURN_IF_ERROR(s);
     return text;
-  } catch (const Json::exception& e) {
-    return Status::Internal("encoding an OpenAI Responses item failed unexpectedly: " +
-                            jsonutil::Printable(e.what(), 300));
-  }
+  });
 }
 
 }  // namespace openai_responses

@@ -16,6 +16,7 @@
 #include "recap/tail_reducer.h"
 
 #include "events/event_emitter.h"
+#include "json/json_util.h"
 #include "model/transcript_access.h"
 #include "plugins/plugin_runner.h"
 #include "recap_internal/log_internal.h"
@@ -99,7 +100,7 @@ std::size_t CountTurnStarts(const Transcript& t) {
 // R12.5: what the Compactor learned about a session, as the store keeps it: a JSON object of
 // the fields that differ from a fresh session's, or "" when none does.
 std::string LearnedText(const SessionCache& c) {
-  nlohmann::json j = nlohmann::json::object();
+  jsonutil::Json j = jsonutil::Json::object();
   if (c.overflow_pending) j["overflowPending"] = true;
   if (c.overflow_window) j["overflowWindow"] = *c.overflow_window;
   if (c.reported_prompt_tokens) {
@@ -128,7 +129,7 @@ void ApplyLearned(SessionCache& c, const std::string& text) {
   // Written by recap, but read from a file anyone may have touched: a few hundred bytes, one
   // level deep; anything else is not parsed at all (R13.1).
   if (text.empty() || text.size() > 4096 || internal::NestsDeeperThan(text, 2)) return;
-  const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  const jsonutil::Json j = jsonutil::Json::parse(text, nullptr, false);
   if (!j.is_object()) return;
   auto count = [&](const char* key) -> std::optional<std::size_t> {
     auto it = j.find(key);

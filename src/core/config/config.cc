@@ -40,7 +40,7 @@ inline namespace v0 {
 
 namespace {
 
-using Json = nlohmann::ordered_json;
+using jsonutil::Json;
 
 // The largest integer every JSON reader holds exactly (2^53 - 1). Integer keys without an upper
 // bound in R1.1 stop here, so that every accepted value survives ToJson and a round trip through

@@ -14,7 +14,7 @@ namespace internal {
 
 namespace {
 
-using Json = nlohmann::ordered_json;
+using jsonutil::Json;
 
 bool IsCommonField(const std::string& key) {
   return key == "v" || key == "type" || key == "session" || key == "at";

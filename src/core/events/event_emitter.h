@@ -20,9 +20,9 @@
 #include <string_view>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "recap/events.h"
+
+#include "json/json_util.h"
 
 namespace recap {
 inline namespace v0 {
@@ -43,7 +43,7 @@ class EventEmitter {
   // get the event; Emit itself throws only std::bad_alloc. `fields` must be an object built by
   // one of the builders below; its members keep their order. Text that is not valid UTF-8
   // (a host's session id, a provider's error message) is written with U+FFFD in its place.
-  void Emit(std::string_view type, const std::string& session, nlohmann::ordered_json fields) const;
+  void Emit(std::string_view type, const std::string& session, jsonutil::Json fields) const;
 
   // No sinks: callers on a hot path may skip building the fields at all.
   bool empty() const noexcept { return sinks_.empty(); }
@@ -66,12 +66,12 @@ inline constexpr std::string_view kPluginHookFailed = "plugin_hook_failed";
 // compaction_started: `reason` is "auto", "manual", "budget" or "overflow"; `before` is the full
 // request's characters and estimated tokens.
 // -> {"reason", "before": {"chars", "tokens"}}
-nlohmann::ordered_json CompactionStartedFields(std::string_view reason, std::size_t before_chars,
-                                               std::size_t before_tokens);
+jsonutil::Json CompactionStartedFields(std::string_view reason, std::size_t before_chars,
+                                       std::size_t before_tokens);
 
 // compaction_progress: chunk `chunk` (1-based) of `chunks` of a chunked summary is done (R4.7).
 // -> {"chunk", "chunks"}
-nlohmann::ordered_json CompactionProgressFields(int chunk, int chunks);
+jsonutil::Json CompactionProgressFields(int chunk, int chunks);
 
 struct CompletedPlugin {
   std::string name;    // PluginHook::Name()
@@ -105,33 +105,33 @@ struct CompletedInfo {
 //     "summarized": {"messages", "chars"}, "checkpoint": {"chars", "structured", "partial",
 //     "writer"}, "usage": {"prompt_tokens", "completion_tokens", "calls"},
 //     "plugins": [{"name", "report"}]}
-nlohmann::ordered_json CompactionCompletedFields(const CompletedInfo& info);
+jsonutil::Json CompactionCompletedFields(const CompletedInfo& info);
 
 // compaction_skipped: "nothing_to_summarize", "no_safe_boundary", "uncertain_tool_results",
 // "no_progress", "irreducible" or "summarizer_unavailable".
 // -> {"reason"}
-nlohmann::ordered_json CompactionSkippedFields(std::string_view reason);
+jsonutil::Json CompactionSkippedFields(std::string_view reason);
 
 // window_unknown: the provider's context window could not be read (`error`, as the provider
 // said it); the triggers use `fallback_tokens` (`fallback_rule`, e.g. "maxContextChars / 4").
 // -> {"error", "fallback": {"tokens", "rule"}}
-nlohmann::ordered_json WindowUnknownFields(std::string_view error, std::size_t fallback_tokens,
-                                           std::string_view fallback_rule);
+jsonutil::Json WindowUnknownFields(std::string_view error, std::size_t fallback_tokens,
+                                   std::string_view fallback_rule);
 
 // context_reduced: the reducer clipped `messages` messages; reducible characters before/after.
 // -> {"messages", "before": {"chars"}, "after": {"chars"}}
-nlohmann::ordered_json ContextReducedFields(std::size_t messages, std::size_t before_chars,
-                                            std::size_t after_chars);
+jsonutil::Json ContextReducedFields(std::size_t messages, std::size_t before_chars,
+                                    std::size_t after_chars);
 
 // compaction_failed: `reason` as for compaction_started; `error` is the Status message.
 // -> {"reason", "error"}
-nlohmann::ordered_json CompactionFailedFields(std::string_view reason, std::string_view error);
+jsonutil::Json CompactionFailedFields(std::string_view reason, std::string_view error);
 
 // plugin_hook_failed: `hook` is "beforeCompact" or "afterCompact"; `error` says what happened
 // (the hook's Status, an exception's what(), a timeout, or why its output was refused).
 // -> {"plugin", "hook", "error"}
-nlohmann::ordered_json PluginHookFailedFields(std::string_view plugin, std::string_view hook,
-                                              std::string_view error);
+jsonutil::Json PluginHookFailedFields(std::string_view plugin, std::string_view hook,
+                                      std::string_view error);
 
 }  // namespace internal
 }  // namespace v0

@@ -27,7 +27,7 @@ namespace {
 // CountCodePoints(kTruncationMarker), which tests/reduce/test_tail_reducer.cc checks.
 constexpr std::size_t kMarkerChars = 31;
 
-using OrderedJson = nlohmann::ordered_json;
+using jsonutil::Json;
 
 // ---- Reading texts only as far as needed --------------------------------------------------
 //
@@ -227,7 +227,7 @@ struct ArgString {
 };
 
 // Reads JSON arguments in place and renders them, with string values clipped, as
-// OrderedJson::parse followed by dump() would. Run() returns false for anything it cannot
+// Json::parse followed by dump() would. Run() returns false for anything it cannot
 // vouch for; the caller then takes the DOM path.
 class ArgScanner {
  public:
@@ -645,7 +645,7 @@ ClippedArgs ClipScanned(const ArgScanner& scan, std::string_view arguments, std:
   return {scan.Render(limit), chars, true};
 }
 
-void CollectStrings(OrderedJson& j, std::vector<std::string*>& out) {
+void CollectStrings(Json& j, std::vector<std::string*>& out) {
   if (j.is_string()) {
     out.push_back(j.get_ptr<std::string*>());
   } else if (j.is_object() || j.is_array()) {
@@ -653,8 +653,8 @@ void CollectStrings(OrderedJson& j, std::vector<std::string*>& out) {
   }
 }
 
-std::string Dump(const OrderedJson& doc) {
-  return doc.dump(-1, ' ', /*ensure_ascii=*/false, OrderedJson::error_handler_t::replace);
+std::string Dump(const Json& doc) {
+  return doc.dump(-1, ' ', /*ensure_ascii=*/false, Json::error_handler_t::replace);
 }
 
 // The DOM path: what ArgScanner does not vouch for. Parsed with nlohmann and rendered once
@@ -665,8 +665,8 @@ ClippedArgs ClipParsed(std::string_view arguments, std::size_t cap) {
   if (jsonutil::FindTooDeep(arguments) != std::string_view::npos) {
     return ClipOverText(arguments, cap);
   }
-  OrderedJson doc = OrderedJson::parse(arguments.begin(), arguments.end(), nullptr,
-                                       /*allow_exceptions=*/false);
+  Json doc = Json::parse(arguments.begin(), arguments.end(), nullptr,
+                         /*allow_exceptions=*/false);
   if (doc.is_discarded()) return ClipOverText(arguments, cap);  // not JSON: plain text rules
 
   std::vector<std::string*> strings;

@@ -1,0 +1,52 @@
+// Private: the entry shell every codec's public functions share (recap/codec.h), so that each
+// codec writes only its mapping.
+#ifndef RECAP_SRC_CORE_CODECS_CODEC_SHELL_H_
+#define RECAP_SRC_CORE_CODECS_CODEC_SHELL_H_
+
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "recap/codec.h"
+#include "recap/status.h"
+
+#include "json/json_util.h"
+
+namespace recap {
+inline namespace v0 {
+namespace codec_shell {
+
+// Runs `body` (returning a Status or a Result<T>). An nlohmann exception escaping it is a bug —
+// the readers check the input before any tree is touched — and becomes kInternal naming what
+// was being done (`doing`: "decoding Anthropic messages").
+template <typename Body>
+auto Guarded(std::string_view doing, Body&& body) -> decltype(body()) {
+  try {
+    return body();
+  } catch (const jsonutil::Json::exception& e) {
+    return Status::Internal(std::string(doing) +
+                            " failed unexpectedly: " + jsonutil::Printable(e.what(), 300));
+  }
+}
+
+// DecodeMessages on a codec's DecodeEach (`each(sink)`): the instructions apart, the other
+// messages in order.
+template <typename Each>
+Result<Conversation> Collect(Each&& each) {
+  Conversation conv;
+  RECAP_RETURN_IF_ERROR(each([&conv](Message&& m, bool instructions) {
+    if (instructions) {
+      conv.instructions = std::move(m);
+    } else {
+      conv.messages.push_back(std::move(m));
+    }
+    return Status::OK();
+  }));
+  return conv;
+}
+
+}  // namespace codec_shell
+}  // namespace v0
+}  // namespace recap
+
+#endif  // RECAP_SRC_CORE_CODECS_CODEC_SHELL_H_
