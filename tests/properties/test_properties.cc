@@ -1096,3 +1096,36 @@ TEST_CASE("generator is deterministic and produces every shape", "[property][gen
 }
 
 }  // namespace
+
+// Found by the R6 property run (RECAP_SEED=4431825130427586847): indented arguments whose
+// string values are all short (written with \u escapes) are 1,040 code points, over the last
+// round's cap of 1,024, yet no string can be clipped, so the reducer leaves them as they are
+// (tail_reducer.h). The invariant used to count such arguments as shrinkable by their compact
+// rendering and reported "round 5 completed but ... still has 1040 code points".
+TEST_CASE(
+    "R6.2 R6.3 arguments whose strings are all too short to clip stay as written, over the cap",
+    "[property][R6.2]") {
+  // Laid out as dump(2) would, but every string written with \u escapes: 6 characters of
+  // text for each character of value.
+  std::string args = "{\n";
+  for (int i = 0; args.size() < 1100; ++i) {
+    args += "  \"k" + std::to_string(i) + "\": \"\\u0041\\u0042\\u0043\\u0044\\u0045\",\n";
+  }
+  args += "  \"n\": 5e3\n}";
+  REQUIRE(nlohmann::json::accept(args));
+  REQUIRE(recap::CountCodePoints(args) > 1024);
+  std::vector<Message> ms;
+  ms.push_back(UserText(Ascii(30000), "m0"));
+  Message call = Message::AssistantCalls({recap::ToolCall{"c1", "search", args, ""}}, "");
+  call.id = "m1";
+  ms.push_back(call);
+  ms.push_back(ToolText(Ascii(20000, 'r'), "c1", "m2"));
+  const Transcript t(ms);
+  Failures f;
+  recap::ReduceResult r = recap::ReduceTail(t, 0);  // every round, to the smallest caps
+  CheckReduce(t, 0, r, f);
+  CHECK(r.rounds == 5);
+  CHECK(std::get<recap::ToolCall>(r.transcript[1].parts[0]).arguments == args);
+  CHECK(f.empty());
+  if (!f.empty()) FAIL_CHECK(f.str());
+}

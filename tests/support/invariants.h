@@ -839,6 +839,24 @@ inline std::size_t ArgumentsFloor(const nlohmann::json& j) {
 inline std::optional<std::size_t> ArgumentsFloor(const std::string& arguments) {
   nlohmann::json j = nlohmann::json::parse(arguments, nullptr, false);
   if (j.is_discarded()) return std::nullopt;
+  // A string value is clipped only when it is longer than the marker plus one code point
+  // (tail_reducer.h: "until no string can be shortened further"). Arguments without such a
+  // string cannot shrink, however their text is laid out (indentation, \u escapes): their
+  // floor is their own size.
+  std::size_t longest = 0;
+  std::vector<const nlohmann::json*> stack{&j};
+  while (!stack.empty()) {
+    const nlohmann::json* v = stack.back();
+    stack.pop_back();
+    if (v->is_string()) {
+      longest = std::max(longest, RefCountCodePoints(v->get_ref<const std::string&>()));
+    } else if (v->is_structured()) {
+      for (const auto& x : *v) stack.push_back(&x);
+    }
+  }
+  if (longest <= RefCountCodePoints(recap::kTruncationMarker) + 1) {
+    return RefCountCodePoints(arguments);
+  }
   return ArgumentsFloor(j);
 }
 
