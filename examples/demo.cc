@@ -197,6 +197,10 @@ std::string SkipInWords(const recap::CutDecision& cut, const recap::Transcript& 
       }
       return words;
     }
+    // The Compactor's own reasons; a cut decision never carries them.
+    case recap::SkipReason::kNoProgress:
+    case recap::SkipReason::kIrreducible:
+    case recap::SkipReason::kSummarizerUnavailable: return recap::SkipReasonName(cut.skip);
   }
   return "unknown";
 }
@@ -310,7 +314,9 @@ int Replay(const recap::Transcript& t, std::size_t instruction_chars,
     // A call without its result in what is sent can only be one the transcript itself lacks.
     Expect(pairing.uncertain.size() <= recap::AnalyzePairing(t.Slice(0, i + 1)).uncertain.size(),
            "no tool call is separated from its result in what is sent");
-    for (const std::string& reason : prepared->compactions) ++compactions[reason];
+    for (recap::CompactionReason reason : prepared->compactions) {
+      ++compactions[recap::CompactionReasonName(reason)];
+    }
     clipped += prepared->reduced_messages;
     largest_sent = std::max(largest_sent, prepared->after_chars);
     last = std::move(prepared).value();

@@ -145,8 +145,8 @@ int main() {
     }
     std::printf("  %zu -> %zu chars (limit %zu), %zu messages to send", prepared->before_chars,
                 prepared->after_chars, max_chars, prepared->messages.size());
-    for (const std::string& reason : prepared->compactions)
-      std::printf(", compacted (%s)", reason.c_str());
+    for (recap::CompactionReason reason : prepared->compactions)
+      std::printf(", compacted (%s)", recap::CompactionReasonName(reason));
     if (prepared->reduced_messages > 0) std::printf(", %zu clipped", prepared->reduced_messages);
     std::printf("\n");
     compactions += prepared->compactions.size();

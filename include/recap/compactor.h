@@ -60,15 +60,22 @@ struct RequestSizes {
   std::optional<std::size_t> profile_context_window;
 };
 
+// Why a compaction ran: a trigger of R2 (kAuto), an overflow report (kOverflow, R2.6), the
+// budget compaction of R7 step 3 (kBudget), or the host's Compact call (kManual, R4.6).
+enum class CompactionReason : std::uint8_t { kAuto, kManual, kBudget, kOverflow };
+// "auto", "manual", "budget", "overflow": the `reason` of the compaction events, of
+// CompactionCommit and of the plugins' contexts.
+RECAP_EXPORT const char* CompactionReasonName(CompactionReason reason) noexcept;
+
 struct Prepared {
   Transcript messages;           // what to send after the instructions; shares the store's messages
   std::uint64_t version = 0;     // the session version `messages` reflects
   std::size_t before_chars = 0;  // reducible content (instructions + transcript) before
   std::size_t after_chars = 0;   // and after
-  std::size_t before_tokens = 0;         // estimated tokens of the full request before
-  std::size_t after_tokens = 0;          // and after
-  std::vector<std::string> compactions;  // reasons of the compactions that committed, in order
-  std::size_t reduced_messages = 0;      // messages the reducer cut (0: it did not run)
+  std::size_t before_tokens = 0;              // estimated tokens of the full request before
+  std::size_t after_tokens = 0;               // and after
+  std::vector<CompactionReason> compactions;  // the compactions that committed, in order
+  std::size_t reduced_messages = 0;           // messages the reducer cut (0: it did not run)
   // What the compactions of this call cost, without an event sink: messages summarized (and
   // retired from the active transcript), requests to the summarizer (a failed compaction
   // counts one; a chunked one, one per chunk; the offline fallback, one more) and the tokens
@@ -91,10 +98,10 @@ struct Prepared {
 
 // What Prepare would do now, without calling the model or writing anything (R7.3).
 struct Plan {
-  bool trigger = false;  // a rule of R2 fires (or an overflow was reported)
-  std::string reason;    // "auto" or "overflow" when trigger; empty otherwise
-  std::string rule;      // which rule fired: "window", "fallback", "chars", "overflow"
-  bool paused = false;   // auto compaction is paused for lack of progress (R2.5)
+  bool trigger = false;                    // a rule of R2 fires (or an overflow was reported)
+  std::optional<CompactionReason> reason;  // kAuto or kOverflow when trigger; none otherwise
+  std::string rule;     // which rule fired: "window", "fallback", "chars", "overflow"
+  bool paused = false;  // auto compaction is paused for lack of progress (R2.5)
   bool auto_enabled = true;
   std::optional<std::size_t> window_tokens;  // the trusted window in use, if any (R1.2)
   std::string window_source;  // "config", "profile", "provider", "overflow" or "fallback" (R12.2)

@@ -19,6 +19,7 @@
 #ifndef RECAP_EVENTS_H_
 #define RECAP_EVENTS_H_
 
+#include <cstdint>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -29,8 +30,23 @@
 namespace recap {
 inline namespace v0 {
 
+// The event types (R10, and window_unknown of R12.2), one table: EventTypeName gives the text
+// of an event's "type", e.g. EventTypeName(EventType::kCompactionCompleted) is
+// "compaction_completed". A host comparing Event::type compares with these names.
+enum class EventType : std::uint8_t {
+  kCompactionStarted,
+  kCompactionProgress,
+  kCompactionCompleted,
+  kCompactionSkipped,
+  kContextReduced,
+  kCompactionFailed,
+  kPluginHookFailed,
+  kWindowUnknown,
+};
+RECAP_EXPORT const char* EventTypeName(EventType type) noexcept;
+
 struct Event {
-  std::string type;     // e.g. "compaction_completed"
+  std::string type;     // EventTypeName of its type, e.g. "compaction_completed"
   std::string session;  // the session it concerns
   std::string json;     // the whole event as one line of JSON (no newline)
 };

@@ -71,9 +71,14 @@ enum class SkipReason : std::uint8_t {
   kNothingToSummarize,    // no message (other than earlier checkpoints) would be summarized
   kNoSafeBoundary,        // there is history, but no safe boundary leaves anything to summarize
   kUncertainToolResults,  // a tool call has no result; recover the session first (R3.7, R8.3)
+  // Set by the Compactor, never by the cutter:
+  kNoProgress,             // auto compaction paused: the last two freed < 10% each (R2.5)
+  kIrreducible,            // instructions + tool catalog alone reach the trigger (R12.4)
+  kSummarizerUnavailable,  // the summarizer failed 3 auto compactions in a row (R12.3)
 };
 
-// "nothing_to_summarize", "no_safe_boundary", "uncertain_tool_results"; "none" for kNone.
+// "nothing_to_summarize", "no_safe_boundary", "uncertain_tool_results", "no_progress",
+// "irreducible", "summarizer_unavailable"; "none" for kNone. The `reason` of compaction_skipped.
 RECAP_EXPORT const char* SkipReasonName(SkipReason reason) noexcept;
 
 struct CutOptions {

@@ -132,7 +132,10 @@ int RunCompact(const std::vector<std::string>& words) {
                                "anything, was kept)"));
     }
     compacted = !prepared->compactions.empty();
-    result["compactions"] = prepared->compactions;
+    result["compactions"] = Json::array();
+    for (recap::CompactionReason r : prepared->compactions) {
+      result["compactions"].push_back(recap::CompactionReasonName(r));
+    }
     result["reduced_messages"] = prepared->reduced_messages;
     result["before_tokens"] = prepared->before_tokens;
     result["after_tokens"] = prepared->after_tokens;

@@ -30,15 +30,16 @@ class ProgressSink : public recap::EventSink {
       : progress_(progress), next_(std::move(next)) {}
 
   void OnEvent(const recap::Event& event) override {
-    if (event.type == "compaction_started") {
+    if (event.type == recap::EventTypeName(recap::EventType::kCompactionStarted)) {
       progress_->Update("summarizing");
-    } else if (event.type == "compaction_progress") {
+    } else if (event.type == recap::EventTypeName(recap::EventType::kCompactionProgress)) {
       const auto doc = nlohmann::json::parse(event.json, nullptr, false);
       if (doc.is_object() && doc.contains("chunk") && doc.contains("chunks")) {
         progress_->Update("summarizing: chunk " + doc["chunk"].dump() + " of " +
                           doc["chunks"].dump() + " done");
       }
-    } else if (event.type == "compaction_completed" || event.type == "compaction_failed") {
+    } else if (event.type == recap::EventTypeName(recap::EventType::kCompactionCompleted) ||
+               event.type == recap::EventTypeName(recap::EventType::kCompactionFailed)) {
       progress_->Update("writing the checkpoint");
     }
     if (next_) next_->OnEvent(event);

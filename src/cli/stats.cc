@@ -219,7 +219,7 @@ int RunPlan(const std::vector<std::string>& words) {
                 {"keep_turns", config->compaction.keep_turns},
                 {"max_context_chars", config->limits.max_context_chars},
                 {"trigger", plan->trigger},
-                {"reason", plan->reason},
+                {"reason", plan->reason ? recap::CompactionReasonName(*plan->reason) : ""},
                 {"rule", plan->rule},
                 {"paused", plan->paused},
                 {"auto", plan->auto_enabled},
@@ -245,7 +245,8 @@ int RunPlan(const std::vector<std::string>& words) {
   Row("trigger at", Num(plan->trigger_chars),
       "chars (threshold x maxContextChars); ~" + Num(plan->trigger_tokens) + " tokens");
   Row("trigger", plan->trigger ? "yes" : "no",
-      plan->trigger ? "rule " + plan->rule + ": the next prepare compacts (" + plan->reason + ")"
+      plan->trigger ? "rule " + plan->rule + ": the next prepare compacts (" +
+                          (plan->reason ? recap::CompactionReasonName(*plan->reason) : "") + ")"
                     : (plan->paused ? "auto compaction is paused (no progress)"
                                     : "the next prepare would not compact"));
   std::printf("\nwhere a compaction would cut now\n");

@@ -115,7 +115,7 @@ TEST_CASE("R2.3 the character rule fires at threshold x maxContextChars even wit
   CHECK(plan->trigger_chars == 8500);
   auto p = h.compactor->Prepare(kS, sizes);
   REQUIRE(p.ok());
-  CHECK(p->compactions == std::vector<std::string>{"auto"});
+  CHECK(p->compactions == std::vector<recap::CompactionReason>{recap::CompactionReason::kAuto});
   CHECK(SummaryCount(h.Active()) == 1);
 }
 
@@ -249,11 +249,12 @@ TEST_CASE("R2.6 an overflow report triggers the next Prepare and lowers the wind
   auto plan = h.compactor->PlanFor(kS, {});
   REQUIRE(plan.ok());
   CHECK(plan->trigger);
-  CHECK(plan->reason == "overflow");
+  CHECK(plan->reason == recap::CompactionReason::kOverflow);
   CHECK(plan->window_tokens == std::optional<std::size_t>(900));
   auto p2 = h.compactor->Prepare(kS, {});
   REQUIRE(p2.ok());
-  CHECK(p2->compactions == std::vector<std::string>{"overflow"});
+  CHECK(p2->compactions ==
+        std::vector<recap::CompactionReason>{recap::CompactionReason::kOverflow});
   auto started = h.sink->OfType("compaction_started");
   REQUIRE(started.size() == 1);
   CHECK(started[0]["reason"] == "overflow");
@@ -836,4 +837,17 @@ TEST_CASE("R12.7 R5.3 a reply whose goal alone is 30 MB is cut, and what is left
     CHECK(run.after_chars < run.before_chars);
     CHECK(run.compacted == run.out->summarized_messages);
   }
+}
+
+TEST_CASE("R10 R7 compaction reasons and skip reasons are enums with the names the events carry") {
+  using recap::CompactionReason;
+  CHECK(std::string(recap::CompactionReasonName(CompactionReason::kAuto)) == "auto");
+  CHECK(std::string(recap::CompactionReasonName(CompactionReason::kManual)) == "manual");
+  CHECK(std::string(recap::CompactionReasonName(CompactionReason::kBudget)) == "budget");
+  CHECK(std::string(recap::CompactionReasonName(CompactionReason::kOverflow)) == "overflow");
+  using recap::SkipReason;
+  CHECK(std::string(recap::SkipReasonName(SkipReason::kNoProgress)) == "no_progress");
+  CHECK(std::string(recap::SkipReasonName(SkipReason::kIrreducible)) == "irreducible");
+  CHECK(std::string(recap::SkipReasonName(SkipReason::kSummarizerUnavailable)) ==
+        "summarizer_unavailable");
 }

@@ -192,7 +192,7 @@ TEST_CASE(
   tool_round(3000);
   auto p = h.compactor->Prepare("s", sizes);
   REQUIRE(p.ok());
-  CHECK(p->compactions == std::vector<std::string>{"auto"});
+  CHECK(p->compactions == std::vector<recap::CompactionReason>{recap::CompactionReason::kAuto});
   CHECK(h.provider->calls() > calls);
 }
 
@@ -317,7 +317,7 @@ TEST_CASE(
   CHECK(plan->window_source == "provider");
   p = h.compactor->Prepare("s", {});
   REQUIRE(p.ok());
-  CHECK(p->compactions == std::vector<std::string>{"auto"});
+  CHECK(p->compactions == std::vector<recap::CompactionReason>{recap::CompactionReason::kAuto});
   CHECK(p->window_source == "provider");
   CHECK(p->trigger_rule == "window");
   // Known now: never asked again.
@@ -402,7 +402,7 @@ TEST_CASE(
   h.provider->SetDefault(ScriptedStep::Reply(recap::testing::ValidCheckpointJson()));
   auto ok = next_turn();
   CHECK(h.provider->calls() == 6);
-  CHECK(ok->compactions == std::vector<std::string>{"auto"});
+  CHECK(ok->compactions == std::vector<recap::CompactionReason>{recap::CompactionReason::kAuto});
   for (int i = 0; i < 12; ++i) (void)next_turn(1500);
   CHECK(h.sink->OfType("compaction_skipped").size() == 4);  // none since it closed
 }
@@ -685,7 +685,8 @@ TEST_CASE(
     auto second = make(config);
     auto p = second->Prepare("s", {});
     REQUIRE(p.ok());
-    CHECK(p->compactions == std::vector<std::string>{"overflow"});
+    CHECK(p->compactions ==
+          std::vector<recap::CompactionReason>{recap::CompactionReason::kOverflow});
     CHECK(p->window_source == "overflow");
     REQUIRE(p->window_tokens.has_value());
     CHECK(*p->window_tokens == 3000);
@@ -694,7 +695,7 @@ TEST_CASE(
     auto plan = third->PlanFor("s", {});
     REQUIRE(plan.ok());
     CHECK(plan->window_source == "overflow");
-    CHECK(plan->reason != "overflow");
+    CHECK(plan->reason != recap::CompactionReason::kOverflow);
   }
   SECTION("two hosts at once: what one learns, the other's next Prepare sees") {
     for (int i = 1; i <= 4; ++i) turn("s", i, 3000);
@@ -705,7 +706,8 @@ TEST_CASE(
     a->ReportOverflow("s", 2500);
     auto p = b->Prepare("s", {});
     REQUIRE(p.ok());
-    CHECK(p->compactions == std::vector<std::string>{"overflow"});
+    CHECK(p->compactions ==
+          std::vector<recap::CompactionReason>{recap::CompactionReason::kOverflow});
     CHECK(p->window_source == "overflow");
   }
   SECTION("the no-progress pause survives a restart") {
@@ -796,7 +798,7 @@ TEST_CASE("R7 step 3 the budget compaction runs once per turn, and again at the 
   auto p = h.compactor->Prepare("s", {});
   INFO(p.status().ToString());
   REQUIRE(p.ok());
-  CHECK(p->compactions == std::vector<std::string>{"budget"});
+  CHECK(p->compactions == std::vector<recap::CompactionReason>{recap::CompactionReason::kBudget});
   auto started = h.sink->OfType("compaction_started");
   REQUIRE(started.size() == 2);
   CHECK(started[0]["reason"] == "auto");
@@ -818,7 +820,7 @@ TEST_CASE("R7 step 3 the budget compaction runs once per turn, and again at the 
   p = h.compactor->Prepare("s", {});
   INFO(p.status().ToString());
   REQUIRE(p.ok());
-  CHECK(p->compactions == std::vector<std::string>{"budget"});
+  CHECK(p->compactions == std::vector<recap::CompactionReason>{recap::CompactionReason::kBudget});
 }
 
 TEST_CASE(
@@ -951,7 +953,7 @@ TEST_CASE(
   REQUIRE(plan->window_tokens.has_value());
   CHECK(*plan->window_tokens == sent);
   CHECK(plan->window_source == "overflow");
-  CHECK(plan->reason == "overflow");
+  CHECK(plan->reason == recap::CompactionReason::kOverflow);
 }
 
 TEST_CASE(
@@ -988,6 +990,6 @@ TEST_CASE(
   REQUIRE(made.ok());
   auto plan = (*made)->PlanFor("s", {});
   REQUIRE(plan.ok());
-  CHECK(plan->reason == "overflow");
+  CHECK(plan->reason == recap::CompactionReason::kOverflow);
   CHECK(plan->window_source == "fallback");
 }

@@ -81,13 +81,13 @@ std::vector<std::string> Keys(const Json& object) {
 using Names = std::vector<std::string>;
 
 // Emits one event through a fresh emitter and returns it parsed.
-Json EmitOne(std::string_view type, Json fields) {
+Json EmitOne(recap::EventType type, Json fields) {
   auto sink = std::make_shared<RecordingSink>();
   EventEmitter emitter({sink});
   emitter.Emit(type, "s-1", std::move(fields));
   const auto events = sink->events();
   REQUIRE(events.size() == 1);
-  CHECK(events[0].type == std::string(type));
+  CHECK(events[0].type == recap::EventTypeName(type));
   CHECK(events[0].session == "s-1");
   Json j = Json::parse(events[0].json);
   REQUIRE(j.is_object());
@@ -111,13 +111,41 @@ std::string ReadAll(const std::string& path) {
 
 }  // namespace
 
+TEST_CASE(
+    "R10 R12.2 the event types come from one table: EventTypeName of each is its documented type") {
+  using recap::EventType;
+  using recap::EventTypeName;
+  const std::vector<std::pair<EventType, std::string>> expected = {
+      {EventType::kCompactionStarted, "compaction_started"},
+      {EventType::kCompactionProgress, "compaction_progress"},
+      {EventType::kCompactionCompleted, "compaction_completed"},
+      {EventType::kCompactionSkipped, "compaction_skipped"},
+      {EventType::kContextReduced, "context_reduced"},
+      {EventType::kCompactionFailed, "compaction_failed"},
+      {EventType::kPluginHookFailed, "plugin_hook_failed"},
+      {EventType::kWindowUnknown, "window_unknown"},
+  };
+  std::set<std::string> names;
+  for (const auto& [type, name] : expected) {
+    CHECK(EventTypeName(type) == name);
+    names.insert(EventTypeName(type));
+    // What a sink receives: the envelope's "type" and Event::type are that name.
+    auto sink = std::make_shared<RecordingSink>();
+    EventEmitter({sink}).Emit(type, "s", Json::object());
+    REQUIRE(sink->events().size() == 1);
+    CHECK(sink->events()[0].type == name);
+    CHECK(Json::parse(sink->events()[0].json)["type"] == name);
+  }
+  CHECK(names.size() == expected.size());
+}
+
 TEST_CASE("R10 JSONL sink: one JSON object a line, v/type/session/at first and in that order") {
   std::ostringstream out;
   EventEmitter emitter({recap::NewJsonlSink(out)});
   CHECK_FALSE(emitter.empty());
-  emitter.Emit(recap::internal::event_type::kCompactionStarted, "session-42",
+  emitter.Emit(recap::EventType::kCompactionStarted, "session-42",
                recap::internal::CompactionStartedFields("auto", 4000, 1000));
-  emitter.Emit(recap::internal::event_type::kCompactionSkipped, "session-42",
+  emitter.Emit(recap::EventType::kCompactionSkipped, "session-42",
                recap::internal::CompactionSkippedFields("no_progress"));
 
   const auto lines = Lines(out.str());
@@ -158,7 +186,7 @@ TEST_CASE("R10 at: UTC, RFC 3339 with milliseconds and Z") {
 }
 
 TEST_CASE("R10 compaction_started fields") {
-  const Json j = EmitOne(recap::internal::event_type::kCompactionStarted,
+  const Json j = EmitOne(recap::EventType::kCompactionStarted,
                          recap::internal::CompactionStartedFields("overflow", 12345, 3087));
   CHECK(Keys(j) == Names{"v", "type", "session", "at", "reason", "before"});
   CHECK(j["type"] == "compaction_started");
@@ -169,7 +197,7 @@ TEST_CASE("R10 compaction_started fields") {
 }
 
 TEST_CASE("R10 compaction_progress fields") {
-  const Json j = EmitOne(recap::internal::event_type::kCompactionProgress,
+  const Json j = EmitOne(recap::EventType::kCompactionProgress,
                          recap::internal::CompactionProgressFields(2, 5));
   CHECK(Keys(j) == Names{"v", "type", "session", "at", "chunk", "chunks"});
   CHECK(j["type"] == "compaction_progress");
@@ -194,7 +222,7 @@ TEST_CASE("R10 compaction_completed fields") {
   info.completion_tokens = 1500;
   info.calls = 3;
   info.plugins = {{"memory", "stored 4 memories"}, {"audit", ""}};
-  const Json j = EmitOne(recap::internal::event_type::kCompactionCompleted,
+  const Json j = EmitOne(recap::EventType::kCompactionCompleted,
                          recap::internal::CompactionCompletedFields(info));
 
   CHECK(Keys(j) == Names{"v", "type", "session", "at", "reason", "before", "after", "summarized",
@@ -228,14 +256,14 @@ TEST_CASE("R10 compaction_completed fields") {
   CHECK(j["plugins"][1]["report"] == "");
 
   // No plugins: an empty array, never a missing field.
-  const Json none = EmitOne(recap::internal::event_type::kCompactionCompleted,
+  const Json none = EmitOne(recap::EventType::kCompactionCompleted,
                             recap::internal::CompactionCompletedFields({}));
   CHECK(none["plugins"] == Json::array());
   CHECK(none["checkpoint"]["partial"] == false);
 }
 
 TEST_CASE("R10 compaction_skipped fields") {
-  const Json j = EmitOne(recap::internal::event_type::kCompactionSkipped,
+  const Json j = EmitOne(recap::EventType::kCompactionSkipped,
                          recap::internal::CompactionSkippedFields("uncertain_tool_results"));
   CHECK(Keys(j) == Names{"v", "type", "session", "at", "reason"});
   CHECK(j["type"] == "compaction_skipped");
@@ -243,7 +271,7 @@ TEST_CASE("R10 compaction_skipped fields") {
 }
 
 TEST_CASE("R10 context_reduced fields") {
-  const Json j = EmitOne(recap::internal::event_type::kContextReduced,
+  const Json j = EmitOne(recap::EventType::kContextReduced,
                          recap::internal::ContextReducedFields(7, 950000, 790000));
   CHECK(Keys(j) == Names{"v", "type", "session", "at", "messages", "before", "after"});
   CHECK(j["type"] == "context_reduced");
@@ -255,7 +283,7 @@ TEST_CASE("R10 context_reduced fields") {
 }
 
 TEST_CASE("R10 compaction_failed fields") {
-  const Json j = EmitOne(recap::internal::event_type::kCompactionFailed,
+  const Json j = EmitOne(recap::EventType::kCompactionFailed,
                          recap::internal::CompactionFailedFields("auto", "provider timed out"));
   CHECK(Keys(j) == Names{"v", "type", "session", "at", "reason", "error"});
   CHECK(j["type"] == "compaction_failed");
@@ -265,7 +293,7 @@ TEST_CASE("R10 compaction_failed fields") {
 
 TEST_CASE("R10 plugin_hook_failed fields") {
   const Json j = EmitOne(
-      recap::internal::event_type::kPluginHookFailed,
+      recap::EventType::kPluginHookFailed,
       recap::internal::PluginHookFailedFields("memory", "afterCompact", "timed out after 5000 ms"));
   CHECK(Keys(j) == Names{"v", "type", "session", "at", "plugin", "hook", "error"});
   CHECK(j["type"] == "plugin_hook_failed");
@@ -291,9 +319,9 @@ TEST_CASE("R10 a throwing sink is logged and the other sinks still get the event
   auto odd = std::make_shared<ThrowingNonStdSink>();
   auto after = std::make_shared<RecordingSink>();
   EventEmitter emitter({before, thrower, nullptr, odd, after});
-  CHECK_NOTHROW(emitter.Emit(recap::internal::event_type::kCompactionSkipped, "s",
+  CHECK_NOTHROW(emitter.Emit(recap::EventType::kCompactionSkipped, "s",
                              recap::internal::CompactionSkippedFields("nothing_to_summarize")));
-  CHECK_NOTHROW(emitter.Emit(recap::internal::event_type::kCompactionSkipped, "s",
+  CHECK_NOTHROW(emitter.Emit(recap::EventType::kCompactionSkipped, "s",
                              recap::internal::CompactionSkippedFields("no_safe_boundary")));
   CHECK(before->events().size() == 2);
   CHECK(thrower->calls == 2);
@@ -311,7 +339,7 @@ TEST_CASE("R10 a throwing sink is logged and the other sinks still get the event
 TEST_CASE("R10 an emitter without sinks does nothing") {
   EventEmitter none({});
   CHECK(none.empty());
-  CHECK_NOTHROW(none.Emit("compaction_skipped", "s", Json::object()));
+  CHECK_NOTHROW(none.Emit(recap::EventType::kCompactionSkipped, "s", Json::object()));
   EventEmitter only_null({nullptr});
   CHECK(only_null.empty());
 }
@@ -319,7 +347,7 @@ TEST_CASE("R10 an emitter without sinks does nothing") {
 TEST_CASE("R10 text that is not valid UTF-8 still yields one valid JSON line") {
   std::ostringstream out;
   EventEmitter emitter({recap::NewJsonlSink(out)});
-  emitter.Emit(recap::internal::event_type::kCompactionFailed,
+  emitter.Emit(recap::EventType::kCompactionFailed,
                "bad\xFF"
                "id",
                recap::internal::CompactionFailedFields("auto", "reply\xC3 cut\nhere"));
@@ -354,7 +382,7 @@ TEST_CASE("R10 concurrent emits from 8 threads produce intact lines") {
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
       for (int i = 0; i < kPerThread; ++i) {
-        emitter.Emit(recap::internal::event_type::kCompactionFailed, "session-" + std::to_string(t),
+        emitter.Emit(recap::EventType::kCompactionFailed, "session-" + std::to_string(t),
                      recap::internal::CompactionFailedFields(std::to_string(i), long_error));
       }
     });
@@ -385,7 +413,7 @@ TEST_CASE("R10 file sink appends to an existing file and to itself across sinks"
     auto sink = recap::NewJsonlFileSink(path);
     REQUIRE(sink.ok());
     EventEmitter emitter({*sink});
-    emitter.Emit(recap::internal::event_type::kCompactionProgress, "s",
+    emitter.Emit(recap::EventType::kCompactionProgress, "s",
                  recap::internal::CompactionProgressFields(1, 2));
     // Flushed after each event: visible before the sink is gone.
     CHECK(Lines(ReadAll(path)).size() == 2);
@@ -394,7 +422,7 @@ TEST_CASE("R10 file sink appends to an existing file and to itself across sinks"
     auto sink = recap::NewJsonlFileSink(path);
     REQUIRE(sink.ok());
     EventEmitter emitter({*sink});
-    emitter.Emit(recap::internal::event_type::kCompactionProgress, "s",
+    emitter.Emit(recap::EventType::kCompactionProgress, "s",
                  recap::internal::CompactionProgressFields(2, 2));
   }
   const auto lines = Lines(ReadAll(path));

@@ -35,8 +35,7 @@ enum class AttemptKind { kNone, kCommitted, kSkipped, kFailed, kDisabled };
 struct Attempt {
   AttemptKind kind = AttemptKind::kNone;
   SkipReason skip = SkipReason::kNone;
-  std::string skip_note;  // a skip of Prepare's own (no_progress, irreducible, backing off)
-  Status error;           // kFailed
+  Status error;  // kFailed
   std::size_t before_full = 0;
   std::size_t after_full = 0;
   bool provider_failed = false;  // the summarizer's call failed (R12.3 counts these)
@@ -474,7 +473,7 @@ struct Compactor::Impl {
       error = window_error;
     }
     c.window_unknown_said = true;
-    events.Emit("window_unknown", session,
+    events.Emit(EventType::kWindowUnknown, session,
                 internal::WindowUnknownFields(error, FallbackWindow(), "maxContextChars / 4"));
     RECAP_LOG_WARN(
         "session {}: the context window is unknown ({}); the triggers use "
@@ -510,19 +509,19 @@ struct Compactor::Impl {
     }
     plan.trigger = false;
     plan.rule.clear();
-    plan.reason.clear();
+    plan.reason.reset();
     if (c.overflow_pending) {
       plan.trigger = true;
       plan.rule = "overflow";
-      plan.reason = "overflow";
+      plan.reason = CompactionReason::kOverflow;
     } else if (used_tokens >= plan.trigger_tokens) {
       plan.trigger = true;
       plan.rule = plan.window_tokens ? "window" : "fallback";
-      plan.reason = "auto";
+      plan.reason = CompactionReason::kAuto;
     } else if (plan.full_chars >= plan.trigger_chars) {
       plan.trigger = true;
       plan.rule = "chars";
-      plan.reason = "auto";
+      plan.reason = CompactionReason::kAuto;
     }
     plan.paused = c.paused;
     // R12.4: what no compaction can shrink reaches the trigger by itself: instructions (the
@@ -591,7 +590,7 @@ struct Compactor::Impl {
                                                   const std::string& session,
                                                   const CancellationToken& cancel) {
     auto progress = [&](int chunk, int chunks) {
-      events.Emit("compaction_progress", session,
+      events.Emit(EventType::kCompactionProgress, session,
                   internal::CompactionProgressFields(chunk, chunks));
     };
     // A host's Provider may throw despite its contract; that must not take the session
@@ -635,7 +634,7 @@ struct Compactor::Impl {
   // One compaction: cut, plugins, summarizer, commit, events. Changes nothing unless it
   // commits (R7.1).
   Attempt RunCompaction(const std::string& session, SessionCache& c, const RequestSizes& sizes,
-                        const std::string& reason, CutMode mode, const std::string& focus,
+                        CompactionReason reason, CutMode mode, const std::string& focus,
                         const CancellationToken& cancel) {
     Attempt a;
     Plan plan;
@@ -644,14 +643,15 @@ struct Compactor::Impl {
     const Transcript& t = c.transcript;
     // R12.3: an automatic compaction leaves a summarizer that keeps failing alone for a while
     // (straight to the offline one when that is the fallback); a manual one always tries.
-    const bool automatic = reason != "manual";
+    const char* reason_name = CompactionReasonName(reason);
+    const bool automatic = reason != CompactionReason::kManual;
     const bool backing_off = automatic && !IsOffline(*provider) && plan.summarizer_backoff_ms > 0;
     const bool offline_instead = backing_off && config.compaction.fallback == Fallback::kOffline;
     if (backing_off && !offline_instead) {
       a.kind = AttemptKind::kSkipped;
-      a.skip_note = "summarizer_unavailable";
-      events.Emit("compaction_skipped", session,
-                  internal::CompactionSkippedFields("summarizer_unavailable"));
+      a.skip = SkipReason::kSummarizerUnavailable;
+      events.Emit(EventType::kCompactionSkipped, session,
+                  internal::CompactionSkippedFields(SkipReasonName(a.skip)));
       return a;
     }
 
@@ -664,7 +664,7 @@ struct Compactor::Impl {
       a.kind = AttemptKind::kSkipped;
       a.skip = cut.skip;
       a.outcome.skipped = cut.skip;
-      events.Emit("compaction_skipped", session,
+      events.Emit(EventType::kCompactionSkipped, session,
                   internal::CompactionSkippedFields(SkipReasonName(cut.skip)));
       return a;
     }
@@ -690,19 +690,19 @@ struct Compactor::Impl {
       a.kind = AttemptKind::kSkipped;
       a.skip = SkipReason::kNothingToSummarize;
       a.outcome.skipped = a.skip;
-      events.Emit("compaction_skipped", session,
+      events.Emit(EventType::kCompactionSkipped, session,
                   internal::CompactionSkippedFields(SkipReasonName(a.skip)));
       return a;
     }
     const std::size_t summarized_chars = cut.summarized_chars - kept_chars_in_span;
 
-    events.Emit("compaction_started", session,
-                internal::CompactionStartedFields(reason, plan.full_chars, plan.full_tokens));
+    events.Emit(EventType::kCompactionStarted, session,
+                internal::CompactionStartedFields(reason_name, plan.full_chars, plan.full_tokens));
 
     // Plugins first: their instructions and fields ride on the same summarizer call (R9.1).
     BeforeCompactContext before_ctx;
     before_ctx.session = session;
-    before_ctx.reason = reason;
+    before_ctx.reason = reason_name;
     before_ctx.messages = replaced_ids.size();
     before_ctx.chars = summarized_chars;
     // Clamped so that huge configured values cannot overflow the clock's arithmetic.
@@ -711,7 +711,7 @@ struct Compactor::Impl {
     internal::BeforeCompactRun before;
     if (!plugins.empty()) before = internal::RunBeforeCompact(plugins, before_ctx, timeout);
     for (const auto& f : before.failures) {
-      events.Emit("plugin_hook_failed", session,
+      events.Emit(EventType::kPluginHookFailed, session,
                   internal::PluginHookFailedFields(f.plugin, f.hook, f.error));
     }
 
@@ -763,8 +763,8 @@ struct Compactor::Impl {
     if (!summary.ok()) {
       a.kind = AttemptKind::kFailed;
       a.error = summary.status();
-      events.Emit("compaction_failed", session,
-                  internal::CompactionFailedFields(reason, summary.status().message()));
+      events.Emit(EventType::kCompactionFailed, session,
+                  internal::CompactionFailedFields(reason_name, summary.status().message()));
       return a;
     }
     const Checkpoint& checkpoint = summary->parsed.checkpoint;
@@ -784,19 +784,19 @@ struct Compactor::Impl {
     if (!participating.empty()) {
       AfterCompactContext after_ctx;
       after_ctx.session = session;
-      after_ctx.reason = reason;
+      after_ctx.reason = reason_name;
       after_ctx.checkpoint = checkpoint;
       after =
           internal::RunAfterCompact(plugins, participating, after_ctx, fields_by_plugin, timeout);
     }
     for (const auto& f : after.failures) {
-      events.Emit("plugin_hook_failed", session,
+      events.Emit(EventType::kPluginHookFailed, session,
                   internal::PluginHookFailedFields(f.plugin, f.hook, f.error));
     }
 
     CompactionCommit commit;
     commit.expected_version = c.version;
-    commit.reason = reason;
+    commit.reason = reason_name;
     commit.replaced = std::move(replaced_ids);
     commit.kept = kept_ids;
     commit.checkpoint = CheckpointMessage(checkpoint);
@@ -815,8 +815,8 @@ struct Compactor::Impl {
     if (!committed.ok()) {
       a.kind = AttemptKind::kFailed;
       a.error = committed.status().WithContext("could not save the compaction");
-      events.Emit("compaction_failed", session,
-                  internal::CompactionFailedFields(reason, a.error.message()));
+      events.Emit(EventType::kCompactionFailed, session,
+                  internal::CompactionFailedFields(reason_name, a.error.message()));
       if (committed.status().code() == StatusCode::kConflict) c.loaded = false;  // reload next
       return a;
     }
@@ -844,7 +844,7 @@ struct Compactor::Impl {
     a.kind = AttemptKind::kCommitted;
 
     internal::CompletedInfo info;
-    info.reason = reason;
+    info.reason = reason_name;
     info.before_chars = plan.full_chars;
     info.before_tokens = plan.full_tokens;
     info.after_chars = after_plan.full_chars;
@@ -861,7 +861,8 @@ struct Compactor::Impl {
     for (const auto& r : after.ok) {
       if (!r.result.report.empty()) info.plugins.push_back({r.plugin, r.result.report});
     }
-    events.Emit("compaction_completed", session, internal::CompactionCompletedFields(info));
+    events.Emit(EventType::kCompactionCompleted, session,
+                internal::CompactionCompletedFields(info));
 
     a.outcome.compacted = true;
     a.outcome.summarized_messages = commit.replaced.size();
@@ -872,7 +873,7 @@ struct Compactor::Impl {
     a.outcome.writer = summary->writer;
     a.outcome.version = c.version;
     RECAP_LOG_INFO("session {}: compacted ({}): {} messages summarized, {} -> {} chars", session,
-                   reason, commit.replaced.size(), a.before_full, a.after_full);
+                   reason_name, commit.replaced.size(), a.before_full, a.after_full);
     return a;
   }
 
@@ -902,7 +903,7 @@ struct Compactor::Impl {
     c.reported_prompt_tokens.reset();
     *reduced_messages += r.clipped.size();
     events.Emit(
-        "context_reduced", session,
+        EventType::kContextReduced, session,
         internal::ContextReducedFields(r.clipped.size(), sizes.instructions_chars + r.before_chars,
                                        sizes.instructions_chars + r.after_chars));
     return Status::OK();
@@ -922,16 +923,16 @@ struct Compactor::Impl {
     const Attempt* budget = nullptr;
     for (const Attempt& a : attempts) (a.budget_step ? budget : first) = &a;
     auto skipped_because = [](const Attempt& a) -> std::string {
-      if (a.skip_note == "no_progress") {
+      if (a.skip == SkipReason::kNoProgress) {
         return "it is paused: the last two freed less than a tenth of the request each (it "
                "resumes at a new turn, or once the conversation has grown by a tenth of the "
                "trigger)";
       }
-      if (a.skip_note == "irreducible") {
+      if (a.skip == SkipReason::kIrreducible) {
         return "the instructions and the tool catalog alone reach the compaction trigger, so "
                "summarizing the conversation cannot bring the request under it";
       }
-      if (a.skip_note == "summarizer_unavailable") {
+      if (a.skip == SkipReason::kSummarizerUnavailable) {
         return "the summarizer failed three times in a row and is left alone for a while";
       }
       if (a.skip == SkipReason::kUncertainToolResults) {
@@ -955,7 +956,9 @@ struct Compactor::Impl {
         }
       } else if (budget->kind == AttemptKind::kFailed) {
         b += "failed (" + budget->error.message() + ")";
-      } else if (!budget->skip_note.empty() || budget->skip == SkipReason::kUncertainToolResults) {
+      } else if (budget->skip != SkipReason::kNone &&
+                 budget->skip != SkipReason::kNothingToSummarize &&
+                 budget->skip != SkipReason::kNoSafeBoundary) {
         b += "was skipped because " + skipped_because(*budget);
       } else {
         b += "found nothing left to summarize";
@@ -998,6 +1001,16 @@ struct Compactor::Impl {
     return msg;
   }
 };
+
+const char* CompactionReasonName(CompactionReason reason) noexcept {
+  switch (reason) {
+    case CompactionReason::kAuto: return "auto";
+    case CompactionReason::kManual: return "manual";
+    case CompactionReason::kBudget: return "budget";
+    case CompactionReason::kOverflow: return "overflow";
+  }
+  return "auto";
+}
 
 Compactor::Compactor(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Compactor::~Compactor() = default;
@@ -1059,31 +1072,31 @@ Result<Prepared> Compactor::Prepare(const std::string& session, const RequestSiz
   if (!cfg.compaction.auto_compact) {
     attempts.emplace_back().kind = AttemptKind::kDisabled;
   } else if (plan.trigger) {
-    if (c.paused && plan.reason != "overflow") {
+    if (c.paused && plan.reason != CompactionReason::kOverflow) {
       Attempt& a = attempts.emplace_back();
       a.kind = AttemptKind::kSkipped;
-      a.skip_note = "no_progress";
-      impl_->events.Emit("compaction_skipped", session,
-                         internal::CompactionSkippedFields("no_progress"));
+      a.skip = SkipReason::kNoProgress;
+      impl_->events.Emit(EventType::kCompactionSkipped, session,
+                         internal::CompactionSkippedFields(SkipReasonName(a.skip)));
     } else if (plan.irreducible) {
       // R12.4: instructions and catalog alone reach the trigger; no compaction can help.
       Attempt& a = attempts.emplace_back();
       a.kind = AttemptKind::kSkipped;
-      a.skip_note = "irreducible";
+      a.skip = SkipReason::kIrreducible;
       const std::pair<std::size_t, std::size_t> fixed{sizes.instructions_chars,
                                                       sizes.tool_catalog_chars};
       if (c.irreducible_said_for != fixed) {
         c.irreducible_said_for = fixed;
-        impl_->events.Emit("compaction_skipped", session,
-                           internal::CompactionSkippedFields("irreducible"));
+        impl_->events.Emit(EventType::kCompactionSkipped, session,
+                           internal::CompactionSkippedFields(SkipReasonName(a.skip)));
       }
       c.overflow_pending = false;
     } else {
       c.overflow_pending = false;
       Attempt& last = attempts.emplace_back(
-          impl_->RunCompaction(session, c, sizes, plan.reason, CutMode::kNormal, {}, cancel));
+          impl_->RunCompaction(session, c, sizes, *plan.reason, CutMode::kNormal, {}, cancel));
       if (last.kind == AttemptKind::kCommitted) {
-        out.compactions.push_back(plan.reason);
+        out.compactions.push_back(*plan.reason);
         // R2.5: two auto compactions in a row that each free < 10% pause auto compaction.
         const bool weak = last.after_full * 10 > last.before_full * 9;  // freed < 10%
         c.weak_streak = weak ? c.weak_streak + 1 : 0;
@@ -1108,10 +1121,11 @@ Result<Prepared> Compactor::Prepare(const std::string& session, const RequestSiz
   if (reducible() > limit && cfg.compaction.auto_compact) {
     if (c.budget_tried_at != c.turn_serial) {
       c.budget_tried_at = c.turn_serial;
-      Attempt& budget = attempts.emplace_back(
-          impl_->RunCompaction(session, c, sizes, "budget", CutMode::kBudget, {}, cancel));
+      Attempt& budget = attempts.emplace_back(impl_->RunCompaction(
+          session, c, sizes, CompactionReason::kBudget, CutMode::kBudget, {}, cancel));
       budget.budget_step = true;
-      if (budget.kind == AttemptKind::kCommitted) out.compactions.push_back("budget");
+      if (budget.kind == AttemptKind::kCommitted)
+        out.compactions.push_back(CompactionReason::kBudget);
       if (reducible() > limit) {
         Status s = impl_->RunReduction(session, c, sizes, &out.reduced_messages);
         RECAP_RETURN_IF_ERROR(s);
@@ -1178,8 +1192,8 @@ Result<CompactOutcome> Compactor::Compact(const std::string& session, const Comp
   std::lock_guard<std::mutex> lock(c.mu);
   Status synced = impl_->Sync(session, c);
   RECAP_RETURN_IF_ERROR(synced);
-  Attempt a = impl_->RunCompaction(session, c, options.sizes, "manual", CutMode::kNormal,
-                                   options.focus, cancel);
+  Attempt a = impl_->RunCompaction(session, c, options.sizes, CompactionReason::kManual,
+                                   CutMode::kNormal, options.focus, cancel);
   impl_->SaveLearned(session, c);
   if (a.kind == AttemptKind::kFailed) return a.error;
   a.outcome.version = c.version;

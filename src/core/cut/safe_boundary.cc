@@ -195,6 +195,9 @@ const char* SkipReasonName(SkipReason reason) noexcept {
     case SkipReason::kNothingToSummarize: return "nothing_to_summarize";
     case SkipReason::kNoSafeBoundary: return "no_safe_boundary";
     case SkipReason::kUncertainToolResults: return "uncertain_tool_results";
+    case SkipReason::kNoProgress: return "no_progress";
+    case SkipReason::kIrreducible: return "irreducible";
+    case SkipReason::kSummarizerUnavailable: return "summarizer_unavailable";
   }
   return "none";
 }

@@ -64,11 +64,12 @@ EventEmitter::EventEmitter(std::vector<std::shared_ptr<EventSink>> sinks) {
   }
 }
 
-void EventEmitter::Emit(std::string_view type, const std::string& session, Json fields) const {
+void EventEmitter::Emit(EventType type, const std::string& session, Json fields) const {
   if (sinks_.empty()) return;
   Json event = Json::object();
   event["v"] = 1;
-  event["type"] = std::string(type);
+  const char* type_name = EventTypeName(type);
+  event["type"] = type_name;
   event["session"] = session;
   event["at"] = NowRfc3339Millis();
   if (fields.is_object()) {
@@ -81,7 +82,7 @@ void EventEmitter::Emit(std::string_view type, const std::string& session, Json 
   }
   // Replace, not throw: an event about a session whose id or error text holds invalid UTF-8
   // is still worth delivering.
-  const Event out{std::string(type), session,
+  const Event out{type_name, session,
                   event.dump(-1, ' ', /*ensure_ascii=*/false, Json::error_handler_t::replace)};
   for (const auto& sink : sinks_) {
     // A sink is the host's code; its failure must not stop recap's work or the other sinks.

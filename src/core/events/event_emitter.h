@@ -38,12 +38,12 @@ class EventEmitter {
   // Null sinks are dropped.
   explicit EventEmitter(std::vector<std::shared_ptr<EventSink>> sinks);
 
-  // Builds {"v":1,"type":type,"session":session,"at":now, ...fields} in that key order and
-  // hands it to every sink in turn. A sink that throws is logged (warn) and the others still
-  // get the event; Emit itself throws only std::bad_alloc. `fields` must be an object built by
-  // one of the builders below; its members keep their order. Text that is not valid UTF-8
-  // (a host's session id, a provider's error message) is written with U+FFFD in its place.
-  void Emit(std::string_view type, const std::string& session, jsonutil::Json fields) const;
+  // Builds {"v":1,"type":EventTypeName(type),"session":session,"at":now, ...fields} in that key
+  // order and hands it to every sink in turn. A sink that throws is logged (warn) and the others
+  // still get the event; Emit itself throws only std::bad_alloc. `fields` must be an object built
+  // by one of the builders below; its members keep their order. Text that is not valid UTF-8 (a
+  // host's session id, a provider's error message) is written with U+FFFD in its place.
+  void Emit(EventType type, const std::string& session, jsonutil::Json fields) const;
 
   // No sinks: callers on a hot path may skip building the fields at all.
   bool empty() const noexcept { return sinks_.empty(); }
@@ -51,17 +51,6 @@ class EventEmitter {
  private:
   std::vector<std::shared_ptr<EventSink>> sinks_;
 };
-
-// The event types of SPEC R10.
-namespace event_type {
-inline constexpr std::string_view kCompactionStarted = "compaction_started";
-inline constexpr std::string_view kCompactionProgress = "compaction_progress";
-inline constexpr std::string_view kCompactionCompleted = "compaction_completed";
-inline constexpr std::string_view kCompactionSkipped = "compaction_skipped";
-inline constexpr std::string_view kContextReduced = "context_reduced";
-inline constexpr std::string_view kCompactionFailed = "compaction_failed";
-inline constexpr std::string_view kPluginHookFailed = "plugin_hook_failed";
-}  // namespace event_type
 
 // compaction_started: `reason` is "auto", "manual", "budget" or "overflow"; `before` is the full
 // request's characters and estimated tokens.

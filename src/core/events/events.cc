@@ -19,6 +19,20 @@
 namespace recap {
 inline namespace v0 {
 
+const char* EventTypeName(EventType type) noexcept {
+  switch (type) {
+    case EventType::kCompactionStarted: return "compaction_started";
+    case EventType::kCompactionProgress: return "compaction_progress";
+    case EventType::kCompactionCompleted: return "compaction_completed";
+    case EventType::kCompactionSkipped: return "compaction_skipped";
+    case EventType::kContextReduced: return "context_reduced";
+    case EventType::kCompactionFailed: return "compaction_failed";
+    case EventType::kPluginHookFailed: return "plugin_hook_failed";
+    case EventType::kWindowUnknown: return "window_unknown";
+  }
+  return "unknown";
+}
+
 EventSink::~EventSink() = default;
 
 namespace {
