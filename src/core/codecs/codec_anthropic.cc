@@ -443,14 +443,10 @@ Result<Conversation> DecodeMessages(std::string_view json, const DecodeOptions& 
 }
 
 Result<Message> DecodeMessage(std::string_view json, const DecodeOptions& options) {
-  return codec_shell::Guarded("decoding an Anthropic message", [&]() -> Result<Message> {
-    Json doc;
-    Status s = jsonutil::Parse(json, kWhat, &doc, jsonutil::CarriedJson());
-    RECAP_RETURN_IF_ERROR(s);
-    Message m;
-    s = DecodeOne(doc, JsonPath("message"), options, &m);
-    RECAP_RETURN_IF_ERROR(s);
-    return m;
+  return codec_shell::Guarded("decoding an Anthropic message", [&] {
+    return codec_shell::DecodeDocument(json, kWhat, [&](Json& doc, Message* m) {
+      return DecodeOne(doc, JsonPath("message"), options, m);
+    });
   });
 }
 

@@ -543,14 +543,10 @@ Result<Conversation> DecodeMessages(std::string_view json, const DecodeOptions& 
 }
 
 Result<Message> DecodeMessage(std::string_view json, const DecodeOptions& /*options*/) {
-  return codec_shell::Guarded("decoding a recap message", [&]() -> Result<Message> {
-    Json doc;
-    Status s = jsonutil::Parse(json, "the recap message JSON", &doc, jsonutil::CarriedJson());
-    RECAP_RETURN_IF_ERROR(s);
-    Message m;
-    s = DecodeOne(doc, JsonPath("message"), &m);
-    RECAP_RETURN_IF_ERROR(s);
-    return m;
+  return codec_shell::Guarded("decoding a recap message", [&] {
+    return codec_shell::DecodeDocument(json, "the recap message JSON", [&](Json& doc, Message* m) {
+      return DecodeOne(doc, JsonPath("message"), m);
+    });
   });
 }
 

@@ -521,32 +521,16 @@ Result<Conversation> DecodeMessages(std::string_view json, const DecodeOptions& 
 }
 
 Result<Message> DecodeMessage(std::string_view json, const DecodeOptions& options) {
-  return codec_shell::Guarded("decoding an OpenAI Responses item", [&]() -> Result<Message> {
-    Json doc;
-    Status s = jsonutil::Parse(json, kWhat, &doc, jsonutil::CarriedJson());
-    RECAP_RETURN_IF_ERROR(s);
-    Message m;
-    s = DecodeItem(doc, JsonPath("item"), options, &m);
-    RECAP_RETURN_IF_ERROR(s);
-    return m;
+  return codec_shell::Guarded("decoding an OpenAI Responses item", [&] {
+    return codec_shell::DecodeDocument(json, kWhat, [&](Json& doc, Message* m) {
+      return DecodeItem(doc, JsonPath("item"), options, m);
+    });
   });
 }
 
 Result<std::string> EncodeMessages(const Conversation& conversation) {
-  return codec_shell::Guarded("encoding OpenAI Responses items", [&]() -> Result<std::string> {
-    std::string out = "[";
-    bool first = true;
-    if (conversation.instructions) {
-      Status s = AppendExpanded(*conversation.instructions, "instructions", &out, &first);
-      RECAP_RETURN_IF_ERROR(s);
-    }
-    for (std::size_t i = 0; i < conversation.messages.size(); ++i) {
-      Status s = AppendExpanded(conversation.messages[i], "messages[" + std::to_string(i) + "]",
-                                &out, &first);
-      RECAP_RETURN_IF_ERROR(s);
-    }
-    out += ']';
-    return out;
+  return codec_shell::Guarded("encoding OpenAI Responses items", [&] {
+    return codec_shell::EncodeExpanded(conversation, AppendExpanded);
   });
 }
 

@@ -45,6 +45,35 @@ Result<Conversation> Collect(Each&& each) {
   return conv;
 }
 
+// DecodeMessage: `json` parsed as one message (`what` names it in errors), then handed to the
+// codec's `one(doc, &message)`.
+template <typename One>
+Result<Message> DecodeDocument(std::string_view json, std::string_view what, One&& one) {
+  jsonutil::Json doc;
+  RECAP_RETURN_IF_ERROR(jsonutil::Parse(json, what, &doc, jsonutil::CarriedJson()));
+  Message m;
+  RECAP_RETURN_IF_ERROR(one(doc, &m));
+  return m;
+}
+
+// EncodeMessages for formats whose messages expand into several array elements: the
+// instructions first (when there are any), then each message, by the codec's
+// `append(message, where, &out, &first)`, into one JSON array text.
+template <typename Append>
+Result<std::string> EncodeExpanded(const Conversation& conversation, Append&& append) {
+  std::string out = "[";
+  bool first = true;
+  if (conversation.instructions) {
+    RECAP_RETURN_IF_ERROR(append(*conversation.instructions, "instructions", &out, &first));
+  }
+  for (std::size_t i = 0; i < conversation.messages.size(); ++i) {
+    RECAP_RETURN_IF_ERROR(
+        append(conversation.messages[i], "messages[" + std::to_string(i) + "]", &out, &first));
+  }
+  out += ']';
+  return out;
+}
+
 }  // namespace codec_shell
 }  // namespace v0
 }  // namespace recap
