@@ -9,6 +9,8 @@
 #include "recap/config.h"
 #include "recap/conversation.h"
 
+#include "recap_internal/json_depth.h"
+
 namespace recap {
 inline namespace v0 {
 namespace internal {
@@ -224,31 +226,12 @@ Result<Completion> ParseResponse(const json& body) {
 
 json ParseServerJson(std::string_view text, std::string* too_deep) {
   if (too_deep) too_deep->clear();
-  std::size_t depth = 0;
-  bool in_string = false;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
-      if (c == '\\') {
-        ++i;
-      } else if (c == '"') {
-        in_string = false;
-      }
-      continue;
+  if (const std::size_t at = FindTooDeep(text); at != std::string_view::npos) {
+    if (too_deep) {
+      *too_deep = "nested deeper than " + std::to_string(kMaxJsonDepth) + " levels (at byte " +
+                  std::to_string(at) + ")";
     }
-    if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > kMaxReplyDepth) {
-        if (too_deep) {
-          *too_deep = "nested deeper than " + std::to_string(kMaxReplyDepth) + " levels (at byte " +
-                      std::to_string(i) + ")";
-        }
-        return json(json::value_t::discarded);
-      }
-    } else if ((c == ']' || c == '}') && depth > 0) {
-      --depth;
-    }
+    return json(json::value_t::discarded);
   }
   return json::parse(text.begin(), text.end(), nullptr, false);
 }

@@ -26,14 +26,11 @@ inline namespace v0 {
 namespace internal {
 namespace http {
 
-// JSON from a server nested deeper than this is not parsed (SPEC R13.1): nlohmann parses
-// iteratively but copies, compares, dumps and destroys recursively, so one hostile document
-// could exhaust the stack. Real replies nest a dozen levels.
-inline constexpr std::size_t kMaxReplyDepth = 512;
-
 // Parses a body or event from a server: discarded when it is not JSON, or when it nests
-// deeper than kMaxReplyDepth (checked before parsing; `*too_deep`, if given, is then set to
-// a description, "nested deeper than 512 levels (at byte 512)"; else cleared).
+// deeper than recap's one bound, internal::kMaxJsonDepth (SPEC R13.1; checked before parsing:
+// nlohmann parses iteratively but copies, compares, dumps and destroys recursively, so one
+// hostile document could exhaust the stack). `*too_deep`, if given, is then set to a
+// description, "nested deeper than 1000 levels (at byte 1000)"; else cleared.
 nlohmann::json ParseServerJson(std::string_view text, std::string* too_deep = nullptr);
 
 // A choice's or delta's `content` that is neither a string, an array of parts nor null:

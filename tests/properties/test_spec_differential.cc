@@ -42,20 +42,10 @@
 #include "recap/tail_reducer.h"
 #include "recap/transcript.h"
 
+#include "support/build_speed.h"
 #include "support/generator.h"
 #include "support/spec_reference.h"
 #include "support/test_data.h"
-
-#if defined(__SANITIZE_ADDRESS__)
-#define RECAP_SPEC_DIFF_SLOW 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define RECAP_SPEC_DIFF_SLOW 1
-#endif
-#endif
-#if !defined(RECAP_SPEC_DIFF_SLOW) && !defined(NDEBUG)
-#define RECAP_SPEC_DIFF_SLOW 1
-#endif
 
 namespace {
 
@@ -71,7 +61,7 @@ using recap_test::Rng;
 
 constexpr std::uint64_t kRunSeeds[] = {8, 0x5bec, 20250608, 0xD1FF};
 
-#ifdef RECAP_SPEC_DIFF_SLOW
+#ifdef RECAP_TEST_SLOW_BUILD  // support/build_speed.h
 constexpr std::size_t kCutCasesPerSeed = 500;
 constexpr std::size_t kReduceCasesPerSeed = 200;
 #else

@@ -7,8 +7,10 @@
 
 #include "recap/measure.h"
 
+#include "json/json_escape.h"
 #include "json/json_util.h"
 #include "model/utf8.h"
+#include "recap_internal/json_depth.h"
 
 namespace recap {
 inline namespace v0 {
@@ -254,27 +256,6 @@ namespace {
 
 enum class Scan : std::uint8_t { kComplete, kIncomplete, kInvalid };
 
-bool IsHex(char ch) {
-  return (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f') || (ch >= 'A' && ch <= 'F');
-}
-
-// The four hex digits at text[i] as a number; -1 when the text ends first, -2 when not hex.
-int ReadHex4(std::string_view text, std::size_t i) {
-  if (i + 4 > text.size()) {
-    for (std::size_t k = i; k < text.size(); ++k) {
-      if (!IsHex(text[k])) return -2;
-    }
-    return -1;
-  }
-  int v = 0;
-  for (std::size_t k = i; k < i + 4; ++k) {
-    const char ch = text[k];
-    if (!IsHex(ch)) return -2;
-    v = v * 16 + (ch <= '9' ? ch - '0' : (ch | 0x20) - 'a' + 10);
-  }
-  return v;
-}
-
 // A string starting at text[i] == '"'. On kComplete, *end is one past the closing quote.
 Scan ScanString(std::string_view text, std::size_t i, std::size_t* end) {
   const auto* bytes = reinterpret_cast<const unsigned char*>(text.data());
@@ -286,29 +267,11 @@ Scan ScanString(std::string_view text, std::size_t i, std::size_t* end) {
     }
     if (b < 0x20) return Scan::kInvalid;
     if (b == '\\') {
-      if (i + 1 >= text.size()) return Scan::kIncomplete;
-      const char esc = text[i + 1];
-      if (esc != 'u') {
-        if (std::string_view("\"\\/bfnrt").find(esc) == std::string_view::npos) {
-          return Scan::kInvalid;
-        }
-        i += 2;
-        continue;
+      const jsonutil::Escape e = jsonutil::DecodeEscape(bytes + i, text.size() - i);
+      if (e.status != jsonutil::EscapeStatus::kOk) {
+        return e.ended() ? Scan::kIncomplete : Scan::kInvalid;
       }
-      const int u = ReadHex4(text, i + 2);
-      if (u < 0) return u == -1 ? Scan::kIncomplete : Scan::kInvalid;
-      i += 6;
-      if (u >= 0xDC00 && u <= 0xDFFF) return Scan::kInvalid;  // a lone low surrogate
-      if (u >= 0xD800 && u <= 0xDBFF) {                       // must pair with a low one
-        if (i >= text.size()) return Scan::kIncomplete;
-        if (text[i] != '\\') return Scan::kInvalid;
-        if (i + 1 >= text.size()) return Scan::kIncomplete;
-        if (text[i + 1] != 'u') return Scan::kInvalid;
-        const int lo = ReadHex4(text, i + 2);
-        if (lo < 0) return lo == -1 ? Scan::kIncomplete : Scan::kInvalid;
-        if (lo < 0xDC00 || lo > 0xDFFF) return Scan::kInvalid;
-        i += 6;
-      }
+      i += e.length;
       continue;
     }
     if (b < 0x80) {
@@ -373,10 +336,6 @@ Scan ScanLiteral(std::string_view text, std::size_t i, std::size_t* end) {
   return Scan::kInvalid;
 }
 
-// Deep enough for any checkpoint, shallow enough that nlohmann's recursive destructor and dump
-// stay far from the stack limit.
-constexpr std::size_t kSalvageMaxDepth = 256;
-
 }  // namespace
 
 std::optional<std::string> SalvageTruncatedJson(std::string_view text) {
@@ -439,7 +398,7 @@ std::optional<std::string> SalvageTruncatedJson(std::string_view text) {
           break;
         }
         if (ch == '{' || ch == '[') {
-          if (stack.size() >= kSalvageMaxDepth) {
+          if (stack.size() >= static_cast<std::size_t>(internal::kMaxJsonDepth)) {
             stop = true;
             break;
           }

@@ -66,8 +66,8 @@ Json TextJson(const Text& t, const std::string& where, Status* s) {
 }
 
 // How deep a payload sits in a conversation document at most (conversation > messages >
-// message > parts > tool result > content > item): one embedded deeper than kMaxDepth less this
-// would make a document recap could not read back.
+// message > parts > tool result > content > item): one embedded deeper than internal::kMaxJsonDepth
+// less this would make a document recap could not read back.
 constexpr int kPayloadDepth = 7;
 
 // The payload goes in as a JSON value so that a stored session stays readable, but only when

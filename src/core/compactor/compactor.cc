@@ -19,6 +19,7 @@
 #include "json/json_util.h"
 #include "model/transcript_access.h"
 #include "plugins/plugin_runner.h"
+#include "recap_internal/json_depth.h"
 #include "recap_internal/log_internal.h"
 #include "summarize/summarize.h"
 
@@ -127,7 +128,9 @@ void ApplyLearned(SessionCache& c, const std::string& text) {
   c.chars_at_pause = 0;
   // Written by recap, but read from a file anyone may have touched: a few hundred bytes, one
   // level deep; anything else is not parsed at all (R13.1).
-  if (text.empty() || text.size() > 4096 || internal::NestsDeeperThan(text, 2)) return;
+  if (text.empty() || text.size() > 4096 ||
+      internal::FindTooDeep(text, 2) != std::string_view::npos)
+    return;
   const jsonutil::Json j = jsonutil::Json::parse(text, nullptr, false);
   if (!j.is_object()) return;
   auto count = [&](const char* key) -> std::optional<std::size_t> {

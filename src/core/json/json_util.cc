@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "json/json_escape.h"
+
 namespace recap {
 inline namespace v0 {
 namespace jsonutil {
@@ -83,24 +85,6 @@ std::uint32_t CodePoint(const unsigned char* p, std::size_t len) {
   }
 }
 
-void AppendUtf8(std::string* out, std::uint32_t cp) {
-  if (cp < 0x80) {
-    out->push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out->push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out->push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out->push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
-}
-
 // True when none of the 8 bytes at p is '"', '\\', a control byte or a byte from 0x80: the
 // bytes of a string that stand for themselves without a closer look.
 inline bool EightPlain(const unsigned char* p) noexcept {
@@ -126,13 +110,6 @@ std::string Hex2(unsigned char c) {
   char buf[8];
   std::snprintf(buf, sizeof buf, "0x%02X", c);
   return buf;
-}
-
-int HexDigit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
 }
 
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
@@ -346,9 +323,9 @@ bool Writer::Write(const Json& root, int depth) {
         const bool object = v.is_object();
         const bool empty = object ? v.get_ref<const Json::object_t&>().empty()
                                   : v.get_ref<const Json::array_t&>().empty();
-        if (depth + static_cast<int>(stack.size()) + 1 > kMaxDepth) {
+        if (depth + static_cast<int>(stack.size()) + 1 > internal::kMaxJsonDepth) {
           too_deep_ = true;
-          problem_ = "nested deeper than " + std::to_string(kMaxDepth) + " levels";
+          problem_ = "nested deeper than " + std::to_string(internal::kMaxJsonDepth) + " levels";
           return false;
         }
         if (empty) {
@@ -477,10 +454,10 @@ Status Reader::Error(std::size_t at, const std::string& reason, bool utf8) const
 }
 
 Status Reader::TooDeep(std::size_t at) const {
-  return Status::InvalidArgument(what_ + " is nested deeper than " + std::to_string(kMaxDepth) +
-                                 " levels at byte offset " + std::to_string(at) + " (" +
-                                 LineAndColumn(text_, at) +
-                                 "); recap refuses such documents to keep its stack bounded.");
+  return Status::InvalidArgument(
+      what_ + " is nested deeper than " + std::to_string(internal::kMaxJsonDepth) +
+      " levels at byte offset " + std::to_string(at) + " (" + LineAndColumn(text_, at) +
+      "); recap refuses such documents to keep its stack bounded.");
 }
 
 void Reader::SkipWhitespace() noexcept {
@@ -564,77 +541,38 @@ Status Reader::ReadString(std::string* out) {
       out->reserve(pos_ - run + EscapedLength(pos_));
     }
     if (out != nullptr) out->append(text_.data() + run, pos_ - run);
-    if (pos_ + 1 >= n) return Error(n, "unexpected end of input in an escape sequence");
-    const char e = text_[pos_ + 1];
-    char simple = 0;
-    switch (e) {
-      case '"': simple = '"'; break;
-      case '\\': simple = '\\'; break;
-      case '/': simple = '/'; break;
-      case 'b': simple = '\b'; break;
-      case 'f': simple = '\f'; break;
-      case 'n': simple = '\n'; break;
-      case 'r': simple = '\r'; break;
-      case 't': simple = '\t'; break;
-      case 'u': break;
-      default:
-        return Error(pos_, "invalid escape '\\" + Printable(std::string_view(&e, 1), 4) +
+    const Escape e = DecodeEscape(text_.data() + pos_, n - pos_);
+    switch (e.status) {
+      case EscapeStatus::kOk: break;
+      case EscapeStatus::kEndsInEscape:
+        return Error(n, "unexpected end of input in an escape sequence");
+      case EscapeStatus::kEndsInHex: return Error(n, "unexpected end of input in a \\u escape");
+      case EscapeStatus::kEndsAfterHigh:
+        return Error(n, "unexpected end of input after a high surrogate");
+      case EscapeStatus::kUnknown: {
+        const char bad = text_[pos_ + 1];
+        return Error(pos_, "invalid escape '\\" + Printable(std::string_view(&bad, 1), 4) +
                                "' in a string; JSON allows \\\" \\\\ \\/ \\b \\f \\n \\r \\t and "
                                "\\u followed by four hex digits");
-    }
-    if (simple != 0) {
-      if (out != nullptr) out->push_back(simple);
-      pos_ += 2;
-      run = pos_;
-      continue;
-    }
-    // \uXXXX, and a surrogate pair as two of them.
-    auto hex4 = [&](std::size_t at, std::uint32_t* unit) -> Status {
-      if (at + 4 > n) {
-        for (std::size_t k = at; k < n; ++k) {
-          if (HexDigit(text_[k]) < 0) return Error(k, "'\\u' must be followed by four hex digits");
+      }
+      case EscapeStatus::kBadHex:
+        return Error(pos_ + e.at, "'\\u' must be followed by four hex digits");
+      case EscapeStatus::kLoneLow:
+        return Error(pos_, "\\u" + std::string(text_.substr(pos_ + 2, 4)) +
+                               " is a lone low surrogate; it is only valid after a high surrogate "
+                               "(\\ud800 to \\udbff)");
+      case EscapeStatus::kMissingLow: {
+        std::string missing = "\\u" + std::string(text_.substr(pos_ + 2, 4)) +
+                              " is a high surrogate without the low surrogate (\\udc00 to "
+                              "\\udfff) that must follow it";
+        if (text_[pos_ + 6] == '\\' && text_[pos_ + 7] == 'u') {
+          missing += ", not \\u" + std::string(text_.substr(pos_ + 8, 4));
         }
-        return Error(n, "unexpected end of input in a \\u escape");
+        return Error(pos_, missing);
       }
-      std::uint32_t v = 0;
-      for (std::size_t k = at; k < at + 4; ++k) {
-        const int d = HexDigit(text_[k]);
-        if (d < 0) return Error(k, "'\\u' must be followed by four hex digits");
-        v = v * 16 + static_cast<std::uint32_t>(d);
-      }
-      *unit = v;
-      return Status::OK();
-    };
-    std::uint32_t unit = 0;
-    Status s = hex4(pos_ + 2, &unit);
-    RECAP_RETURN_IF_ERROR(s);
-    std::uint32_t cp = unit;
-    const std::string written(text_.substr(pos_ + 2, 4));
-    if (unit >= 0xDC00 && unit <= 0xDFFF) {
-      return Error(pos_, "\\u" + written +
-                             " is a lone low surrogate; it is only valid after a high surrogate "
-                             "(\\ud800 to \\udbff)");
     }
-    std::size_t end = pos_ + 6;
-    if (unit >= 0xD800 && unit <= 0xDBFF) {
-      const std::string missing = "\\u" + written +
-                                  " is a high surrogate without the low surrogate (\\udc00 to "
-                                  "\\udfff) that must follow it";
-      if (end >= n || (text_[end] == '\\' && end + 1 >= n)) {
-        return Error(n, "unexpected end of input after a high surrogate");
-      }
-      if (text_[end] != '\\' || text_[end + 1] != 'u') return Error(pos_, missing);
-      std::uint32_t low = 0;
-      s = hex4(end + 2, &low);
-      RECAP_RETURN_IF_ERROR(s);
-      if (low < 0xDC00 || low > 0xDFFF) {
-        return Error(pos_, missing + ", not \\u" + std::string(text_.substr(end + 2, 4)));
-      }
-      cp = 0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00);
-      end += 6;
-    }
-    if (out != nullptr) AppendUtf8(out, cp);
-    pos_ = end;
+    if (out != nullptr) AppendUtf8(out, e.code_point);
+    pos_ += e.length;
     run = pos_;
   }
 }
@@ -833,7 +771,7 @@ Status Reader::ReadValue(Json* out) {
     bool complete = true;  // false when a container was opened and its first child is next
     Status s;
     if (c == '{' || c == '[') {
-      if (depth_ >= kMaxDepth) return TooDeep(pos_);
+      if (depth_ >= internal::kMaxJsonDepth) return TooDeep(pos_);
       const bool object = c == '{';
       ++depth_;
       ++pos_;
@@ -922,7 +860,7 @@ Status Reader::ReadValue(Json* out) {
 
 Status Reader::BeginArray() {
   SkipWhitespace();
-  if (depth_ >= kMaxDepth) return TooDeep(pos_);
+  if (depth_ >= internal::kMaxJsonDepth) return TooDeep(pos_);
   ++depth_;
   ++pos_;
   streamed_first_.push_back(true);
@@ -1041,33 +979,6 @@ Status Parse(std::string_view text, std::string_view what, Json* out, const Pars
   return s;
 }
 
-std::size_t FindTooDeep(std::string_view text, int max_depth) noexcept {
-  int depth = 0;
-  bool in_string = false;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
-      if (c == '\\') {
-        ++i;
-      } else if (c == '"') {
-        in_string = false;
-      }
-      continue;
-    }
-    switch (c) {
-      case '"': in_string = true; break;
-      case '[':
-      case '{':
-        if (++depth > max_depth) return i;
-        break;
-      case ']':
-      case '}': --depth; break;
-      default: break;
-    }
-  }
-  return std::string_view::npos;
-}
-
 // ---- Writing --------------------------------------------------------------------------------
 
 Status Dump(const Json& value, std::string_view what, std::string* out, int depth) {
@@ -1082,7 +993,8 @@ Status AppendDump(const Json& value, std::string_view what, std::string* out, in
   out->resize(old_size);
   if (writer.too_deep()) {
     return Status::InvalidArgument(
-        std::string(what) + " would be nested deeper than " + std::to_string(kMaxDepth) +
+        std::string(what) + " would be nested deeper than " +
+        std::to_string(internal::kMaxJsonDepth) +
         " levels once written; recap refuses to write a document it could not read back.");
   }
   if (writer.problem().rfind("invalid UTF-8", 0) == 0) {
@@ -1097,7 +1009,7 @@ Status AppendDump(const Json& value, std::string_view what, std::string* out, in
 std::string DumpValid(const Json& value) {
   std::string text;
   Writer writer(&text, Utf8Mode::kReplace);
-  writer.Write(value, 0);  // a tree recap read is within kMaxDepth
+  writer.Write(value, 0);  // a tree recap read is within internal::kMaxJsonDepth
   return text;
 }
 

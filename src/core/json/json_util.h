@@ -5,8 +5,8 @@
 //
 //  * Depth. nlohmann parses iteratively but serializes, copies and compares recursively, so a
 //    document nested 100,000 levels deep exhausts the stack. The reader refuses anything
-//    deeper than kMaxDepth as it goes, so no tree recap holds is deeper than that, and the
-//    writer needs no recursion at all.
+//    deeper than internal::kMaxJsonDepth (1,000 levels) as it goes, so no tree recap holds is
+//    deeper than that, and the writer needs no recursion at all.
 //  * Numbers (SPEC R13.2). The codecs promise that what they carry comes back byte for byte;
 //    nlohmann turns 1E5 into 100000.0, 1.50 into 1.5, -0 into 0, and 30-digit integers into
 //    doubles. With Numbers::kText every number stays its source text (NumberText), and the
@@ -40,14 +40,13 @@
 
 #include "recap/status.h"
 
+#include "recap_internal/json_depth.h"
+
 namespace recap {
 inline namespace v0 {
 namespace jsonutil {
 
 using Json = nlohmann::ordered_json;
-
-// Deeper documents are refused. Real messages nest a few dozen levels at most.
-inline constexpr int kMaxDepth = 1000;
 
 // How the reader keeps numbers.
 enum class Numbers : std::uint8_t {
@@ -194,11 +193,6 @@ Status ForEachElement(Reader& reader, const std::function<Status(Json& element, 
 Status Parse(std::string_view text, std::string_view what, Json* out,
              const ParseOptions& options = {});
 
-// Offset of the first byte that opens a container deeper than `max_depth`, or npos. Strings
-// are skipped so brackets inside them do not count; malformed input is left to a parser. For
-// code that hands a text to a recursive parser of its own.
-std::size_t FindTooDeep(std::string_view text, int max_depth = kMaxDepth) noexcept;
-
 // ---- Writing --------------------------------------------------------------------------------
 
 // Dump, appending to `*out`, which keeps its old content on failure.
@@ -207,7 +201,8 @@ Status AppendDump(const Json& value, std::string_view what, std::string* out, in
 // Compact serialization, non-ASCII kept as UTF-8, strings escaped exactly as nlohmann's dump()
 // escapes them, numbers kept as text written as they were read. Fails (instead of throwing)
 // when a string holds invalid UTF-8, or when the result, placed `depth` containers deep, would
-// nest deeper than kMaxDepth (a document recap could not read back); `what` names the value.
+// nest deeper than internal::kMaxJsonDepth (1,000 levels) (a document recap could not read back);
+// `what` names the value.
 Status Dump(const Json& value, std::string_view what, std::string* out, int depth = 0);
 
 // Serialization for values known to hold valid UTF-8 (e.g. parsed from a validated document).

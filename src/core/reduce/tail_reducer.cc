@@ -14,9 +14,11 @@
 
 #include "recap/measure.h"
 
+#include "json/json_escape.h"
 #include "json/json_util.h"
 #include "model/transcript_access.h"
 #include "model/utf8.h"
+#include "recap_internal/json_depth.h"
 #include "recap_internal/log_internal.h"
 
 namespace recap {
@@ -63,24 +65,6 @@ void AppendClipped(std::string& out, std::string_view text, std::size_t cap, std
   }
   out.append(text.data(), keep);
   out.append(kTruncationMarker);
-}
-
-void AppendUtf8(std::string& out, std::uint32_t cp) {
-  if (cp < 0x80) {
-    out.push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
 }
 
 // ---- Tool-call arguments --------------------------------------------------------------------
@@ -142,7 +126,7 @@ void AppendEscaped(std::string& out, std::uint32_t cp) {
     out.push_back(kHex[cp & 0xF]);
     return;
   }
-  AppendUtf8(out, cp);
+  jsonutil::AppendUtf8(&out, cp);
 }
 
 // Rendered characters of the first `k` code points of a string whose specials are [b, e).
@@ -150,54 +134,6 @@ std::size_t PrefixRendered(const Special* b, const Special* e, std::size_t k) no
   const Special* it =
       std::lower_bound(b, e, k, [](const Special& s, std::size_t x) { return s.index < x; });
   return k + (it == b ? 0 : (it - 1)->extra_through);
-}
-
-int HexDigit(unsigned char c) noexcept {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-bool Hex4(const unsigned char* p, std::uint32_t& out) noexcept {
-  std::uint32_t v = 0;
-  for (int k = 0; k < 4; ++k) {
-    const int d = HexDigit(p[k]);
-    if (d < 0) return false;
-    v = (v << 4) | static_cast<std::uint32_t>(d);
-  }
-  out = v;
-  return true;
-}
-
-// Decodes the escape at p[0] == '\\' exactly as nlohmann's lexer accepts it. Returns its length
-// in bytes, or 0 when nlohmann would reject it.
-std::size_t DecodeEscape(const unsigned char* p, std::size_t avail, std::uint32_t& cp) noexcept {
-  if (avail < 2) return 0;
-  switch (p[1]) {
-    case '"': cp = 0x22; return 2;
-    case '\\': cp = 0x5C; return 2;
-    case '/': cp = 0x2F; return 2;
-    case 'b': cp = 0x08; return 2;
-    case 'f': cp = 0x0C; return 2;
-    case 'n': cp = 0x0A; return 2;
-    case 'r': cp = 0x0D; return 2;
-    case 't': cp = 0x09; return 2;
-    case 'u': break;
-    default: return 0;
-  }
-  std::uint32_t hi = 0;
-  if (avail < 6 || !Hex4(p + 2, hi)) return 0;
-  if (hi >= 0xDC00 && hi <= 0xDFFF) return 0;  // a low surrogate alone
-  if (hi < 0xD800 || hi > 0xDBFF) {
-    cp = hi;
-    return 6;
-  }
-  std::uint32_t lo = 0;
-  if (avail < 12 || p[6] != '\\' || p[7] != 'u' || !Hex4(p + 8, lo)) return 0;
-  if (lo < 0xDC00 || lo > 0xDFFF) return 0;
-  cp = 0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00);
-  return 12;
 }
 
 // True when none of the 8 bytes at p is a control character, '"' or '\\' (bytes that end a
@@ -315,7 +251,6 @@ class ArgScanner {
     std::size_t size;
   };
 
-  static constexpr int kMaxDepth = 200;
   static constexpr std::size_t kMaxKeys = 256;  // per object; duplicates are checked pairwise
 
   void SkipWs() noexcept {
@@ -344,8 +279,8 @@ class ArgScanner {
   bool Value(int depth) {
     if (pos_ >= n_) return false;
     switch (p_[pos_]) {
-      case '{': return depth < kMaxDepth && Object(depth);
-      case '[': return depth < kMaxDepth && Array(depth);
+      case '{': return depth < internal::kMaxJsonDepth && Object(depth);
+      case '[': return depth < internal::kMaxJsonDepth && Array(depth);
       case '"': {
         ArgString s;
         s.special_begin = specials_.size();
@@ -491,11 +426,11 @@ class ArgScanner {
       if (c == '"') break;
       if (c != '\\') return false;  // a raw control character
       s.escaped = true;
-      std::uint32_t cp = 0;
-      const std::size_t len = DecodeEscape(p_ + pos_, n_ - pos_, cp);
-      if (len == 0) return false;
-      pos_ += len;
-      if (decoded) AppendUtf8(*decoded, cp);
+      const jsonutil::Escape escape = jsonutil::DecodeEscape(p_ + pos_, n_ - pos_);
+      if (escape.status != jsonutil::EscapeStatus::kOk) return false;
+      const std::uint32_t cp = escape.code_point;
+      pos_ += escape.length;
+      if (decoded) jsonutil::AppendUtf8(decoded, cp);
       const std::size_t e = EscapeExtra(cp);
       if (e > 0) {
         extra += e;
@@ -550,9 +485,9 @@ class ArgScanner {
     std::size_t count = 0;
     while (i < b && count < k) {
       if (p_[i] == '\\') {
-        std::uint32_t cp = 0;
-        i += DecodeEscape(p_ + i, b - i, cp);
-        AppendEscaped(out, cp);
+        const jsonutil::Escape escape = jsonutil::DecodeEscape(p_ + i, b - i);
+        i += escape.length;  // String() accepted it
+        AppendEscaped(out, escape.code_point);
         ++count;
         continue;
       }
@@ -662,7 +597,7 @@ std::string Dump(const Json& doc) {
 ClippedArgs ClipParsed(std::string_view arguments, std::size_t cap) {
   // CollectStrings and dump recurse once per level: arguments nested deeper than the codecs'
   // limit are not parsed at all but clipped like any text that is not JSON (R13.1).
-  if (jsonutil::FindTooDeep(arguments) != std::string_view::npos) {
+  if (internal::FindTooDeep(arguments) != std::string_view::npos) {
     return ClipOverText(arguments, cap);
   }
   Json doc = Json::parse(arguments.begin(), arguments.end(), nullptr,

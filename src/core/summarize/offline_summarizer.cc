@@ -16,6 +16,7 @@
 #include "recap/transcript.h"
 
 #include "json/json_util.h"
+#include "recap_internal/json_depth.h"
 #include "summarize/summarize.h"
 
 namespace recap {
@@ -219,9 +220,9 @@ void ArgumentPaths(const Json& v, std::string_view key, std::vector<std::string>
 }
 
 // Tool-call arguments as JSON; discarded when they are not JSON, or nest deeper than
-// jsonutil::kMaxDepth (R13.1): ArgumentPaths recurses, so such arguments are read as text.
+// internal::kMaxJsonDepth (R13.1): ArgumentPaths recurses, so such arguments are read as text.
 Json ParseArguments(std::string_view arguments) {
-  if (internal::NestsDeeperThan(arguments, jsonutil::kMaxDepth)) {
+  if (internal::FindTooDeep(arguments) != std::string_view::npos) {
     return Json(Json::value_t::discarded);
   }
   return Json::parse(arguments.begin(), arguments.end(), nullptr, false);

@@ -14,6 +14,7 @@
 
 #include "json/json_util.h"
 #include "model/transcript_access.h"
+#include "recap_internal/json_depth.h"
 
 namespace recap {
 inline namespace v0 {
@@ -69,7 +70,7 @@ std::string RenderMessage(const Message& m, const std::map<std::string, std::str
       const bool clip = cap > 0 && CountCodePoints(c->arguments) > cap;
       // ClipArguments walks the parsed arguments recursively; arguments nested deeper than
       // any real call are clipped as text instead (R13.1), which is all a summarizer needs.
-      const bool deep = clip && NestsDeeperThan(c->arguments, jsonutil::kMaxDepth);
+      const bool deep = clip && internal::FindTooDeep(c->arguments) != std::string_view::npos;
       line("[tool call " + c->id + ": " + c->name + "] " +
            (!clip  ? c->arguments
             : deep ? ClipText(c->arguments, cap)
@@ -297,8 +298,7 @@ Status CallOnce(Provider& provider, const SummarizeInput& in, const std::string&
     text = valid;
   }
   bool too_deep = false;
-  if (const std::size_t at = DepthLimitOffset(text, jsonutil::kMaxDepth);
-      at != std::string_view::npos) {
+  if (const std::size_t at = internal::FindTooDeep(text); at != std::string_view::npos) {
     text = text.substr(0, at);
     too_deep = true;
   }
@@ -321,35 +321,6 @@ Status CallOnce(Provider& provider, const SummarizeInput& in, const std::string&
 std::size_t ReplyBudgetChars(std::size_t max_output_tokens) noexcept {
   return max_output_tokens > SIZE_MAX / kCharsPerToken ? SIZE_MAX
                                                        : max_output_tokens * kCharsPerToken;
-}
-
-bool NestsDeeperThan(std::string_view json, std::size_t max_depth) noexcept {
-  return DepthLimitOffset(json, max_depth) != std::string_view::npos;
-}
-
-std::size_t DepthLimitOffset(std::string_view json, std::size_t max_depth) noexcept {
-  if (json.size() <= max_depth) return std::string_view::npos;  // a level takes a byte at least
-  std::size_t depth = 0;
-  bool in_string = false;
-  for (std::size_t i = 0; i < json.size(); ++i) {
-    const char c = json[i];
-    if (in_string) {
-      if (c == '\\') {
-        ++i;
-      } else if (c == '"') {
-        in_string = false;
-      }
-      continue;
-    }
-    if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > max_depth) return i;
-    } else if ((c == ']' || c == '}') && depth > 0) {
-      --depth;
-    }
-  }
-  return std::string_view::npos;
 }
 
 namespace {

@@ -76,16 +76,6 @@ bool IsOfflineSummarizer(const Provider& provider) noexcept;
 // never taken for the prior checkpoint.
 bool IsRenderedCheckpoint(std::string_view text);
 
-// True when `json` opens more than `max_depth` arrays or objects inside one another (brackets
-// inside strings do not count; malformed text is not judged). One pass, no recursion: callers
-// check it before parsing a message's JSON into a document that they walk, copy, compare or
-// dump, all of which recurse (R13.1).
-bool NestsDeeperThan(std::string_view json, std::size_t max_depth) noexcept;
-
-// The byte offset of the bracket that opens level max_depth + 1 of `json`, as NestsDeeperThan
-// counts; npos when there is none.
-std::size_t DepthLimitOffset(std::string_view json, std::size_t max_depth) noexcept;
-
 // A summarizer reply's budget in characters: max_output_tokens x 4 (R12.7), saturating.
 std::size_t ReplyBudgetChars(std::size_t max_output_tokens) noexcept;
 
