@@ -6,6 +6,7 @@
 // few seconds at about twice the file's size in memory). The other formats are transformed
 // as a tree first. Either way a file that does not decode, found however late, rolls the
 // transaction back: a bad file changes nothing.
+#include <algorithm>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -22,6 +23,7 @@
 
 #include "cli.h"
 #include "progress.h"
+#include "recap_internal/json_depth.h"
 
 namespace recap_cli {
 namespace {
@@ -727,49 +729,18 @@ DecodeResult DecodeNative(const std::string& text) {
 // documents (and the codecs dump parts of them), so a file is refused before anything parses
 // it when a container inside it is nested deeper than the codecs accept. Brackets inside
 // strings do not count; a .jsonl file is scanned as a whole (a record cannot go deeper than
-// the file). Empty when the nesting is fine.
-constexpr int kMaxNesting = 1000;
+// the file). Empty when the nesting is fine. recap's one depth bound and scan
+// (recap_internal/json_depth.h).
 std::string NestingError(const std::string& text) {
-  int depth = 0;
-  bool in_string = false;
-  std::size_t line = 1, line_start = 0;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
-      if (c == '\\') {
-        ++i;
-      } else if (c == '"') {
-        in_string = false;
-      } else if (c == '\n') {  // a string never spans lines in JSON; resynchronise
-        in_string = false;
-        ++line;
-        line_start = i + 1;
-      }
-      continue;
-    }
-    switch (c) {
-      case '"': in_string = true; break;
-      case '\n':
-        ++line;
-        line_start = i + 1;
-        break;
-      case '[':
-      case '{':
-        if (++depth > kMaxNesting) {
-          return "the JSON is nested deeper than " + std::to_string(kMaxNesting) +
-                 " levels at byte offset " + std::to_string(i) + " (line " + std::to_string(line) +
-                 ", column " + std::to_string(i - line_start + 1) +
-                 "); recap refuses such documents (no real transcript nests so deep)";
-        }
-        break;
-      case ']':
-      case '}':
-        if (depth > 0) --depth;
-        break;
-      default: break;
-    }
-  }
-  return {};
+  const std::size_t at = recap::internal::FindTooDeep(text);
+  if (at == std::string_view::npos) return {};
+  const std::size_t line_start = text.rfind('\n', at) + 1;  // npos + 1 == 0
+  const auto line =
+      1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n');
+  return "the JSON is nested deeper than " + std::to_string(recap::internal::kMaxJsonDepth) +
+         " levels at byte offset " + std::to_string(at) + " (line " + std::to_string(line) +
+         ", column " + std::to_string(at - line_start + 1) +
+         "); recap refuses such documents (no real transcript nests so deep)";
 }
 
 DecodeResult Decode(const std::string& format, const std::string& text, const Args& args) {

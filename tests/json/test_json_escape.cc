@@ -11,7 +11,6 @@
 
 #include "json/json_escape.h"
 #include "recap_internal/json_depth.h"
-
 #include "support/generator.h"
 
 namespace {
@@ -89,10 +88,10 @@ TEST_CASE("R13.1 DecodeEscape names every kind of escape") {
 TEST_CASE("R13.1 DecodeEscape accepts exactly what nlohmann's lexer accepts, generated strings") {
   // Strings made of escape-ish pieces; each is parsed as a JSON string by nlohmann and decoded
   // by DecodeEscape: both accept or both refuse, and when they accept, to the same bytes.
-  const std::vector<std::string> pieces = {"a",       "\\n",     "\\t",     "\\\\",    "\\\"",    "\\/",
-                          "\\u0041", "\\u00e9", "\\ud83d", "\\ude00", "\\ud83d", "\\u",
-                          "\\x",     "\\",      "0",       "F",       "g",       "\\uDBFF",
-                          "\\uDFFF", "\\U0041", "\\u12",   "é"};
+  const std::vector<std::string> pieces = {
+      "a",       "\\n",     "\\t",     "\\\\",    "\\\"",  "\\/", "\\u0041", "\\u00e9",
+      "\\ud83d", "\\ude00", "\\ud83d", "\\u",     "\\x",   "\\",  "0",       "F",
+      "g",       "\\uDBFF", "\\uDFFF", "\\U0041", "\\u12", "é"};
   const std::uint64_t seed = 0xE5CA9E;
   recap_test::Rng rng(seed);
   std::size_t accepted = 0, refused = 0;
@@ -122,6 +121,8 @@ TEST_CASE("R13.1 FindTooDeep finds the bracket that opens one level too many") {
   CHECK(FindTooDeep("{\"a\":[{\"b\":[]}]}", 3) == 11);
   // Brackets in strings, escaped quotes included, do not count.
   CHECK(FindTooDeep("[\"[[[[\\\"[[[[\"]", 1) == std::string_view::npos);
+  // A line break ends a string (JSON Lines: an unclosed string hides no later record).
+  CHECK(FindTooDeep("[\"abc\n[[[", 2) == 7);
   // Closing brackets never take the depth below zero.
   CHECK(FindTooDeep("]]]]]][[[", 2) == 8);
   const std::string deep(kMaxJsonDepth, '[');

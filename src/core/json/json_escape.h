@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
 
 namespace recap {
@@ -126,6 +127,24 @@ inline Escape DecodeEscape(const unsigned char* p, std::size_t avail) noexcept {
 
 inline Escape DecodeEscape(const char* p, std::size_t avail) noexcept {
   return DecodeEscape(reinterpret_cast<const unsigned char*>(p), avail);
+}
+
+// True when none of the 8 bytes at p is '"', '\\' or a control byte, and with kAsciiOnly none
+// is from 0x80 either: bytes of a string's content that stand for themselves, skipped eight at a
+// time by the lexers (the reader checks UTF-8 apart; the tail reducer counts code points).
+template <bool kAsciiOnly>
+inline bool EightPlain(const unsigned char* p) noexcept {
+  std::uint64_t w;
+  std::memcpy(&w, p, sizeof w);
+  constexpr std::uint64_t kOnes = 0x0101010101010101ULL;
+  constexpr std::uint64_t kHighs = 0x8080808080808080ULL;
+  // Per byte, exactly: the high bit set where the byte (of x) is zero.
+  auto zero_bytes = [](std::uint64_t x) { return ~(((x & ~kHighs) + ~kHighs) | x) & kHighs; };
+  // Bytes below 0x20: their top three bits are zero.
+  const std::uint64_t below_space = zero_bytes(w & (kOnes * 0xE0));
+  const std::uint64_t high = kAsciiOnly ? (w & kHighs) : 0;
+  return (high | below_space | zero_bytes(w ^ (kOnes * 0x22)) | zero_bytes(w ^ (kOnes * 0x5C))) ==
+         0;
 }
 
 // Appends a decoded code point (at most 0x10FFFF, no surrogate) as UTF-8.

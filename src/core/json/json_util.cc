@@ -85,19 +85,6 @@ std::uint32_t CodePoint(const unsigned char* p, std::size_t len) {
   }
 }
 
-// True when none of the 8 bytes at p is '"', '\\', a control byte or a byte from 0x80: the
-// bytes of a string that stand for themselves without a closer look.
-inline bool EightPlain(const unsigned char* p) noexcept {
-  std::uint64_t w;
-  std::memcpy(&w, p, sizeof w);
-  constexpr std::uint64_t kOnes = 0x0101010101010101ULL;
-  constexpr std::uint64_t kHighs = 0x8080808080808080ULL;
-  auto zero_bytes = [](std::uint64_t x) { return ~(((x & ~kHighs) + ~kHighs) | x) & kHighs; };
-  const std::uint64_t below_space = zero_bytes(w & (kOnes * 0xE0));
-  return ((w & kHighs) | below_space | zero_bytes(w ^ (kOnes * 0x22)) |
-          zero_bytes(w ^ (kOnes * 0x5C))) == 0;
-}
-
 // "'x'" for a printable ASCII byte, "byte 0xNN" for anything else.
 std::string Describe(unsigned char c) {
   if (c >= 0x20 && c < 0x7F) return std::string("'") + static_cast<char>(c) + "'";
@@ -210,7 +197,7 @@ bool Writer::String(std::string_view s) {
   std::size_t run = 0;  // start of the bytes not yet appended
   std::size_t i = 0;
   while (i < n) {
-    while (i + 8 <= n && EightPlain(p + i)) i += 8;
+    while (i + 8 <= n && jsonutil::EightPlain<true>(p + i)) i += 8;
     if (i >= n) break;
     const unsigned char c = p[i];
     if (c >= 0x20 && c != '"' && c != '\\' && c < 0x7F) {
@@ -509,7 +496,7 @@ Status Reader::ReadString(std::string* out) {
   std::size_t run = pos_;
   bool reserved = false;
   while (true) {
-    while (pos_ + 8 <= n && EightPlain(p + pos_)) pos_ += 8;
+    while (pos_ + 8 <= n && jsonutil::EightPlain<true>(p + pos_)) pos_ += 8;
     while (pos_ < n) {
       const unsigned char c = p[pos_];
       if (c == '"' || c == '\\' || c < 0x20 || c >= 0x80) break;

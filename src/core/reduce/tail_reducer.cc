@@ -136,20 +136,6 @@ std::size_t PrefixRendered(const Special* b, const Special* e, std::size_t k) no
   return k + (it == b ? 0 : (it - 1)->extra_through);
 }
 
-// True when none of the 8 bytes at p is a control character, '"' or '\\' (bytes that end a
-// run of a JSON string's content which stands for itself, UTF-8 allowing).
-inline bool EightPlain(const unsigned char* p) noexcept {
-  std::uint64_t w;
-  std::memcpy(&w, p, sizeof w);
-  constexpr std::uint64_t kOnes = 0x0101010101010101ULL;
-  constexpr std::uint64_t kHighs = 0x8080808080808080ULL;
-  // Per byte, exactly: high bit set where the byte (of x) is zero.
-  auto zero_bytes = [](std::uint64_t x) { return ~(((x & ~kHighs) + ~kHighs) | x) & kHighs; };
-  // Bytes below 0x20: their top three bits are zero.
-  const std::uint64_t below_space = zero_bytes(w & (kOnes * 0xE0));
-  return (below_space | zero_bytes(w ^ (kOnes * 0x22)) | zero_bytes(w ^ (kOnes * 0x5C))) == 0;
-}
-
 // A string value of the arguments, as written.
 struct ArgString {
   std::size_t begin = 0;  // its content between the quotes: bytes [begin, end) of the input
@@ -467,7 +453,7 @@ class ArgScanner {
       if (high != 0) ascii = false;
     }
 #else
-    while (i + 8 <= n_ && EightPlain(p_ + i)) {
+    while (i + 8 <= n_ && jsonutil::EightPlain<false>(p_ + i)) {
       if (!utf8::EightAscii(p_ + i)) ascii = false;
       i += 8;
     }

@@ -19,7 +19,9 @@ inline constexpr int kMaxJsonDepth = 1000;
 
 // The offset of the bracket that opens level `max_depth + 1` of `text`, or npos. One pass, no
 // recursion; brackets inside strings do not count, a closing bracket never takes the depth
-// below zero, and malformed text is left to a parser to judge.
+// below zero, and malformed text is left to a parser to judge. A string ends at a line break
+// as well as at its quote (JSON strings hold no raw line break), so in JSON Lines a record
+// with an unclosed string cannot hide the brackets of the records after it.
 inline std::size_t FindTooDeep(std::string_view text, int max_depth = kMaxJsonDepth) noexcept {
   if (max_depth < 0) return text.empty() ? std::string_view::npos : 0;
   const auto limit = static_cast<std::size_t>(max_depth);
@@ -31,7 +33,7 @@ inline std::size_t FindTooDeep(std::string_view text, int max_depth = kMaxJsonDe
     if (in_string) {
       if (c == '\\') {
         ++i;
-      } else if (c == '"') {
+      } else if (c == '"' || c == '\n') {
         in_string = false;
       }
       continue;
