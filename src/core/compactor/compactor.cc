@@ -635,13 +635,12 @@ struct Compactor::Impl {
   }
 
   // One compaction: cut, plugins, summarizer, commit, events. Changes nothing unless it
-  // commits (R7.1).
+  // commits (R7.1). `plan` is the caller's evaluation of R2 for this very transcript and these
+  // sizes: the triggers are evaluated once per state of the session, not again here.
   Attempt RunCompaction(const std::string& session, SessionCache& c, const RequestSizes& sizes,
-                        CompactionReason reason, CutMode mode, const std::string& focus,
-                        const CancellationToken& cancel) {
+                        const Plan& plan, CompactionReason reason, CutMode mode,
+                        const std::string& focus, const CancellationToken& cancel) {
     Attempt a;
-    Plan plan;
-    Evaluate(sizes, c, plan);
     a.before_full = plan.full_chars;
     const Transcript& t = c.transcript;
     // R12.3: an automatic compaction leaves a summarizer that keeps failing alone for a while
@@ -841,17 +840,16 @@ struct Compactor::Impl {
     c.version = *committed;
     c.reported_prompt_tokens.reset();  // the transcript it described is gone
 
-    Plan after_plan;
-    Evaluate(sizes, c, after_plan);
-    a.after_full = after_plan.full_chars;
+    // The request's size after the commit: arithmetic, no second evaluation of the triggers.
+    a.after_full = sizes.instructions_chars + c.transcript.chars() + sizes.tool_catalog_chars;
     a.kind = AttemptKind::kCommitted;
 
     internal::CompletedInfo info;
     info.reason = reason_name;
     info.before_chars = plan.full_chars;
     info.before_tokens = plan.full_tokens;
-    info.after_chars = after_plan.full_chars;
-    info.after_tokens = after_plan.full_tokens;
+    info.after_chars = a.after_full;
+    info.after_tokens = EstimateTokens(a.after_full);
     info.summarized_messages = commit.replaced.size();
     info.summarized_chars = summarized_chars;
     info.checkpoint_chars = c.transcript.chars(checkpoint_at);
@@ -1049,6 +1047,7 @@ Result<Prepared> Compactor::Prepare(const std::string& session, const RequestSiz
   Prepared out;
   Plan plan;
   impl_->Evaluate(sizes, c, plan);
+  const auto evaluated_version = c.version;
   impl_->SayWindowUnknown(session, c, plan);
   out.before_chars = plan.reducible_chars;
   out.before_tokens = plan.full_tokens;
@@ -1096,8 +1095,8 @@ Result<Prepared> Compactor::Prepare(const std::string& session, const RequestSiz
       c.overflow_pending = false;
     } else {
       c.overflow_pending = false;
-      Attempt& last = attempts.emplace_back(
-          impl_->RunCompaction(session, c, sizes, *plan.reason, CutMode::kNormal, {}, cancel));
+      Attempt& last = attempts.emplace_back(impl_->RunCompaction(
+          session, c, sizes, plan, *plan.reason, CutMode::kNormal, {}, cancel));
       if (last.kind == AttemptKind::kCommitted) {
         out.compactions.push_back(*plan.reason);
         // R2.5: two auto compactions in a row that each free < 10% pause auto compaction.
@@ -1124,8 +1123,11 @@ Result<Prepared> Compactor::Prepare(const std::string& session, const RequestSiz
   if (reducible() > limit && cfg.compaction.auto_compact) {
     if (c.budget_tried_at != c.turn_serial) {
       c.budget_tried_at = c.turn_serial;
+      // The plan of step 1 still describes the session unless a commit since changed it.
+      Plan now = plan;
+      if (c.version != evaluated_version) impl_->Evaluate(sizes, c, now);
       Attempt& budget = attempts.emplace_back(impl_->RunCompaction(
-          session, c, sizes, CompactionReason::kBudget, CutMode::kBudget, {}, cancel));
+          session, c, sizes, now, CompactionReason::kBudget, CutMode::kBudget, {}, cancel));
       budget.budget_step = true;
       if (budget.kind == AttemptKind::kCommitted)
         out.compactions.push_back(CompactionReason::kBudget);
@@ -1195,7 +1197,9 @@ Result<CompactOutcome> Compactor::Compact(const std::string& session, const Comp
   std::lock_guard<std::mutex> lock(c.mu);
   Status synced = impl_->Sync(session, c);
   RECAP_RETURN_IF_ERROR(synced);
-  Attempt a = impl_->RunCompaction(session, c, options.sizes, CompactionReason::kManual,
+  Plan plan;
+  impl_->Evaluate(options.sizes, c, plan);
+  Attempt a = impl_->RunCompaction(session, c, options.sizes, plan, CompactionReason::kManual,
                                    CutMode::kNormal, options.focus, cancel);
   impl_->SaveLearned(session, c);
   if (a.kind == AttemptKind::kFailed) return a.error;
