@@ -22,7 +22,7 @@
 // Writing one is described in docs/adapters.md; the conformance tests in tests/ check one.
 //
 // Errors every method shares (a store of a host's own must give the same codes; the
-// conformance suite, tests/support/store_conformance.h, checks recap's stores against them):
+// conformance suite, recap/testing/store_conformance.h, checks stores against them):
 //   kInvalidArgument   an empty session id; a message the rules below refuse. Nothing stored.
 //   kConflict          the session changed since the version a commit was based on, or a
 //                      session CreateSessions should create exists already. Nothing stored.

@@ -1,4 +1,4 @@
-#include "support/store_conformance.h"
+#include "recap/testing/store_conformance.h"
 
 #include <algorithm>
 #include <atomic>

@@ -34,10 +34,10 @@
 #include "recap/postgres/postgres_store.h"
 #include "recap/safe_boundary.h"
 #include "recap/session_store.h"
+#include "recap/testing/store_conformance.h"
 
 #include "support/pg_server.h"
 #include "support/pipe_io.h"
-#include "support/store_conformance.h"
 #include "support/temp_dir.h"
 
 using namespace recap;

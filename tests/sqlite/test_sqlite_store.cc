@@ -1,6 +1,6 @@
 // The SQLite session store (component recap::sqlite; SPEC R6.5, R8) on real database files,
 // each in a fresh temporary directory:
-//   * the shared SessionStore conformance suite (tests/support/store_conformance.h);
+//   * the shared SessionStore conformance suite (recap/testing/store_conformance.h);
 //   * persistence: what a store wrote reads back the same after closing and reopening the file,
 //     for real transcripts (opaque items, multi-byte UTF-8, big tool results) and every kind of
 //     commit, and agrees with the in-memory reference store;
@@ -40,9 +40,9 @@
 #include "recap/memory_plugin.h"
 #include "recap/session_store.h"
 #include "recap/sqlite/sqlite_store.h"
+#include "recap/testing/store_conformance.h"
 
 #include "support/generator.h"
-#include "support/store_conformance.h"
 #include "support/temp_dir.h"
 #include "support/test_data.h"
 

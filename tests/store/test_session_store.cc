@@ -1,10 +1,9 @@
 // SPEC R6.5 and R8 for the in-memory reference store: the shared conformance suite
-// (tests/support/store_conformance.h), plus what only this store promises.
+// (recap/testing/store_conformance.h), plus what only this store promises.
 #include <catch2/catch.hpp>
 
 #include "recap/session_store.h"
-
-#include "support/store_conformance.h"
+#include "recap/testing/store_conformance.h"
 
 RECAP_SESSION_STORE_CONFORMANCE_TESTS("in-memory store",
                                       [] { return recap::NewInMemorySessionStore(); })

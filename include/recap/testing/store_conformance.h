@@ -1,5 +1,8 @@
-// The SessionStore conformance suite: what every SessionStore must do (SPEC R6.5, R8),
-// written once and run against each implementation.
+// recap::testing — the SessionStore conformance suite: what every SessionStore must do (SPEC
+// R6.5, R8, R12, R13), written once and run against each implementation: recap's own three
+// stores, and a host's own (docs/adapters.md). It is a Catch2 v2 test helper: link
+// recap::testing (find_package(recap COMPONENTS testing), which finds Catch2 2.13) and
+// Catch2::Catch2WithMain.
 //
 // A test file instantiates it for one store with one line:
 //
@@ -32,8 +35,8 @@
 //    counting that session's compactions / reductions from 1;
 //  * CreateSessions creates sessions at version 1; a message whose calls share an id is
 //    refused by it and by AppendMessages.
-#ifndef RECAP_TESTS_SUPPORT_STORE_CONFORMANCE_H_
-#define RECAP_TESTS_SUPPORT_STORE_CONFORMANCE_H_
+#ifndef RECAP_TESTING_STORE_CONFORMANCE_H_
+#define RECAP_TESTING_STORE_CONFORMANCE_H_
 
 #include <functional>
 #include <memory>
@@ -155,4 +158,4 @@ void ConcurrentCreatesOneWins(const SessionStoreFactory& make);
                                 "R13.6 two creators of one new session: exactly one wins",         \
                                 ConcurrentCreatesOneWins)
 
-#endif  // RECAP_TESTS_SUPPORT_STORE_CONFORMANCE_H_
+#endif  // RECAP_TESTING_STORE_CONFORMANCE_H_
