@@ -3,11 +3,11 @@
 // differential test tests/properties/test_spec_differential.cc.
 //
 // Deliberately simple and slow (quadratic where that is the obvious way): nothing here shares
-// code with src/core/cut/safe_boundary.cc or src/core/reduce/tail_reducer.cc. It uses only the
-// public data types, CountCodePoints and IsTurnStart (PrefixBytesForCodePoints for failure
-// reports), and — as leaf functions tested on their own — the library's ClipText and ClipArguments.
-// Pairing, safe boundaries, turn bookkeeping, character counts, the cut rules, the reducer's
-// rounds, ordering and stopping are all computed here.
+// code with src/core/cut/safe_boundary.cc or src/core/reduce/ (tail_reducer.cc, clip_arguments.cc).
+// It uses only the public data types, CountCodePoints and IsTurnStart (PrefixBytesForCodePoints for
+// failure reports), and — as leaf functions tested on their own — the library's ClipText and
+// ClipArguments. Pairing, safe boundaries, turn bookkeeping, character counts, the cut rules, the
+// reducer's rounds, ordering and stopping are all computed here.
 //
 // Where the SPEC leaves a detail open, the reference follows the interpretation the library
 // documents in its headers (and, where only there, in the comments of its sources), each

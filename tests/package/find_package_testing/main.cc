@@ -51,9 +51,7 @@ class HostStore : public recap::SessionStore {
   recap::Result<std::vector<recap::HistoryEntry>> History(const std::string& session) override {
     return inner_->History(session);
   }
-  recap::Result<std::vector<std::string>> ListSessions() override {
-    return inner_->ListSessions();
-  }
+  recap::Result<std::vector<std::string>> ListSessions() override { return inner_->ListSessions(); }
   recap::Result<std::vector<recap::UncertainCall>> UncertainToolCalls(
       const std::string& session) override {
     return inner_->UncertainToolCalls(session);
@@ -74,6 +72,7 @@ class HostStore : public recap::SessionStore {
 
 }  // namespace
 
-RECAP_SESSION_STORE_CONFORMANCE_TESTS("host store", [] { return std::make_shared<HostStore>(false); })
+RECAP_SESSION_STORE_CONFORMANCE_TESTS("host store",
+                                      [] { return std::make_shared<HostStore>(false); })
 RECAP_SESSION_STORE_CONFORMANCE_TESTS("broken store",
                                       [] { return std::make_shared<HostStore>(true); })

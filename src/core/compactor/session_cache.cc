@@ -1,0 +1,128 @@
+#include "compactor/session_cache.h"
+
+#include <variant>
+
+#include "recap/measure.h"
+
+#include "json/json_util.h"
+#include "recap_internal/json_depth.h"
+
+namespace recap {
+inline namespace v0 {
+namespace compactor_detail {
+
+std::size_t CountTurnStarts(const Transcript& t) {
+  std::size_t n = 0;
+  for (const Message& m : t) n += IsTurnStart(m) ? 1 : 0;
+  return n;
+}
+
+std::string LearnedText(const SessionCache& c) {
+  jsonutil::Json j = jsonutil::Json::object();
+  if (c.overflow_pending) j["overflowPending"] = true;
+  if (c.overflow_window) j["overflowWindow"] = *c.overflow_window;
+  if (c.reported_prompt_tokens) {
+    j["promptTokens"] = *c.reported_prompt_tokens;
+    j["charsAtReport"] = c.chars_at_report;
+  }
+  if (c.weak_streak != 0) j["weakStreak"] = c.weak_streak;
+  if (c.paused) {
+    j["paused"] = true;
+    j["charsAtPause"] = c.chars_at_pause;
+  }
+  return j.empty() ? std::string() : j.dump();
+}
+
+void ApplyLearned(SessionCache& c, const std::string& text) {
+  c.learned_text = text;
+  c.overflow_pending = false;
+  c.overflow_window.reset();
+  c.reported_prompt_tokens.reset();
+  c.chars_at_report = 0;
+  c.weak_streak = 0;
+  c.paused = false;
+  c.chars_at_pause = 0;
+  // Written by recap, but read from a file anyone may have touched: a few hundred bytes, one
+  // level deep; anything else is not parsed at all (R13.1).
+  if (text.empty() || text.size() > 4096 ||
+      internal::FindTooDeep(text, 2) != std::string_view::npos)
+    return;
+  const jsonutil::Json j = jsonutil::Json::parse(text, nullptr, false);
+  if (!j.is_object()) return;
+  auto count = [&](const char* key) -> std::optional<std::size_t> {
+    auto it = j.find(key);
+    if (it == j.end() || !it->is_number_unsigned()) return std::nullopt;
+    return it->get<std::size_t>();
+  };
+  auto flag = [&](const char* key) {
+    auto it = j.find(key);
+    return it != j.end() && it->is_boolean() && it->get<bool>();
+  };
+  c.overflow_pending = flag("overflowPending");
+  c.overflow_window = count("overflowWindow");
+  if (c.overflow_window && *c.overflow_window == 0) c.overflow_window.reset();
+  c.reported_prompt_tokens = count("promptTokens");
+  c.chars_at_report = count("charsAtReport").value_or(0);
+  c.weak_streak = static_cast<int>(std::min<std::size_t>(count("weakStreak").value_or(0), 2));
+  c.paused = flag("paused");
+  c.chars_at_pause = count("charsAtPause").value_or(0);
+}
+
+std::size_t MessageBytes(const Message& m) {
+  constexpr std::size_t kPerMessage = sizeof(Message) + 96;  // + its Transcript entry
+  std::size_t n = kPerMessage + m.id.size() + m.extra.size();
+  auto opaque = [](const Opaque& o) { return o.kind.size() + o.payload.size() + o.link_id.size(); };
+  for (const Part& p : m.parts) {
+    n += sizeof(Part);
+    if (const auto* t = std::get_if<Text>(&p)) {
+      n += t->text.size() + t->extra.size();
+    } else if (const auto* c = std::get_if<ToolCall>(&p)) {
+      n += c->id.size() + c->name.size() + c->arguments.size() + c->extra.size();
+    } else if (const auto* r = std::get_if<ToolResult>(&p)) {
+      n += r->call_id.size() + r->extra.size();
+      for (const ResultItem& item : r->content) {
+        n += sizeof(ResultItem);
+        if (const auto* it = std::get_if<Text>(&item)) {
+          n += it->text.size() + it->extra.size();
+        } else {
+          n += opaque(std::get<Opaque>(item));
+        }
+      }
+    } else {
+      n += opaque(std::get<Opaque>(p));
+    }
+  }
+  return n;
+}
+
+std::size_t TranscriptBytes(const Transcript& t) {
+  std::size_t n = 0;
+  for (const Message& m : t) n += MessageBytes(m);
+  return n;
+}
+
+std::size_t StoredInstructionsChars(const Transcript& t) {
+  return !t.empty() && IsInstructions(t[0]) ? t.chars(0) : 0;
+}
+
+std::size_t PinnedChars(const Transcript& t) {
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < t.size(); ++i) n += t[i].pinned ? t.chars(i) : 0;
+  return n;
+}
+
+bool KeptByCompaction(const Transcript& t, std::size_t i) {
+  return t[i].pinned || (i == 0 && IsInstructions(t[0]));
+}
+
+bool IsResultOnly(const Message& m) {
+  if (m.parts.empty()) return false;
+  for (const auto& p : m.parts) {
+    if (!std::holds_alternative<ToolResult>(p)) return false;
+  }
+  return true;
+}
+
+}  // namespace compactor_detail
+}  // namespace v0
+}  // namespace recap

@@ -1,0 +1,115 @@
+// The Compactor's record of one session between calls (SessionCache: the transcript as last
+// synced, the learned state of R12.5, the pause and budget bookkeeping), what one compaction
+// attempt did (Attempt), and the small facts about a transcript the Compactor reads.
+#ifndef RECAP_SRC_CORE_COMPACTOR_SESSION_CACHE_H_
+#define RECAP_SRC_CORE_COMPACTOR_SESSION_CACHE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "recap/compactor.h"
+#include "recap/message.h"
+#include "recap/status.h"
+#include "recap/transcript.h"
+
+namespace recap {
+inline namespace v0 {
+namespace compactor_detail {
+
+// What the last compaction attempt of a Prepare did; it shapes the R7 error text.
+enum class AttemptKind { kNone, kCommitted, kSkipped, kFailed, kDisabled };
+
+struct Attempt {
+  AttemptKind kind = AttemptKind::kNone;
+  SkipReason skip = SkipReason::kNone;
+  Status error;  // kFailed
+  std::size_t before_full = 0;
+  std::size_t after_full = 0;
+  bool provider_failed = false;  // the summarizer's call failed (R12.3 counts these)
+  bool budget_step = false;      // Prepare's step 3, the budget compaction
+  std::size_t calls = 0;         // requests to the summarizer
+  Usage usage;                   // what the summarizer reported
+  CompactOutcome outcome;
+};
+
+// Everything the Compactor remembers about one session between calls. Guarded by `mu`, which
+// also serializes Prepare/Compact/Recover for the session.
+struct SessionCache {
+  std::mutex mu;
+  bool loaded = false;
+  Transcript transcript;
+  std::uint64_t version = 0;
+
+  // R2.6: an overflow was reported; the window is lowered to what was rejected.
+  bool overflow_pending = false;
+  std::optional<std::size_t> overflow_window;
+  std::size_t last_full_tokens = 0;  // estimate of the last request Prepare handed out
+
+  // R2.4: the provider's count for the last request, and the transcript size it described.
+  std::optional<std::size_t> reported_prompt_tokens;
+  std::size_t chars_at_report = 0;
+  std::size_t chars_at_last_prepare = 0;
+
+  // R2.5: consecutive auto compactions that freed < 10%, and the pause they cause. R12.4: the
+  // pause also lifts once the transcript has grown by a tenth of the trigger since it began.
+  int weak_streak = 0;
+  bool paused = false;
+  std::size_t chars_at_pause = 0;
+
+  // R12.4: the (instructions, tool catalog) sizes for which `irreducible` was last said.
+  std::optional<std::pair<std::size_t, std::size_t>> irreducible_said_for;
+
+  // R12.2: window_unknown was emitted for this session.
+  bool window_unknown_said = false;
+
+  // R12.1: characters of the pinned messages of the transcript (kept up to date on append).
+  std::size_t pinned_chars = 0;
+
+  // R12.6: about how much memory the cached transcript holds (TranscriptBytes), kept up to
+  // date by whoever holds `mu`; read by the cache's accounting without it.
+  std::atomic<std::size_t> bytes{0};
+
+  // R12.5: the learned state as the store last had it (LearnedText of the fields above).
+  std::string learned_text;
+
+  // Turn starts ever seen (monotonic): "once per turn" for the budget compaction (R7 step 3).
+  std::uint64_t turn_serial = 0;
+  std::optional<std::uint64_t> budget_tried_at;
+};
+
+std::size_t CountTurnStarts(const Transcript& t);
+
+// R12.5: what the Compactor learned about a session, as the store keeps it: a JSON object of
+// the fields that differ from a fresh session's, or "" when none does.
+std::string LearnedText(const SessionCache& c);
+
+// Takes `text` (LearnedText, maybe written by another host or another recap) into `c`. What
+// does not read as expected is left at a fresh session's value: it is advice.
+void ApplyLearned(SessionCache& c, const std::string& text);
+
+// R12.6: about how many bytes of memory a message takes in the cache: its strings and the
+// fixed size of the objects that hold them. An estimate, for the cache's budget.
+std::size_t MessageBytes(const Message& m);
+
+std::size_t TranscriptBytes(const Transcript& t);
+
+// R12.1: characters of the session's instructions (a leading system message), 0 when none.
+std::size_t StoredInstructionsChars(const Transcript& t);
+
+std::size_t PinnedChars(const Transcript& t);
+
+// Kept by a compaction whose span holds it, before the checkpoint (R12.1).
+bool KeptByCompaction(const Transcript& t, std::size_t i);
+
+bool IsResultOnly(const Message& m);
+
+}  // namespace compactor_detail
+}  // namespace v0
+}  // namespace recap
+
+#endif  // RECAP_SRC_CORE_COMPACTOR_SESSION_CACHE_H_

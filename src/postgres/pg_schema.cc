@@ -1,0 +1,121 @@
+#include "pg_schema.h"
+
+#include <algorithm>
+#include <cctype>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <mutex>
+#include <unordered_set>
+
+#include "recap/transcript.h"
+#include "recap/version.h"
+
+#include "recap_internal/store_rules.h"
+#include "schema.h"
+
+namespace recap {
+inline namespace v0 {
+namespace postgres_internal {
+
+Status EnsureSchema(Pool& pool) {
+  const ConnectSpec& spec = pool.spec();
+  const std::string q = spec.quoted_schema;
+  return Call(pool, "preparing schema " + q, true, [&](Connection& c) {
+    Params key;
+    key.Text("recap schema " + spec.schema);
+    // Hosts starting together wait here for the first to finish.
+    ResultPtr locked(PQexecParams(c.raw(), "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))",
+                                  1, nullptr, key.values(), key.lengths(), key.formats(), 0),
+                     &PQclear);
+    if (PQresultStatus(locked.get()) != PGRES_TUPLES_OK) {
+      PgFailure f;
+      if (const char* s = PQresultErrorField(locked.get(), PG_DIAG_SQLSTATE)) f.sqlstate = s;
+      f.message = OneLine(PQerrorMessage(c.raw()));
+      f.connection_lost = c.lost() || f.sqlstate.empty();
+      throw f;
+    }
+    // Which of recap's tables the schema already has.
+    Params names;
+    names.Text(spec.schema);
+    ResultPtr tables(
+        PQexecParams(c.raw(),
+                     "SELECT c.relname::text FROM pg_class c JOIN pg_namespace n ON n.oid = "
+                     "c.relnamespace WHERE n.nspname = $1 AND c.relkind IN ('r', 'p', 'v', 'm', "
+                     "'f') ORDER BY 1",
+                     1, nullptr, names.values(), names.lengths(), names.formats(), 0),
+        &PQclear);
+    if (PQresultStatus(tables.get()) != PGRES_TUPLES_OK) {
+      PgFailure f;
+      if (const char* s = PQresultErrorField(tables.get(), PG_DIAG_SQLSTATE)) f.sqlstate = s;
+      f.message = OneLine(PQerrorMessage(c.raw()));
+      f.connection_lost = c.lost() || f.sqlstate.empty();
+      throw f;
+    }
+    std::unordered_set<std::string> present;
+    for (int i = 0; i < PQntuples(tables.get()); ++i)
+      present.insert(PQgetvalue(tables.get(), i, 0));
+    int version = 0;
+    if (present.count("recap_schema")) {
+      ResultPtr v(PQexec(c.raw(), ("SELECT version FROM " + q + ".recap_schema").c_str()),
+                  &PQclear);
+      if (PQresultStatus(v.get()) != PGRES_TUPLES_OK || PQntuples(v.get()) != 1) {
+        throw Abort{Status::InvalidArgument(
+            "recap postgres store (" + spec.display + "): schema " + q +
+            " has a recap_schema table that is not recap's (it does not hold one version). "
+            "recap leaves it as it is; choose another PostgresStoreOptions.schema")};
+      }
+      version = std::atoi(PQgetvalue(v.get(), 0, 0));
+      if (version > kSchemaVersion) {
+        throw Abort{Status::Corruption("recap postgres store (" + spec.display + "): schema " + q +
+                                       " has version " + std::to_string(version) +
+                                       ", written by a newer recap; this recap reads versions "
+                                       "up to " +
+                                       std::to_string(kSchemaVersion) +
+                                       ". Upgrade recap to use it (it was left as it is)")};
+      }
+    } else if (spec.read_only) {
+      throw Abort{Status::NotFound(
+          "recap postgres store (" + spec.display + "): schema " + q +
+          " holds no recap sessions yet (it has no recap tables), and the store was opened "
+          "read-only, so they were not created. Store a session first (open it without "
+          "PostgresStoreOptions.read_only), or check PostgresStoreOptions.schema")};
+    } else {
+      std::string foreign;
+      for (const char* t : kTables) {
+        if (present.count(t)) foreign += (foreign.empty() ? "" : ", ") + std::string(t);
+      }
+      if (!foreign.empty()) {
+        throw Abort{Status::InvalidArgument(
+            "recap postgres store (" + spec.display + "): schema " + q + " already has tables " +
+            "named " + foreign +
+            " that are not recap's (there is no recap_schema table). recap "
+            "leaves them as they are; set PostgresStoreOptions.schema to a schema of recap's "
+            "own, e.g. \"recap\"")};
+      }
+      c.Simple("CREATE SCHEMA IF NOT EXISTS " + q);
+      c.Simple("CREATE TABLE " + q +
+               ".recap_schema (version integer NOT NULL, migrated_by text "
+               "NOT NULL, migrated_at timestamptz NOT NULL DEFAULT now())");
+      c.Simple("INSERT INTO " + q + ".recap_schema (version, migrated_by) VALUES (0, '')");
+    }
+    if (version == kSchemaVersion) return;
+    if (spec.read_only) {
+      throw Abort{Status::FailedPrecondition(
+          "recap postgres store (" + spec.display + "): schema " + q + " has version " +
+          std::to_string(version) +
+          ", written by an older recap, and the store was opened "
+          "read-only, so it was not migrated to version " +
+          std::to_string(kSchemaVersion) +
+          ". Open it once without PostgresStoreOptions.read_only to migrate it")};
+    }
+    for (int v = version; v < kSchemaVersion; ++v) c.Simple(WithSchema(kMigrations[v], q));
+    c.Simple("UPDATE " + q + ".recap_schema SET version = " + std::to_string(kSchemaVersion) +
+             ", migrated_by = 'recap " + std::string(LibraryVersion()) + "', migrated_at = now()");
+  });
+}
+
+}  // namespace postgres_internal
+}  // namespace v0
+}  // namespace recap
