@@ -15,6 +15,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "support/build_speed.h"
 #include "support/generator.h"
 #include "support/invariants.h"
 
@@ -27,7 +28,9 @@ using recap::Message;
 using recap::Transcript;
 
 constexpr std::uint64_t kFixedRunSeeds[] = {1, 2, 3, 42, 0x5EED, 0xC0FFEE, 20240601};
-constexpr std::size_t kCasesPerRunSeed = 1300;  // x 8 run seeds = 10,400 cases per property
+// x 8 run seeds = 10,400 cases per property; half in the sanitizer builds (support/build_speed.h).
+constexpr std::size_t kCasesPerRunSeed = recap_test::kSlowBuild ? 650 : 1300;
+constexpr std::size_t kMinCases = 8 * kCasesPerRunSeed;
 
 std::optional<std::uint64_t> ReplaySeed() {
   const char* s = std::getenv("RECAP_SEED");
@@ -234,7 +237,7 @@ TEST_CASE("R3 cutter invariants over generated transcripts", "[property][R3]") {
   CaseRunner runner("R3 cutter");
   runner.Run(kCasesPerRunSeed, CutterCase);
   CutCoverage().Print("R3 cutter");
-  if (!Replaying()) CHECK(runner.cases() >= 10000);
+  if (!Replaying()) CHECK(runner.cases() >= kMinCases);
 }
 
 // Minimal transcripts for the cases the cutter properties check, each written out.
@@ -424,7 +427,7 @@ TEST_CASE("R6 reducer invariants over generated transcripts", "[property][R6]") 
   runner.Run(kCasesPerRunSeed,
              [](std::uint64_t seed, Failures& f) { ReducerCase(seed, false, f); });
   ReduceCoverage().Print("R6 reducer");
-  if (!Replaying()) CHECK(runner.cases() >= 10000);
+  if (!Replaying()) CHECK(runner.cases() >= kMinCases);
 }
 
 // The clip sequence one step at a time (R6.2: largest first, no clip after the target was

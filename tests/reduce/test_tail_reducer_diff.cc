@@ -23,6 +23,7 @@
 #include "recap/tail_reducer.h"
 
 #include "model/utf8.h"  // the core's private ScanWellFormed
+#include "support/build_speed.h"
 #include "support/generator.h"
 #include "support/invariants.h"
 
@@ -770,7 +771,8 @@ void CheckSameReduce(const Transcript& t, std::size_t target, std::uint64_t seed
 }  // namespace
 
 TEST_CASE("R6.2-R6.4 ReduceTail matches the reference on generated transcripts") {
-  ForEachSeed(0x7A11u, 150, [&](std::uint64_t seed) {
+  // 150 transcripts; 75 in the sanitizer builds (support/build_speed.h).
+  ForEachSeed(0x7A11u, recap_test::kSlowBuild ? 75 : 150, [&](std::uint64_t seed) {
     const Transcript t = DiffTranscript(seed);
     // The same messages appended as shared objects: the transcript did not check them itself
     // (no Transcript::kWellFormedFact), so the reducer checks what it copies.
