@@ -518,6 +518,32 @@ std::string ObjectBomb(std::size_t depth) {
 }  // namespace
 
 TEST_CASE(
+    "R13.1 a reply is read up to recap's one depth bound, 1,000 levels, and refused one "
+    "level deeper") {
+  // The bound every JSON reader in recap shares (recap_internal/json_depth.h); replies had
+  // their own, 512, before.
+  for (std::size_t arrays : {999u, 1000u}) {
+    const std::string body =
+        "{\"id\":\"c\",\"object\":\"chat.completion\",\"x\":" + ArrayBomb(arrays) +
+        ",\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":"
+        "\"ok\"},\"finish_reason\":\"stop\"}]}";
+    HttpTestServer server;
+    server.Push(ScriptedHttpResponse::Json(200, body));
+    auto p = Make(Options(server, HttpProtocol::kOpenAiChat));
+    auto r = p->Complete(Request(), {});
+    INFO(arrays + 1 << " levels");
+    if (arrays + 1 <= 1000) {
+      REQUIRE(r.ok());
+      CHECK(r->text == "ok");
+    } else {
+      REQUIRE_FALSE(r.ok());
+      CHECK(r.status().code() == StatusCode::kUnavailable);
+      CHECK(r.status().message().find("nested deeper than 1000 levels") != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE(
     "R13.1 a reply body nested 100,000 and 1,000,000 levels deep is refused before it is parsed, "
     "all three protocols") {
   for (HttpProtocol protocol : kProtocols) {
