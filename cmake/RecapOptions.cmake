@@ -10,6 +10,14 @@ function(recap_set_target_defaults target)
     target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic -Wshadow -Wconversion
       -Wno-sign-conversion)
   endif()
+  # A shared library resolves every symbol at link time: an adapter that needs something the
+  # core keeps hidden fails to link here, not when a host loads it.
+  if(CMAKE_SYSTEM_NAME STREQUAL "Linux" AND NOT RECAP_SANITIZE AND NOT RECAP_SANITIZE_THREAD)
+    get_target_property(type ${target} TYPE)
+    if(type STREQUAL "SHARED_LIBRARY")
+      target_link_options(${target} PRIVATE -Wl,--no-undefined)
+    endif()
+  endif()
 endfunction()
 
 if(RECAP_SANITIZE)

@@ -33,6 +33,11 @@ RECAP_EXPORT void SetLogHandler(LogLevel level, LogHandler handler);
 // Changes only the level.
 RECAP_EXPORT void SetLogLevel(LogLevel level);
 RECAP_EXPORT LogLevel GetLogLevel() noexcept;
+// Writes one record at `level` to where recap's records go (the handler, or stderr), when
+// `level` is at or above the level set. recap's own libraries log through it; a host's own
+// store or provider may too, to keep its records beside recap's. kOff writes nothing.
+RECAP_EXPORT void Log(LogLevel level, std::string_view message);
+
 // "trace", "debug", "info", "warn", "error", "off".
 RECAP_EXPORT const char* LogLevelName(LogLevel level) noexcept;
 

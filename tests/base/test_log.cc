@@ -48,3 +48,22 @@ TEST_CASE("log: silent by default, records reach the host's handler once a level
   SetLogHandler(LogLevel::kOff, nullptr);
   CHECK(std::string(LogLevelName(LogLevel::kWarn)) == "warn");
 }
+
+TEST_CASE("log: a host's own component writes through Log, at the level the host set") {
+  auto captured = std::make_shared<Captured>();
+  SetLogHandler(LogLevel::kWarn, [captured](LogLevel level, std::string_view msg) {
+    std::lock_guard<std::mutex> lock(captured->mu);
+    captured->records.emplace_back(level, std::string(msg));
+  });
+  Log(LogLevel::kInfo, "below the level: dropped");
+  Log(LogLevel::kError, "my store: disk full");
+  Log(LogLevel::kOff, "kOff is not a record");
+  REQUIRE(captured->records.size() == 1);
+  CHECK(captured->records[0].first == LogLevel::kError);
+  CHECK(captured->records[0].second == "my store: disk full");
+
+  SetLogLevel(LogLevel::kOff);
+  Log(LogLevel::kError, "off: dropped");
+  CHECK(captured->records.size() == 1);
+  SetLogHandler(LogLevel::kOff, nullptr);
+}

@@ -3,7 +3,8 @@
 #
 # Builds recap as a shared library from source (no tests, no examples), installs it, then
 # builds and runs the find_package consumer against it and checks that the consumer really
-# loads librecap_core.so from that install.
+# loads librecap_core.so from that install. It also checks that the installed libraries export
+# only the public API (check_exports.cmake).
 set(build "${WORK_DIR}/recap-build")
 set(prefix "${WORK_DIR}/prefix")
 set(consumer "${WORK_DIR}/consumer-build")
@@ -37,6 +38,11 @@ file(GLOB static_libs "${prefix}/lib*/librecap_core.a")
 if(static_libs)
   message(FATAL_ERROR "a shared build installed a static library: ${static_libs}")
 endif()
+
+# The libraries export the public API and nothing else.
+file(GLOB installed_libs "${prefix}/lib*/librecap_*.so")
+run("${CMAKE_COMMAND}" "-DLIBRARIES=${installed_libs}" "-DINCLUDE_DIR=${prefix}/include"
+    -P "${CMAKE_CURRENT_LIST_DIR}/check_exports.cmake")
 
 run("${CMAKE_COMMAND}" -S "${CONSUMER_DIR}" -B "${consumer}" -G "${GENERATOR}" ${TOOLCHAIN_ARGS}
     "-DCMAKE_PREFIX_PATH=${prefix}" -DRECAP_EXPECT_TYPE=SHARED_LIBRARY)

@@ -3,9 +3,8 @@
 #include <cstdio>
 #include <mutex>
 
+#include <spdlog/logger.h>
 #include <spdlog/sinks/base_sink.h>
-
-#include "recap_internal/log_internal.h"
 
 namespace recap {
 inline namespace v0 {
@@ -73,9 +72,13 @@ LoggerState& State() {
 
 }  // namespace
 
-namespace internal {
-spdlog::logger& Logger() { return State().logger; }
-}  // namespace internal
+void Log(LogLevel level, std::string_view message) {
+  if (level >= LogLevel::kOff) return;
+  spdlog::logger& logger = State().logger;
+  const spdlog::level::level_enum spd = ToSpd(level);
+  if (logger.should_log(spd))
+    logger.log(spd, spdlog::string_view_t(message.data(), message.size()));
+}
 
 void SetLogHandler(LogLevel level, LogHandler handler) {
   State().sink->SetHandler(std::move(handler));

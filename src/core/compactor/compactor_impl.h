@@ -45,7 +45,15 @@ using compactor_detail::StoredInstructionsChars;
 using compactor_detail::TranscriptBytes;
 using internal::EventEmitter;
 
-struct Compactor::Impl {
+// Hidden: Compactor is exported, and a nested class would be too; its members are no part of
+// the API (tests/package/check_exports.cmake).
+#if defined(__GNUC__)
+#define RECAP_COMPACTOR_IMPL_HIDDEN __attribute__((visibility("hidden")))
+#else
+#define RECAP_COMPACTOR_IMPL_HIDDEN
+#endif
+
+struct RECAP_COMPACTOR_IMPL_HIDDEN Compactor::Impl {
   Config config;
   std::shared_ptr<Provider> provider;
   std::shared_ptr<Provider> offline;

@@ -17,14 +17,12 @@
 
 #include "recap/measure.h"
 
+#include "model/transcript_access.h"
+
 namespace recap {
 inline namespace v0 {
 
 namespace {
-
-void Repair(std::string& s) {
-  if (!IsValidUtf8(s)) s = ToValidUtf8(s);
-}
 
 // Calls `fn(is_call, id)` for each call and result of `m` in part order, as the cutter pairs
 // them (safe_boundary.cc): tool calls, tool results, and opaque items linked as either side.
@@ -67,51 +65,6 @@ std::uint8_t FlagsOf(const Message& m) noexcept {
   if (m.summary) flags |= Transcript::kSummaryFact;
   return flags;
 }
-
-}  // namespace
-
-namespace internal {
-
-// Makes every string of the message valid UTF-8 in place (SPEC: never crash on bad bytes;
-// a session must stay usable after one binary tool output).
-void RepairUtf8(Message& m) {
-  Repair(m.id);
-  Repair(m.extra);
-  for (auto& part : m.parts) {
-    if (auto* t = std::get_if<Text>(&part)) {
-      Repair(t->text);
-      Repair(t->extra);
-    } else if (auto* c = std::get_if<ToolCall>(&part)) {
-      Repair(c->id);
-      Repair(c->name);
-      Repair(c->arguments);
-      Repair(c->extra);
-    } else if (auto* r = std::get_if<ToolResult>(&part)) {
-      Repair(r->call_id);
-      Repair(r->extra);
-      for (auto& item : r->content) {
-        if (auto* it = std::get_if<Text>(&item)) {
-          Repair(it->text);
-          Repair(it->extra);
-        } else {
-          auto& o = std::get<Opaque>(item);
-          Repair(o.kind);
-          Repair(o.payload);
-          Repair(o.link_id);
-        }
-      }
-    } else {
-      auto& o = std::get<Opaque>(part);
-      Repair(o.kind);
-      Repair(o.payload);
-      Repair(o.link_id);
-    }
-  }
-}
-
-}  // namespace internal
-
-namespace {
 
 // Bumped in every child a fork() makes: a child inherits its parent's generators, state and
 // all, and would otherwise draw the very ids its parent (or a sibling) draws next — a host

@@ -5,7 +5,6 @@
 
 #include <vector>
 
-#include "recap/export.h"
 #include "recap/transcript.h"
 
 namespace recap {
@@ -14,7 +13,7 @@ namespace internal {
 
 // Makes every string of the message valid UTF-8 in place, as Transcript::Append does (SPEC:
 // never crash on bad bytes; a session must stay usable after one binary tool output).
-RECAP_EXPORT void RepairUtf8(Message& m);
+void RepairUtf8(Message& m);
 
 struct TranscriptAccess {
   using ContentReplacement = Transcript::ContentReplacement;

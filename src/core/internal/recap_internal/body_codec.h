@@ -1,6 +1,6 @@
 // The binary form of a Message that recap's database stores keep (the SQLite store's `bodies`
-// table, the PostgreSQL store's `body` column). Private to recap: exported from recap::core
-// only so that the store components can share it; no installed header declares it.
+// table, the PostgreSQL store's `body` column). Private to recap: no installed header declares
+// it and no library exports it (compiled into each library that uses it: recap_seam).
 //
 // Compact and fast to read back: loading a session decodes every body, so this is a
 // length-prefixed layout that decodes at close to the speed of copying its bytes, not JSON.
@@ -23,7 +23,6 @@
 #include <string>
 #include <string_view>
 
-#include "recap/export.h"
 #include "recap/message.h"
 #include "recap/status.h"
 
@@ -32,20 +31,19 @@ inline namespace v0 {
 namespace internal {
 
 // Appends the encoding of `m` to `out`.
-RECAP_EXPORT void EncodeBody(const Message& m, std::string& out);
+void EncodeBody(const Message& m, std::string& out);
 
 // The number of bytes EncodeBody appends for `m`, without encoding it.
-RECAP_EXPORT std::size_t EncodedBodySize(const Message& m);
+std::size_t EncodedBodySize(const Message& m);
 
 // The encoding of `m` handed to `write` in order, in pieces: strings of 64 KiB and more as
 // views into `m` itself, the bytes between them gathered. Their concatenation is what
 // EncodeBody appends; no copy of a whole body is made (a store writes a 200 MB tool output
 // into its file piece by piece with one copy of it in memory: the message's own).
-RECAP_EXPORT void EncodeBodyPieces(const Message& m,
-                                   const std::function<void(std::string_view)>& write);
+void EncodeBodyPieces(const Message& m, const std::function<void(std::string_view)>& write);
 
 // Decodes one body. A truncated or malformed body is StatusCode::kCorruption.
-RECAP_EXPORT Result<Message> DecodeBody(std::string_view body);
+Result<Message> DecodeBody(std::string_view body);
 
 }  // namespace internal
 }  // namespace v0

@@ -1,30 +1,34 @@
-// Private: the logger recap's own code writes to. Never include from a public header.
+// Private: how recap's own code writes to recap's log. Never include from a public header.
 #ifndef RECAP_SRC_CORE_RECAP_INTERNAL_LOG_INTERNAL_H_
 #define RECAP_SRC_CORE_RECAP_INTERNAL_LOG_INTERNAL_H_
 
-#include <memory>
+#include <string>
+#include <utility>
 
-#include <spdlog/spdlog.h>
+#include <fmt/format.h>
 
-#include "recap/export.h"
+#include "recap/log.h"
 
 namespace recap {
 inline namespace v0 {
 namespace internal {
 
-// recap's logger. It is not registered in spdlog's global registry, so it can never clash
-// with the host's loggers; its level is kept at "off" until the host asks for records.
-// Exported (but in no public header) so that recap's own components, such as recap::http,
-// log through it from a shared librecap_core too.
-RECAP_EXPORT spdlog::logger& Logger();
+// Formats and writes one record when `level` is on; costs one level read when it is off.
+// Every recap library logs through the public recap::Log (log.h), so that a shared build
+// keeps one logger, in librecap_core, without exporting anything that is not public.
+template <typename... Args>
+void LogAt(LogLevel level, fmt::format_string<Args...> format, Args&&... args) {
+  if (level < GetLogLevel()) return;
+  Log(level, fmt::format(format, std::forward<Args>(args)...));
+}
 
 }  // namespace internal
 }  // namespace v0
 }  // namespace recap
 
-#define RECAP_LOG_DEBUG(...) ::recap::internal::Logger().debug(__VA_ARGS__)
-#define RECAP_LOG_INFO(...) ::recap::internal::Logger().info(__VA_ARGS__)
-#define RECAP_LOG_WARN(...) ::recap::internal::Logger().warn(__VA_ARGS__)
-#define RECAP_LOG_ERROR(...) ::recap::internal::Logger().error(__VA_ARGS__)
+#define RECAP_LOG_DEBUG(...) ::recap::internal::LogAt(::recap::LogLevel::kDebug, __VA_ARGS__)
+#define RECAP_LOG_INFO(...) ::recap::internal::LogAt(::recap::LogLevel::kInfo, __VA_ARGS__)
+#define RECAP_LOG_WARN(...) ::recap::internal::LogAt(::recap::LogLevel::kWarn, __VA_ARGS__)
+#define RECAP_LOG_ERROR(...) ::recap::internal::LogAt(::recap::LogLevel::kError, __VA_ARGS__)
 
 #endif  // RECAP_SRC_CORE_RECAP_INTERNAL_LOG_INTERNAL_H_

@@ -1,8 +1,9 @@
 // The rules every database store checks the same way, with the same messages: what an append,
 // a compaction and a recovery must look like before they touch a table, and the conflict and
 // duplicate-id statuses (SPEC R8; session_store.h and the conformance suite pin them down).
-// Private to recap: exported from recap::core only so that recap::sqlite and recap::postgres
-// share one copy; no installed header declares it.
+// Private to recap: no installed header declares it and no library exports it. Its code is
+// compiled into recap::core and, in a shared build, into each adapter that uses it, hidden in
+// each (src/core/CMakeLists.txt, recap_seam).
 #ifndef RECAP_SRC_CORE_RECAP_INTERNAL_STORE_RULES_H_
 #define RECAP_SRC_CORE_RECAP_INTERNAL_STORE_RULES_H_
 
@@ -14,7 +15,6 @@
 #include <unordered_set>
 #include <vector>
 
-#include "recap/export.h"
 #include "recap/message.h"
 #include "recap/session_store.h"
 #include "recap/status.h"
@@ -26,29 +26,27 @@ namespace internal {
 
 // `"<s>"`, as the stores' messages quote names and ids (invalid UTF-8 repaired: a status
 // message is always valid UTF-8).
-RECAP_EXPORT std::string QuotedName(const std::string& s);
+std::string QuotedName(const std::string& s);
 
 // An empty session id is kInvalidArgument.
-RECAP_EXPORT Status CheckSessionName(const std::string& session);
+Status CheckSessionName(const std::string& session);
 
 // The messages of an append as the store will write them: empty ids filled with fresh ones,
 // UTF-8 repaired and sizes measured (Transcript::Append). Two messages of the batch with one
 // id are kInvalidArgument.
-RECAP_EXPORT Result<Transcript> PrepareAppend(std::vector<Message> messages);
+Result<Transcript> PrepareAppend(std::vector<Message> messages);
 
 // Message `i` of an append or of a new session that is pinned but cannot be (PinnedProblem).
-RECAP_EXPORT Status PinnedStatus(const std::string& what, std::size_t i,
-                                 const std::string& problem);
+Status PinnedStatus(const std::string& what, std::size_t i, const std::string& problem);
 
 // Message `i` of an append (`what`: "the append") or of a new session whose calls share `id`.
-RECAP_EXPORT Status RepeatedCallIdStatus(const std::string& what, std::size_t i,
-                                         const std::string& id);
+Status RepeatedCallIdStatus(const std::string& what, std::size_t i, const std::string& id);
 
 // The messages of one NewSession in order — its vector, then its source — each prepared as
 // PrepareAppend prepares an append's (a fresh id when empty, UTF-8 repaired, measured, a
 // message whose calls share an id refused), and a message id given twice refused. Only given
 // ids are remembered, so a million messages with fresh ids cost no memory here.
-class RECAP_EXPORT NewSessionReader {
+class NewSessionReader {
  public:
   explicit NewSessionReader(NewSession& session) : session_(session) {}
   // Sets *out and *chars to the next message and returns true; false at the end.
@@ -64,71 +62,63 @@ class RECAP_EXPORT NewSessionReader {
 
 // The checks of a CreateSessions call that need no table: at least one session, names valid
 // and each given once.
-RECAP_EXPORT Status CheckNewSessions(const std::vector<NewSession>& sessions);
+Status CheckNewSessions(const std::vector<NewSession>& sessions);
 
 // A session of a CreateSessions call that exists already (version `version`).
-RECAP_EXPORT Status SessionExists(const std::string& session, std::uint64_t version);
+Status SessionExists(const std::string& session, std::uint64_t version);
 
 // A session of a CreateSessions call that got no message.
-RECAP_EXPORT Status NewSessionEmpty(const std::string& session);
+Status NewSessionEmpty(const std::string& session);
 
 // An append's message `i` whose id an active message already has.
-RECAP_EXPORT Status AppendIdTaken(const std::string& session, std::size_t i, const std::string& id);
+Status AppendIdTaken(const std::string& session, std::size_t i, const std::string& id);
 
 // A commit's added message (`which`: "the checkpoint", "injected message 2", …) whose id an
 // active message or another message of the commit already has.
-RECAP_EXPORT Status CommitIdTaken(const std::string& session, const std::string& which,
-                                  const std::string& id);
+Status CommitIdTaken(const std::string& session, const std::string& which, const std::string& id);
 
 // What to call added message k of a compaction (0: the checkpoint) in messages.
-RECAP_EXPORT std::string CompactionAddedName(const CompactionCommit& commit, std::size_t k);
+std::string CompactionAddedName(const CompactionCommit& commit, std::size_t k);
 
 // kConflict when `expected` is not `now` (the session's version); OK otherwise.
-RECAP_EXPORT Status CheckExpectedVersion(const std::string& session, std::uint64_t expected,
-                                         std::uint64_t now);
+Status CheckExpectedVersion(const std::string& session, std::uint64_t expected, std::uint64_t now);
 
 // kInvalidArgument when LoadChanges asks for a version beyond the session's.
-RECAP_EXPORT Status CheckSinceVersion(const std::string& session, std::uint64_t since,
-                                      std::uint64_t version);
+Status CheckSinceVersion(const std::string& session, std::uint64_t since, std::uint64_t version);
 
 // A commit against version 0 of a session never written: there is nothing to replace.
-RECAP_EXPORT Status NothingToCommitAgainst(const std::string& session);
+Status NothingToCommitAgainst(const std::string& session);
 
 // The checks of a compaction that need no table: something replaced, a summary checkpoint.
-RECAP_EXPORT Status CheckCompactionShape(const std::string& session,
-                                         const CompactionCommit& commit);
+Status CheckCompactionShape(const std::string& session, const CompactionCommit& commit);
 
 // A compaction's replaced[i] that is not an active message of the session.
-RECAP_EXPORT Status ReplacedNotActive(const std::string& session, std::size_t i,
-                                      const std::string& id);
+Status ReplacedNotActive(const std::string& session, std::size_t i, const std::string& id);
 
 // A compaction's replaced[i] that is active but not the active message at place i.
-RECAP_EXPORT Status ReplacedOutOfOrder(const std::string& session, std::size_t i,
-                                       const std::string& id, const std::string& active_id);
+Status ReplacedOutOfOrder(const std::string& session, std::size_t i, const std::string& id,
+                          const std::string& active_id);
 
 // A compaction that replaces more messages than the session has active.
-RECAP_EXPORT Status ReplacesTooMany(const std::string& session, std::size_t replaced,
-                                    std::size_t active);
+Status ReplacesTooMany(const std::string& session, std::size_t replaced, std::size_t active);
 
 // The span of a compaction against the session's leading active messages (`leading`: their
 // ids in order, at most commit.kept.size() + commit.replaced.size() of them; `is_active`: true
 // for any active id). OK when they are exactly `kept` and `replaced`, each in its own order;
 // otherwise the error names the first entry that does not fit. Also refused: an id in both
 // lists, or given twice.
-RECAP_EXPORT Status CheckCompactionSpan(const std::string& session, const CompactionCommit& commit,
-                                        const std::vector<std::string>& leading,
-                                        std::size_t active_count,
-                                        const std::function<bool(const std::string&)>& is_active);
+Status CheckCompactionSpan(const std::string& session, const CompactionCommit& commit,
+                           const std::vector<std::string>& leading, std::size_t active_count,
+                           const std::function<bool(const std::string&)>& is_active);
 
 // A reduction with no replacements.
-RECAP_EXPORT Status NoReplacements(const std::string& session);
+Status NoReplacements(const std::string& session);
 
 // Replacement i of a reduction whose id is not an active message of the session.
-RECAP_EXPORT Status ReplacementNotActive(const std::string& session, std::size_t i,
-                                         const std::string& id);
+Status ReplacementNotActive(const std::string& session, std::size_t i, const std::string& id);
 
 // Replacement i of a reduction that replaces a message an earlier one already replaces.
-RECAP_EXPORT Status ReplacedTwice(const std::string& session, std::size_t i, const std::string& id);
+Status ReplacedTwice(const std::string& session, std::size_t i, const std::string& id);
 
 // Where a recovery's results go, against the active transcript's ids in order.
 struct RecoveryPlan {
@@ -136,9 +126,9 @@ struct RecoveryPlan {
   // anchor id -> the indexes of the results that follow it, in order
   std::unordered_map<std::string, std::vector<std::size_t>> after;
 };
-RECAP_EXPORT Result<RecoveryPlan> PlanRecovery(const std::string& session,
-                                               const std::vector<std::string>& active_ids,
-                                               const RecoveryCommit& commit);
+Result<RecoveryPlan> PlanRecovery(const std::string& session,
+                                  const std::vector<std::string>& active_ids,
+                                  const RecoveryCommit& commit);
 
 }  // namespace internal
 }  // namespace v0
