@@ -94,9 +94,9 @@ std::string Bytes(std::size_t n);
 
 // A usage error: prints "recap <command>: <message>" and a pointer to --help; returns 2.
 int UsageError(const Args& args, const std::string& message);
-// A failure of the work: prints the message (and, with --json, {"error": ...} on stdout);
+// A failure of the work: prints the text (and, with --json, {"error": ...} on stdout);
 // returns 1.
-int Failure(const Args& args, const std::string& message);
+int Failure(const Args& args, const std::string& text);
 int Failure(const Args& args, const recap::Status& status);
 // `status` with "Nothing was written" added, unless its message says so already.
 recap::Status NothingWritten(const recap::Status& status);

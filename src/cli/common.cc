@@ -10,6 +10,7 @@
 #include <iostream>
 #include <sstream>
 #include <string>
+#include <system_error>
 #include <utility>
 
 #include <sys/stat.h>
@@ -152,7 +153,7 @@ bool ReadBounded(const std::string& path, std::size_t max_bytes, const std::stri
   }
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (f == nullptr) {
-    *error = "cannot open " + what + ": " + std::strerror(errno) +
+    *error = "cannot open " + what + ": " + std::generic_category().message(errno) +
              "; check the path and that the file is readable";
     return false;
   }
@@ -187,7 +188,7 @@ bool ReadBounded(const std::string& path, std::size_t max_bytes, const std::stri
       const int saved = errno;
       std::fclose(f);
       if (failed) {
-        *error = "cannot read " + what + ": " + std::strerror(saved);
+        *error = "cannot read " + what + ": " + std::generic_category().message(saved);
         return false;
       }
       return true;

@@ -163,7 +163,7 @@ class JsonWriter {
 
   void Newline() {
     out_ += '\n';
-    out_.append(static_cast<std::size_t>(2 * depth_), ' ');
+    out_.append(2 * static_cast<std::size_t>(depth_), ' ');
   }
   void Indent(char c) {
     if (in_string_) {

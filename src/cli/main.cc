@@ -14,6 +14,7 @@
 #include <iostream>
 #include <new>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include <sys/stat.h>
@@ -99,14 +100,13 @@ std::string WhyOutputFailed(int error) {
     struct stat st {};
     struct statvfs fs {};
     if (::fstat(STDOUT_FILENO, &st) == 0) {
-      if (S_ISCHR(st.st_mode) && major(st.st_rdev) == 1 && minor(st.st_rdev) == 7) {
-        error = ENOSPC;  // /dev/full
-      } else if (S_ISREG(st.st_mode) && ::fstatvfs(STDOUT_FILENO, &fs) == 0 && fs.f_bavail == 0) {
-        error = ENOSPC;
-      }
+      const bool dev_full = S_ISCHR(st.st_mode) && major(st.st_rdev) == 1 && minor(st.st_rdev) == 7;
+      const bool disk_full =
+          S_ISREG(st.st_mode) && ::fstatvfs(STDOUT_FILENO, &fs) == 0 && fs.f_bavail == 0;
+      if (dev_full || disk_full) error = ENOSPC;
     }
   }
-  return error == 0 ? std::string() : std::strerror(error);
+  return error == 0 ? std::string() : std::generic_category().message(error);
 }
 
 // R13.5: a command whose output could not be written fails, whatever it did before.

@@ -202,7 +202,7 @@ std::string DescribeHtml(std::string_view body) {
   std::size_t i = 0;
   while (i < body.size() && std::isspace(static_cast<unsigned char>(body[i]))) ++i;
   if (i >= body.size() || body[i] != '<') return {};
-  const std::string lower = Lower(body.substr(0, 64 * 1024));
+  const std::string lower = Lower(body.substr(0, std::size_t{64} * 1024));
   if (!Contains(lower, "<html") && !Contains(lower, "<!doctype") && !Contains(lower, "<body") &&
       !Contains(lower, "<head") && !Contains(lower, "<title")) {
     return {};
@@ -224,7 +224,7 @@ HttpFailure ClassifyHttpStatus(const std::string& what, long status, std::string
                                const std::string& model) {
   const std::string says = ServerSays(raw, parsed);
   const std::string lower = parsed.is_discarded()
-                                ? Lower(raw.substr(0, 64 * 1024))
+                                ? Lower(raw.substr(0, std::size_t{64} * 1024))
                                 : Lower(ErrorText(parsed) + " " + ErrorKind(parsed));
   HttpFailure f;
   if ((status == 400 || status == 422 || status == 413) && (status == 413 || SaysTooLong(lower))) {

@@ -244,9 +244,9 @@ class HttpProvider final : public Provider {
  private:
   std::vector<std::string> Headers(bool json_body, bool stream) const {
     std::vector<std::string> own;
-    if (json_body) own.push_back("Content-Type: application/json");
-    own.push_back(stream ? "Accept: text/event-stream" : "Accept: application/json");
-    own.push_back("Expect:");  // no "100-continue" round trip before the body
+    if (json_body) own.emplace_back("Content-Type: application/json");
+    own.emplace_back(stream ? "Accept: text/event-stream" : "Accept: application/json");
+    own.emplace_back("Expect:");  // no "100-continue" round trip before the body
     if (options_.protocol == HttpProtocol::kAnthropic) {
       own.push_back("anthropic-version: " + options_.anthropic_version);
       if (!api_key_.empty()) own.push_back("x-api-key: " + api_key_);

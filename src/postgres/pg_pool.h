@@ -55,9 +55,7 @@ Status ConnectFailure(const std::string& server, const std::string& message);
 class Pool {
  public:
   explicit Pool(ConnectSpec spec) : spec_(std::move(spec)) {
-    for (int q = 0; q < kStatementCount; ++q) {
-      texts_.push_back(WithSchema(kStatementText[q], spec_.quoted_schema));
-    }
+    for (const char* text : kStatementText) texts_.push_back(WithSchema(text, spec_.quoted_schema));
   }
 
   const ConnectSpec& spec() const { return spec_; }

@@ -10,11 +10,13 @@
 #include <nlohmann/json.hpp>
 
 #include "recap/checkpoint.h"
+#include "recap/compactor.h"
 #include "recap/measure.h"
 #include "recap/offline_summarizer.h"
 #include "recap/tail_reducer.h"
 
 #include "summarize/summarize.h"
+#include "support/fake_provider.h"
 
 using namespace recap;
 using recap::internal::ProgressFn;
@@ -603,4 +605,70 @@ TEST_CASE("R4.7 cancellation stops before the next call") {
   out = Summarize(q, in, mid.Token(), nullptr);
   CHECK(out.status().code() == StatusCode::kCancelled);
   CHECK(q.seen.size() == 1);
+}
+
+// Issue 18: the checkpoint is kept as its struct. The Compactor hands the checkpoint it
+// committed to the next compaction as the prior without reading its Markdown back; only a
+// Compactor that loaded the session from the store (a new process) parses it, once.
+TEST_CASE(
+    "R3.5 the committed checkpoint is the next prior as its struct, parsed back only after a "
+    "reload") {
+  const std::string session = "kept-struct";
+  std::shared_ptr<SessionStore> store = NewInMemorySessionStore();
+  auto provider = std::make_shared<recap::testing::ScriptedProvider>();
+  provider->SetDefault(
+      recap::testing::ScriptedStep::Reply(recap::testing::ValidCheckpointJson("Ship the fix")));
+  Config config;
+  config.limits.max_context_chars = 10000;
+  auto make = [&] {
+    auto made = Compactor::Create(config, provider, store);
+    REQUIRE(made.ok());
+    return std::move(made).value();
+  };
+  int turn = 0;
+  auto turns = [&](int n) {
+    for (int k = 0; k < n; ++k, ++turn) {
+      const std::string id = "call_" + std::to_string(turn);
+      REQUIRE(store->Append(session, Message::UserText("request " + std::to_string(turn))).ok());
+      REQUIRE(store
+                  ->Append(session, Message::AssistantCalls(
+                                        {ToolCall{id, "read_file", R"({"path":"a.cc"})", {}}}))
+                  .ok());
+      REQUIRE(store->Append(session, Message::ToolOutput(id, std::string(1500, 'o'))).ok());
+      REQUIRE(
+          store->Append(session, Message::AssistantText("answer " + std::to_string(turn))).ok());
+    }
+  };
+  auto compact = [&](Compactor& compactor) {
+    auto prepared = compactor.Prepare(session, {});
+    REQUIRE(prepared.ok());
+    REQUIRE(prepared->compactions.size() == 1);
+  };
+
+  std::unique_ptr<Compactor> first = make();
+  turns(7);
+  compact(*first);
+  const std::size_t parsed = internal::PriorCheckpointsParsed();
+
+  // The same Compactor again: the prior is the struct it committed, not read back.
+  turns(7);
+  compact(*first);
+  CHECK(internal::PriorCheckpointsParsed() == parsed);
+  std::vector<recap::testing::RecordedRequest> requests = provider->Requests();
+  REQUIRE(requests.size() == 2);
+  REQUIRE(requests[1].prior.has_value());
+  CHECK(requests[1].prior->goal == "Ship the fix");
+  CHECK(requests[1].prior->structured);
+
+  // A new Compactor loads the session from the store: the stored Markdown is all there is,
+  // and it is parsed once, to the same struct.
+  std::unique_ptr<Compactor> second = make();
+  turns(7);
+  compact(*second);
+  CHECK(internal::PriorCheckpointsParsed() == parsed + 1);
+  requests = provider->Requests();
+  REQUIRE(requests.size() == 3);
+  REQUIRE(requests[2].prior.has_value());
+  CHECK(requests[2].prior->goal == "Ship the fix");
+  CHECK(requests[2].prior->next_steps == requests[1].prior->next_steps);
 }

@@ -15,8 +15,8 @@ class Steady final : public TimeSource {
 }  // namespace
 
 std::shared_ptr<TimeSource> SteadyTimeSource() {
-  static const std::shared_ptr<TimeSource> clock = std::make_shared<Steady>();
-  return clock;
+  static const std::shared_ptr<TimeSource> kSteady = std::make_shared<Steady>();
+  return kSteady;
 }
 
 }  // namespace v0

@@ -5,10 +5,9 @@
 namespace recap {
 inline namespace v0 {
 
-Result<internal::SummarizeOutput> Compactor::Impl::RunSummarizer(Provider& p,
-                                                                 const internal::SummarizeInput& in,
-                                                                 const std::string& session,
-                                                                 const CancellationToken& cancel) {
+Result<internal::SummarizeOutput> Compactor::Impl::RunSummarizer(
+    Provider& p, const internal::SummarizeInput& in, const std::string& session,
+    const CancellationToken& cancel) const {
   auto progress = [&](int chunk, int chunks) {
     events.Emit(EventType::kCompactionProgress, session,
                 internal::CompactionProgressFields(chunk, chunks));
@@ -127,7 +126,7 @@ Attempt Compactor::Impl::RunCompaction(const std::string& session, SessionCache&
   before_ctx.chars = summarized_chars;
   // Clamped so that huge configured values cannot overflow the clock's arithmetic.
   const auto timeout = std::chrono::milliseconds(
-      std::min<std::size_t>(config.plugin_hooks.timeout_ms, 24u * 3600u * 1000u));
+      std::min<std::size_t>(config.plugin_hooks.timeout_ms, std::size_t{24} * 3600 * 1000));
   internal::BeforeCompactRun before;
   if (!plugins.empty()) before = internal::RunBeforeCompact(plugins, before_ctx, timeout);
   for (const auto& f : before.failures) {
@@ -155,6 +154,8 @@ Attempt Compactor::Impl::RunCompaction(const std::string& session, SessionCache&
       IsOffline(writer) ? OfflineOutputTokens(plan) : config.compaction.max_output_tokens;
   in.max_request_chars = IsOffline(writer) ? 0 : RequestBudget(plan);
 
+  in.known_prior_message = c.checkpoint_message;
+  in.known_prior = c.checkpoint;
   auto summary = RunSummarizer(writer, in, session, cancel);
   a.calls += summary.ok() ? summary->calls : 1;
   if (summary.ok()) a.usage = summary->usage;
@@ -251,6 +252,9 @@ Attempt Compactor::Impl::RunCompaction(const std::string& session, SessionCache&
   }
   const std::size_t before_t = t.chars();
   c.transcript = std::move(next);
+  // Kept as its struct: the next compaction takes it as its prior without parsing it back.
+  c.checkpoint_message = c.transcript.shared(checkpoint_at);
+  c.checkpoint = std::make_shared<const Checkpoint>(checkpoint);
   c.pinned_chars = PinnedChars(c.transcript);
   c.bytes = TranscriptBytes(c.transcript);
   c.version = *committed;

@@ -32,7 +32,7 @@ Result<std::unique_ptr<Compactor>> Compactor::Create(
   }
   if (!provider) provider = NewOfflineSummarizer();
   if (!store) store = NewInMemorySessionStore();
-  auto impl = std::make_unique<Impl>(std::move(config), std::move(provider), std::move(store),
+  auto impl = std::make_unique<Impl>(config, std::move(provider), std::move(store),
                                      std::move(plugins), std::move(sinks), std::move(time));
   return std::unique_ptr<Compactor>(new Compactor(std::move(impl)));
 }

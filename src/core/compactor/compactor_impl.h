@@ -101,7 +101,7 @@ struct RECAP_COMPACTOR_IMPL_HIDDEN Compactor::Impl {
   Impl(Config c, std::shared_ptr<Provider> p, std::shared_ptr<SessionStore> s,
        std::vector<std::shared_ptr<PluginHook>> hooks,
        std::vector<std::shared_ptr<EventSink>> sinks, std::shared_ptr<TimeSource> time)
-      : config(std::move(c)),
+      : config(c),
         provider(std::move(p)),
         // Made here, not when first needed: sessions falling back at once share it.
         offline(NewOfflineSummarizer()),
@@ -431,7 +431,7 @@ struct RECAP_COMPACTOR_IMPL_HIDDEN Compactor::Impl {
 
   Result<internal::SummarizeOutput> RunSummarizer(Provider& p, const internal::SummarizeInput& in,
                                                   const std::string& session,
-                                                  const CancellationToken& cancel);
+                                                  const CancellationToken& cancel) const;
 
   // Cuts the summarizer's checkpoint to at most `max_chars` characters as a message (R12.7).
   Status FitCheckpoint(internal::SummarizeOutput& summary, std::size_t max_chars,

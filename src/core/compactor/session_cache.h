@@ -74,6 +74,13 @@ struct SessionCache {
   // date by whoever holds `mu`; read by the cache's accounting without it.
   std::atomic<std::size_t> bytes{0};
 
+  // The last checkpoint this process committed for the session (R3.5): its message as the
+  // transcript holds it, and the struct it was rendered from. The next compaction whose span
+  // holds that very message (the same object: neither reloaded nor clipped since) takes the
+  // struct as its prior; the Markdown is parsed back only after a reload.
+  std::shared_ptr<const Message> checkpoint_message;
+  std::shared_ptr<const Checkpoint> checkpoint;
+
   // R12.5: the learned state as the store last had it (LearnedText of the fields above).
   std::string learned_text;
 

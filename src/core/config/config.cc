@@ -27,6 +27,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -418,7 +419,7 @@ namespace {
 
 // "1 MiB (1048576 bytes)", "64 KiB (65536 bytes)", "10 bytes".
 std::string SizeText(std::size_t bytes) {
-  const std::string exact = std::to_string(bytes) + " bytes";
+  std::string exact = std::to_string(bytes) + " bytes";
   if (bytes >= (std::size_t{1} << 20) && bytes % (std::size_t{1} << 20) == 0) {
     return std::to_string(bytes >> 20) + " MiB (" + exact + ")";
   }
@@ -444,7 +445,7 @@ Result<Config> Config::FromFile(const std::string& path, std::size_t max_bytes) 
   std::unique_ptr<std::FILE, FileCloser> file(std::fopen(path.c_str(), "rb"));
   if (!file) {
     const int err = errno;
-    const std::string why = err != 0 ? std::strerror(err) : "unknown error";
+    const std::string why = err != 0 ? std::generic_category().message(err) : "unknown error";
     if (err == ENOENT || err == ENOTDIR) {
       return Status::NotFound("cannot open " + named + ": " + why + ".");
     }
@@ -462,7 +463,8 @@ Result<Config> Config::FromFile(const std::string& path, std::size_t max_bytes) 
     if (n == 0) break;
   }
   if (std::ferror(file.get())) {
-    return Status::IOError("reading " + named + " failed: " + std::strerror(errno) + ".");
+    return Status::IOError("reading " + named +
+                           " failed: " + std::generic_category().message(errno) + ".");
   }
   if (text.size() > max_bytes) {
     return Status::InvalidArgument(

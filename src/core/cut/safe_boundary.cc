@@ -32,7 +32,7 @@ struct Open {
 // allocation per call keeps the scan near the cost of walking the parts (SPEC R11.4).
 class CallTable {
  public:
-  CallTable() : slots_(64), mask_(63) {}
+  CallTable() : slots_(64) {}
 
   // The entry for `id`, or null.
   Open* Find(std::string_view id) {
@@ -96,7 +96,7 @@ class CallTable {
   }
 
   std::vector<Slot> slots_;
-  std::size_t mask_;
+  std::size_t mask_ = 63;  // slots_.size() - 1
   std::size_t size_ = 0;
 };
 

@@ -362,7 +362,7 @@ bool IsNumberText(const Json& value) noexcept {
          value.get_binary().subtype() == kNumberTextSubtype;
 }
 
-std::string_view NumberText(const Json& value) noexcept {
+std::string_view NumberText(const Json& value) {
   const auto& bytes = value.get_binary();
   return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
 }

@@ -75,7 +75,7 @@ inline constexpr std::uint8_t kNumberTextSubtype = 0x6E;  // 'n'
 
 bool IsNumberText(const Json& value) noexcept;
 // The text of a number (IsNumberText(value) must hold).
-std::string_view NumberText(const Json& value) noexcept;
+std::string_view NumberText(const Json& value);
 // A number value from its text, which must be a JSON number.
 Json MakeNumberText(std::string_view text);
 // Either kind of number.

@@ -325,6 +325,7 @@ void Transcript::Set(std::size_t i, Message m) {
   Set(std::move(one));
 }
 
+// NOLINTNEXTLINE(performance-unnecessary-value-param): each message is repaired and moved out.
 void Transcript::Set(std::vector<std::pair<std::size_t, Message>> replacements) {
   if (replacements.empty()) return;
   for (auto& [i, m] : replacements) {

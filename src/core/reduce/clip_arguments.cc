@@ -148,7 +148,8 @@ ClippedArgs ClipParsed(std::string_view arguments, std::size_t cap) {
     };
     const auto [limit, chars] = Bisect(kMarkerChars + 1, longest - 1, cap, render);
     render(limit);
-    return {std::move(best), chars, IsValidUtf8(best)};
+    const bool valid = IsValidUtf8(best);  // before `best` is moved into the result
+    return {std::move(best), chars, valid};
   }
   if (longest <= kMarkerChars + 1) return Unchanged(arguments);
 

@@ -24,7 +24,6 @@ using reduce_detail::ClipOverArguments;
 using reduce_detail::ClippedArgs;
 using reduce_detail::kMarkerChars;
 using reduce_detail::Prefetch;
-using reduce_detail::PrefixBytes;
 
 // ---- The reducer ----------------------------------------------------------------------------
 
@@ -405,8 +404,11 @@ std::shared_ptr<Message> BuildClipped(const Message& src, Slot* slots, bool well
       copy(call.id, c->id);
       call.name = c->name;  // counted and checked with the fixed characters
       // A clipped version is the reducer's own (its store), moved from here on.
-      call.arguments =
-          slot.replaced ? std::move(*const_cast<std::string*>(slot.text)) : c->arguments;
+      if (slot.replaced) {
+        call.arguments = std::move(*const_cast<std::string*>(slot.text));
+      } else {
+        call.arguments = c->arguments;
+      }
       copy(call.extra, c->extra);
       m.parts.emplace_back(std::move(call));
     } else if (const auto* r = std::get_if<ToolResult>(&part)) {

@@ -315,9 +315,7 @@ class InMemorySessionStore final : public SessionStore {
     RECAP_RETURN_IF_ERROR(CheckVersion(session, found, commit.expected_version));
     std::vector<std::string> active_ids;
     active_ids.reserve(found->transcript.size());
-    for (std::size_t i = 0; i < found->transcript.size(); ++i) {
-      active_ids.push_back(found->transcript[i].id);
-    }
+    for (const Message& m : found->transcript) active_ids.push_back(m.id);
     Result<internal::RecoveryPlan> plan = internal::PlanRecovery(session, active_ids, commit);
     RECAP_RETURN_IF_ERROR(plan);
 

@@ -1,6 +1,7 @@
 #include "summarize/summarize.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <exception>
 #include <functional>
@@ -473,6 +474,14 @@ std::string RenderSpanAsText(const Transcript& span, std::size_t max_tool_output
   return SpanRenderer(span).Join(0, span.size(), max_tool_output_chars);
 }
 
+namespace {
+std::atomic<std::size_t> prior_parses{0};
+}  // namespace
+
+std::size_t PriorCheckpointsParsed() noexcept {
+  return prior_parses.load(std::memory_order_relaxed);
+}
+
 Result<SummarizeOutput> Summarize(Provider& provider, const SummarizeInput& in,
                                   const CancellationToken& cancel, const ProgressFn& progress) {
   SummarizeOutput out;
@@ -503,7 +512,12 @@ Result<SummarizeOutput> Summarize(Provider& provider, const SummarizeInput& in,
     std::string text = JoinedText(in.span[i]);
     if (i == *prior_at) {
       prior_text = std::move(text);
-      prior = ParseRenderedCheckpoint(prior_text);
+      if (in.known_prior && in.span.shared(i) == in.known_prior_message) {
+        prior = *in.known_prior;
+      } else {
+        prior = ParseRenderedCheckpoint(prior_text);
+        prior_parses.fetch_add(1, std::memory_order_relaxed);
+      }
     } else if (!text.empty()) {
       const bool checkpoint = IsRenderedCheckpoint(text);
       earlier.push_back({checkpoint, std::move(text)});

@@ -18,6 +18,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -43,6 +44,11 @@ struct SummarizeInput {
   std::size_t max_output_tokens = 16000;  // R5.1
   // Budget in characters for one request's system prompt plus user text (R4.7); 0: unlimited.
   std::size_t max_request_chars = 0;
+  // A checkpoint message whose struct is known (the one the Compactor last committed): when
+  // the span's prior is that very message, `known_prior` is the prior, and its Markdown is
+  // not parsed back.
+  std::shared_ptr<const Message> known_prior_message;
+  std::shared_ptr<const Checkpoint> known_prior;
 };
 
 struct SummarizeOutput {
@@ -65,6 +71,10 @@ Result<SummarizeOutput> Summarize(Provider& provider, const SummarizeInput& in,
 // The system prompt of every request for `in` (the same for every chunk, so provider-side
 // prompt caches keep working).
 std::string SummarizerSystemPrompt(const SummarizeInput& in);
+
+// How many prior checkpoints Summarize has read back from their Markdown in this process
+// (none when the prior is the known one). For tests.
+std::size_t PriorCheckpointsParsed() noexcept;
 
 // True for the Provider NewOfflineSummarizer returns. It reads SummarySource instead of text,
 // so Summarize hands it the whole span in one call and renders nothing (R4.7 is about what a
