@@ -184,23 +184,13 @@ Status DecodeBlock(Json& block, const JsonPath& path, const DecodeOptions& optio
   // Server tools (web search, code execution, MCP, …) run on Anthropic's side and come back
   // as a *_tool_use / *_tool_result pair. recap does not read them but links them so the
   // cutter never separates the two.
-  if (EndsWith(type, "_tool_use")) {
-    auto id = block.find("id");
+  const bool call = EndsWith(type, "_tool_use");
+  if (call || EndsWith(type, "_tool_result")) {
+    auto id = block.find(call ? "id" : "tool_use_id");
     std::string link_id = id != block.end() && id->is_string() ? id->get<std::string>() : "";
     Opaque o = MakeOpaque(block, std::move(type));
     if (!link_id.empty()) {
-      o.link = OpaqueLink::kCall;
-      o.link_id = std::move(link_id);
-    }
-    *out = std::move(o);
-    return Status::OK();
-  }
-  if (EndsWith(type, "_tool_result")) {
-    auto id = block.find("tool_use_id");
-    std::string link_id = id != block.end() && id->is_string() ? id->get<std::string>() : "";
-    Opaque o = MakeOpaque(block, std::move(type));
-    if (!link_id.empty()) {
-      o.link = OpaqueLink::kResult;
+      o.link = call ? OpaqueLink::kCall : OpaqueLink::kResult;
       o.link_id = std::move(link_id);
     }
     *out = std::move(o);

@@ -468,20 +468,10 @@ Result<std::string> EncodeMessages(const Conversation& conversation) {
 }
 
 Result<std::string> EncodeMessage(const Message& message) {
-  return codec_shell::Guarded("encoding an OpenAI chat message", [&]() -> Result<std::string> {
-    std::vector<Json> expanded;
-    Status s = Expand(message, "message", &expanded);
-    RECAP_RETURN_IF_ERROR(s);
-    if (expanded.size() != 1) {
-      return Status::InvalidArgument(
-          "the message encodes as " + std::to_string(expanded.size()) +
-          " OpenAI chat messages (each tool result is its own `tool` message); use "
-          "openai_chat::EncodeMessages for it.");
-    }
-    std::string text;
-    s = jsonutil::Dump(expanded[0], "the message", &text);
-    RECAP_RETURN_IF_ERROR(s);
-    return text;
+  return codec_shell::Guarded("encoding an OpenAI chat message", [&] {
+    return codec_shell::EncodeSingle(
+        message, Expand, "OpenAI chat messages (each tool result is its own `tool` message)",
+        "openai_chat::EncodeMessages");
   });
 }
 

@@ -535,20 +535,11 @@ Result<std::string> EncodeMessages(const Conversation& conversation) {
 }
 
 Result<std::string> EncodeMessage(const Message& message) {
-  return codec_shell::Guarded("encoding an OpenAI Responses item", [&]() -> Result<std::string> {
-    std::vector<Json> items;
-    Status s = Expand(message, "message", &items);
-    RECAP_RETURN_IF_ERROR(s);
-    if (items.size() != 1) {
-      return Status::InvalidArgument(
-          "the message encodes as " + std::to_string(items.size()) +
-          " OpenAI Responses items (its reasoning, calls and outputs are items of their own); "
-          "use openai_responses::EncodeMessages for it.");
-    }
-    std::string text;
-    s = jsonutil::Dump(items[0], "the message", &text);
-    RECAP_RETURN_IF_ERROR(s);
-    return text;
+  return codec_shell::Guarded("encoding an OpenAI Responses item", [&] {
+    return codec_shell::EncodeSingle(
+        message, Expand,
+        "OpenAI Responses items (its reasoning, calls and outputs are items of their own)",
+        "openai_responses::EncodeMessages");
   });
 }
 

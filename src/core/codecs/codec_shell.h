@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "recap/codec.h"
 #include "recap/status.h"
@@ -72,6 +73,25 @@ Result<std::string> EncodeExpanded(const Conversation& conversation, Append&& ap
   }
   out += ']';
   return out;
+}
+
+// EncodeMessage for the same formats: the codec's `expand(message, where, &elements)` must
+// give exactly one element, else the message needs EncodeMessages; `elements_what` names the
+// elements and why there are several ("OpenAI chat messages (each tool result is …)"), and
+// `use` the function to call instead.
+template <typename Expand>
+Result<std::string> EncodeSingle(const Message& message, Expand&& expand,
+                                 std::string_view elements_what, std::string_view use) {
+  std::vector<jsonutil::Json> elements;
+  RECAP_RETURN_IF_ERROR(expand(message, "message", &elements));
+  if (elements.size() != 1) {
+    return Status::InvalidArgument("the message encodes as " + std::to_string(elements.size()) +
+                                   " " + std::string(elements_what) + "; use " + std::string(use) +
+                                   " for it.");
+  }
+  std::string text;
+  RECAP_RETURN_IF_ERROR(jsonutil::Dump(elements[0], "the message", &text));
+  return text;
 }
 
 }  // namespace codec_shell

@@ -856,15 +856,18 @@ Status Reader::BeginArray() {
 
 Status Reader::BeginObject() { return BeginArray(); }
 
-Status Reader::NextElement(bool* more) {
+Status Reader::NextItem(char close, const char* first_expected, const char* item, bool* more) {
   SkipWhitespace();
   const bool first = streamed_first_.back();
+  // Built only for an error: this runs once per element of a million-message file.
+  const auto closing = [close] { return std::string("'") + close + "'"; };
   if (pos_ >= text_.size()) {
-    return Error(pos_, first ? "unexpected end of input; expected a value or ']'"
-                             : "unexpected end of input; expected ',' or ']'");
+    return Error(pos_, first ? "unexpected end of input; expected " + std::string(first_expected) +
+                                   " or " + closing()
+                             : "unexpected end of input; expected ',' or " + closing());
   }
   const char c = text_[pos_];
-  if (c == ']') {
+  if (c == close) {
     ++pos_;
     --depth_;
     streamed_first_.pop_back();
@@ -874,7 +877,7 @@ Status Reader::NextElement(bool* more) {
   if (!first) {
     if (c != ',') {
       return Error(pos_, "unexpected " + Describe(static_cast<unsigned char>(c)) +
-                             "; expected ',' or ']' after an element");
+                             "; expected ',' or " + closing() + " after " + item);
     }
     ++pos_;
   }
@@ -883,29 +886,11 @@ Status Reader::NextElement(bool* more) {
   return Status::OK();
 }
 
+Status Reader::NextElement(bool* more) { return NextItem(']', "a value", "an element", more); }
+
 Status Reader::NextMember(bool* more, std::string* key) {
-  SkipWhitespace();
-  const bool first = streamed_first_.back();
-  if (pos_ >= text_.size()) {
-    return Error(pos_, first ? "unexpected end of input; expected a key or '}'"
-                             : "unexpected end of input; expected ',' or '}'");
-  }
-  const char c = text_[pos_];
-  if (c == '}') {
-    ++pos_;
-    --depth_;
-    streamed_first_.pop_back();
-    *more = false;
-    return Status::OK();
-  }
-  if (!first) {
-    if (c != ',') {
-      return Error(pos_, "unexpected " + Describe(static_cast<unsigned char>(c)) +
-                             "; expected ',' or '}' after a member");
-    }
-    ++pos_;
-  }
-  streamed_first_.back() = false;
+  RECAP_RETURN_IF_ERROR(NextItem('}', "a key", "a member", more));
+  if (!*more) return Status::OK();
   SkipWhitespace();
   if (pos_ >= text_.size()) {
     return Error(pos_, "unexpected end of input; expected a string in double quotes (a key)");

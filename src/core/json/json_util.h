@@ -158,6 +158,10 @@ class Reader {
     std::string key;  // the member being read, when reject_duplicate_keys (for its path)
   };
   Status Error(std::size_t at, const std::string& reason, bool utf8 = false) const;
+  // NextElement and NextMember up to the key: leaves the container at `close`, else steps
+  // over the ',' before every element but the first. `first_expected` names what may come
+  // first ("a value"), `item` what the ',' follows ("an element").
+  Status NextItem(char close, const char* first_expected, const char* item, bool* more);
   Status TooDeep(std::size_t at) const;
   Status DuplicateKey(const std::string& key) const;
   void SkipWhitespace() noexcept;
