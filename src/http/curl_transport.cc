@@ -20,8 +20,8 @@ constexpr long kPollSliceMs = 50;
 // libcurl's global state, initialized once per process, thread-safely (a function-local
 // static). Never cleaned up: other code in the process may use libcurl too.
 bool CurlReady() {
-  static const bool ready = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK;
-  return ready;
+  static const bool kReady = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK;
+  return kReady;
 }
 
 struct EasyDeleter {

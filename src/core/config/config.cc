@@ -271,7 +271,7 @@ Key OneOf(std::string_view section, std::string_view name, std::vector<Choice<En
 // Every key, in the order ToJson writes them and error messages list them. Sections appear in
 // the order of their first key.
 const std::vector<Key>& Keys() {
-  static const std::vector<Key> keys = {
+  static const std::vector<Key> kKeys = {
       Bool("compaction", "auto", Slot{&Config::compaction, &CompactionConfig::auto_compact}),
       Number("compaction", "threshold", 0.1, 0.99,
              Slot{&Config::compaction, &CompactionConfig::threshold}),
@@ -297,7 +297,7 @@ const std::vector<Key>& Keys() {
       Integer("cache", "maxBytes", 0, kMaxJsonInteger,
               Slot{&Config::cache, &CacheConfig::max_bytes}),
   };
-  return keys;
+  return kKeys;
 }
 
 std::vector<std::string_view> Sections() {

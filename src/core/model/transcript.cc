@@ -89,12 +89,12 @@ std::mt19937_64 SeededGenerator() {
 }  // namespace
 
 std::string NewMessageId() {
-  static const bool watching_forks = [] {
+  static const bool kWatchingForks = [] {
     ::pthread_atfork(nullptr, nullptr,
                      [] { fork_generation.fetch_add(1, std::memory_order_relaxed); });
     return true;
   }();
-  (void)watching_forks;
+  (void)kWatchingForks;
   // One generator per thread, drawn afresh after a fork.
   thread_local std::uint64_t generation = fork_generation.load(std::memory_order_relaxed);
   thread_local std::mt19937_64 gen = SeededGenerator();
