@@ -22,6 +22,8 @@
 //   --recap_rounds=N       times every session is served
 //   --recap_max_mb=M       the bounded run's cache.maxBytes, in MiB
 //   --recap_dir=PATH       folder for the database file (default $TMPDIR or /tmp)
+//   --recap_json=FILE      also write the two budgets as JSON, as the other benchmarks do
+//                          ({"budgets": [{"id": "R12.6/rss_growth", …}, …]}; scripts/bench.sh)
 // Exit status: 0 the budget met (or smoke), 1 it was missed, 2 an operation failed.
 #include <unistd.h>
 
@@ -31,6 +33,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -53,6 +56,7 @@ struct Options {
   int rounds = 2;
   std::size_t max_mb = 64;
   std::string dir;
+  std::string json;
 };
 Options g_options;
 std::string g_db;
@@ -226,6 +230,8 @@ int main(int argc, char** argv) {
       g_options.max_mb = std::stoul(value);
     } else if (TakeFlag(arg, "recap_dir", &value)) {
       g_options.dir = value;
+    } else if (TakeFlag(arg, "recap_json", &value)) {
+      g_options.json = value;
     } else {
       rest.push_back(argv[i]);
     }
@@ -309,6 +315,31 @@ int main(int argc, char** argv) {
                               : "FAIL");
   std::printf("for reference: the unbounded run ended at %.1f MB resident, %.1f MB cached\n",
               g_unbounded.back().rss_mb, g_unbounded.back().cache_mb);
+  if (!g_options.json.empty()) {
+    std::ofstream out(g_options.json);
+    const auto budget = [&](const char* id, const char* figure, double value, double limit,
+                            bool pass) {
+      char line[512];
+      std::snprintf(line, sizeof line,
+                    "  {\"id\": \"%s\", \"figure\": \"%s\", \"unit\": \"MB\", \"value\": "
+                    "%.3f, \"limit\": %.3f, \"compare\": \"<=\", \"pass\": %s, "
+                    "\"enforced\": %s}",
+                    id, figure, value, limit, pass ? "true" : "false",
+                    g_options.smoke ? "false" : "true");
+      return std::string(line);
+    };
+    out << "{\"budgets\": [\n"
+        << budget("R12.6/rss_growth", "RSS growth after the first 10% of sessions", growth,
+                  1.5 * budget_mb, rss_ok)
+        << ",\n"
+        << budget("R12.6/cache_peak", "the cache's own peak", cache_peak, budget_mb + session_mb,
+                  cache_ok)
+        << "\n]}\n";
+    if (!out) {
+      std::fprintf(stderr, "recap_bench_sessions: cannot write %s\n", g_options.json.c_str());
+      return 2;
+    }
+  }
   if (g_options.smoke) {
     std::printf("R12.6 smoke run: every figure ran (the budget not enforced)\n");
     return 0;
