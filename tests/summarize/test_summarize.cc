@@ -660,6 +660,16 @@ TEST_CASE(
   CHECK(requests[1].prior->goal == "Ship the fix");
   CHECK(requests[1].prior->structured);
 
+  // The struct counts toward the cache's budget (R12.6): the Compactor that keeps it reports
+  // at least the checkpoint's size more than one that only loaded the session.
+  std::unique_ptr<Compactor> fresh = make();
+  auto loaded = fresh->Prepare(session, {});
+  REQUIRE(loaded.ok());
+  REQUIRE(loaded->compactions.empty());
+  REQUIRE(loaded->messages[0].summary);
+  const std::size_t checkpoint_bytes = JoinedText(loaded->messages[0]).size();
+  CHECK(first->cache_stats().bytes >= fresh->cache_stats().bytes + checkpoint_bytes);
+
   // A new Compactor loads the session from the store: the stored Markdown is all there is,
   // and it is parsed once, to the same struct.
   std::unique_ptr<Compactor> second = make();

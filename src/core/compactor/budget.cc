@@ -25,7 +25,7 @@ Status Compactor::Impl::RunReduction(const std::string& session, SessionCache& c
     return committed.status().WithContext("could not save the reduced transcript");
   }
   c.transcript = std::move(r.transcript);
-  c.bytes = TranscriptBytes(c.transcript);
+  c.bytes = CachedBytes(c);
   c.version = *committed;
   c.reported_prompt_tokens.reset();
   *reduced_messages += r.clipped.size();

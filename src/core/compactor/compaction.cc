@@ -256,7 +256,7 @@ Attempt Compactor::Impl::RunCompaction(const std::string& session, SessionCache&
   c.checkpoint_message = c.transcript.shared(checkpoint_at);
   c.checkpoint = std::make_shared<const Checkpoint>(checkpoint);
   c.pinned_chars = PinnedChars(c.transcript);
-  c.bytes = TranscriptBytes(c.transcript);
+  c.bytes = CachedBytes(c);
   c.version = *committed;
   c.reported_prompt_tokens.reset();  // the transcript it described is gone
 

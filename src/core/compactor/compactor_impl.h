@@ -189,6 +189,8 @@ struct RECAP_COMPACTOR_IMPL_HIDDEN Compactor::Impl {
       auto state = store->Load(session);
       RECAP_RETURN_IF_ERROR(state);
       c.transcript = std::move(state->transcript);
+      c.checkpoint_message.reset();  // no message of a fresh load is the one it was made for
+      c.checkpoint.reset();
       c.version = state->version;
       ApplyLearned(c, state->learned);
       c.pinned_chars = PinnedChars(c.transcript);
@@ -216,6 +218,8 @@ struct RECAP_COMPACTOR_IMPL_HIDDEN Compactor::Impl {
     } else {
       // Another writer rewrote the session: start over from what it holds now.
       c.transcript = std::move(changes->transcript);
+      c.checkpoint_message.reset();
+      c.checkpoint.reset();
       c.pinned_chars = PinnedChars(c.transcript);
       c.bytes = TranscriptBytes(c.transcript);
       c.turn_serial += 1;

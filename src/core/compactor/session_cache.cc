@@ -101,6 +101,20 @@ std::size_t TranscriptBytes(const Transcript& t) {
   return n;
 }
 
+std::size_t CheckpointBytes(const Checkpoint& c) {
+  std::size_t n = sizeof(Checkpoint) + c.goal.size() + c.current_state.size() + c.text.size();
+  for (const auto* list : {&c.instructions, &c.discoveries, &c.accomplished, &c.next_steps}) {
+    for (const std::string& item : *list) n += sizeof(std::string) + item.size();
+  }
+  for (const RelevantFile& f : c.relevant_files)
+    n += sizeof(RelevantFile) + f.path.size() + f.why.size();
+  return n;
+}
+
+std::size_t CachedBytes(const SessionCache& c) {
+  return TranscriptBytes(c.transcript) + (c.checkpoint ? CheckpointBytes(*c.checkpoint) : 0);
+}
+
 std::size_t StoredInstructionsChars(const Transcript& t) {
   return !t.empty() && IsInstructions(t[0]) ? t.chars(0) : 0;
 }

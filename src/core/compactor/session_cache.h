@@ -6,12 +6,14 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "recap/checkpoint.h"
 #include "recap/compactor.h"
 #include "recap/message.h"
 #include "recap/status.h"
@@ -104,6 +106,13 @@ void ApplyLearned(SessionCache& c, const std::string& text);
 std::size_t MessageBytes(const Message& m);
 
 std::size_t TranscriptBytes(const Transcript& t);
+
+// The same for the checkpoint struct a session keeps beside its transcript
+// (SessionCache::checkpoint), so the cache's budget sees it too.
+std::size_t CheckpointBytes(const Checkpoint& c);
+
+// What `c` holds: its transcript and its kept checkpoint struct.
+std::size_t CachedBytes(const SessionCache& c);
 
 // R12.1: characters of the session's instructions (a leading system message), 0 when none.
 std::size_t StoredInstructionsChars(const Transcript& t);
