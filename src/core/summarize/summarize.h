@@ -1,9 +1,10 @@
 // Private: one summary of a span of messages through a Provider (SPEC R3.5, R4, R5).
 //
 // Summarize turns the messages a compaction removes into a checkpoint:
-//  * checkpoints already inside the span (summary messages) are read back with
-//    ParseRenderedCheckpoint and given to the model as the prior state to merge (R3.5), never
-//    as ordinary messages;
+//  * checkpoints already inside the span (summary messages) are given to the model as the
+//    prior state to merge (R3.5), never as ordinary messages: the struct the Compactor kept
+//    when it committed the prior (SummarizeInput::known_prior), else the message read back
+//    with ParseRenderedCheckpoint (after a reload: the store keeps only the Markdown);
 //  * the rest is rendered as plain text with roles, tool calls and tool results labelled and
 //    opaque items left out (R4.5, R4.8), so the request can never be rejected for pairing;
 //  * when the system prompt and that text exceed `max_request_chars`, large tool outputs are
