@@ -412,22 +412,6 @@ Status Expand(const Message& m, const std::string& where, std::vector<Json>* out
   return Status::OK();
 }
 
-// Expands `m` and appends its OpenAI messages to the array text `out` (after `first` or not),
-// one tree at a time, so that a bad one is named and a huge message is not held twice over.
-Status AppendExpanded(const Message& m, const std::string& where, std::string* out, bool* first) {
-  std::vector<Json> expanded;
-  Status s = Expand(m, where, &expanded);
-  RECAP_RETURN_IF_ERROR(s);
-  for (Json& j : expanded) {
-    if (!*first) out->push_back(',');
-    s = jsonutil::AppendDump(j, "`" + where + "`", out, /*depth=*/1);
-    RECAP_RETURN_IF_ERROR(s);
-    j = nullptr;
-    *first = false;
-  }
-  return Status::OK();
-}
-
 }  // namespace
 
 Status DecodeEach(std::string_view json, const DecodeOptions& options, const MessageSink& sink) {
@@ -462,9 +446,8 @@ Result<Message> DecodeMessage(std::string_view json, const DecodeOptions& option
 }
 
 Result<std::string> EncodeMessages(const Conversation& conversation) {
-  return codec_shell::Guarded("encoding OpenAI chat messages", [&] {
-    return codec_shell::EncodeExpanded(conversation, AppendExpanded);
-  });
+  return codec_shell::Guarded("encoding OpenAI chat messages",
+                              [&] { return codec_shell::EncodeExpanded(conversation, Expand); });
 }
 
 Result<std::string> EncodeMessage(const Message& message) {

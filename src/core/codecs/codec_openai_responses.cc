@@ -491,21 +491,6 @@ Status Expand(const Message& m, const std::string& where, std::vector<Json>* out
   return Status::OK();
 }
 
-// Expands `m` and appends its items to the array text `out`, one tree at a time.
-Status AppendExpanded(const Message& m, const std::string& where, std::string* out, bool* first) {
-  std::vector<Json> items;
-  Status s = Expand(m, where, &items);
-  RECAP_RETURN_IF_ERROR(s);
-  for (Json& j : items) {
-    if (!*first) out->push_back(',');
-    s = jsonutil::AppendDump(j, "`" + where + "`", out, /*depth=*/1);
-    RECAP_RETURN_IF_ERROR(s);
-    j = nullptr;
-    *first = false;
-  }
-  return Status::OK();
-}
-
 }  // namespace
 
 Status DecodeEach(std::string_view json, const DecodeOptions& options, const MessageSink& sink) {
@@ -529,9 +514,8 @@ Result<Message> DecodeMessage(std::string_view json, const DecodeOptions& option
 }
 
 Result<std::string> EncodeMessages(const Conversation& conversation) {
-  return codec_shell::Guarded("encoding OpenAI Responses items", [&] {
-    return codec_shell::EncodeExpanded(conversation, AppendExpanded);
-  });
+  return codec_shell::Guarded("encoding OpenAI Responses items",
+                              [&] { return codec_shell::EncodeExpanded(conversation, Expand); });
 }
 
 Result<std::string> EncodeMessage(const Message& message) {

@@ -58,12 +58,26 @@ Result<Message> DecodeDocument(std::string_view json, std::string_view what, One
 }
 
 // EncodeMessages for formats whose messages expand into several array elements: the
-// instructions first (when there are any), then each message, by the codec's
-// `append(message, where, &out, &first)`, into one JSON array text.
-template <typename Append>
-Result<std::string> EncodeExpanded(const Conversation& conversation, Append&& append) {
+// instructions first (when there are any), then each message, expanded by the codec's
+// `expand(message, where, &elements)`, into one JSON array text. Each message's elements are
+// written and freed before the next message is expanded, so that a bad one is named and a
+// huge message is not held twice over.
+template <typename Expand>
+Result<std::string> EncodeExpanded(const Conversation& conversation, Expand&& expand) {
   std::string out = "[";
   bool first = true;
+  auto append = [&](const Message& m, const std::string& where, std::string* text,
+                    bool* none_yet) -> Status {
+    std::vector<jsonutil::Json> elements;
+    RECAP_RETURN_IF_ERROR(expand(m, where, &elements));
+    for (jsonutil::Json& j : elements) {
+      if (!*none_yet) text->push_back(',');
+      RECAP_RETURN_IF_ERROR(jsonutil::AppendDump(j, "`" + where + "`", text, /*depth=*/1));
+      j = nullptr;
+      *none_yet = false;
+    }
+    return Status::OK();
+  };
   if (conversation.instructions) {
     RECAP_RETURN_IF_ERROR(append(*conversation.instructions, "instructions", &out, &first));
   }
