@@ -178,6 +178,13 @@ class Connection {
     if (failure) throw *failure;
   }
 
+  // Throws the PgFailure `r` describes unless it succeeded (a command or rows).
+  void Check(const PGresult* r) {
+    const ExecStatusType st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
+    if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) return;
+    throw Describe(r);
+  }
+
   PGconn* raw() { return conn_; }
 
  private:
@@ -192,12 +199,6 @@ class Connection {
       prepared_.insert(q);
     }
     return name;
-  }
-
-  void Check(const PGresult* r) {
-    const ExecStatusType st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
-    if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) return;
-    throw Describe(r);
   }
 
   PgFailure Describe(const PGresult* r) {

@@ -29,13 +29,7 @@ Status EnsureSchema(Pool& pool) {
     ResultPtr locked(PQexecParams(c.raw(), "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))",
                                   1, nullptr, key.values(), key.lengths(), key.formats(), 0),
                      &PQclear);
-    if (PQresultStatus(locked.get()) != PGRES_TUPLES_OK) {
-      PgFailure f;
-      if (const char* s = PQresultErrorField(locked.get(), PG_DIAG_SQLSTATE)) f.sqlstate = s;
-      f.message = OneLine(PQerrorMessage(c.raw()));
-      f.connection_lost = c.lost() || f.sqlstate.empty();
-      throw f;
-    }
+    c.Check(locked.get());
     // Which of recap's tables the schema already has.
     Params names;
     names.Text(spec.schema);
@@ -46,13 +40,7 @@ Status EnsureSchema(Pool& pool) {
                      "'f') ORDER BY 1",
                      1, nullptr, names.values(), names.lengths(), names.formats(), 0),
         &PQclear);
-    if (PQresultStatus(tables.get()) != PGRES_TUPLES_OK) {
-      PgFailure f;
-      if (const char* s = PQresultErrorField(tables.get(), PG_DIAG_SQLSTATE)) f.sqlstate = s;
-      f.message = OneLine(PQerrorMessage(c.raw()));
-      f.connection_lost = c.lost() || f.sqlstate.empty();
-      throw f;
-    }
+    c.Check(tables.get());
     std::unordered_set<std::string> present;
     for (int i = 0; i < PQntuples(tables.get()); ++i)
       present.insert(PQgetvalue(tables.get(), i, 0));

@@ -506,16 +506,18 @@ Result<SummarizeOutput> Summarize(Provider& provider, const SummarizeInput& in,
   }
   if (!prior_at && !summaries.empty()) prior_at = summaries.back();
   std::vector<EarlierText> earlier;
-  std::optional<Checkpoint> prior;
+  std::optional<Checkpoint> parsed_prior;
+  const Checkpoint* prior = nullptr;  // the kept struct, or the one parsed back
   std::string prior_text;
   for (std::size_t i : summaries) {
     std::string text = JoinedText(in.span[i]);
     if (i == *prior_at) {
       prior_text = std::move(text);
       if (in.known_prior && in.span.shared(i) == in.known_prior_message) {
-        prior = *in.known_prior;
+        prior = in.known_prior.get();
       } else {
-        prior = ParseRenderedCheckpoint(prior_text);
+        parsed_prior = ParseRenderedCheckpoint(prior_text);
+        prior = &*parsed_prior;
         prior_parses.fetch_add(1, std::memory_order_relaxed);
       }
     } else if (!text.empty()) {
@@ -533,8 +535,7 @@ Result<SummarizeOutput> Summarize(Provider& provider, const SummarizeInput& in,
   // The offline summarizer reads the structured span, not the text: it gets the whole span in
   // one call, and rendering a long span for nobody is skipped.
   if (IsOfflineSummarizer(provider)) {
-    Call call{"(recap's offline summarizer reads the structured span)", &body,
-              prior ? &*prior : nullptr};
+    Call call{"(recap's offline summarizer reads the structured span)", &body, prior};
     ParsedCheckpoint parsed;
     Status s =
         CallOnce(provider, in, system_prompt, schema, std::move(call), cancel, &out, &parsed);
@@ -561,8 +562,7 @@ Result<SummarizeOutput> Summarize(Provider& provider, const SummarizeInput& in,
     }
   }
   if (single) {
-    Call call{UserText(first_prior_block, renderer.Join(0, body.size(), cap), 1, 1), &body,
-              prior ? &*prior : nullptr};
+    Call call{UserText(first_prior_block, renderer.Join(0, body.size(), cap), 1, 1), &body, prior};
     ParsedCheckpoint parsed;
     Status s =
         CallOnce(provider, in, system_prompt, schema, std::move(call), cancel, &out, &parsed);
@@ -611,7 +611,7 @@ Result<SummarizeOutput> Summarize(Provider& provider, const SummarizeInput& in,
     const Chunk& chunk = chunks[static_cast<std::size_t>(k)];
     const Transcript slice = body.Slice(chunk.begin, chunk.end);
     std::string prior_block = first_prior_block;
-    const Checkpoint* prior_ptr = prior ? &*prior : nullptr;
+    const Checkpoint* prior_ptr = prior;
     if (folded) {
       std::string rendered = RenderCheckpoint(folded->checkpoint);
       // Only a reply far beyond the reservation is cut here; the offline summarizer still
