@@ -83,6 +83,10 @@ struct Prepared {
   std::size_t summarized_messages = 0;
   std::size_t summarizer_calls = 0;
   Usage summarizer_usage;
+  // R14.1: messages retired because a provider's own checkpoint (Anthropic's `compaction`
+  // block, OpenAI's `compaction` item) arrived after them; the event provider_checkpoint says
+  // the same.
+  std::size_t provider_retired_messages = 0;
 
   // The window the triggers used (R1.2, R12.2): its size when known, and where it came from —
   // "config", "profile", "provider", "overflow" (lowered by ReportOverflow), or "fallback"
@@ -119,6 +123,9 @@ struct Plan {
   CutDecision cut;                        // where a compaction would cut now
   std::size_t estimated_after_chars = 0;  // reducible content after it, checkpoint estimated
   bool would_reduce = false;              // over the hard limit even after the compaction
+  // R14.1: messages Prepare would retire first because a provider's own checkpoint arrived
+  // after them; the sizes above already count without them.
+  std::size_t provider_retired_messages = 0;
 };
 
 struct CompactOptions {

@@ -30,9 +30,10 @@
 namespace recap {
 inline namespace v0 {
 
-// The event types (R10, and window_unknown of R12.2), one table: EventTypeName gives the text
-// of an event's "type", e.g. EventTypeName(EventType::kCompactionCompleted) is
-// "compaction_completed". A host comparing Event::type compares with these names.
+// The event types (R10, window_unknown of R12.2, provider_checkpoint of R14.1), one table:
+// EventTypeName gives the text of an event's "type", e.g.
+// EventTypeName(EventType::kCompactionCompleted) is "compaction_completed". A host comparing
+// Event::type compares with these names.
 enum class EventType : std::uint8_t {
   kCompactionStarted,
   kCompactionProgress,
@@ -42,6 +43,7 @@ enum class EventType : std::uint8_t {
   kCompactionFailed,
   kPluginHookFailed,
   kWindowUnknown,
+  kProviderCheckpoint,  // R14.1: a provider's own checkpoint arrived; what precedes it retired
 };
 RECAP_EXPORT const char* EventTypeName(EventType type) noexcept;
 

@@ -129,6 +129,24 @@ RECAP_EXPORT std::optional<std::string> RepeatedCallId(const Message& m);
 // The message's texts joined with "\n" (text parts only; for display and summarizing).
 RECAP_EXPORT std::string JoinedText(const Message& m);
 
+// A checkpoint a provider's server wrote (SPEC R14.1): Anthropic's `compaction` content block
+// (Messages API) or OpenAI's `compaction` item (Responses API), carried as an Opaque part of
+// kind "compaction". The two are told apart by their fields: Anthropic's block has `content`
+// (the summary as text), OpenAI's item only `encrypted_content`, which no one but OpenAI reads.
+struct ProviderCheckpoint {
+  std::string writer;  // "anthropic" or "openai"
+  // The summary as text when the provider shows it (Anthropic's `content`); empty for an
+  // encrypted one.
+  std::string text;
+  bool readable() const noexcept { return writer == "anthropic"; }
+};
+
+// The provider checkpoint `m` holds (the last one, if several), or nullopt. An Anthropic
+// block whose `content` is null is a compaction that produced nothing, which the API treats as
+// no block at all: nullopt. The codecs flag a message holding one `summary` when they decode
+// it. Cheap for messages without an opaque part of kind "compaction".
+RECAP_EXPORT std::optional<ProviderCheckpoint> FindProviderCheckpoint(const Message& m);
+
 }  // namespace v0
 }  // namespace recap
 

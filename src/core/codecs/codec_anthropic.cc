@@ -27,7 +27,8 @@ bool EndsWith(std::string_view s, std::string_view suffix) {
 // Block types recap carries without reading them.
 bool IsPlainOpaqueType(std::string_view type) {
   return type == "thinking" || type == "redacted_thinking" || type == "image" ||
-         type == "document" || type == "search_result" || type == "container_upload";
+         type == "document" || type == "search_result" || type == "container_upload" ||
+         type == "compaction";
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -201,7 +202,7 @@ Status DecodeBlock(Json& block, const JsonPath& path, const DecodeOptions& optio
         Where(path.Member("type")) + " is " + jsonutil::Quote(type) +
         ", a content block type recap does not know (known: \"text\", \"image\", \"document\", "
         "\"search_result\", \"thinking\", \"redacted_thinking\", \"tool_use\", \"tool_result\", "
-        "\"container_upload\" and server tool blocks ending in \"_tool_use\" or "
+        "\"container_upload\", \"compaction\" and server tool blocks ending in \"_tool_use\" or "
         "\"_tool_result\"). Set DecodeOptions::keep_unknown_blocks to keep unknown blocks as "
         "opaque items.");
   }
@@ -261,6 +262,8 @@ Status DecodeOne(Json& m, const JsonPath& path, const DecodeOptions& options, Me
                                "a string or an array of content blocks");
   }
   msg.extra = jsonutil::ExtraText(extra);
+  // A compaction block makes the message a checkpoint Anthropic wrote (R14.1).
+  msg.summary = FindProviderCheckpoint(msg).has_value();
   *out = std::move(msg);
   return Status::OK();
 }

@@ -195,8 +195,10 @@ void LinkOpaque(const std::string& type, const Json& item, Opaque* o) {
 }
 
 // An item that is the model's own: reasoning before it stays with it.
+// A compaction item is not: reasoning is the model's thinking toward a reply, not part of a
+// checkpoint, and goes before it as its own message.
 bool IsModelItem(const Message& m) {
-  if (m.role != Role::kAssistant) return false;
+  if (m.role != Role::kAssistant || m.summary) return false;
   for (const Part& p : m.parts) {
     if (const auto* o = std::get_if<Opaque>(&p)) {
       if (o->link == OpaqueLink::kResult) return false;
@@ -262,6 +264,8 @@ Status DecodeItem(Json& item, const JsonPath& path, const DecodeOptions& options
                    ? (type == "mcp_approval_response" ? Role::kUser : Role::kTool)
                    : Role::kAssistant;
     msg.parts.emplace_back(std::move(o));
+    // A compaction item makes its message a checkpoint OpenAI wrote (R14.1).
+    if (type == "compaction") msg.summary = FindProviderCheckpoint(msg).has_value();
   }
   *out = std::move(msg);
   return Status::OK();

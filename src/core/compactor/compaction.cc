@@ -89,14 +89,18 @@ Attempt Compactor::Impl::RunCompaction(const std::string& session, SessionCache&
   }
 
   // R12.1: the span's instructions and pinned messages stay, verbatim and first; the rest
-  // is summarized. A span with nothing else (earlier checkpoints aside) is nothing to do.
+  // is summarized. So does a provider's checkpoint that recap's summarizer cannot read
+  // (R14.1): dropping it would lose what it holds. A span with nothing else (earlier
+  // checkpoints aside) is nothing to do.
   std::vector<std::string> kept_ids;
   std::vector<std::string> replaced_ids;
   Transcript span;
   bool something_new = false;
   std::size_t kept_chars_in_span = 0;
+  std::vector<bool> kept(cut.position, false);
   for (std::size_t i = 0; i < cut.position; ++i) {
-    if (KeptByCompaction(t, i)) {
+    kept[i] = KeptByCompaction(t, i) || IsUnreadableProviderCheckpoint(t[i]);
+    if (kept[i]) {
       kept_ids.push_back(t[i].id);
       kept_chars_in_span += t.chars(i);
       continue;
@@ -242,7 +246,7 @@ Attempt Compactor::Impl::RunCompaction(const std::string& session, SessionCache&
 
   Transcript next;
   for (std::size_t i = 0; i < cut.position; ++i) {
-    if (KeptByCompaction(t, i)) internal::TranscriptAccess::AppendFrom(next, t, i);
+    if (kept[i]) internal::TranscriptAccess::AppendFrom(next, t, i);
   }
   const std::size_t checkpoint_at = next.size();
   next.Append(commit.checkpoint);

@@ -47,6 +47,7 @@ Result<Prepared> Compactor::Prepare(const std::string& session, const RequestSiz
 
   const Config& cfg = impl_->config;
   Prepared out;
+  out.provider_retired_messages = impl_->AdoptProviderCheckpoint(session, c);
   Plan plan;
   impl_->Evaluate(sizes, c, plan);
   const auto evaluated_version = c.version;
@@ -171,6 +172,18 @@ Result<Plan> Compactor::PlanFor(const std::string& session, const RequestSizes& 
   Status synced = impl_->Sync(session, c);
   RECAP_RETURN_IF_ERROR(synced);
   Plan plan;
+  // R14.1: judged on the transcript as Prepare will have it once a provider's checkpoint has
+  // retired what precedes it; the cache gets its own transcript back before returning.
+  std::optional<Transcript> held;
+  if (c.provider_checkpoint_pending) {
+    if (const auto at = RetirableProviderCheckpoint(c.transcript)) {
+      std::size_t retired = 0;
+      for (std::size_t i = 0; i < *at; ++i) retired += KeptByCompaction(c.transcript, i) ? 0 : 1;
+      plan.provider_retired_messages = retired;
+      held = c.transcript;
+      c.transcript = Impl::AfterProviderCheckpoint(*held, *at);
+    }
+  }
   impl_->Evaluate(sizes, c, plan);
   CutOptions options;
   options.keep_turns = impl_->config.compaction.keep_turns;
@@ -189,6 +202,7 @@ Result<Plan> Compactor::PlanFor(const std::string& session, const RequestSizes& 
     plan.estimated_after_chars = plan.reducible_chars;
   }
   plan.would_reduce = plan.estimated_after_chars > impl_->config.limits.max_context_chars;
+  if (held) c.transcript = std::move(*held);
   return plan;
 }
 
@@ -199,6 +213,7 @@ Result<CompactOutcome> Compactor::Compact(const std::string& session, const Comp
   std::lock_guard<std::mutex> lock(c.mu);
   Status synced = impl_->Sync(session, c);
   RECAP_RETURN_IF_ERROR(synced);
+  impl_->AdoptProviderCheckpoint(session, c);
   Plan plan;
   impl_->Evaluate(options.sizes, c, plan);
   Attempt a = impl_->RunCompaction(session, c, options.sizes, plan, CompactionReason::kManual,

@@ -35,11 +35,14 @@ using compactor_detail::ApplyLearned;
 using compactor_detail::Attempt;
 using compactor_detail::AttemptKind;
 using compactor_detail::CountTurnStarts;
+using compactor_detail::HoldsProviderCheckpoint;
 using compactor_detail::IsResultOnly;
+using compactor_detail::IsUnreadableProviderCheckpoint;
 using compactor_detail::KeptByCompaction;
 using compactor_detail::LearnedText;
 using compactor_detail::MessageBytes;
 using compactor_detail::PinnedChars;
+using compactor_detail::RetirableProviderCheckpoint;
 using compactor_detail::SessionCache;
 using compactor_detail::StoredInstructionsChars;
 using compactor_detail::TranscriptBytes;
@@ -196,6 +199,7 @@ struct RECAP_COMPACTOR_IMPL_HIDDEN Compactor::Impl {
       c.pinned_chars = PinnedChars(c.transcript);
       c.bytes = TranscriptBytes(c.transcript);
       c.turn_serial = CountTurnStarts(c.transcript);
+      c.provider_checkpoint_pending = HoldsProviderCheckpoint(c.transcript);
       c.loaded = true;
       return Status::OK();
     }
@@ -211,6 +215,9 @@ struct RECAP_COMPACTOR_IMPL_HIDDEN Compactor::Impl {
           c.weak_streak = 0;
         }
         const bool pinned = m.pinned;
+        if (!c.provider_checkpoint_pending && FindProviderCheckpoint(m)) {
+          c.provider_checkpoint_pending = true;
+        }
         c.bytes += MessageBytes(m);
         c.transcript.Append(std::move(m));
         if (pinned) c.pinned_chars += c.transcript.chars(c.transcript.size() - 1);
@@ -222,6 +229,7 @@ struct RECAP_COMPACTOR_IMPL_HIDDEN Compactor::Impl {
       c.checkpoint.reset();
       c.pinned_chars = PinnedChars(c.transcript);
       c.bytes = TranscriptBytes(c.transcript);
+      c.provider_checkpoint_pending = HoldsProviderCheckpoint(c.transcript);
       c.turn_serial += 1;
       c.paused = false;
       c.weak_streak = 0;
@@ -447,6 +455,17 @@ struct RECAP_COMPACTOR_IMPL_HIDDEN Compactor::Impl {
   Attempt RunCompaction(const std::string& session, SessionCache& c, const RequestSizes& sizes,
                         const Plan& plan, CompactionReason reason, CutMode mode,
                         const std::string& focus, const CancellationToken& cancel);
+
+  // R14.1: when a provider's checkpoint arrived, retires what precedes it (the instructions
+  // and pinned messages stay), as one compaction commit whose checkpoint is that message
+  // flagged summary; emits provider_checkpoint. Returns the messages retired (0 when there was
+  // nothing to do, or the store refused: then the transcript is unchanged and it is tried
+  // again at the next call).
+  std::size_t AdoptProviderCheckpoint(const std::string& session, SessionCache& c);
+
+  // The transcript `t` would be after AdoptProviderCheckpoint retired what precedes `at`
+  // (nothing written): for PlanFor.
+  static Transcript AfterProviderCheckpoint(const Transcript& t, std::size_t at);
 
   // R6: clips the kept tail to the target and persists it. Returns false with `error` set
   // when the store refused.

@@ -137,6 +137,31 @@ bool IsResultOnly(const Message& m) {
   return true;
 }
 
+std::optional<std::size_t> RetirableProviderCheckpoint(const Transcript& t) {
+  for (std::size_t i = t.size(); i-- > 0;) {
+    if (t[i].pinned || !FindProviderCheckpoint(t[i])) continue;
+    if (!t[i].summary) return i;
+    for (std::size_t j = 0; j < i; ++j) {
+      if (!KeptByCompaction(t, j)) return i;
+    }
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+bool HoldsProviderCheckpoint(const Transcript& t) {
+  for (const Message& m : t) {
+    if (FindProviderCheckpoint(m)) return true;
+  }
+  return false;
+}
+
+bool IsUnreadableProviderCheckpoint(const Message& m) {
+  if (!m.summary) return false;
+  const auto found = FindProviderCheckpoint(m);
+  return found && !found->readable();
+}
+
 }  // namespace compactor_detail
 }  // namespace v0
 }  // namespace recap

@@ -86,6 +86,10 @@ struct SessionCache {
   // R12.5: the learned state as the store last had it (LearnedText of the fields above).
   std::string learned_text;
 
+  // R14.1: a message holding a provider's checkpoint arrived (or was loaded) and what precedes
+  // it may not be retired yet; Prepare and Compact look, once.
+  bool provider_checkpoint_pending = false;
+
   // Turn starts ever seen (monotonic): "once per turn" for the budget compaction (R7 step 3).
   std::uint64_t turn_serial = 0;
   std::optional<std::uint64_t> budget_tried_at;
@@ -123,6 +127,18 @@ std::size_t PinnedChars(const Transcript& t);
 bool KeptByCompaction(const Transcript& t, std::size_t i);
 
 bool IsResultOnly(const Message& m);
+
+// R14.1: the position of the newest message holding a provider's checkpoint when something
+// must be retired for it (a message before it that no compaction keeps, or the message not yet
+// flagged summary); nullopt otherwise.
+std::optional<std::size_t> RetirableProviderCheckpoint(const Transcript& t);
+
+// True when some message of `t` holds a provider's checkpoint.
+bool HoldsProviderCheckpoint(const Transcript& t);
+
+// R14.1: a provider checkpoint that recap's summarizers cannot read (OpenAI's encrypted one):
+// a compaction by one of them keeps it, verbatim, before its own checkpoint.
+bool IsUnreadableProviderCheckpoint(const Message& m);
 
 }  // namespace compactor_detail
 }  // namespace v0

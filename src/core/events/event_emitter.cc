@@ -163,6 +163,16 @@ Json WindowUnknownFields(std::string_view error, std::size_t fallback_tokens,
   return j;
 }
 
+Json ProviderCheckpointFields(std::string_view writer, std::size_t messages,
+                              std::size_t before_chars, std::size_t after_chars) {
+  Json j = Json::object();
+  j["writer"] = std::string(writer);
+  j["messages"] = messages;
+  j["before"] = Chars(before_chars);
+  j["after"] = Chars(after_chars);
+  return j;
+}
+
 Json ContextReducedFields(std::size_t messages, std::size_t before_chars, std::size_t after_chars) {
   Json j = Json::object();
   j["messages"] = messages;

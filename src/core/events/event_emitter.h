@@ -112,6 +112,13 @@ jsonutil::Json WindowUnknownFields(std::string_view error, std::size_t fallback_
 jsonutil::Json ContextReducedFields(std::size_t messages, std::size_t before_chars,
                                     std::size_t after_chars);
 
+// provider_checkpoint (R14.1): a checkpoint written by `writer` ("anthropic", "openai") arrived;
+// the `messages` before it were retired from the active transcript; its characters before and
+// after.
+// -> {"writer", "messages", "before": {"chars"}, "after": {"chars"}}
+jsonutil::Json ProviderCheckpointFields(std::string_view writer, std::size_t messages,
+                                        std::size_t before_chars, std::size_t after_chars);
+
 // compaction_failed: `reason` as for compaction_started; `error` is the Status message.
 // -> {"reason", "error"}
 jsonutil::Json CompactionFailedFields(std::string_view reason, std::string_view error);

@@ -29,6 +29,7 @@ const char* EventTypeName(EventType type) noexcept {
     case EventType::kCompactionFailed: return "compaction_failed";
     case EventType::kPluginHookFailed: return "plugin_hook_failed";
     case EventType::kWindowUnknown: return "window_unknown";
+    case EventType::kProviderCheckpoint: return "provider_checkpoint";
   }
   return "unknown";
 }

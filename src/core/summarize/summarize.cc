@@ -102,6 +102,16 @@ std::string RenderMessage(const Message& m, const std::map<std::string, std::str
   return out;
 }
 
+// What a summary message says: its texts, after the summary of a provider's checkpoint
+// that shows one (Anthropic's `compaction` block, R14.1).
+std::string SummaryText(const Message& m) {
+  std::string text = JoinedText(m);
+  const auto provider = FindProviderCheckpoint(m);
+  if (!provider || provider->text.empty()) return text;
+  if (text.empty()) return provider->text;
+  return provider->text + "\n" + text;
+}
+
 // Renders the span one message at a time, so that a long span never exists twice in memory:
 // sizes are measured message by message, and text is built only for what one request sends.
 class SpanRenderer {
@@ -502,7 +512,7 @@ Result<SummarizeOutput> Summarize(Provider& provider, const SummarizeInput& in,
   }
   std::optional<std::size_t> prior_at;
   for (std::size_t i : summaries) {
-    if (IsRenderedCheckpoint(JoinedText(in.span[i]))) prior_at = i;
+    if (IsRenderedCheckpoint(SummaryText(in.span[i]))) prior_at = i;
   }
   if (!prior_at && !summaries.empty()) prior_at = summaries.back();
   std::vector<EarlierText> earlier;
@@ -510,7 +520,7 @@ Result<SummarizeOutput> Summarize(Provider& provider, const SummarizeInput& in,
   const Checkpoint* prior = nullptr;  // the kept struct, or the one parsed back
   std::string prior_text;
   for (std::size_t i : summaries) {
-    std::string text = JoinedText(in.span[i]);
+    std::string text = SummaryText(in.span[i]);
     if (i == *prior_at) {
       prior_text = std::move(text);
       if (in.known_prior && in.span.shared(i) == in.known_prior_message) {
