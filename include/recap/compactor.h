@@ -143,6 +143,8 @@ struct CompactOutcome {
   bool partial = false;  // R5.2
   std::string writer;    // the provider that wrote the checkpoint (R1.3)
   std::uint64_t version = 0;
+  // R14.1: messages retired first because a provider's own checkpoint arrived after them.
+  std::size_t provider_retired_messages = 0;
 };
 
 struct RecoveryOutcome {

@@ -137,6 +137,7 @@ int RunCompact(const std::vector<std::string>& words) {
       result["compactions"].push_back(recap::CompactionReasonName(r));
     }
     result["reduced_messages"] = prepared->reduced_messages;
+    result["provider_retired_messages"] = prepared->provider_retired_messages;
     result["before_tokens"] = prepared->before_tokens;
     result["after_tokens"] = prepared->after_tokens;
     if (compacted && !prepared->messages.empty() && prepared->messages[0].summary) {
@@ -153,6 +154,7 @@ int RunCompact(const std::vector<std::string>& words) {
                      outcome.status().WithContext("the compaction failed and changed nothing"));
     }
     compacted = outcome->compacted;
+    result["provider_retired_messages"] = outcome->provider_retired_messages;
     if (!compacted) {
       skipped = recap::SkipReasonName(outcome->skipped);
       result["skipped"] = skipped;
@@ -219,6 +221,10 @@ int RunCompact(const std::vector<std::string>& words) {
     std::printf("  %s messages summarized by the %s summarizer%s\n",
                 Num(result["summarized_messages"].get<std::size_t>()).c_str(), writer.c_str(),
                 result["partial"].get<bool>() ? " (partial: the reply was cut)" : "");
+  }
+  if (result.value("provider_retired_messages", std::size_t{0}) > 0) {
+    std::printf("  %s messages retired first: a checkpoint the provider wrote came after them\n",
+                Num(result["provider_retired_messages"].get<std::size_t>()).c_str());
   }
   if (have_checkpoint) {
     std::printf("\nthe checkpoint\n");

@@ -184,8 +184,26 @@ int RunPlan(const std::vector<std::string>& words) {
   recap::Result<recap::Plan> plan = (*compactor)->PlanFor(session, sizes);
   if (!plan.ok()) return Failure(args, plan.status());
 
+  // The transcript the plan judged: once a provider's checkpoint arrived (R14.1), what precedes
+  // it goes at the next prepare, the instructions and pinned messages aside.
+  recap::Transcript t = state.transcript;
+  if (plan->provider_retired_messages > 0) {
+    std::size_t at = 0;  // the newest message holding a provider checkpoint
+    for (std::size_t i = t.size(); i-- > 0;) {
+      if (recap::FindProviderCheckpoint(t[i])) {
+        at = i;
+        break;
+      }
+    }
+    std::vector<recap::Message> view;
+    for (std::size_t i = 0; i < at; ++i) {
+      if (t[i].pinned || (i == 0 && recap::IsInstructions(t[i]))) view.push_back(t[i]);
+    }
+    for (std::size_t i = at; i < t.size(); ++i) view.push_back(t[i]);
+    view[view.size() - (t.size() - at)].summary = true;
+    t = recap::Transcript(view);
+  }
   // The cut keepTurns alone asks for (before R3.8 may move it for size).
-  const recap::Transcript& t = state.transcript;
   recap::CutOptions options;
   options.keep_turns = config->compaction.keep_turns;
   const recap::CutDecision plain = recap::FindCut(t, options);
@@ -231,6 +249,7 @@ int RunPlan(const std::vector<std::string>& words) {
                 {"trigger_chars", plan->trigger_chars},
                 {"cut", cut_json(cut)},
                 {"cut_keep_turns", cut_json(plain)},
+                {"provider_retired_messages", plan->provider_retired_messages},
                 {"estimated_after_chars", plan->estimated_after_chars},
                 {"frees_chars", frees},
                 {"would_reduce", plan->would_reduce}};
@@ -242,6 +261,10 @@ int RunPlan(const std::vector<std::string>& words) {
               session.c_str(), Num(t.size()).c_str(), config->compaction.keep_turns,
               Num(config->limits.max_context_chars).c_str());
   Row("conversation", Num(plan->reducible_chars), "chars: instructions + transcript");
+  if (plan->provider_retired_messages > 0) {
+    Row("provider checkpoint", Num(plan->provider_retired_messages) + " msgs",
+        "before a checkpoint the provider wrote: retired at the next prepare, not counted");
+  }
   Row("trigger at", Num(plan->trigger_chars),
       "chars (threshold x maxContextChars); ~" + Num(plan->trigger_tokens) + " tokens");
   Row("trigger", plan->trigger ? "yes" : "no",

@@ -1226,3 +1226,72 @@ TEST_CASE("issue 10 R8 every subcommand works on a PostgreSQL URL given as --db"
 }
 
 #endif  // RECAP_TEST_HAVE_POSTGRES
+
+// --- Provider checkpoints (issue 19, R14.1) ----------------------------------------------------
+
+TEST_CASE(
+    "issue 19 R14.1 sessions holding the providers' compaction artifacts import, export "
+    "and compact without losing them",
+    "[cli]") {
+  struct Case {
+    const char* file;
+    const char* format;
+    bool readable;  // Anthropic's summary shows as text; OpenAI's is encrypted
+  };
+  for (const Case& c : {Case{"claude-code-sample.compaction.anthropic.json", "anthropic", true},
+                        Case{"tau-bench_gpt-4o-airline_run5.compaction.responses.json",
+                             "openai-responses", false}}) {
+    DYNAMIC_SECTION(c.format) {
+      TempDir dir("recap-cli");
+      const std::string db = dir.File("p.db");
+      const Json file = Json::parse(Slurp(Data(c.file)));
+      Json artifact;
+      for (const Json& m : file) {
+        if (m.value("type", "") == "compaction") artifact = m;
+        if (m.contains("content") && m.at("content").is_array()) {
+          for (const Json& b : m.at("content")) {
+            if (b.value("type", "") == "compaction" && b.at("content").is_string()) artifact = b;
+          }
+        }
+      }
+      REQUIRE(artifact.is_object());
+      Ran r = Run(dir, {"import", "--format", c.format, Data(c.file), "--session", "p", "--db", db,
+                        "--json"});
+      INFO(r.err);
+      REQUIRE(r.exit == 0);
+
+      // Stored and exported: the same document, artifacts included.
+      r = Run(dir, {"export", "--session", "p", "--db", db, "--format", c.format, "--json"});
+      REQUIRE(r.exit == 0);
+      Json exported = Json::parse(r.out);
+      if (exported.is_object()) {  // Responses: {"instructions", "input"}
+        Json items = Json::array({{{"role", "system"}, {"content", exported.at("instructions")}}});
+        for (const Json& it : exported.at("input")) items.push_back(it);
+        exported = items;
+      }
+      CHECK(exported == file);
+
+      // The plan counts from the artifact on and says what goes before it.
+      r = Run(dir, {"plan", "--session", "p", "--db", db, "--json"});
+      REQUIRE(r.exit == 0);
+      const Json plan = LastJsonLine(r.out);
+      CHECK(plan.at("provider_retired_messages").get<std::size_t>() > 0);
+
+      r = Run(dir, {"compact", "--session", "p", "--db", db, "--provider", "offline",
+                    "--keep-turns", "1", "--json"});
+      REQUIRE(r.exit == 0);
+      CHECK(r.out.find("\"provider_checkpoint\"") != std::string::npos);
+      r = Run(dir, {"export", "--session", "p", "--db", db, "--format", c.format, "--json"});
+      REQUIRE(r.exit == 0);
+      // An encrypted artifact stays, byte for byte; a readable one went into recap's checkpoint.
+      const std::string encrypted = artifact.value("encrypted_content", "");
+      CHECK((r.out.find(encrypted) != std::string::npos) == !c.readable);
+
+      // Nothing is lost: the history holds every artifact as it came.
+      r = Run(dir, {"export", "--session", "p", "--db", db, "--format", c.format, "--history",
+                    "--json"});
+      REQUIRE(r.exit == 0);
+      CHECK(r.out.find(encrypted) != std::string::npos);
+    }
+  }
+}

@@ -213,11 +213,12 @@ Result<CompactOutcome> Compactor::Compact(const std::string& session, const Comp
   std::lock_guard<std::mutex> lock(c.mu);
   Status synced = impl_->Sync(session, c);
   RECAP_RETURN_IF_ERROR(synced);
-  impl_->AdoptProviderCheckpoint(session, c);
+  const std::size_t retired = impl_->AdoptProviderCheckpoint(session, c);
   Plan plan;
   impl_->Evaluate(options.sizes, c, plan);
   Attempt a = impl_->RunCompaction(session, c, options.sizes, plan, CompactionReason::kManual,
                                    CutMode::kNormal, options.focus, cancel);
+  a.outcome.provider_retired_messages = retired;
   impl_->SaveLearned(session, c);
   if (a.kind == AttemptKind::kFailed) return a.error;
   a.outcome.version = c.version;
