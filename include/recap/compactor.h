@@ -83,6 +83,8 @@ struct Prepared {
   std::size_t summarized_messages = 0;
   std::size_t summarizer_calls = 0;
   Usage summarizer_usage;
+  // R14.3: messages whose old tool results were cleared (compaction.clearToolResults).
+  std::size_t cleared_tool_result_messages = 0;
   // R14.1: messages retired because a provider's own checkpoint (Anthropic's `compaction`
   // block, OpenAI's `compaction` item) arrived after them; the event provider_checkpoint says
   // the same.
@@ -126,6 +128,15 @@ struct Plan {
   // R14.1: messages Prepare would retire first because a provider's own checkpoint arrived
   // after them; the sizes above already count without them.
   std::size_t provider_retired_messages = 0;
+  // R14.3, with compaction.clearToolResults on: what clearing old tool results would do now
+  // (results, messages, characters freed), and whether Prepare would do it (a trigger fires
+  // and it frees at least minFreeChars) — and then whether that alone would bring the request
+  // under the trigger, so that no summarizer is called.
+  std::size_t clearable_results = 0;
+  std::size_t clearable_messages = 0;
+  std::size_t clearable_chars = 0;
+  bool would_clear = false;
+  bool clearing_suffices = false;
 };
 
 struct CompactOptions {

@@ -22,6 +22,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "recap/export.h"
 #include "recap/status.h"
@@ -34,6 +35,24 @@ enum class Fallback : std::uint8_t {
   kOffline,  // ...falls back to the offline summarizer (R1.3)
 };
 
+// R14.3: the cheap tier before summarizing. When a trigger fires, the content of older tool
+// results is replaced by kClearedToolResultMarker — all but the newest `keep_recent` results,
+// and never those of the tools named in `exclude_tools` — if that frees at least
+// `min_free_chars` characters (each clearing costs the host its prompt cache from that point
+// on). If the request is then under the trigger, no summarizer is called. The originals stay in
+// the session's history. Off by default. JSON: `compaction.clearToolResults`, either true /
+// false or an object {"enabled", "keepRecent", "excludeTools", "minFreeChars"}.
+struct ClearToolResultsConfig {
+  bool enabled = false;
+  int keep_recent = 3;                     // 0 .. 100000
+  std::vector<std::string> exclude_tools;  // tool names, as the calls name them
+  std::size_t min_free_chars = 20000;      // >= 0
+};
+
+// What a cleared tool result holds (R14.3), exactly.
+inline constexpr const char* kClearedToolResultMarker =
+    "[tool result cleared to save context; the original is in the session history]";
+
 struct CompactionConfig {
   bool auto_compact = true;               // "auto"
   double threshold = 0.85;                // 0.1 .. 0.99
@@ -44,6 +63,11 @@ struct CompactionConfig {
   // How much of the session's instructions (a leading system message, R12.1) the summarizer
   // is shown, in characters; 0 shows none.
   std::size_t instructions_for_summarizer_chars = 8000;
+  // The most one compaction may send to the summarizer, in estimated tokens (characters / 4)
+  // over all its requests; null = no limit. Over it, the newest part of the span is sent in
+  // full and older parts are shortened harder, never dropped without a trace (R4.7).
+  std::optional<std::size_t> max_summarizer_input_tokens;  // >= 1000, or null
+  ClearToolResultsConfig clear_tool_results;               // "clearToolResults" (R14.3)
 };
 
 struct LimitsConfig {

@@ -30,8 +30,8 @@
 namespace recap {
 inline namespace v0 {
 
-// The event types (R10, window_unknown of R12.2, provider_checkpoint of R14.1), one table:
-// EventTypeName gives the text of an event's "type", e.g.
+// The event types (R10, window_unknown of R12.2, provider_checkpoint and tool_results_cleared of
+// R14), one table: EventTypeName gives the text of an event's "type", e.g.
 // EventTypeName(EventType::kCompactionCompleted) is "compaction_completed". A host comparing
 // Event::type compares with these names.
 enum class EventType : std::uint8_t {
@@ -44,6 +44,7 @@ enum class EventType : std::uint8_t {
   kPluginHookFailed,
   kWindowUnknown,
   kProviderCheckpoint,  // R14.1: a provider's own checkpoint arrived; what precedes it retired
+  kToolResultsCleared,  // R14.3: old tool results cleared instead of (or before) summarizing
 };
 RECAP_EXPORT const char* EventTypeName(EventType type) noexcept;
 

@@ -212,18 +212,19 @@ TEST_CASE("R1.1 unknown keys are rejected with the known ones listed") {
   CHECK(Rejected(One("compaction", "keepturns", "2")) ==
         "unknown key \"compaction.keepturns\"; known keys in \"compaction\" are: auto, "
         "threshold, keepTurns, maxOutputTokens, calibrate, fallback, "
-        "instructionsForSummarizerChars. Did you mean "
+        "instructionsForSummarizerChars, maxSummarizerInputTokens, clearToolResults. Did you mean "
         "\"compaction.keepTurns\"?");
   CHECK(Rejected(One("compaction", "max_output_tokens", "2"))
             .find("Did you mean \"compaction.maxOutputTokens\"?") != std::string::npos);
   CHECK(Rejected(One("compaction", "ratio", "0.5")) ==
         "unknown key \"compaction.ratio\"; known keys in \"compaction\" are: auto, threshold, "
-        "keepTurns, maxOutputTokens, calibrate, fallback, instructionsForSummarizerChars.");
+        "keepTurns, maxOutputTokens, calibrate, fallback, instructionsForSummarizerChars, "
+        "maxSummarizerInputTokens, clearToolResults.");
   // A key under the wrong section points to the right one.
   CHECK(Rejected(One("compaction", "maxContextChars", "9000")) ==
         "unknown key \"compaction.maxContextChars\"; known keys in \"compaction\" are: auto, "
         "threshold, keepTurns, maxOutputTokens, calibrate, fallback, "
-        "instructionsForSummarizerChars. Did you mean "
+        "instructionsForSummarizerChars, maxSummarizerInputTokens, clearToolResults. Did you mean "
         "\"limits.maxContextChars\"?");
   CHECK(Rejected(One("limits", "x", "1")) ==
         "unknown key \"limits.x\"; known keys in \"limits\" are: maxContextChars.");
@@ -257,7 +258,8 @@ TEST_CASE("R1.1 the first problem in document order is reported") {
 TEST_CASE("R1.1 sections must be objects, and keys appear once") {
   CHECK(Rejected(R"({"compaction": 5})") ==
         "compaction is 5; it must be an object with some of the keys auto, threshold, keepTurns, "
-        "maxOutputTokens, calibrate, fallback, instructionsForSummarizerChars.");
+        "maxOutputTokens, calibrate, fallback, instructionsForSummarizerChars, "
+        "maxSummarizerInputTokens, clearToolResults.");
   CHECK(Rejected(R"({"limits": null})") ==
         "limits is null; it must be an object with some of the keys maxContextChars.");
   CHECK(Rejected(R"({"compaction": {"threshold": 0.5, "threshold": 0.6}})") ==
@@ -359,7 +361,14 @@ TEST_CASE("R1 ToJson writes every key, and FromJson reads it back") {
         "    \"maxOutputTokens\": 16000,\n"
         "    \"calibrate\": false,\n"
         "    \"fallback\": \"none\",\n"
-        "    \"instructionsForSummarizerChars\": 8000\n"
+        "    \"instructionsForSummarizerChars\": 8000,\n"
+        "    \"maxSummarizerInputTokens\": null,\n"
+        "    \"clearToolResults\": {\n"
+        "      \"enabled\": false,\n"
+        "      \"keepRecent\": 3,\n"
+        "      \"excludeTools\": [],\n"
+        "      \"minFreeChars\": 20000\n"
+        "    }\n"
         "  },\n"
         "  \"limits\": {\n"
         "    \"maxContextChars\": 800000\n"
@@ -387,7 +396,13 @@ TEST_CASE("R1 ToJson writes every key, and FromJson reads it back") {
   c.plugin_hooks.timeout_ms = 77;
   c.provider.context_window = 2000001;
   c.cache.max_bytes = 0;
+  c.compaction.clear_tool_results = {true, 0, {"memory", "todo"}, 0};
   const Config back = Accepted(c.ToJson());
+  CHECK(back.compaction.clear_tool_results.enabled);
+  CHECK(back.compaction.clear_tool_results.keep_recent == 0);
+  CHECK(back.compaction.clear_tool_results.exclude_tools ==
+        std::vector<std::string>{"memory", "todo"});
+  CHECK(back.compaction.clear_tool_results.min_free_chars == 0);
   CHECK(back.compaction.auto_compact == c.compaction.auto_compact);
   CHECK(back.compaction.threshold == c.compaction.threshold);
   CHECK(back.compaction.keep_turns == c.compaction.keep_turns);
@@ -402,4 +417,49 @@ TEST_CASE("R1 ToJson writes every key, and FromJson reads it back") {
   CHECK(back.cache.max_bytes == c.cache.max_bytes);
   CHECK(back.ToJson() == c.ToJson());
   CHECK(Accepted(defaults).ToJson() == defaults);
+}
+
+TEST_CASE("R14.3 compaction.clearToolResults: true, false, or an object of its own keys") {
+  CHECK_FALSE(Accepted("{}").compaction.clear_tool_results.enabled);
+  const Config on = Accepted(R"({"compaction": {"clearToolResults": true}})");
+  CHECK(on.compaction.clear_tool_results.enabled);
+  CHECK(on.compaction.clear_tool_results.keep_recent == 3);
+  CHECK(on.compaction.clear_tool_results.min_free_chars == 20000);
+  CHECK_FALSE(Accepted(R"({"compaction": {"clearToolResults": false}})")
+                  .compaction.clear_tool_results.enabled);
+  const Config object = Accepted(
+      R"({"compaction": {"clearToolResults": {"keepRecent": 5, "excludeTools": ["memory"],)"
+      R"( "minFreeChars": 1000}}})");
+  CHECK(object.compaction.clear_tool_results.enabled);  // an object turns it on
+  CHECK(object.compaction.clear_tool_results.keep_recent == 5);
+  CHECK(object.compaction.clear_tool_results.exclude_tools == std::vector<std::string>{"memory"});
+  CHECK(object.compaction.clear_tool_results.min_free_chars == 1000);
+  CHECK_FALSE(Accepted(R"({"compaction": {"clearToolResults": {"enabled": false}}})")
+                  .compaction.clear_tool_results.enabled);
+
+  CHECK(Rejected(R"({"compaction": {"clearToolResults": "yes"}})") ==
+        "compaction.clearToolResults is \"yes\"; it must be true, false or an object with some "
+        "of the keys enabled, keepRecent, excludeTools, minFreeChars (e.g. {\"keepRecent\": 3, "
+        "\"excludeTools\": [\"read_file\"], \"minFreeChars\": 20000}).");
+  CHECK(Rejected(R"({"compaction": {"clearToolResults": {"keepRecent": -1}}})") ==
+        "compaction.clearToolResults.keepRecent is -1; it must be an integer from 0 to 100000.");
+  CHECK(Rejected(R"({"compaction": {"clearToolResults": {"keepRecent": 2.5}}})") ==
+        "compaction.clearToolResults.keepRecent is 2.5; it must be an integer from 0 to 100000.");
+  CHECK(Rejected(R"({"compaction": {"clearToolResults": {"minFreeChars": -5}}})") ==
+        "compaction.clearToolResults.minFreeChars is -5; it must be an integer of at least 0.");
+  CHECK(Rejected(R"({"compaction": {"clearToolResults": {"excludeTools": "memory"}}})") ==
+        "compaction.clearToolResults.excludeTools is \"memory\"; it must be an array of tool "
+        "names (strings).");
+  CHECK(Rejected(R"({"compaction": {"clearToolResults": {"excludeTools": ["a", ""]}}})") ==
+        "compaction.clearToolResults.excludeTools[1] is \"\"; it must be a tool name: a "
+        "non-empty string.");
+  CHECK(Rejected(R"({"compaction": {"clearToolResults": {"keep_recent": 2}}})") ==
+        "unknown key \"compaction.clearToolResults.keep_recent\"; known keys in "
+        "\"compaction.clearToolResults\" are: enabled, keepRecent, excludeTools, minFreeChars. "
+        "Did you mean \"compaction.clearToolResults.keepRecent\"?");
+
+  Config bad;
+  bad.compaction.clear_tool_results.keep_recent = -2;
+  CHECK(bad.Validate().message() ==
+        "compaction.clearToolResults.keepRecent is -2; it must be an integer from 0 to 100000.");
 }

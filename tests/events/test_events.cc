@@ -112,7 +112,8 @@ std::string ReadAll(const std::string& path) {
 }  // namespace
 
 TEST_CASE(
-    "R10 R12.2 R14.1 the event types come from one table: EventTypeName of each is its documented type") {
+    "R10 R12.2 R14.1 the event types come from one table: EventTypeName of each is its documented "
+    "type") {
   using recap::EventType;
   using recap::EventTypeName;
   const std::vector<std::pair<EventType, std::string>> expected = {
@@ -125,6 +126,7 @@ TEST_CASE(
       {EventType::kPluginHookFailed, "plugin_hook_failed"},
       {EventType::kWindowUnknown, "window_unknown"},
       {EventType::kProviderCheckpoint, "provider_checkpoint"},
+      {EventType::kToolResultsCleared, "tool_results_cleared"},
   };
   std::set<std::string> names;
   for (const auto& [type, name] : expected) {

@@ -98,16 +98,28 @@ Result<Prepared> Compactor::Prepare(const std::string& session, const RequestSiz
       c.overflow_pending = false;
     } else {
       c.overflow_pending = false;
-      Attempt& last = attempts.emplace_back(impl_->RunCompaction(
-          session, c, sizes, plan, *plan.reason, CutMode::kNormal, {}, cancel));
-      if (last.kind == AttemptKind::kCommitted) {
-        out.compactions.push_back(*plan.reason);
-        // R2.5: two auto compactions in a row that each free < 10% pause auto compaction.
-        const bool weak = last.after_full * 10 > last.before_full * 9;  // freed < 10%
-        c.weak_streak = weak ? c.weak_streak + 1 : 0;
-        if (c.weak_streak >= 2 && !c.paused) {
-          c.paused = true;
-          c.chars_at_pause = c.transcript.chars();
+      // R14.3: the cheap tier first; when it brings the request under the trigger, no
+      // summarizer is called. Not for an overflow, which the model has already refused.
+      bool still_over = true;
+      if (cfg.compaction.clear_tool_results.enabled && plan.reason == CompactionReason::kAuto) {
+        out.cleared_tool_result_messages = impl_->ClearToolResults(session, c);
+        if (out.cleared_tool_result_messages > 0) {
+          impl_->Evaluate(sizes, c, plan);
+          still_over = plan.trigger && plan.reason.has_value();
+        }
+      }
+      if (still_over) {
+        Attempt& last = attempts.emplace_back(impl_->RunCompaction(
+            session, c, sizes, plan, *plan.reason, CutMode::kNormal, {}, cancel));
+        if (last.kind == AttemptKind::kCommitted) {
+          out.compactions.push_back(*plan.reason);
+          // R2.5: two auto compactions in a row that each free < 10% pause auto compaction.
+          const bool weak = last.after_full * 10 > last.before_full * 9;  // freed < 10%
+          c.weak_streak = weak ? c.weak_streak + 1 : 0;
+          if (c.weak_streak >= 2 && !c.paused) {
+            c.paused = true;
+            c.chars_at_pause = c.transcript.chars();
+          }
         }
       }
     }
@@ -189,6 +201,26 @@ Result<Plan> Compactor::PlanFor(const std::string& session, const RequestSizes& 
   options.keep_turns = impl_->config.compaction.keep_turns;
   options.kept_chars_limit = impl_->KeptLimit(plan);
   plan.cut = FindCut(c.transcript, options);
+  // R14.3: what clearing would do, and whether that alone would bring the request under the
+  // trigger (judged on the cleared transcript, which is then put back).
+  if (impl_->config.compaction.clear_tool_results.enabled) {
+    Impl::Clearing clearing = impl_->PlanClearing(c.transcript);
+    plan.clearable_results = clearing.results;
+    plan.clearable_messages = clearing.replacements.size();
+    plan.clearable_chars = clearing.freed_chars;
+    plan.would_clear =
+        plan.trigger && plan.reason == CompactionReason::kAuto && !plan.paused &&
+        !plan.irreducible && plan.auto_enabled && !clearing.replacements.empty() &&
+        clearing.freed_chars >= impl_->config.compaction.clear_tool_results.min_free_chars;
+    if (plan.would_clear) {
+      const Transcript before = c.transcript;
+      c.transcript.Set(std::move(clearing.replacements));
+      Plan cleared;
+      impl_->Evaluate(sizes, c, cleared);
+      plan.clearing_suffices = !cleared.trigger;
+      c.transcript = before;
+    }
+  }
   if (plan.cut.ok()) {
     // The checkpoint's size is not known before the model writes it; estimate it as a
     // twentieth of what it replaces, within the summarizer's output budget.

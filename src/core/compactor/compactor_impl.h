@@ -463,6 +463,21 @@ struct RECAP_COMPACTOR_IMPL_HIDDEN Compactor::Impl {
   // again at the next call).
   std::size_t AdoptProviderCheckpoint(const std::string& session, SessionCache& c);
 
+  // R14.3: what clearing old tool results would do to `t` now: the messages it would
+  // replace (each a copy whose results hold kClearedToolResultMarker), the results cleared and
+  // the characters freed.
+  struct Clearing {
+    std::vector<std::pair<std::size_t, Message>> replacements;
+    std::size_t results = 0;
+    std::size_t freed_chars = 0;
+  };
+  Clearing PlanClearing(const Transcript& t) const;
+
+  // R14.3: clears as PlanClearing says when it frees at least minFreeChars, commits it as a
+  // reduction (the originals stay in the history) and emits tool_results_cleared. Returns the
+  // messages changed (0 when it did not run or the store refused: then nothing changed).
+  std::size_t ClearToolResults(const std::string& session, SessionCache& c);
+
   // The transcript `t` would be after AdoptProviderCheckpoint retired what precedes `at`
   // (nothing written): for PlanFor.
   static Transcript AfterProviderCheckpoint(const Transcript& t, std::size_t at);

@@ -268,6 +268,90 @@ Key OneOf(std::string_view section, std::string_view name, std::vector<Choice<En
   return key;
 }
 
+// compaction.clearToolResults (R14.3): true / false, or an object of its own keys.
+Key ClearToolResults() {
+  Key key{"compaction", "clearToolResults", {}, {}, {}};
+  const std::string path = key.Path();
+  constexpr std::int64_t kMaxKeep = 100000;
+  const std::string keys = "enabled, keepRecent, excludeTools, minFreeChars";
+  const std::string form =
+      "true, false or an object with some of the keys " + keys +
+      " (e.g. {\"keepRecent\": 3, \"excludeTools\": [\"read_file\"], \"minFreeChars\": 20000})";
+  key.read = [=](const Json& value, Config& config) -> Status {
+    ClearToolResultsConfig& c = config.compaction.clear_tool_results;
+    if (value.is_boolean()) {
+      c.enabled = value.get<bool>();
+      return Status::OK();
+    }
+    if (!value.is_object()) return Problem(path, Shown(value), form);
+    ClearToolResultsConfig out;
+    out.enabled = true;  // an object turns it on unless it says "enabled": false
+    for (const auto& [name, v] : value.items()) {
+      const std::string at = path + "." + name;
+      if (name == "enabled") {
+        if (!v.is_boolean()) return Problem(at, Shown(v), "true or false");
+        out.enabled = v.get<bool>();
+      } else if (name == "keepRecent") {
+        const std::optional<double> d = WholeNumber(v);
+        if (!d || *d < 0 || *d > static_cast<double>(kMaxKeep)) {
+          return Problem(at, Shown(v), IntegerRange(0, kMaxKeep, true));
+        }
+        out.keep_recent = static_cast<int>(*d);
+      } else if (name == "minFreeChars") {
+        const std::optional<double> d = WholeNumber(v);
+        if (!d || *d < 0 || *d > static_cast<double>(kMaxJsonInteger)) {
+          return Problem(at, Shown(v), IntegerRange(0, kMaxJsonInteger, d && *d > 0));
+        }
+        out.min_free_chars = static_cast<std::size_t>(*d);
+      } else if (name == "excludeTools") {
+        if (!v.is_array()) return Problem(at, Shown(v), "an array of tool names (strings)");
+        for (std::size_t i = 0; i < v.size(); ++i) {
+          if (!v[i].is_string() || v[i].get_ref<const std::string&>().empty()) {
+            return Problem(at + "[" + std::to_string(i) + "]", Shown(v[i]),
+                           "a tool name: a non-empty string");
+          }
+          out.exclude_tools.push_back(v[i].get<std::string>());
+        }
+      } else {
+        std::string msg = "unknown key " + jsonutil::Quote(at) + "; known keys in \"" + path +
+                          "\" are: " + keys + ".";
+        for (std::string_view known : {"enabled", "keepRecent", "excludeTools", "minFreeChars"}) {
+          if (Folded(name) == Folded(known)) {
+            msg += " Did you mean \"" + path + "." + std::string(known) + "\"?";
+          }
+        }
+        return Status::InvalidArgument(msg);
+      }
+    }
+    c = std::move(out);
+    return Status::OK();
+  };
+  key.check = [=](const Config& config) {
+    const ClearToolResultsConfig& c = config.compaction.clear_tool_results;
+    if (c.keep_recent < 0 || c.keep_recent > kMaxKeep) {
+      return Problem(path + ".keepRecent", std::to_string(c.keep_recent),
+                     IntegerRange(0, kMaxKeep, true));
+    }
+    for (std::size_t i = 0; i < c.exclude_tools.size(); ++i) {
+      if (c.exclude_tools[i].empty()) {
+        return Problem(path + ".excludeTools[" + std::to_string(i) + "]", "\"\"",
+                       "a tool name: a non-empty string");
+      }
+    }
+    return Status::OK();
+  };
+  key.write = [](const Config& config) {
+    const ClearToolResultsConfig& c = config.compaction.clear_tool_results;
+    Json j = Json::object();
+    j["enabled"] = c.enabled;
+    j["keepRecent"] = c.keep_recent;
+    j["excludeTools"] = c.exclude_tools;
+    j["minFreeChars"] = c.min_free_chars;
+    return j;
+  };
+  return key;
+}
+
 // Every key, in the order ToJson writes them and error messages list them. Sections appear in
 // the order of their first key.
 const std::vector<Key>& Keys() {
@@ -285,6 +369,9 @@ const std::vector<Key>& Keys() {
                       Slot{&Config::compaction, &CompactionConfig::fallback}),
       Integer("compaction", "instructionsForSummarizerChars", 0, kMaxJsonInteger,
               Slot{&Config::compaction, &CompactionConfig::instructions_for_summarizer_chars}),
+      Integer("compaction", "maxSummarizerInputTokens", 1000, kMaxJsonInteger,
+              Slot{&Config::compaction, &CompactionConfig::max_summarizer_input_tokens}),
+      ClearToolResults(),
       Integer("limits", "maxContextChars", 4000, kMaxJsonInteger,
               Slot{&Config::limits, &LimitsConfig::max_context_chars}),
       Integer("pluginHooks", "timeoutMs", 1, kMaxJsonInteger,

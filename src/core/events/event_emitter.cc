@@ -173,6 +173,14 @@ Json ProviderCheckpointFields(std::string_view writer, std::size_t messages,
   return j;
 }
 
+Json ToolResultsClearedFields(std::size_t messages, std::size_t results, std::size_t freed_chars) {
+  Json j = Json::object();
+  j["messages"] = messages;
+  j["results"] = results;
+  j["freed_chars"] = freed_chars;
+  return j;
+}
+
 Json ContextReducedFields(std::size_t messages, std::size_t before_chars, std::size_t after_chars) {
   Json j = Json::object();
   j["messages"] = messages;

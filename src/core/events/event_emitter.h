@@ -119,6 +119,12 @@ jsonutil::Json ContextReducedFields(std::size_t messages, std::size_t before_cha
 jsonutil::Json ProviderCheckpointFields(std::string_view writer, std::size_t messages,
                                         std::size_t before_chars, std::size_t after_chars);
 
+// tool_results_cleared (R14.3): `results` old tool results in `messages` messages were replaced
+// by the marker, freeing `freed_chars` characters.
+// -> {"messages", "results", "freed_chars"}
+jsonutil::Json ToolResultsClearedFields(std::size_t messages, std::size_t results,
+                                        std::size_t freed_chars);
+
 // compaction_failed: `reason` as for compaction_started; `error` is the Status message.
 // -> {"reason", "error"}
 jsonutil::Json CompactionFailedFields(std::string_view reason, std::string_view error);

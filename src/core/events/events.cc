@@ -30,6 +30,7 @@ const char* EventTypeName(EventType type) noexcept {
     case EventType::kPluginHookFailed: return "plugin_hook_failed";
     case EventType::kWindowUnknown: return "window_unknown";
     case EventType::kProviderCheckpoint: return "provider_checkpoint";
+    case EventType::kToolResultsCleared: return "tool_results_cleared";
   }
   return "unknown";
 }
