@@ -4,8 +4,6 @@
 #include <unordered_set>
 #include <vector>
 
-#include "json/json_util.h"
-
 namespace recap {
 inline namespace v0 {
 
@@ -140,25 +138,6 @@ std::string JoinedText(const Message& m) {
     }
   }
   return out;
-}
-
-std::optional<ProviderCheckpoint> FindProviderCheckpoint(const Message& m) {
-  std::optional<ProviderCheckpoint> found;
-  for (const auto& p : m.parts) {
-    const auto* o = std::get_if<Opaque>(&p);
-    if (o == nullptr || o->kind != "compaction") continue;
-    jsonutil::Json j;
-    if (!jsonutil::Parse(o->payload, "a compaction payload", &j).ok() || !j.is_object()) continue;
-    auto content = j.find("content");
-    if (content != j.end()) {
-      // Anthropic's block: its summary as text; null content is a compaction that failed.
-      if (!content->is_string()) continue;
-      found = ProviderCheckpoint{"anthropic", content->get<std::string>()};
-    } else if (j.contains("encrypted_content")) {
-      found = ProviderCheckpoint{"openai", {}};
-    }
-  }
-  return found;
 }
 
 }  // namespace v0
