@@ -851,3 +851,40 @@ TEST_CASE("R10 R7 compaction reasons and skip reasons are enums with the names t
   CHECK(std::string(recap::SkipReasonName(SkipReason::kSummarizerUnavailable)) ==
         "summarizer_unavailable");
 }
+
+TEST_CASE("issue 19 compaction.maxSummarizerInputTokens caps what one compaction sends",
+          "[compactor][R4.7]") {
+  auto sent_by = [](const Config& config) {
+    auto provider = std::make_shared<ScriptedProvider>();
+    auto store = recap::testing::NewTestSessionStore();
+    auto compactor = Compactor::Create(config, provider, store);
+    REQUIRE(compactor.ok());
+    std::vector<Message> turns;
+    for (int i = 0; i < 150; ++i) {
+      turns.push_back(Message::UserText("question " + std::to_string(i) + std::string(1500, 'q')));
+      turns.push_back(Message::AssistantText("answer " + std::string(1500, 'a')));
+    }
+    REQUIRE(store->AppendMessages("s", std::move(turns)).ok());
+    auto prepared = (*compactor)->Prepare("s", {});
+    REQUIRE(prepared.ok());
+    REQUIRE(prepared->compactions.size() == 1);
+    std::size_t sent = 0;
+    for (const auto& r : provider->Requests()) {
+      sent += CountCodePoints(r.request.system_prompt);
+      for (const Message& m : r.request.messages) sent += CountCodePoints(JoinedText(m));
+    }
+    return std::make_pair(sent, provider->calls());
+  };
+  Config config;
+  config.provider.context_window = 100000;  // 450,000 characters trigger at 340,000
+  config.compaction.keep_turns = 1;
+  const auto unlimited = sent_by(config);
+  CHECK(unlimited.first > 400000);
+  config.compaction.max_summarizer_input_tokens = 20000;
+  const auto capped = sent_by(config);
+  INFO("unlimited: " << unlimited.first << " chars in " << unlimited.second
+                     << " calls; capped: " << capped.first << " in " << capped.second);
+  CHECK(capped.first <= 80000);
+  CHECK(capped.first > 60000);
+  CHECK(capped.second <= unlimited.second);
+}

@@ -463,3 +463,14 @@ TEST_CASE("R14.3 compaction.clearToolResults: true, false, or an object of its o
   CHECK(bad.Validate().message() ==
         "compaction.clearToolResults.keepRecent is -2; it must be an integer from 0 to 100000.");
 }
+
+TEST_CASE("issue 19 compaction.maxSummarizerInputTokens: null (no limit) or at least 1000") {
+  CHECK_FALSE(Accepted("{}").compaction.max_summarizer_input_tokens.has_value());
+  CHECK(Accepted(R"({"compaction": {"maxSummarizerInputTokens": 50000}})")
+            .compaction.max_summarizer_input_tokens == std::optional<std::size_t>(50000));
+  CHECK_FALSE(Accepted(R"({"compaction": {"maxSummarizerInputTokens": null}})")
+                  .compaction.max_summarizer_input_tokens.has_value());
+  CHECK(Rejected(R"({"compaction": {"maxSummarizerInputTokens": 999}})") ==
+        "compaction.maxSummarizerInputTokens is 999; it must be null or an integer of at least "
+        "1000.");
+}

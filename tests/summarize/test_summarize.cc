@@ -682,3 +682,82 @@ TEST_CASE(
   CHECK(requests[2].prior->goal == "Ship the fix");
   CHECK(requests[2].prior->next_steps == requests[1].prior->next_steps);
 }
+
+// --- The summarizer input budget (compaction.maxSummarizerInputTokens, issue 19) -------------
+
+namespace {
+
+// 200 messages of 2,000 characters, each starting with its own tag.
+Transcript LongSpan() {
+  Transcript span;
+  for (int i = 0; i < 200; ++i) {
+    const std::string tag = "MSG-" + std::to_string(i) + "-";
+    span.Append(WithId(i % 2 == 0 ? Message::UserText(tag + std::string(2000, 'u'))
+                                  : Message::AssistantText(tag + std::string(2000, 'a')),
+                       "m" + std::to_string(i)));
+  }
+  return span;
+}
+
+std::size_t Sent(const ScriptedProvider& p) {
+  std::size_t n = 0;
+  for (const auto& s : p.seen) n += CountCodePoints(s.system_prompt) + CountCodePoints(s.text());
+  return n;
+}
+
+std::string AllText(const ScriptedProvider& p) {
+  std::string all;
+  for (const auto& s : p.seen) all += s.text();
+  return all;
+}
+
+}  // namespace
+
+TEST_CASE("issue 19 the summarizer input budget caps what one summary sends, newest in full",
+          "[R4.7]") {
+  const std::string reply = R"({"goal":"g","accomplished":["a"]})";
+  for (const std::size_t request_limit : {std::size_t{0}, std::size_t{60000}}) {
+    DYNAMIC_SECTION("max_request_chars " << request_limit) {
+      // Without a budget: everything, about 400,000 characters.
+      ScriptedProvider all = ScriptedProvider::Replying(reply);
+      SummarizeInput in = Input(LongSpan());
+      in.max_request_chars = request_limit;
+      REQUIRE(Run(all, in).ok());
+      CHECK(Sent(all) > 400000);
+
+      in.max_input_chars = 80000;
+      ScriptedProvider capped = ScriptedProvider::Replying(reply);
+      auto out = Run(capped, in);
+      REQUIRE(out.ok());
+      INFO("calls " << capped.seen.size() << ", sent " << Sent(capped));
+      CHECK(Sent(capped) <= in.max_input_chars);
+      // The budget is used, not wasted (one request, or as much as one request holds when a
+      // second one's repeated prompt and prior would not fit).
+      const std::size_t usable =
+          request_limit == 0 ? in.max_input_chars : std::min(in.max_input_chars, request_limit);
+      CHECK(Sent(capped) > usable * 8 / 10);
+      const std::string text = AllText(capped);
+      // Every message leaves a trace: its label and its tag.
+      for (int i = 0; i < 200; ++i) CHECK(Count(text, "MSG-" + std::to_string(i) + "-") == 1);
+      // The newest message is sent whole; the oldest is shortened.
+      CHECK(text.find("MSG-199-" + std::string(2000, 'a')) != std::string::npos);
+      CHECK(text.find("MSG-0-" + std::string(2000, 'u')) == std::string::npos);
+      if (request_limit > 0) {
+        CHECK(capped.seen.size() < all.seen.size());
+        for (const auto& s : capped.seen) {
+          CHECK(CountCodePoints(s.system_prompt) + CountCodePoints(s.text()) <= request_limit);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("issue 19 a budget below the traces: every message still leaves one", "[R4.7]") {
+  ScriptedProvider p = ScriptedProvider::Replying(R"({"goal":"g"})");
+  SummarizeInput in = Input(LongSpan());
+  in.max_input_chars = 4000;  // less than the system prompt and 200 traces
+  REQUIRE(Run(p, in).ok());
+  const std::string text = AllText(p);
+  for (int i = 0; i < 200; ++i) CHECK(Count(text, "MSG-" + std::to_string(i) + "-") == 1);
+  CHECK(Sent(p) < 200 * 260 + CountCodePoints(p.seen[0].system_prompt) + 1000);
+}

@@ -157,6 +157,12 @@ Attempt Compactor::Impl::RunCompaction(const std::string& session, SessionCache&
   in.max_output_tokens =
       IsOffline(writer) ? OfflineOutputTokens(plan) : config.compaction.max_output_tokens;
   in.max_request_chars = IsOffline(writer) ? 0 : RequestBudget(plan);
+  // The summarizer input budget, in characters (an estimated token is four); the offline
+  // summarizer reads the structured span and is sent nothing.
+  const auto& input_tokens = config.compaction.max_summarizer_input_tokens;
+  if (input_tokens && !IsOffline(writer)) {
+    in.max_input_chars = *input_tokens > SIZE_MAX / 4 ? SIZE_MAX : *input_tokens * 4;
+  }
 
   in.known_prior_message = c.checkpoint_message;
   in.known_prior = c.checkpoint;

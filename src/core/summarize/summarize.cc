@@ -31,6 +31,9 @@ constexpr std::size_t kMinToolOutputCap = 500;
 // However small the budget, a chunk carries at least this much conversation, so that a budget
 // smaller than the system prompt still makes progress instead of failing (R4.7).
 constexpr std::size_t kMinChunkChars = 2000;
+// Under a summarizer input budget, an older message is never clipped below this: its label
+// and its first words stay, so nothing leaves without a trace (R4.7).
+constexpr std::size_t kMinTraceChars = 160;
 // The least room a chunk keeps for the previous result it folds into.
 constexpr std::size_t kMinPriorChars = 4000;
 // Room for the headings the user text adds around the prior state and the conversation.
@@ -120,11 +123,24 @@ class SpanRenderer {
 
   // Code points of each message's rendering; 0 for a message that renders to nothing.
   std::vector<std::size_t> Sizes(std::size_t cap) const {
-    std::vector<std::size_t> sizes;
-    sizes.reserve(body_.size());
-    for (const Message& m : body_) sizes.push_back(CountCodePoints(RenderMessage(m, names_, cap)));
+    // Rendered once per tool-output cap: the input budget asks again and again.
+    auto it = rendered_.find(cap);
+    if (it == rendered_.end()) {
+      std::vector<std::size_t> raw;
+      raw.reserve(body_.size());
+      for (const Message& m : body_) raw.push_back(CountCodePoints(RenderMessage(m, names_, cap)));
+      it = rendered_.emplace(cap, std::move(raw)).first;
+    }
+    std::vector<std::size_t> sizes = it->second;
+    for (std::size_t i = 0; i < sizes.size() && i < piece_caps_.size(); ++i) {
+      if (piece_caps_[i] > 0) sizes[i] = std::min(sizes[i], piece_caps_[i]);
+    }
     return sizes;
   }
+
+  // Each message's rendering clipped to caps[i] code points (0: not clipped), from now on: the
+  // summarizer input budget's shortening of older messages.
+  void SetPieceCaps(std::vector<std::size_t> caps) { piece_caps_ = std::move(caps); }
 
   // Messages [begin, end) joined; any single message over `max_piece` code points is clipped
   // to it (0: none is).
@@ -134,7 +150,11 @@ class SpanRenderer {
     for (std::size_t i = begin; i < end; ++i) {
       std::string piece = RenderMessage(body_[i], names_, cap);
       if (piece.empty()) continue;
-      if (max_piece > 0 && CountCodePoints(piece) > max_piece) piece = ClipText(piece, max_piece);
+      std::size_t limit = max_piece;
+      if (i < piece_caps_.size() && piece_caps_[i] > 0) {
+        limit = limit == 0 ? piece_caps_[i] : std::min(limit, piece_caps_[i]);
+      }
+      if (limit > 0 && CountCodePoints(piece) > limit) piece = ClipText(piece, limit);
       if (!out.empty()) out.append(kMessageSeparator);
       out += piece;
     }
@@ -144,7 +164,48 @@ class SpanRenderer {
  private:
   const Transcript& body_;
   std::map<std::string, std::string> names_;
+  std::vector<std::size_t> piece_caps_;
+  mutable std::map<std::size_t, std::vector<std::size_t>> rendered_;
 };
+
+// The summarizer input budget: per-message caps (0: none) under which the rendered messages
+// `sizes` fit `room` code points: the newest messages in full up to half of it, the older ones
+// clipped to one shared size, never below kMinTraceChars (so each keeps its label and its
+// beginning). Empty when everything fits.
+std::vector<std::size_t> InputCaps(const std::vector<std::size_t>& sizes, std::size_t room) {
+  std::size_t total = 0;
+  for (std::size_t s : sizes) total += s;
+  if (total <= room) return {};
+  std::vector<std::size_t> caps(sizes.size(), 0);
+  std::size_t split = sizes.size();
+  std::size_t newest = 0;
+  while (split > 0 && newest + sizes[split - 1] <= room / 2) newest += sizes[--split];
+  const std::size_t older_room = room - newest;
+  auto older_total = [&](std::size_t cap) {
+    std::size_t n = 0;
+    for (std::size_t i = 0; i < split; ++i) n += std::min(sizes[i], cap);
+    return n;
+  };
+  std::size_t lo = kMinTraceChars;
+  std::size_t hi = 0;
+  for (std::size_t i = 0; i < split; ++i) hi = std::max(hi, sizes[i]);
+  if (older_total(lo) > older_room || hi <= lo) {
+    hi = lo;
+  } else {
+    while (lo < hi) {  // the largest cap whose total fits
+      const std::size_t mid = lo + (hi - lo + 1) / 2;
+      if (older_total(mid) <= older_room) {
+        lo = mid;
+      } else {
+        hi = mid - 1;
+      }
+    }
+  }
+  for (std::size_t i = 0; i < split; ++i) {
+    if (sizes[i] > lo) caps[i] = lo;
+  }
+  return caps;
+}
 
 std::size_t TotalChars(const std::vector<std::size_t>& sizes) {
   std::size_t n = 0;
@@ -557,30 +618,6 @@ Result<SummarizeOutput> Summarize(Provider& provider, const SummarizeInput& in,
   auto fits = [&](const std::vector<std::size_t>& sizes) {
     return limit == 0 || fixed + TotalChars(sizes) <= limit;
   };
-
-  // One request, with tool outputs shortened as far as needed (R4.7, first remedy).
-  const SpanRenderer renderer(body);
-  std::size_t cap = 0;  // 0: nothing shortened
-  std::vector<std::size_t> sizes = renderer.Sizes(cap);
-  bool single = fits(sizes);
-  const std::size_t largest = single ? 0 : LargestToolOutput(body);
-  if (largest > kMinToolOutputCap) {
-    for (cap = std::max(largest / 2, kMinToolOutputCap);;
-         cap = std::max(cap / 2, kMinToolOutputCap)) {
-      sizes = renderer.Sizes(cap);
-      if ((single = fits(sizes)) || cap == kMinToolOutputCap) break;
-    }
-  }
-  if (single) {
-    Call call{UserText(first_prior_block, renderer.Join(0, body.size(), cap), 1, 1), &body, prior};
-    ParsedCheckpoint parsed;
-    Status s =
-        CallOnce(provider, in, system_prompt, schema, std::move(call), cancel, &out, &parsed);
-    RECAP_RETURN_IF_ERROR(s);
-    out.parsed = std::move(parsed);
-    return out;
-  }
-
   // Chunks at message boundaries (R4.7, second remedy). Each later chunk carries the previous
   // result as its prior, whose size is only known then: room for a reply of max_output_tokens
   // is reserved up front so that the number of chunks is fixed and progress can say "k of n".
@@ -592,27 +629,85 @@ Result<SummarizeOutput> Summarize(Provider& provider, const SummarizeInput& in,
   const std::size_t reserve = std::max(CountCodePoints(first_prior_block),
                                        std::min(in.max_output_tokens, prior_room) * kCharsPerToken);
   const std::size_t allowance = std::max(budget > reserve ? budget - reserve : 0, kMinChunkChars);
-
+  // A single message bigger than a whole chunk is read clipped to it.
+  const std::size_t max_piece = allowance - kMessageSeparator.size();
   struct Chunk {
     std::size_t begin;
     std::size_t end;
   };
-  // A single message bigger than a whole chunk is read clipped to it.
-  const std::size_t max_piece = allowance - kMessageSeparator.size();
+
+  SpanRenderer renderer(body);
+  std::size_t cap = 0;  // 0: no tool output shortened
+  std::vector<std::size_t> sizes;
+  bool single = false;
   std::vector<Chunk> chunks;
-  std::size_t used = 0;
-  for (std::size_t i = 0; i < sizes.size(); ++i) {
-    if (sizes[i] == 0) continue;  // nothing the summarizer could read
-    const std::size_t n = std::min(sizes[i], max_piece) + kMessageSeparator.size();
-    if (chunks.empty() || used + n > allowance) {
-      chunks.push_back({i, i + 1});
-      used = n;
-    } else {
-      chunks.back().end = i + 1;
-      used += n;
+  // One request, with tool outputs shortened as far as needed (R4.7, first remedy), else the
+  // chunks.
+  auto plan = [&] {
+    cap = 0;
+    sizes = renderer.Sizes(cap);
+    single = fits(sizes);
+    const std::size_t largest = single ? 0 : LargestToolOutput(body);
+    if (largest > kMinToolOutputCap) {
+      for (cap = std::max(largest / 2, kMinToolOutputCap);;
+           cap = std::max(cap / 2, kMinToolOutputCap)) {
+        sizes = renderer.Sizes(cap);
+        if ((single = fits(sizes)) || cap == kMinToolOutputCap) break;
+      }
     }
+    chunks.clear();
+    if (single) return fixed + TotalChars(sizes);
+    std::size_t used = 0;
+    std::size_t conversation = 0;
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+      if (sizes[i] == 0) continue;  // nothing the summarizer could read
+      const std::size_t n = std::min(sizes[i], max_piece) + kMessageSeparator.size();
+      conversation += n;
+      if (chunks.empty() || used + n > allowance) {
+        chunks.push_back({i, i + 1});
+        used = n;
+      } else {
+        chunks.back().end = i + 1;
+        used += n;
+      }
+    }
+    if (chunks.empty()) chunks.push_back({0, sizes.size()});
+    // What all the requests send: each repeats the system prompt, later ones carry the
+    // previous result (at most the reservation).
+    return fixed + conversation + (chunks.size() - 1) * (prompt_chars + reserve);
+  };
+  std::size_t sent = plan();
+  // The summarizer input budget (compaction.maxSummarizerInputTokens): older messages are
+  // shortened until everything the requests send fits, the newest kept in full. The room the
+  // conversation gets is the largest that fits (a binary search: the chunks' repeated prompts
+  // make what is sent a step function of it); when even the traces do not fit, the traces.
+  if (in.max_input_chars > 0 && sent > in.max_input_chars) {
+    const std::vector<std::size_t> full = renderer.Sizes(0);
+    auto sent_with = [&](std::size_t room) {
+      renderer.SetPieceCaps(InputCaps(full, room));
+      return plan();
+    };
+    std::size_t lo = 0;
+    std::size_t hi = in.max_input_chars > fixed ? in.max_input_chars - fixed : 0;
+    while (lo < hi) {
+      const std::size_t mid = lo + (hi - lo + 1) / 2;
+      if (sent_with(mid) <= in.max_input_chars) {
+        lo = mid;
+      } else {
+        hi = mid - 1;
+      }
+    }
+    sent = sent_with(lo);
   }
-  if (chunks.empty()) chunks.push_back({0, sizes.size()});
+  if (single) {
+    Call call{UserText(first_prior_block, renderer.Join(0, body.size(), cap), 1, 1), &body, prior};
+    ParsedCheckpoint parsed;
+    Status s =
+        CallOnce(provider, in, system_prompt, schema, std::move(call), cancel, &out, &parsed);
+    RECAP_RETURN_IF_ERROR(s);
+    out.parsed = std::move(parsed);
+    return out;
+  }
   const int total = static_cast<int>(chunks.size());
 
   std::optional<ParsedCheckpoint> folded;

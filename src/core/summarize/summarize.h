@@ -45,6 +45,11 @@ struct SummarizeInput {
   std::size_t max_output_tokens = 16000;  // R5.1
   // Budget in characters for one request's system prompt plus user text (R4.7); 0: unlimited.
   std::size_t max_request_chars = 0;
+  // Budget in characters for everything one summary sends, over all its requests (system
+  // prompts, prior state, conversation; compaction.maxSummarizerInputTokens x 4); 0: none.
+  // Over it, the newest messages are sent in full up to half of it and older ones are clipped
+  // to a shared size, each keeping its label and its beginning (never dropped without a trace).
+  std::size_t max_input_chars = 0;
   // A checkpoint message whose struct is known (the one the Compactor last committed): when
   // the span's prior is that very message, `known_prior` is the prior, and its Markdown is
   // not parsed back.
