@@ -12,6 +12,9 @@
 #                               PASS/FAIL; then the chaos soak (recap_bench_soak, issue 17: 50
 #                               sessions x 1,000 turns on two hosts with faults on a schedule).
 #                               A few minutes on 2 cores.
+#                               Then recap_bench_tiers (issue 19): summarizer calls and input
+#                               characters per 1,000 turns with and without
+#                               compaction.clearToolResults and maxSummarizerInputTokens.
 #   scripts/bench.sh --smoke    the same at tiny sizes (checks that everything runs; budgets
 #                               are not enforced)
 #   scripts/bench.sh --json FILE  also write every budget to FILE as JSON:
@@ -47,7 +50,7 @@ while [[ $# -gt 0 ]]; do
       json=$2; shift 2 ;;
     --json=*) json=${1#--json=}; shift ;;
     --) shift; extra+=("$@"); break ;;
-    -h|--help) sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "scripts/bench.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -69,6 +72,9 @@ COMPARISONS=()
 if grep -q '^RECAP_BUILD_POSTGRES:BOOL=ON$' "$BUILD/CMakeCache.txt" 2>/dev/null; then
   COMPARISONS=(recap_bench_postgres)
 fi
+# What a host pays its summarizer with and without the cheap tier and the input budget (issue
+# 19): counts, no budget; its figures join the comparisons.
+COMPARISONS+=(recap_bench_tiers)
 SOAK=()
 if grep -q '^RECAP_BUILD_HTTP:BOOL=ON$' "$BUILD/CMakeCache.txt" 2>/dev/null; then
   SOAK=(recap_bench_soak)

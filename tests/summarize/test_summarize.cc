@@ -752,12 +752,23 @@ TEST_CASE("issue 19 the summarizer input budget caps what one summary sends, new
   }
 }
 
-TEST_CASE("issue 19 a budget below the traces: every message still leaves one", "[R4.7]") {
+TEST_CASE("issue 19 a budget below every message's trace: the oldest go, one note says so",
+          "[R4.7]") {
   ScriptedProvider p = ScriptedProvider::Replying(R"({"goal":"g"})");
   SummarizeInput in = Input(LongSpan());
-  in.max_input_chars = 4000;  // less than the system prompt and 200 traces
+  in.max_input_chars = 12000;  // the system prompt and about 50 traces
   REQUIRE(Run(p, in).ok());
+  REQUIRE(p.seen.size() == 1);
+  CHECK(Sent(p) <= in.max_input_chars);
   const std::string text = AllText(p);
-  for (int i = 0; i < 200; ++i) CHECK(Count(text, "MSG-" + std::to_string(i) + "-") == 1);
-  CHECK(Sent(p) < 200 * 260 + CountCodePoints(p.seen[0].system_prompt) + 1000);
+  const auto note = text.find(" older messages are not shown: compaction.maxSummarizerInputTokens");
+  REQUIRE(note != std::string::npos);
+  const std::size_t start = text.rfind('[', note) + 1;
+  const int omitted = std::stoi(text.substr(start, note - start));
+  CHECK(omitted > 100);
+  // The note stands for exactly the oldest messages; every later one leaves its trace.
+  for (int i = 0; i < 200; ++i) {
+    CHECK(Count(text, "MSG-" + std::to_string(i) + "-") == (i < omitted ? 0u : 1u));
+  }
+  CHECK(note < text.find("MSG-" + std::to_string(omitted) + "-"));
 }

@@ -29,7 +29,7 @@ Compactor::Impl::Clearing Compactor::Impl::PlanClearing(const Transcript& t) con
   for (std::size_t i = 0; i < t.size(); ++i) {
     const Message& m = t[i];
     for (std::size_t k = 0; k < m.parts.size(); ++k) {
-      if (const auto* r = std::get_if<ToolResult>(&m.parts[k])) {
+      if (std::holds_alternative<ToolResult>(m.parts[k])) {
         results.emplace_back(i, k);
       } else if (excluding) {
         if (const auto* c = std::get_if<ToolCall>(&m.parts[k])) names[c->id] = c->name;
@@ -41,17 +41,19 @@ Compactor::Impl::Clearing Compactor::Impl::PlanClearing(const Transcript& t) con
   const std::unordered_set<std::string_view> excluded(cfg.exclude_tools.begin(),
                                                       cfg.exclude_tools.end());
   const std::size_t marker_chars = CountCodePoints(kClearedToolResultMarker);
-  std::optional<Message> copy;  // the message being cleared
+  Message copy;  // the message being cleared, when `copying`
+  bool copying = false;
   std::size_t copy_at = 0;
   auto flush = [&] {
-    if (!copy) return;
-    const std::size_t after = MessageChars(*copy);
+    if (!copying) return;
+    const std::size_t after = MessageChars(copy);
     const std::size_t before = t.chars(copy_at);
     if (after < before) {
       out.freed_chars += before - after;
-      out.replacements.emplace_back(copy_at, std::move(*copy));
+      out.replacements.emplace_back(copy_at, std::move(copy));
     }
-    copy.reset();
+    copy = Message();
+    copying = false;
   };
   for (std::size_t n = 0; n + keep < results.size(); ++n) {
     const auto [i, k] = results[n];
@@ -72,12 +74,13 @@ Compactor::Impl::Clearing Compactor::Impl::PlanClearing(const Transcript& t) con
       return std::holds_alternative<Opaque>(item);
     });
     if (chars <= marker_chars && !has_opaque) continue;
-    if (copy && copy_at != i) flush();
-    if (!copy) {
+    if (copying && copy_at != i) flush();
+    if (!copying) {
       copy = m;
       copy_at = i;
+      copying = true;
     }
-    auto& cleared = std::get<ToolResult>(copy->parts[k]);
+    auto& cleared = std::get<ToolResult>(copy.parts[k]);
     cleared.content.clear();
     cleared.content.emplace_back(Text{kClearedToolResultMarker, {}});
     if (cleared.form == ContentForm::kNull || cleared.form == ContentForm::kAbsent) {

@@ -34,6 +34,10 @@ constexpr std::size_t kMinChunkChars = 2000;
 // Under a summarizer input budget, an older message is never clipped below this: its label
 // and its first words stay, so nothing leaves without a trace (R4.7).
 constexpr std::size_t kMinTraceChars = 160;
+// A piece cap meaning "left out" (the oldest messages when not even their traces fit), and the
+// room kept for the note that says so.
+constexpr std::size_t kOmitted = static_cast<std::size_t>(-1);
+constexpr std::size_t kOmittedNoteChars = 200;
 // The least room a chunk keeps for the previous result it folds into.
 constexpr std::size_t kMinPriorChars = 4000;
 // Room for the headings the user text adds around the prior state and the conversation.
@@ -133,14 +137,23 @@ class SpanRenderer {
     }
     std::vector<std::size_t> sizes = it->second;
     for (std::size_t i = 0; i < sizes.size() && i < piece_caps_.size(); ++i) {
-      if (piece_caps_[i] > 0) sizes[i] = std::min(sizes[i], piece_caps_[i]);
+      if (piece_caps_[i] == kOmitted) {
+        sizes[i] = i == 0 ? CountCodePoints(OmittedNote()) : 0;
+      } else if (piece_caps_[i] > 0) {
+        sizes[i] = std::min(sizes[i], piece_caps_[i]);
+      }
     }
     return sizes;
   }
 
-  // Each message's rendering clipped to caps[i] code points (0: not clipped), from now on: the
-  // summarizer input budget's shortening of older messages.
-  void SetPieceCaps(std::vector<std::size_t> caps) { piece_caps_ = std::move(caps); }
+  // Each message's rendering clipped to caps[i] code points (0: not clipped; kOmitted: left
+  // out, the first one saying how many were), from now on: the summarizer input budget's
+  // shortening of older messages.
+  void SetPieceCaps(std::vector<std::size_t> caps) {
+    piece_caps_ = std::move(caps);
+    omitted_ = 0;
+    while (omitted_ < piece_caps_.size() && piece_caps_[omitted_] == kOmitted) ++omitted_;
+  }
 
   // Messages [begin, end) joined; any single message over `max_piece` code points is clipped
   // to it (0: none is).
@@ -148,6 +161,12 @@ class SpanRenderer {
                    std::size_t max_piece = 0) const {
     std::string out;
     for (std::size_t i = begin; i < end; ++i) {
+      if (i < omitted_) {
+        if (i > 0) continue;
+        if (!out.empty()) out.append(kMessageSeparator);
+        out += OmittedNote();
+        continue;
+      }
       std::string piece = RenderMessage(body_[i], names_, cap);
       if (piece.empty()) continue;
       std::size_t limit = max_piece;
@@ -162,8 +181,16 @@ class SpanRenderer {
   }
 
  private:
+  // What stands for the oldest messages the budget leaves out: never dropped without a trace.
+  std::string OmittedNote() const {
+    return "[" + std::to_string(omitted_) +
+           " older messages are not shown: compaction.maxSummarizerInputTokens leaves no room "
+           "for them; the previous checkpoint covers what came before them]";
+  }
+
   const Transcript& body_;
   std::map<std::string, std::string> names_;
+  std::size_t omitted_ = 0;
   std::vector<std::size_t> piece_caps_;
   mutable std::map<std::size_t, std::vector<std::size_t>> rendered_;
 };
@@ -171,8 +198,10 @@ class SpanRenderer {
 // The summarizer input budget: per-message caps (0: none) under which the rendered messages
 // `sizes` fit `room` code points: the newest messages in full up to half of it, the older ones
 // clipped to one shared size, never below kMinTraceChars (so each keeps its label and its
-// beginning). Empty when everything fits.
-std::vector<std::size_t> InputCaps(const std::vector<std::size_t>& sizes, std::size_t room) {
+// beginning). When even those traces do not fit, the oldest messages are left out (kOmitted),
+// one note saying how many. Empty when everything fits.
+std::vector<std::size_t> InputCaps(const std::vector<std::size_t>& sizes, std::size_t room,
+                                   bool may_omit) {
   std::size_t total = 0;
   for (std::size_t s : sizes) total += s;
   if (total <= room) return {};
@@ -203,6 +232,15 @@ std::vector<std::size_t> InputCaps(const std::vector<std::size_t>& sizes, std::s
   }
   for (std::size_t i = 0; i < split; ++i) {
     if (sizes[i] > lo) caps[i] = lo;
+  }
+  if (may_omit && older_total(lo) > older_room) {
+    // The traces that fit, newest first; the rest, the oldest, left out behind one note.
+    std::size_t used = kOmittedNoteChars;
+    std::size_t first_traced = split;
+    while (first_traced > 0 && used + std::min(sizes[first_traced - 1], lo) <= older_room) {
+      used += std::min(sizes[--first_traced], lo);
+    }
+    for (std::size_t i = 0; i < first_traced; ++i) caps[i] = kOmitted;
   }
   return caps;
 }
@@ -683,12 +721,16 @@ Result<SummarizeOutput> Summarize(Provider& provider, const SummarizeInput& in,
   // make what is sent a step function of it); when even the traces do not fit, the traces.
   if (in.max_input_chars > 0 && sent > in.max_input_chars) {
     const std::vector<std::size_t> full = renderer.Sizes(0);
+    bool may_omit = false;
     auto sent_with = [&](std::size_t room) {
-      renderer.SetPieceCaps(InputCaps(full, room));
+      renderer.SetPieceCaps(InputCaps(full, room, may_omit));
       return plan();
     };
+    // Every message's trace first; only when even those do not fit, the oldest left out.
+    const std::size_t most = in.max_input_chars > fixed ? in.max_input_chars - fixed : 0;
+    if (sent_with(0) > in.max_input_chars) may_omit = true;
     std::size_t lo = 0;
-    std::size_t hi = in.max_input_chars > fixed ? in.max_input_chars - fixed : 0;
+    std::size_t hi = most;
     while (lo < hi) {
       const std::size_t mid = lo + (hi - lo + 1) / 2;
       if (sent_with(mid) <= in.max_input_chars) {
