@@ -250,6 +250,13 @@ int RunPlan(const std::vector<std::string>& words) {
                 {"cut", cut_json(cut)},
                 {"cut_keep_turns", cut_json(plain)},
                 {"provider_retired_messages", plan->provider_retired_messages},
+                {"clear_tool_results",
+                 {{"enabled", config->compaction.clear_tool_results.enabled},
+                  {"results", plan->clearable_results},
+                  {"messages", plan->clearable_messages},
+                  {"chars", plan->clearable_chars},
+                  {"would_clear", plan->would_clear},
+                  {"enough", plan->clearing_suffices}}},
                 {"estimated_after_chars", plan->estimated_after_chars},
                 {"frees_chars", frees},
                 {"would_reduce", plan->would_reduce}};
@@ -261,6 +268,17 @@ int RunPlan(const std::vector<std::string>& words) {
               session.c_str(), Num(t.size()).c_str(), config->compaction.keep_turns,
               Num(config->limits.max_context_chars).c_str());
   Row("conversation", Num(plan->reducible_chars), "chars: instructions + transcript");
+  if (config->compaction.clear_tool_results.enabled) {
+    Row("clearable results", Num(plan->clearable_results) + " results",
+        Num(plan->clearable_chars) + " chars in " + Num(plan->clearable_messages) +
+            " messages (compaction.clearToolResults)");
+    if (plan->would_clear) {
+      Row("clearing", "yes",
+          plan->clearing_suffices
+              ? "the next prepare clears them instead of summarizing: that is enough"
+              : "the next prepare clears them, then still summarizes");
+    }
+  }
   if (plan->provider_retired_messages > 0) {
     Row("provider checkpoint", Num(plan->provider_retired_messages) + " msgs",
         "before a checkpoint the provider wrote: retired at the next prepare, not counted");

@@ -1295,3 +1295,45 @@ TEST_CASE(
     }
   }
 }
+
+TEST_CASE("issue 19 R14.3 plan says what clearing would do, and compact --auto clears first",
+          "[cli]") {
+  TempDir dir("recap-cli");
+  const std::string db = dir.File("s.db");
+  Ran r = Run(dir, {"import", "--format", "claude-code",
+                    Data("experiments-worktrees__ef958aa1-0e93-49f0-bb71-150f63befcd1.jsonl"),
+                    "--session", "s", "--db", db});
+  REQUIRE(r.exit == 0);
+  {
+    std::ofstream(dir.File("recap.json"))
+        << R"({"compaction": {"clearToolResults": {"keepRecent": 3, "minFreeChars": 1000}}})";
+  }
+  r = Run(dir, {"plan", "--session", "s", "--db", db, "--config", dir.File("recap.json"),
+                "--max-context-chars", "40000", "--json"});
+  INFO(r.err);
+  REQUIRE(r.exit == 0);
+  const Json plan = LastJsonLine(r.out).at("clear_tool_results");
+  CHECK(plan.at("enabled") == true);
+  CHECK(plan.at("results").get<std::size_t>() > 0);
+  CHECK(plan.at("would_clear") == true);
+  r = Run(dir, {"plan", "--session", "s", "--db", db, "--config", dir.File("recap.json"),
+                "--max-context-chars", "40000"});
+  CHECK(r.out.find("clearable results") != std::string::npos);
+
+  r = Run(dir, {"compact", "--auto", "--session", "s", "--db", db, "--config",
+                dir.File("recap.json"), "--max-context-chars", "40000", "--json"});
+  REQUIRE(r.exit == 0);
+  CHECK(r.out.find("\"tool_results_cleared\"") != std::string::npos);
+  // The originals are all in the history.
+  r = Run(dir,
+          {"export", "--session", "s", "--db", db, "--format", "recap", "--history", "--json"});
+  REQUIRE(r.exit == 0);
+  CHECK(r.out.find("[tool result cleared to save context; the original is in the session "
+                   "history]") != std::string::npos);
+  std::size_t compacted = 0;
+  const Json history = Json::parse(r.out);
+  for (const Json& e : history.at("history")) {
+    compacted += e.value("state", "") == "compacted" ? 1 : 0;
+  }
+  CHECK(compacted >= plan.at("messages").get<std::size_t>());
+}
