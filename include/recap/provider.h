@@ -75,6 +75,24 @@ struct Completion {
   Usage usage;
 };
 
+// R14.2: what a provider-native summarizer is asked to compact (Provider::CompactNative). recap
+// has chosen the cut: `span` is exactly the messages the checkpoint will replace (the
+// session's instructions and pinned messages are not among them; they stay).
+struct NativeCompactionRequest {
+  const Transcript* span = nullptr;  // valid for the duration of the call
+  std::string instructions;          // the session's instructions (its system prompt), or ""
+  std::string focus;                 // manual focus instructions (R4.6), or ""
+  std::size_t max_output_tokens = 16000;
+};
+
+// What it returns: the message holding the provider's artifact (Anthropic's `compaction`
+// block, OpenAI's `compaction` item), which recap commits as the checkpoint, flagged summary
+// under a new id; and the usage the provider reported.
+struct NativeCompaction {
+  Message checkpoint;
+  Usage usage;
+};
+
 class RECAP_EXPORT Provider {
  public:
   virtual ~Provider();
@@ -96,6 +114,17 @@ class RECAP_EXPORT Provider {
 
   // A short name for events and logs: "offline", "openai", "anthropic", "my-client".
   virtual std::string Name() const = 0;
+
+  // R14.2: true for a provider that writes checkpoints with its provider's own compaction
+  // (recap::http's `openai_compact` and `anthropic_compact` protocols). The Compactor then calls
+  // CompactNative instead of Complete: it still chooses the cut, keeps the tail, commits,
+  // reduces and reports; only the checkpoint's writer changes. Default: false.
+  virtual bool WritesNativeCheckpoints() const { return false; }
+  // Compacts `request.span` on the provider's servers. The reply must hold the provider's
+  // artifact (FindProviderCheckpoint finds it); errors follow Complete's contract. Default:
+  // kFailedPrecondition (the provider has no native compaction).
+  virtual Result<NativeCompaction> CompactNative(const NativeCompactionRequest& request,
+                                                 const CancellationToken& cancel);
 };
 
 }  // namespace v0

@@ -625,7 +625,10 @@ recap::Result<recap::Config> BuildConfig(const Args& args, bool* usage) {
 const char* const kProviderHelp =
     "  --provider P              who writes the checkpoint: offline (default; no network),\n"
     "                            openai (OpenAI-compatible chat completions),\n"
-    "                            openai-responses (the OpenAI Responses API) or anthropic\n"
+    "                            openai-responses (the OpenAI Responses API), anthropic,\n"
+    "                            or the providers' own compaction: openai-compact\n"
+    "                            (POST /responses/compact) or anthropic-compact\n"
+    "                            (Anthropic's on-demand compaction)\n"
     "  --base-url URL            the API's base URL (not for offline), e.g.\n"
     "                            https://api.openai.com/v1 or http://127.0.0.1:8080/v1\n"
     "  --model M                 the model to ask (not for offline)\n"
@@ -740,6 +743,15 @@ class CommandProvider final : public recap::Provider {
   }
   std::optional<std::size_t> ContextWindow() override { return inner_->ContextWindow(); }
   std::string Name() const override { return inner_->Name(); }
+  bool WritesNativeCheckpoints() const override { return inner_->WritesNativeCheckpoints(); }
+  recap::Result<recap::NativeCompaction> CompactNative(
+      const recap::NativeCompactionRequest& request,
+      const recap::CancellationToken& cancel) override {
+    SetActiveProgressStep(waiting_);
+    recap::Result<recap::NativeCompaction> r = inner_->CompactNative(request, cancel);
+    if (r.ok()) return r;
+    return recap::Status(r.status().code(), InCommandWords(r.status().message(), ca_source_));
+  }
 
  private:
   std::shared_ptr<recap::Provider> inner_;
@@ -771,7 +783,8 @@ recap::Result<std::shared_ptr<recap::Provider>> BuildProvider(const Args& args, 
         *usage = true;
         return recap::Status::InvalidArgument(
             std::string("--") + flag +
-            " is for --provider openai, openai-responses or anthropic (as are --base-url, "
+            " is for --provider openai, openai-responses, anthropic, openai-compact or "
+            "anthropic-compact (as are --base-url, "
             "--model, --api-key-env, --timeout-ms, --connect-timeout-ms, --ca-path and "
             "--allow-insecure-http); the offline summarizer needs none of them");
       }
@@ -779,11 +792,14 @@ recap::Result<std::shared_ptr<recap::Provider>> BuildProvider(const Args& args, 
     return std::shared_ptr<recap::Provider>();
   }
 #if RECAP_CLI_HAVE_HTTP
-  if (name == "openai" || name == "openai-responses" || name == "anthropic") {
+  if (name == "openai" || name == "openai-responses" || name == "anthropic" ||
+      name == "openai-compact" || name == "anthropic-compact") {
     recap::HttpProviderOptions options;
     options.protocol = name == "openai"             ? recap::HttpProtocol::kOpenAiChat
                        : name == "openai-responses" ? recap::HttpProtocol::kOpenAiResponses
-                                                    : recap::HttpProtocol::kAnthropic;
+                       : name == "openai-compact"   ? recap::HttpProtocol::kOpenAiCompact
+                       : name == "anthropic"        ? recap::HttpProtocol::kAnthropic
+                                                    : recap::HttpProtocol::kAnthropicCompact;
     options.base_url = args.Get("base-url");
     options.model = args.Get("model");
     options.api_key_env = args.Get("api-key-env");
@@ -791,9 +807,10 @@ recap::Result<std::shared_ptr<recap::Provider>> BuildProvider(const Args& args, 
       *usage = true;
       std::string missing;
       if (options.base_url.empty()) {
-        missing =
-            std::string("--base-url URL (where the API lives, e.g. ") +
-            (name == "anthropic" ? "https://api.anthropic.com" : "https://api.openai.com/v1") + ")";
+        missing = std::string("--base-url URL (where the API lives, e.g. ") +
+                  (name.rfind("anthropic", 0) == 0 ? "https://api.anthropic.com"
+                                                   : "https://api.openai.com/v1") +
+                  ")";
       }
       if (options.model.empty()) {
         missing += (missing.empty() ? "" : " and ") + std::string("--model M (the model to ask)");
@@ -844,13 +861,15 @@ recap::Result<std::shared_ptr<recap::Provider>> BuildProvider(const Args& args, 
   }
   *usage = true;
   return recap::Status::InvalidArgument("unknown provider '" + name +
-                                        "'; use offline, openai, openai-responses or anthropic");
+                                        "'; use offline, openai, openai-responses, anthropic, "
+                                        "openai-compact or anthropic-compact");
 #else
   *usage = true;
   return recap::Status::InvalidArgument(
       "unknown provider '" + name +
       "'; this build only has the offline summarizer (--provider offline). openai, "
-      "openai-responses and anthropic need recap built with its HTTP component "
+      "openai-responses, anthropic, openai-compact and anthropic-compact need recap built with "
+      "its HTTP component "
       "(RECAP_BUILD_HTTP=ON, libcurl)");
 #endif
 }

@@ -147,7 +147,9 @@ std::string EndMarker(HttpProtocol protocol) {
   switch (protocol) {
     case HttpProtocol::kAnthropic: return "message_stop";
     case HttpProtocol::kOpenAiResponses: return "response.completed or response.incomplete";
-    case HttpProtocol::kOpenAiChat: break;
+    case HttpProtocol::kOpenAiChat:
+    case HttpProtocol::kOpenAiCompact:
+    case HttpProtocol::kAnthropicCompact: break;
   }
   return "data: [DONE]";
 }
@@ -175,11 +177,18 @@ class HttpProvider final : public Provider {
       if (colon != std::string::npos) scrub_.Add(url.userinfo.substr(colon + 1));
     }
     loopback_ = IsLoopbackHost(url.host);
-    if (options_.protocol == HttpProtocol::kAnthropic) {
+    native_ = options_.protocol == HttpProtocol::kOpenAiCompact ||
+              options_.protocol == HttpProtocol::kAnthropicCompact;
+    stream_ = options_.stream && !native_;  // a compaction's reply is one JSON body
+    if (options_.protocol == HttpProtocol::kAnthropic ||
+        options_.protocol == HttpProtocol::kAnthropicCompact) {
       completion_url_ = options_.base_url + "/v1/messages";
       models_url_ = options_.base_url + "/v1/models";
     } else if (options_.protocol == HttpProtocol::kOpenAiResponses) {
       completion_url_ = options_.base_url + "/responses";
+      models_url_ = options_.base_url + "/models";
+    } else if (options_.protocol == HttpProtocol::kOpenAiCompact) {
+      completion_url_ = options_.base_url + "/responses/compact";
       models_url_ = options_.base_url + "/models";
     } else {
       completion_url_ = options_.base_url + "/chat/completions";
@@ -192,6 +201,8 @@ class HttpProvider final : public Provider {
         case HttpProtocol::kAnthropic: name_ = "anthropic"; break;
         case HttpProtocol::kOpenAiResponses: name_ = "openai-responses"; break;
         case HttpProtocol::kOpenAiChat: name_ = "openai"; break;
+        case HttpProtocol::kOpenAiCompact: name_ = "openai-compact"; break;
+        case HttpProtocol::kAnthropicCompact: name_ = "anthropic-compact"; break;
       }
     }
     if (!options_.verify_tls) {
@@ -241,14 +252,33 @@ class HttpProvider final : public Provider {
 
   std::string Name() const override { return name_; }
 
+  bool WritesNativeCheckpoints() const override { return native_; }
+
+  Result<NativeCompaction> CompactNative(const NativeCompactionRequest& request,
+                                         const CancellationToken& cancel) override {
+    try {
+      return CompactNativeImpl(request, cancel);
+    } catch (const std::bad_alloc&) {
+      throw;
+    } catch (...) {
+      return Status::Internal("POST " + DisplayUrl(completion_url_) +
+                              ": an unexpected exception in recap's HTTP provider");
+    }
+  }
+
  private:
   std::vector<std::string> Headers(bool json_body, bool stream) const {
     std::vector<std::string> own;
     if (json_body) own.emplace_back("Content-Type: application/json");
     own.emplace_back(stream ? "Accept: text/event-stream" : "Accept: application/json");
     own.emplace_back("Expect:");  // no "100-continue" round trip before the body
-    if (options_.protocol == HttpProtocol::kAnthropic) {
+    if (options_.protocol == HttpProtocol::kAnthropic ||
+        options_.protocol == HttpProtocol::kAnthropicCompact) {
       own.push_back("anthropic-version: " + options_.anthropic_version);
+      // On-demand compaction is a beta: the header names it (docs/http-provider.md).
+      if (options_.protocol == HttpProtocol::kAnthropicCompact) {
+        own.emplace_back("anthropic-beta: compact-2026-09-04");
+      }
       if (!api_key_.empty()) own.push_back("x-api-key: " + api_key_);
     } else if (!api_key_.empty()) {
       own.push_back("Authorization: Bearer " + api_key_);
@@ -284,19 +314,69 @@ class HttpProvider final : public Provider {
 
   Result<Completion> CompleteImpl(const CompletionRequest& request,
                                   const CancellationToken& cancel) {
+    if (native_) {
+      return Status::FailedPrecondition(
+          "the " + std::string(HttpProtocolName(options_.protocol)) + " provider " + name_ +
+          " writes checkpoints with its provider's own compaction (CompactNative), not with "
+          "Complete(); use the \"openai_responses\" or \"anthropic\" protocol for a model's "
+          "completion");
+    }
+    const bool structured = options_.structured_output && request.json_schema.has_value() &&
+                            options_.protocol != HttpProtocol::kAnthropic &&
+                            !structured_rejected_.load(std::memory_order_relaxed);
+    return Send(
+        [&](bool with_schema) {
+          return internal::http::BuildRequestBody(options_.protocol, options_.model,
+                                                  options_.max_tokens_field, request, with_schema,
+                                                  stream_);
+        },
+        structured, cancel);
+  }
+
+  // R14.2: the provider's own compaction of the span; its reply is the checkpoint.
+  Result<NativeCompaction> CompactNativeImpl(const NativeCompactionRequest& request,
+                                             const CancellationToken& cancel) {
     const std::string what = "POST " + DisplayUrl(completion_url_);
-    bool structured = options_.structured_output && request.json_schema.has_value() &&
-                      options_.protocol != HttpProtocol::kAnthropic &&
-                      !structured_rejected_.load(std::memory_order_relaxed);
+    if (!native_) {
+      return Provider::CompactNative(request, cancel);
+    }
+    if (request.span == nullptr) {
+      return Status::InvalidArgument(what + ": NativeCompactionRequest::span is null");
+    }
+    Result<Completion> reply = Send(
+        [&](bool) {
+          return internal::http::BuildNativeBody(options_.protocol, options_.model, request);
+        },
+        false, cancel);
+    RECAP_RETURN_IF_ERROR(reply);
+    if (reply->finish_reason == FinishReason::kLength) {
+      return Status::ResourceExhausted(
+          what + ": the compaction was cut at its output limit (" +
+          std::to_string(request.max_output_tokens) +
+          " tokens) before the summary was complete; nothing was changed. Raise "
+          "compaction.maxOutputTokens.");
+    }
+    Result<Message> checkpoint =
+        internal::http::NativeCheckpointMessage(options_.protocol, reply->text);
+    if (!checkpoint.ok()) {
+      return Status::Unavailable(
+          scrub_(what + " answered without a usable compaction: " + checkpoint.status().message()));
+    }
+    return NativeCompaction{std::move(checkpoint).value(), reply->usage};
+  }
+
+  // Sends the body `build` writes (asked again with false when the server refuses structured
+  // output), with the retries, back-off and error classification of every protocol.
+  Result<Completion> Send(const std::function<Result<std::string>(bool structured)>& build,
+                          bool structured, const CancellationToken& cancel) {
+    const std::string what = "POST " + DisplayUrl(completion_url_);
     bool structured_retry_done = false;
     std::uint32_t retries = 0;
     const auto started = Clock::now();
     for (std::uint32_t attempt_no = 1;; ++attempt_no) {
       if (cancel.IsCancelled())
         return Status::Cancelled(what + ": cancelled before the request was sent.");
-      Result<std::string> body = internal::http::BuildRequestBody(
-          options_.protocol, options_.model, options_.max_tokens_field, request, structured,
-          options_.stream);
+      Result<std::string> body = build(structured);
       if (!body.ok()) {
         return Status::InvalidArgument(what + ": the messages cannot be sent in the " +
                                        HttpProtocolName(options_.protocol) +
@@ -304,7 +384,7 @@ class HttpProvider final : public Provider {
       }
       RECAP_LOG_DEBUG("http {}: {} attempt {} ({} bytes{}{})", name_, what, attempt_no,
                       body->size(), structured ? ", structured output" : "",
-                      options_.stream ? ", streamed" : "");
+                      stream_ ? ", streamed" : "");
       const auto attempt_started = Clock::now();
       Attempt a = RunAttempt(what, std::move(body).value(), structured, cancel);
       const auto ms =
@@ -363,7 +443,7 @@ class HttpProvider final : public Provider {
                      const CancellationToken& cancel) {
     HttpRequest http = BaseRequest(completion_url_);
     http.method = "POST";
-    http.headers = Headers(true, options_.stream);
+    http.headers = Headers(true, stream_);
     http.body = std::move(body);
 
     // Streaming: the SSE parser feeds the accumulator as bytes arrive.
@@ -373,7 +453,7 @@ class HttpProvider final : public Provider {
     internal::http::BodySink sink;
     std::function<void()> tick;
     std::size_t reported = static_cast<std::size_t>(-1);
-    if (options_.stream) {
+    if (stream_) {
       sink = [&sse](std::string_view chunk) { return sse.Feed(chunk); };
       if (options_.on_progress) {
         auto last = Clock::now() - milliseconds(100);
@@ -433,7 +513,7 @@ class HttpProvider final : public Provider {
       case TransportError::kTooLarge:
         a.result = Status::Unavailable(
             what + " answered HTTP " + std::to_string(t.status) + " with a " +
-            (options_.stream ? "body or stream" : "body") +
+            (stream_ ? "body or stream" : "body") +
             " larger than recap accepts (64 MiB); it stopped reading after " +
             std::to_string(t.body_bytes) + " bytes. A reply that large is not a checkpoint.");
         return a;
@@ -471,7 +551,7 @@ class HttpProvider final : public Provider {
     }
 
     const bool event_stream = Lower(t.content_type).find("text/event-stream") != std::string::npos;
-    if (options_.stream && event_stream) {
+    if (stream_ && event_stream) {
       sse.Finish();
       if (!stream.error().empty()) {
         if (stream.malformed()) {
@@ -524,6 +604,8 @@ class HttpProvider final : public Provider {
       return a;
     }
     Result<Completion> reply = internal::http::ParseReply(options_.protocol, parsed);
+    // A native compaction's artifact is read from the body as the server wrote it.
+    if (reply.ok() && native_) reply->text = std::move(t.body);
     if (!reply.ok()) {
       a.result = Status(StatusCode::kUnavailable,
                         scrub_(internal::http::MalformedResponse(what, status, t.content_type,
@@ -600,6 +682,8 @@ class HttpProvider final : public Provider {
   std::string ca_file_;
   std::string ca_dir_;
   bool loopback_ = false;
+  bool native_ = false;  // R14.2: openai_compact or anthropic_compact
+  bool stream_ = false;  // options_.stream, except for a native compaction
   std::atomic<bool> structured_rejected_{false};
 
   std::mutex window_mu_;
@@ -620,6 +704,8 @@ const char* HttpProtocolName(HttpProtocol protocol) noexcept {
     case HttpProtocol::kOpenAiChat: return "openai_chat";
     case HttpProtocol::kAnthropic: return "anthropic";
     case HttpProtocol::kOpenAiResponses: return "openai_responses";
+    case HttpProtocol::kOpenAiCompact: return "openai_compact";
+    case HttpProtocol::kAnthropicCompact: return "anthropic_compact";
   }
   return "unknown";
 }
@@ -629,9 +715,12 @@ Result<HttpProtocol> ParseHttpProtocol(const std::string& name) {
   if (n == "openai_chat" || n == "openai") return HttpProtocol::kOpenAiChat;
   if (n == "anthropic") return HttpProtocol::kAnthropic;
   if (n == "openai_responses" || n == "responses") return HttpProtocol::kOpenAiResponses;
+  if (n == "openai_compact" || n == "openai-compact") return HttpProtocol::kOpenAiCompact;
+  if (n == "anthropic_compact" || n == "anthropic-compact") return HttpProtocol::kAnthropicCompact;
   return Status::InvalidArgument("unknown HTTP protocol \"" + internal::http::Excerpt(name, 40) +
-                                 "\": use \"openai_chat\" (also \"openai\"), \"anthropic\" or "
-                                 "\"openai_responses\" (also \"responses\")");
+                                 "\": use \"openai_chat\" (also \"openai\"), \"anthropic\", "
+                                 "\"openai_responses\" (also \"responses\"), \"openai_compact\" "
+                                 "or \"anthropic_compact\"");
 }
 
 Result<std::shared_ptr<Provider>> NewHttpProvider(HttpProviderOptions options) {

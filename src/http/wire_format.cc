@@ -8,6 +8,7 @@
 #include "recap/codec.h"
 #include "recap/config.h"
 #include "recap/conversation.h"
+#include "recap/transcript.h"
 
 #include "recap_internal/json_depth.h"
 
@@ -320,9 +321,118 @@ Result<std::string> BuildRequestBody(HttpProtocol protocol, const std::string& m
   return body.dump(-1, ' ', false, ordered_json::error_handler_t::replace);
 }
 
+Result<std::string> BuildNativeBody(HttpProtocol protocol, const std::string& model,
+                                    const NativeCompactionRequest& request) {
+  Conversation conversation;
+  conversation.messages = request.span->ToVector();
+  const bool anthropic = protocol == HttpProtocol::kAnthropicCompact;
+  ordered_json head = ordered_json::object();
+  head["model"] = model;
+  std::string array;
+  if (anthropic) {
+    // A stored message's own fields (a logged response's id, model, usage …) are no part of a
+    // request's message, which the API reads strictly: only role and content go.
+    for (Message& m : conversation.messages) m.extra.clear();
+    Result<std::string> messages = anthropic::EncodeMessages(conversation);
+    RECAP_RETURN_IF_ERROR(messages);
+    array = std::move(messages).value();
+    head["max_tokens"] = request.max_output_tokens;
+    if (!request.instructions.empty()) head["system"] = request.instructions;
+  } else {
+    Result<std::string> items = openai_responses::EncodeMessages(conversation);
+    RECAP_RETURN_IF_ERROR(items);
+    array = std::move(items).value();
+    std::string instructions = request.instructions;
+    if (!request.focus.empty()) {
+      if (!instructions.empty()) instructions += "\n\n";
+      instructions += "Focus of this compaction: " + request.focus;
+    }
+    if (!instructions.empty()) head["instructions"] = instructions;
+  }
+  std::string out = head.dump(-1, ' ', false, ordered_json::error_handler_t::replace);
+  out.pop_back();  // the closing brace: the array goes in as the codec wrote it
+  out += anthropic ? ",\"messages\":" : ",\"input\":";
+  out += array;
+  if (anthropic) {
+    ordered_json compaction = {{"type", "summarize"}};
+    if (!request.focus.empty()) compaction["instructions"] = request.focus;
+    out += ",\"compaction\":" +
+           compaction.dump(-1, ' ', false, ordered_json::error_handler_t::replace);
+  }
+  out += '}';
+  return out;
+}
+
+Result<Message> NativeCheckpointMessage(HttpProtocol protocol, const std::string& text) {
+  // Member order kept, so that the artifact is stored as the server wrote it.
+  const ordered_json body = ordered_json::parse(text, nullptr, false);
+  if (body.is_discarded() || !body.is_object()) {
+    return Status::Unavailable("the reply is not a JSON object");
+  }
+  if (protocol == HttpProtocol::kAnthropicCompact) {
+    auto content = body.find("content");
+    if (content == body.end() || !content->is_array()) {
+      return Status::Unavailable("the reply has no `content` array");
+    }
+    const ordered_json message = {{"role", "assistant"}, {"content", *content}};
+    DecodeOptions options;
+    options.keep_unknown_blocks = true;
+    Result<Message> m = anthropic::DecodeMessage(
+        message.dump(-1, ' ', false, ordered_json::error_handler_t::replace), options);
+    RECAP_RETURN_IF_ERROR(m);
+    if (!FindProviderCheckpoint(*m)) {
+      auto stop = body.find("stop_reason");
+      return Status::Unavailable(
+          "its `content` holds no `compaction` block with a summary (stop_reason " +
+          (stop != body.end() && stop->is_string() ? "\"" + stop->get<std::string>() + "\""
+                                                   : std::string("missing")) +
+          ")");
+    }
+    m->summary = true;
+    return m;
+  }
+  auto output = body.find("output");
+  if (output == body.end() || !output->is_array()) {
+    return Status::Unavailable("the reply has no `output` array");
+  }
+  Message m;
+  m.role = Role::kAssistant;
+  for (const ordered_json& item : *output) {
+    Opaque o;
+    auto type = item.is_object() ? item.find("type") : item.end();
+    o.kind = type != item.end() && type->is_string() ? type->get<std::string>() : "item";
+    o.payload = item.dump(-1, ' ', false, ordered_json::error_handler_t::replace);
+    m.parts.emplace_back(std::move(o));
+  }
+  if (!FindProviderCheckpoint(m)) {
+    return Status::Unavailable("its `output` holds no `compaction` item with `encrypted_content`");
+  }
+  m.summary = true;
+  return m;
+}
+
 Result<Completion> ParseReply(HttpProtocol protocol, const json& body) {
   if (!body.is_object()) return Status::Unavailable("the body is JSON but not an object");
   if (protocol == HttpProtocol::kOpenAiResponses) return ParseResponse(body);
+  if (protocol == HttpProtocol::kOpenAiCompact) {
+    // The items themselves are read by NativeCheckpointMessage from the body as sent.
+    const json* output = Member(body, "output");
+    if (!output || !output->is_array())
+      return Status::Unavailable("the reply has no `output` array");
+    Completion c;
+    ReadResponsesUsage(Member(body, "usage"), &c.usage);
+    return c;
+  }
+  if (protocol == HttpProtocol::kAnthropicCompact) {
+    const json* content = Member(body, "content");
+    if (!content || !content->is_array())
+      return Status::Unavailable("the reply has no `content` array");
+    Completion c;
+    const std::string stop = StringOr(Member(body, "stop_reason"));
+    c.finish_reason = stop == "compaction" ? FinishReason::kStop : MapFinishReason(stop);
+    ReadAnthropicUsage(Member(body, "usage"), &c.usage, true);
+    return c;
+  }
   Completion c;
   if (protocol == HttpProtocol::kAnthropic) {
     const json* content = Member(body, "content");

@@ -49,6 +49,19 @@ Result<std::string> BuildRequestBody(HttpProtocol protocol, const std::string& m
                                      const CompletionRequest& request, bool structured,
                                      bool stream);
 
+// R14.2: the body of a provider-native compaction (openai_compact, anthropic_compact): the span
+// written by the protocol's codec and spliced in as it wrote it, so that the providers' own
+// artifacts in it go back byte for byte. Fails (kInvalidArgument) when the span cannot be
+// written in the protocol's format.
+Result<std::string> BuildNativeBody(HttpProtocol protocol, const std::string& model,
+                                    const NativeCompactionRequest& request);
+
+// R14.2: the checkpoint message of a native compaction's reply text (ParseReply's `text` for
+// those protocols): Anthropic's assistant message holding the `compaction` block, or one
+// assistant message holding every output item of OpenAI's reply as an opaque part (kind = the
+// item's type). Fails, saying what is missing, when it holds no compaction artifact.
+Result<Message> NativeCheckpointMessage(HttpProtocol protocol, const std::string& text);
+
 // A whole (non-streamed) reply. Returns the completion, or fails with kUnavailable whose
 // message says what was missing (the caller adds the URL and status).
 Result<Completion> ParseReply(HttpProtocol protocol, const nlohmann::json& body);

@@ -26,6 +26,28 @@
 //                 server keeps nothing. A response whose status is `incomplete` because of
 //                 max_output_tokens is a cut reply (FinishReason::kLength).
 //
+// Two more write the checkpoint with the provider's own compaction (SPEC R14.2): the provider
+// returns true from WritesNativeCheckpoints() and the Compactor calls CompactNative(), which
+// sends the span itself (not a rendered text) and returns the provider's artifact as the
+// checkpoint. recap still chooses the cut, keeps the tail, commits, reduces and reports.
+//
+//   kOpenAiCompact
+//                 POST {base_url}/responses/compact with `model`, `input` (the span as
+//                 Responses items, byte for byte) and `instructions` (the session's
+//                 instructions, and a manual compaction's focus). The reply's `output` items —
+//                 the `compaction` item with its `encrypted_content`, and whatever OpenAI keeps
+//                 beside it — become one checkpoint message, each item an opaque part.
+//   kAnthropicCompact
+//                 POST {base_url}/v1/messages with the beta header `anthropic-beta:
+//                 compact-2026-09-04`, the span as `messages`, the instructions as `system`
+//                 and `"compaction": {"type": "summarize"}` (with the focus as its
+//                 `instructions`). The reply (stop_reason "compaction") holds one `compaction`
+//                 block; its message is the checkpoint. stop_reason "max_tokens" is a cut
+//                 compaction: kResourceExhausted, nothing changed.
+//
+// Neither streams (`stream` is ignored); Complete() on them fails with kFailedPrecondition.
+// Errors are classified as for the other protocols.
+//
 // What a call returns (docs/http-provider.md has the full table):
 //
 //   * the reply's text, FinishReason::kLength when the model stopped at max_output_tokens
@@ -73,14 +95,17 @@ namespace recap {
 inline namespace v0 {
 
 enum class HttpProtocol : std::uint8_t {
-  kOpenAiChat,       // OpenAI chat completions and compatible servers
-  kAnthropic,        // Anthropic Messages API
-  kOpenAiResponses,  // OpenAI Responses API (POST {base_url}/responses)
+  kOpenAiChat,        // OpenAI chat completions and compatible servers
+  kAnthropic,         // Anthropic Messages API
+  kOpenAiResponses,   // OpenAI Responses API (POST {base_url}/responses)
+  kOpenAiCompact,     // R14.2: OpenAI's own compaction (POST {base_url}/responses/compact)
+  kAnthropicCompact,  // R14.2: Anthropic's on-demand compaction (POST {base_url}/v1/messages)
 };
 
-// "openai_chat", "anthropic", "openai_responses".
+// "openai_chat", "anthropic", "openai_responses", "openai_compact", "anthropic_compact".
 RECAP_EXPORT const char* HttpProtocolName(HttpProtocol protocol) noexcept;
-// Parses "openai_chat" (also "openai"), "anthropic", "openai_responses" (also "responses").
+// Parses "openai_chat" (also "openai"), "anthropic", "openai_responses" (also "responses"),
+// "openai_compact" (also "openai-compact"), "anthropic_compact" (also "anthropic-compact").
 // Fails with kInvalidArgument naming the accepted values.
 RECAP_EXPORT Result<HttpProtocol> ParseHttpProtocol(const std::string& name);
 
@@ -171,7 +196,7 @@ struct HttpProviderOptions {
   std::optional<std::size_t> context_window;
 
   // Name() of the provider, used in events (`checkpoint.writer`) and logs. Empty: "openai",
-  // "anthropic" or "openai-responses".
+  // "anthropic", "openai-responses", "openai-compact" or "anthropic-compact".
   std::string name;
 };
 

@@ -15,12 +15,49 @@ Result<internal::SummarizeOutput> Compactor::Impl::RunSummarizer(
   // A host's Provider may throw despite its contract; that must not take the session
   // down with it, so it becomes an ordinary failed compaction.
   try {
+    if (p.WritesNativeCheckpoints()) return RunNative(p, in, cancel);
     return internal::Summarize(p, in, cancel, progress);
   } catch (const std::exception& e) {
     return Status::Internal("the summarizer (" + p.Name() + ") threw an exception: " + e.what());
   } catch (...) {
     return Status::Internal("the summarizer (" + p.Name() + ") threw a non-standard exception");
   }
+}
+
+// R14.2: the provider compacts the span on its servers; its artifact is the checkpoint.
+Result<internal::SummarizeOutput> Compactor::Impl::RunNative(Provider& p,
+                                                             const internal::SummarizeInput& in,
+                                                             const CancellationToken& cancel) {
+  const std::string context = "summarizer (" + p.Name() + ")";
+  if (cancel.IsCancelled()) return Status::Cancelled("compaction was cancelled");
+  NativeCompactionRequest request;
+  request.span = &in.span;
+  request.instructions = in.native_instructions;
+  request.focus = in.focus;
+  request.max_output_tokens = in.max_output_tokens;
+  Result<NativeCompaction> got = p.CompactNative(request, cancel);
+  if (!got.ok()) {
+    if (cancel.IsCancelled()) return Status::Cancelled("compaction was cancelled");
+    return got.status().WithContext(context);
+  }
+  const std::optional<ProviderCheckpoint> artifact = FindProviderCheckpoint(got->checkpoint);
+  if (!artifact) {
+    return Status::Unavailable(context +
+                               ": the reply holds no compaction artifact (an Anthropic "
+                               "`compaction` block with content, or an OpenAI `compaction` "
+                               "item); nothing was changed");
+  }
+  internal::SummarizeOutput out;
+  out.writer = p.Name();
+  out.calls = 1;
+  out.usage = got->usage;
+  out.parsed.usable = true;
+  // What recap can read of it, for the plugins and the outcome: Anthropic's summary text.
+  if (artifact->readable()) out.parsed.checkpoint = ParseRenderedCheckpoint(artifact->text);
+  out.parsed.checkpoint.structured = false;
+  out.native_checkpoint = std::move(got->checkpoint);
+  out.native_checkpoint->summary = true;
+  return out;
 }
 
 // Cuts the summarizer's checkpoint to at most `max_chars` characters as a message (R12.7).
@@ -92,23 +129,34 @@ Attempt Compactor::Impl::RunCompaction(const std::string& session, SessionCache&
   // is summarized. So does a provider's checkpoint that recap's summarizer cannot read
   // (R14.1): dropping it would lose what it holds. A span with nothing else (earlier
   // checkpoints aside) is nothing to do.
+  // A provider-native summarizer (R14.2) is sent such a checkpoint of its own with the rest,
+  // and its new one replaces it.
   std::vector<std::string> kept_ids;
   std::vector<std::string> replaced_ids;
   Transcript span;
   bool something_new = false;
   std::size_t kept_chars_in_span = 0;
   std::vector<bool> kept(cut.position, false);
-  for (std::size_t i = 0; i < cut.position; ++i) {
-    kept[i] = KeptByCompaction(t, i) || IsUnreadableProviderCheckpoint(t[i]);
-    if (kept[i]) {
-      kept_ids.push_back(t[i].id);
-      kept_chars_in_span += t.chars(i);
-      continue;
+  auto split = [&](bool keep_unreadable) {
+    kept_ids.clear();
+    replaced_ids.clear();
+    span = Transcript();
+    something_new = false;
+    kept_chars_in_span = 0;
+    for (std::size_t i = 0; i < cut.position; ++i) {
+      kept[i] = KeptByCompaction(t, i) || (keep_unreadable && IsUnreadableProviderCheckpoint(t[i]));
+      if (kept[i]) {
+        kept_ids.push_back(t[i].id);
+        kept_chars_in_span += t.chars(i);
+        continue;
+      }
+      replaced_ids.push_back(t[i].id);
+      internal::TranscriptAccess::AppendFrom(span, t, i);
+      something_new = something_new || !t[i].summary;
     }
-    replaced_ids.push_back(t[i].id);
-    internal::TranscriptAccess::AppendFrom(span, t, i);
-    something_new = something_new || !t[i].summary;
-  }
+  };
+  const bool native = !offline_instead && provider->WritesNativeCheckpoints();
+  split(!native);
   if (!something_new) {
     a.kind = AttemptKind::kSkipped;
     a.skip = SkipReason::kNothingToSummarize;
@@ -117,7 +165,7 @@ Attempt Compactor::Impl::RunCompaction(const std::string& session, SessionCache&
                 internal::CompactionSkippedFields(SkipReasonName(a.skip)));
     return a;
   }
-  const std::size_t summarized_chars = cut.summarized_chars - kept_chars_in_span;
+  std::size_t summarized_chars = cut.summarized_chars - kept_chars_in_span;
 
   events.Emit(EventType::kCompactionStarted, session,
               internal::CompactionStartedFields(reason_name, plan.full_chars, plan.full_tokens));
@@ -164,6 +212,8 @@ Attempt Compactor::Impl::RunCompaction(const std::string& session, SessionCache&
     in.max_input_chars = *input_tokens > SIZE_MAX / 4 ? SIZE_MAX : *input_tokens * 4;
   }
 
+  if (native && !kept_ids.empty() && IsInstructions(t[0]))
+    in.native_instructions = JoinedText(t[0]);
   in.known_prior_message = c.checkpoint_message;
   in.known_prior = c.checkpoint;
   auto summary = RunSummarizer(writer, in, session, cancel);
@@ -179,6 +229,12 @@ Attempt Compactor::Impl::RunCompaction(const std::string& session, SessionCache&
                    summary.status().message());
     in.max_request_chars = 0;
     in.max_output_tokens = OfflineOutputTokens(plan);
+    if (native) {
+      // The offline summarizer cannot read an encrypted checkpoint: it stays, after all.
+      split(true);
+      in.span = span;
+      summarized_chars = cut.summarized_chars - kept_chars_in_span;
+    }
     summary = RunSummarizer(*offline, in, session, cancel);
     a.calls += 1;
     if (summary.ok()) a.usage = summary->usage;
@@ -187,8 +243,11 @@ Attempt Compactor::Impl::RunCompaction(const std::string& session, SessionCache&
     // R12.7: no checkpoint above half the trigger. A reply within its budget that would
     // still make a larger one is cut to fit, as a reply over its budget is, and marked
     // partial (R5.2); one that cannot be made to fit is refused.
-    Status fitted = FitCheckpoint(*summary, KeptLimit(plan), session);
-    if (!fitted.ok()) summary = fitted;
+    // A provider's artifact is not recap's to cut.
+    if (!summary->native_checkpoint) {
+      Status fitted = FitCheckpoint(*summary, KeptLimit(plan), session);
+      if (!fitted.ok()) summary = fitted;
+    }
   }
   if (!summary.ok()) {
     a.kind = AttemptKind::kFailed;
@@ -228,7 +287,8 @@ Attempt Compactor::Impl::RunCompaction(const std::string& session, SessionCache&
   commit.reason = reason_name;
   commit.replaced = std::move(replaced_ids);
   commit.kept = kept_ids;
-  commit.checkpoint = CheckpointMessage(checkpoint);
+  commit.checkpoint =
+      summary->native_checkpoint ? *summary->native_checkpoint : CheckpointMessage(checkpoint);
   commit.checkpoint.id = NewMessageId();
   for (const auto& r : after.ok) {
     if (r.result.inject_context.empty()) continue;
@@ -263,8 +323,13 @@ Attempt Compactor::Impl::RunCompaction(const std::string& session, SessionCache&
   const std::size_t before_t = t.chars();
   c.transcript = std::move(next);
   // Kept as its struct: the next compaction takes it as its prior without parsing it back.
-  c.checkpoint_message = c.transcript.shared(checkpoint_at);
-  c.checkpoint = std::make_shared<const Checkpoint>(checkpoint);
+  if (summary->native_checkpoint) {
+    c.checkpoint_message.reset();  // the provider's artifact, not a struct of recap's
+    c.checkpoint.reset();
+  } else {
+    c.checkpoint_message = c.transcript.shared(checkpoint_at);
+    c.checkpoint = std::make_shared<const Checkpoint>(checkpoint);
+  }
   c.pinned_chars = PinnedChars(c.transcript);
   c.bytes = CachedBytes(c);
   c.version = *committed;

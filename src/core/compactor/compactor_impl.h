@@ -445,6 +445,11 @@ struct RECAP_COMPACTOR_IMPL_HIDDEN Compactor::Impl {
                                                   const std::string& session,
                                                   const CancellationToken& cancel) const;
 
+  // R14.2: a provider-native summarizer compacts the span; its artifact is the checkpoint.
+  static Result<internal::SummarizeOutput> RunNative(Provider& p,
+                                                     const internal::SummarizeInput& in,
+                                                     const CancellationToken& cancel);
+
   // Cuts the summarizer's checkpoint to at most `max_chars` characters as a message (R12.7).
   Status FitCheckpoint(internal::SummarizeOutput& summary, std::size_t max_chars,
                        const std::string& session) const;

@@ -20,5 +20,12 @@ Result<std::size_t> Provider::QueryContextWindow() {
   return Status::NotFound("the provider (" + Name() + ") does not report a context window");
 }
 
+Result<NativeCompaction> Provider::CompactNative(const NativeCompactionRequest&,
+                                                 const CancellationToken&) {
+  return Status::FailedPrecondition("the provider (" + Name() +
+                                    ") has no native compaction; it writes checkpoints with "
+                                    "Complete()");
+}
+
 }  // namespace v0
 }  // namespace recap

@@ -20,6 +20,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -55,6 +56,9 @@ struct SummarizeInput {
   // not parsed back.
   std::shared_ptr<const Message> known_prior_message;
   std::shared_ptr<const Checkpoint> known_prior;
+  // For a provider-native summarizer (R14.2): the session's instructions in full, sent as the
+  // provider's system prompt.
+  std::string native_instructions;
 };
 
 struct SummarizeOutput {
@@ -62,6 +66,9 @@ struct SummarizeOutput {
   Usage usage;              // summed over calls
   int calls = 0;
   std::string writer;  // provider.Name()
+  // R14.2: the message a provider-native summarizer returned, holding its artifact; `parsed`
+  // then holds what recap could read of it (Anthropic's summary text), unstructured.
+  std::optional<Message> native_checkpoint;
 };
 
 // Called after each chunk (1-based) when the span was split into more than one.
