@@ -399,3 +399,44 @@ TEST_CASE(
   CHECK(r.out.find("summarized by the openai summarizer") != std::string::npos);
   CHECK(r.err.find("waiting for") == std::string::npos);
 }
+
+TEST_CASE("issue 19 R14.2 recap compact --provider openai-compact and anthropic-compact",
+          "[cli][http]") {
+  TempDir dir("recap-cli-http");
+  for (const std::string provider : {"openai-compact", "anthropic-compact"}) {
+    DYNAMIC_SECTION(provider) {
+      const std::string db = MakeDb(dir, provider + ".db");
+      HttpTestServer server;
+      const bool anthropic = provider == "anthropic-compact";
+      const std::string base = anthropic ? server.BaseUrl() : server.BaseUrl() + "/v1";
+      server.Route("GET", "/v1/models",
+                   ScriptedHttpResponse::Json(200, R"({"data":[{"id":"test-model",)"
+                                                   R"("context_length":100000}]})"));
+      const std::string reply =
+          anthropic ? R"({"type":"message","role":"assistant","content":[{"type":"compaction",)"
+                      R"("content":"Questions 0 to 8 were answered."}],"stop_reason":"compaction",)"
+                      R"("usage":{"input_tokens":700,"output_tokens":60}})"
+                    : R"({"object":"response.compaction","output":[{"type":"compaction",)"
+                      R"("id":"cmp_cli","encrypted_content":"gAAAAABcli"}],)"
+                      R"("usage":{"input_tokens":700,"output_tokens":60}})";
+      server.Route("POST", anthropic ? "/v1/messages" : "/v1/responses/compact",
+                   ScriptedHttpResponse::Json(200, reply));
+      std::vector<std::string> args = {
+          "compact",    "--session", "s",          "--db", db,        "--keep-turns", "1",
+          "--provider", provider,    "--base-url", base,   "--model", "test-model",   "--json"};
+      Ran r = Run(dir, args);
+      INFO(r.err);
+      REQUIRE(r.exit == 0);
+      const Json result = recap::testing::cli::LastJsonLine(r.out);
+      CHECK(result.at("compacted") == true);
+      CHECK(result.at("writer") == provider);
+      CHECK(r.out.find("\"compaction_completed\"") != std::string::npos);
+      // The artifact is stored as the checkpoint and exported as it came.
+      r = Run(dir, {"export", "--session", "s", "--db", db, "--format",
+                    anthropic ? "anthropic" : "openai-responses", "--json"});
+      REQUIRE(r.exit == 0);
+      CHECK(r.out.find(anthropic ? "Questions 0 to 8 were answered." : "gAAAAABcli") !=
+            std::string::npos);
+    }
+  }
+}
