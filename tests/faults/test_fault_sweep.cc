@@ -124,6 +124,8 @@ struct Outcome {
   std::size_t hook_failures = 0;
   std::size_t compaction_failures = 0;
   std::size_t leading_summaries = 0;  // the checkpoint and injected context at the end
+  std::size_t clearings = 0;          // tool_results_cleared events (issue 19)
+  std::size_t retirements = 0;        // provider_checkpoint events (issue 19)
   bool fired = false;
 };
 
@@ -132,7 +134,8 @@ struct Outcome {
 // `injecting`: how many of the hooks inject context after each compaction.
 Outcome Replay(const recap::testing::NamedTranscript& source, std::size_t headroom,
                std::size_t fail_at, StoreFault fault, std::shared_ptr<ScriptedProvider> provider,
-               std::vector<std::shared_ptr<PluginHook>> hooks = {}, std::size_t injecting = 0) {
+               std::vector<std::shared_ptr<PluginHook>> hooks = {}, std::size_t injecting = 0,
+               bool tiers = false) {
   INFO("transcript " << source.name << ", fault at write " << fail_at << " ("
                      << (fault == StoreFault::kRefuse ? "refused" : "lost acknowledgement") << ")");
   const std::size_t instructions =
@@ -141,6 +144,8 @@ Outcome Replay(const recap::testing::NamedTranscript& source, std::size_t headro
   config.limits.max_context_chars = std::max<std::size_t>(4000, instructions + headroom);
   config.compaction.keep_turns = 1;
   config.plugin_hooks.timeout_ms = 30;
+  // Issue 19: the cheap tier clears old tool results first, and provider checkpoints arrive.
+  if (tiers) config.compaction.clear_tool_results = {true, 1, {}, 500};
   auto store = std::make_shared<FaultyStore>(NewInMemorySessionStore(), fail_at, fault);
   auto sink = std::make_shared<RecordingSink>();
   auto made = Compactor::Create(config, provider, store, std::move(hooks), {sink});
@@ -155,9 +160,31 @@ Outcome Replay(const recap::testing::NamedTranscript& source, std::size_t headro
   const std::set<std::string> source_uncertain = UncertainIds(whole);
   std::map<std::string, std::string> originals;  // id -> the message as appended
 
+  std::size_t artifacts = 0;
+  std::set<std::string> open_calls;  // calls of the messages so far without their result yet
+  std::size_t eligible = 0;
   for (std::size_t i = 0; i < source.conversation.messages.size(); ++i) {
     Message m = source.conversation.messages[i];
     m.id = "orig-" + std::to_string(i);
+    // Where no call waits for its result: as a provider puts its compaction between rounds.
+    if (tiers && i > 0 && open_calls.empty() && ++eligible % 4 == 0) {
+      // An encrypted provider checkpoint before this turn, as a host appends OpenAI's item.
+      Message a;
+      a.id = "artifact-" + std::to_string(++artifacts);
+      a.role = Role::kAssistant;
+      a.summary = true;
+      a.parts.emplace_back(Opaque{"compaction",
+                                  R"({"type":"compaction","encrypted_content":"gAAAA)" +
+                                      std::to_string(artifacts) + R"("})",
+                                  OpaqueLink::kNone,
+                                  {}});
+      auto enc = native::EncodeMessage(a);
+      REQUIRE(enc.ok());
+      originals[a.id] = *enc;
+      Result<std::uint64_t> added = store->Append(session, a);
+      if (!added.ok()) added = store->Append(session, a);
+      REQUIRE(added.ok());
+    }
     auto encoded = native::EncodeMessage(m);
     REQUIRE(encoded.ok());
     originals[m.id] = *encoded;
@@ -174,6 +201,10 @@ Outcome Replay(const recap::testing::NamedTranscript& source, std::size_t headro
       } else {
         REQUIRE(prepared.status().code() == StatusCode::kContextBudgetExceeded);
       }
+    }
+    for (const Part& p : m.parts) {
+      if (const auto* c = std::get_if<ToolCall>(&p)) open_calls.insert(c->id);
+      if (const auto* r = std::get_if<ToolResult>(&p)) open_calls.erase(r->call_id);
     }
     Result<std::uint64_t> appended = store->Append(session, m);
     if (!appended.ok()) appended = store->Append(session, m);  // the host retries once
@@ -208,12 +239,29 @@ Outcome Replay(const recap::testing::NamedTranscript& source, std::size_t headro
   // nothing of it further down (the sources hold no summary messages of their own).
   std::size_t leading = 0;
   while (leading < active.size() && active[leading].summary) ++leading;
-  CHECK(leading <= 1 + injecting);
+  CHECK(leading <= 1 + injecting + (tiers ? 1 : 0));  // + an encrypted artifact kept first
   for (std::size_t i = leading; i < active.size(); ++i) {
     INFO("active message " << i << " of " << active.size());
-    CHECK_FALSE(active[i].summary);
+    // Only a provider checkpoint that arrived since the last Prepare may stand further down.
+    if (!tiers || !FindProviderCheckpoint(active[i])) CHECK_FALSE(active[i].summary);
   }
-  if (leading > 1) {
+  if (tiers && artifacts > 0) {
+    // The newest artifact is never lost: it is active (kept or not yet retired).
+    const std::string newest = "gAAAA" + std::to_string(artifacts) + "\"";
+    bool found = false;
+    for (const Message& m : active) {
+      for (const Part& p : m.parts) {
+        const auto* o = std::get_if<Opaque>(&p);
+        found = found || (o != nullptr && o->payload.find(newest) != std::string::npos);
+      }
+    }
+    CHECK(found);
+  }
+  if (tiers && leading > 1) {
+    // The encrypted artifact recap's summarizer kept, then its checkpoint.
+    CHECK(FindProviderCheckpoint(active[0]));
+    CHECK(JoinedText(active[1]).rfind("# Checkpoint", 0) == 0);
+  } else if (leading > 1) {
     CHECK(JoinedText(active[0]).rfind("# Checkpoint", 0) == 0);
     CHECK(JoinedText(active[1]) == "Remember: the fine plugin's note");
   }
@@ -225,6 +273,8 @@ Outcome Replay(const recap::testing::NamedTranscript& source, std::size_t headro
   out.hook_failures = sink->OfType("plugin_hook_failed").size();
   out.compaction_failures = sink->OfType("compaction_failed").size();
   out.leading_summaries = leading;
+  out.clearings = sink->OfType("tool_results_cleared").size();
+  out.retirements = sink->OfType("provider_checkpoint").size();
   out.fired = store->fired();
   return out;
 }
@@ -267,6 +317,35 @@ TEST_CASE("issue 8 R7 R8.1 fault sweep: the store fails at every write of a long
   }
   CHECK(fired == runs);  // every run really met its fault
   WARN("store fault sweep: " << runs << " replays, one injected fault each");
+}
+
+TEST_CASE(
+    "issue 19 R14.1 R14.3 fault sweep: cleared tool results and provider checkpoints under "
+    "store faults") {
+  const auto sources = Sources();
+  std::size_t runs = 0, fired = 0, clearings = 0, retirements = 0;
+  for (const auto& source : sources) {
+    if (source.format == "openai_chat") continue;  // the long sessions, with big tool outputs
+    const Outcome clean = Replay(source, Headroom(source), 0, StoreFault::kNone,
+                                 std::make_shared<ScriptedProvider>(), {}, 0, /*tiers=*/true);
+    REQUIRE(clean.compactions + clean.clearings + clean.retirements > 0);
+    clearings += clean.clearings;
+    retirements += clean.retirements;
+    const std::size_t stride = std::max<std::size_t>(1, clean.writes / 30);
+    for (StoreFault fault : {StoreFault::kRefuse, StoreFault::kLostAcknowledgement}) {
+      for (std::size_t k = 1; k <= clean.writes; k += stride) {
+        const Outcome o = Replay(source, Headroom(source), k, fault,
+                                 std::make_shared<ScriptedProvider>(), {}, 0, /*tiers=*/true);
+        ++runs;
+        fired += o.fired ? 1 : 0;
+      }
+    }
+  }
+  CHECK(clearings > 0);
+  CHECK(retirements > 0);
+  CHECK(fired == runs);
+  WARN("tiers fault sweep: " << runs << " replays, " << clearings << " clearings and "
+                             << retirements << " retirements in the clean runs");
 }
 
 TEST_CASE("issue 8 R1.3 R5 fault sweep: the summarizer fails at every call of a long session") {
