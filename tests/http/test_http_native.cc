@@ -221,8 +221,12 @@ TEST_CASE("R14.2 anthropic_compact: the beta header, the compaction parameter, t
   h.Turns(4, 8);
   server.Push(ScriptedHttpResponse::Json(200, AnthropicCompacted("Second summary.")));
   REQUIRE(Ok(h.compactor->Prepare("s", {})).compactions.size() == 1);
-  const Json next = Json::parse(server.Requests().back().body);
+  const std::string next_body = server.Requests().back().body;
+  const Json next = Json::parse(next_body);
   CHECK(next.at("messages")[0].at("content")[0].at("type") == "compaction");
+  // Byte for byte as it came (R14.1): the block's text exactly as the server wrote it.
+  CHECK(next_body.find(R"({"content":"The user plans a Lisbon trip; flights compared, none )"
+                       R"(booked.","type":"compaction"})") != std::string::npos);
 }
 
 TEST_CASE("R14.2 a refused span is classified like the other protocols and changes nothing",
