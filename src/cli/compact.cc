@@ -150,8 +150,15 @@ int RunCompact(const std::vector<std::string>& words) {
     options.sizes = sizes;
     recap::Result<recap::CompactOutcome> outcome = compactor.Compact(session, options);
     if (!outcome.ok()) {
-      return Failure(args,
-                     outcome.status().WithContext("the compaction failed and changed nothing"));
+      // A checkpoint the provider wrote may have retired the messages before it first (R14.1):
+      // that commit stays, so "changed nothing" is said only when nothing did.
+      recap::Result<recap::SessionState> now = (*store)->Load(session);
+      const bool changed = !now.ok() || now->version != before->version;
+      return Failure(args, outcome.status().WithContext(
+                               changed ? "the compaction failed; the messages before a "
+                                         "checkpoint the provider wrote were retired first, and "
+                                         "that stays"
+                                       : "the compaction failed and changed nothing"));
     }
     compacted = outcome->compacted;
     result["provider_retired_messages"] = outcome->provider_retired_messages;

@@ -440,3 +440,33 @@ TEST_CASE("issue 19 R14.2 recap compact --provider openai-compact and anthropic-
     }
   }
 }
+
+TEST_CASE(
+    "issue 19 R14.1 a compaction that fails after a provider's checkpoint was adopted says "
+    "so",
+    "[cli][http]") {
+  TempDir dir("recap-cli-http");
+  const std::string db = dir.File("p.db");
+  Ran r =
+      Run(dir, {"import", "--format", "anthropic",
+                std::string(RECAP_TEST_DATA_DIR) + "/claude-code-sample.compaction.anthropic.json",
+                "--session", "s", "--db", db});
+  INFO(r.err);
+  REQUIRE(r.exit == 0);
+  HttpTestServer server;
+  server.Route("GET", "/v1/models",
+               ScriptedHttpResponse::Json(
+                   200, R"({"data":[{"id":"test-model","max_input_tokens":200000}]})"));
+  server.SetDefault(ScriptedHttpResponse::Json(
+      400, R"({"type":"error","error":{"type":"invalid_request_error","message":"refused"}})"));
+  r = Run(dir, {"compact", "--session", "s", "--db", db, "--keep-turns", "1", "--provider",
+                "anthropic-compact", "--base-url", server.BaseUrl(), "--model", "test-model"});
+  CHECK(r.exit == 1);
+  CHECK(r.err.find("were retired first, and that stays") != std::string::npos);
+  CHECK(r.err.find("changed nothing") == std::string::npos);
+  // Again: nothing is left to retire, so this time nothing changed.
+  r = Run(dir, {"compact", "--session", "s", "--db", db, "--keep-turns", "1", "--provider",
+                "anthropic-compact", "--base-url", server.BaseUrl(), "--model", "test-model"});
+  CHECK(r.exit == 1);
+  CHECK(r.err.find("the compaction failed and changed nothing") != std::string::npos);
+}
