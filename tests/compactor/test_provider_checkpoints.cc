@@ -396,7 +396,10 @@ Message Artifact(recap_test::Rng& rng, int n) {
 TEST_CASE("R14.1 properties: generated sessions with provider checkpoints at random places",
           "[R14.1][property]") {
   const std::uint64_t run = RunSeed();
-  const int cases = 300;
+  // Every case opens a store: over SQLite and PostgreSQL (RECAP_TEST_STORE) a tenth of them,
+  // which still meets every shape; the in-memory run takes all.
+  const bool memory = recap::testing::TestStoreKind() == "memory";
+  const int cases = memory ? 300 : 30;
   // What the cases exercised, so that a generator change cannot quietly make them trivial.
   std::size_t retired = 0, compactions = 0, encrypted_kept = 0;
   for (int k = 0; k < cases; ++k) {
@@ -480,7 +483,7 @@ TEST_CASE("R14.1 properties: generated sessions with provider checkpoints at ran
   }
   INFO("retired " << retired << ", compactions " << compactions << ", encrypted kept "
                   << encrypted_kept);
-  CHECK(retired > 1000);
-  CHECK(compactions > 100);
-  CHECK(encrypted_kept > 20);
+  CHECK(retired > (memory ? 1000u : 100u));
+  CHECK(compactions > (memory ? 100u : 10u));
+  CHECK(encrypted_kept > (memory ? 20u : 2u));
 }
