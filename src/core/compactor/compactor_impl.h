@@ -483,9 +483,10 @@ struct RECAP_COMPACTOR_IMPL_HIDDEN Compactor::Impl {
   // messages changed (0 when it did not run or the store refused: then nothing changed).
   std::size_t ClearToolResults(const std::string& session, SessionCache& c);
 
-  // The transcript `t` would be after AdoptProviderCheckpoint retired what precedes `at`
-  // (nothing written): for PlanFor.
-  static Transcript AfterProviderCheckpoint(const Transcript& t, std::size_t at);
+  // The transcript `t` is after what precedes `at` was retired: the kept messages, `checkpoint`
+  // (by default t[at] flagged summary, for PlanFor, which writes nothing), the rest.
+  static Transcript AfterProviderCheckpoint(const Transcript& t, std::size_t at,
+                                            std::optional<Message> checkpoint = std::nullopt);
 
   // R6: clips the kept tail to the target and persists it. Returns false with `error` set
   // when the store refused.

@@ -17,12 +17,13 @@ Message AsCheckpoint(const Message& m) {
 
 }  // namespace
 
-Transcript Compactor::Impl::AfterProviderCheckpoint(const Transcript& t, std::size_t at) {
+Transcript Compactor::Impl::AfterProviderCheckpoint(const Transcript& t, std::size_t at,
+                                                    std::optional<Message> checkpoint) {
   Transcript next;
   for (std::size_t i = 0; i < at; ++i) {
     if (KeptByCompaction(t, i)) internal::TranscriptAccess::AppendFrom(next, t, i);
   }
-  next.Append(AsCheckpoint(t[at]));
+  next.Append(checkpoint ? std::move(*checkpoint) : AsCheckpoint(t[at]));
   for (std::size_t i = at + 1; i < t.size(); ++i) {
     internal::TranscriptAccess::AppendFrom(next, t, i);
   }
@@ -64,14 +65,7 @@ std::size_t Compactor::Impl::AdoptProviderCheckpoint(const std::string& session,
     return 0;
   }
 
-  Transcript next;
-  for (std::size_t i = 0; i < *at; ++i) {
-    if (KeptByCompaction(t, i)) internal::TranscriptAccess::AppendFrom(next, t, i);
-  }
-  next.Append(commit.checkpoint);
-  for (std::size_t i = *at + 1; i < t.size(); ++i) {
-    internal::TranscriptAccess::AppendFrom(next, t, i);
-  }
+  Transcript next = AfterProviderCheckpoint(t, *at, commit.checkpoint);
   const std::size_t before = t.chars();
   const std::size_t retired = commit.replaced.size() - 1;  // the checkpoint's own message aside
   c.transcript = std::move(next);
