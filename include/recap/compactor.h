@@ -23,6 +23,14 @@
 //
 // Thread safety: all methods may be called from any thread. Calls for the same session are
 // serialized; calls for different sessions run in parallel.
+//
+// Background compaction (compaction.background, SPEC R15): when the request reaches startAt x
+// the trigger, Prepare hands the span before a safe cut to one of the Compactor's worker
+// threads (at most four, started when first needed) and returns at once; a later Prepare swaps
+// the checkpoint in. The summarizer, the plugin hooks and the event sinks are then called from
+// a worker thread too. At most one compaction per session runs at a time. Destroying the
+// Compactor cancels the background compactions and joins the workers (it waits for a
+// summarizer that ignores its cancellation token).
 #ifndef RECAP_COMPACTOR_H_
 #define RECAP_COMPACTOR_H_
 
@@ -90,6 +98,21 @@ struct Prepared {
   // the same.
   std::size_t provider_retired_messages = 0;
 
+  // R15, with compaction.background on. `background_started`: this call handed a compaction to
+  // a worker and returned without waiting for it. `background_swapped`: it committed the
+  // checkpoint a background compaction wrote (its reason is in `compactions`, its cost in the
+  // figures above). `background_discarded`: such a result was dropped because the session had
+  // changed (event compaction_discarded). `background_in_flight`: one still runs as this call
+  // returns. `background_wait_ms`: how long this call waited for one (it waits only when the
+  // request would otherwise reach the window or the hard limit).
+  bool background_started = false;
+  bool background_swapped = false;
+  bool background_discarded = false;
+  bool background_in_flight = false;
+  std::uint64_t background_wait_ms = 0;
+  // This call waited for a summarizer: it ran one itself or waited for a background one.
+  bool waited_for_summarizer = false;
+
   // The window the triggers used (R1.2, R12.2): its size when known, and where it came from —
   // "config", "profile", "provider", "overflow" (lowered by ReportOverflow), or "fallback"
   // when none is known (the window is then fallback_window_tokens = maxContextChars / 4, and
@@ -137,6 +160,16 @@ struct Plan {
   std::size_t clearable_chars = 0;
   bool would_clear = false;
   bool clearing_suffices = false;
+  // R15, with compaction.background on: the size at which Prepare starts a compaction in the
+  // background (startAt x the trigger), whether the request has reached it, and a compaction of
+  // this session running in the background now (in flight) or finished and waiting for the
+  // next Prepare to swap it in (ready). Only this Compactor's own are seen: `recap plan`, a
+  // process of its own, never has one.
+  std::size_t background_start_tokens = 0;
+  std::size_t background_start_chars = 0;
+  bool background_reached = false;
+  bool background_in_flight = false;
+  bool background_ready = false;
 };
 
 struct CompactOptions {

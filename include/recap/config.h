@@ -4,7 +4,8 @@
 //
 //   {
 //     "compaction":  { "auto": true, "threshold": 0.85, "keepTurns": 2,
-//                      "maxOutputTokens": 16000, "calibrate": false, "fallback": "none" },
+//                      "maxOutputTokens": 16000, "calibrate": false, "fallback": "none",
+//                      "background": { "enabled": false, "startAt": 0.7, "maxWaitMs": 600000 } },
 //     "limits":      { "maxContextChars": 800000 },
 //     "pluginHooks": { "timeoutMs": 5000 },
 //     "provider":    { "contextWindow": null }
@@ -53,6 +54,20 @@ struct ClearToolResultsConfig {
 inline constexpr const char* kClearedToolResultMarker =
     "[tool result cleared to save context; the original is in the session history]";
 
+// R15: background compaction. When the full request reaches `start_at` x the trigger,
+// Prepare hands a snapshot of the span before a safe cut to a worker thread and returns at once
+// with the whole transcript; the next Prepare after the checkpoint is ready swaps it in (one
+// transaction replacing exactly that span; what was appended meanwhile follows it). While it
+// runs, a Prepare waits for it only when the request would otherwise reach the context window
+// or limits.maxContextChars (or an overflow was reported), and then at most `max_wait_ms`.
+// Off by default. JSON: `compaction.background`, either true / false or an object
+// {"enabled", "startAt", "maxWaitMs"}.
+struct BackgroundConfig {
+  bool enabled = false;
+  double start_at = 0.7;             // 0.1 .. 1, a fraction of the trigger
+  std::size_t max_wait_ms = 600000;  // >= 1; the HTTP provider's default time-out
+};
+
 struct CompactionConfig {
   bool auto_compact = true;               // "auto"
   double threshold = 0.85;                // 0.1 .. 0.99
@@ -68,6 +83,7 @@ struct CompactionConfig {
   // full and older parts are shortened harder, never dropped without a trace (R4.7).
   std::optional<std::size_t> max_summarizer_input_tokens;  // >= 1000, or null
   ClearToolResultsConfig clear_tool_results;               // "clearToolResults" (R14.3)
+  BackgroundConfig background;                             // "background" (R15)
 };
 
 struct LimitsConfig {

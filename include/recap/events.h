@@ -43,8 +43,9 @@ enum class EventType : std::uint8_t {
   kCompactionFailed,
   kPluginHookFailed,
   kWindowUnknown,
-  kProviderCheckpoint,  // R14.1: a provider's own checkpoint arrived; what precedes it retired
-  kToolResultsCleared,  // R14.3: old tool results cleared instead of (or before) summarizing
+  kProviderCheckpoint,   // R14.1: a provider's own checkpoint arrived; what precedes it retired
+  kToolResultsCleared,   // R14.3: old tool results cleared instead of (or before) summarizing
+  kCompactionDiscarded,  // R15.2: a background compaction's result dropped, the session changed
 };
 RECAP_EXPORT const char* EventTypeName(EventType type) noexcept;
 

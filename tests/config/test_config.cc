@@ -212,19 +212,21 @@ TEST_CASE("R1.1 unknown keys are rejected with the known ones listed") {
   CHECK(Rejected(One("compaction", "keepturns", "2")) ==
         "unknown key \"compaction.keepturns\"; known keys in \"compaction\" are: auto, "
         "threshold, keepTurns, maxOutputTokens, calibrate, fallback, "
-        "instructionsForSummarizerChars, maxSummarizerInputTokens, clearToolResults. Did you mean "
+        "instructionsForSummarizerChars, maxSummarizerInputTokens, clearToolResults, background. "
+        "Did you mean "
         "\"compaction.keepTurns\"?");
   CHECK(Rejected(One("compaction", "max_output_tokens", "2"))
             .find("Did you mean \"compaction.maxOutputTokens\"?") != std::string::npos);
   CHECK(Rejected(One("compaction", "ratio", "0.5")) ==
         "unknown key \"compaction.ratio\"; known keys in \"compaction\" are: auto, threshold, "
         "keepTurns, maxOutputTokens, calibrate, fallback, instructionsForSummarizerChars, "
-        "maxSummarizerInputTokens, clearToolResults.");
+        "maxSummarizerInputTokens, clearToolResults, background.");
   // A key under the wrong section points to the right one.
   CHECK(Rejected(One("compaction", "maxContextChars", "9000")) ==
         "unknown key \"compaction.maxContextChars\"; known keys in \"compaction\" are: auto, "
         "threshold, keepTurns, maxOutputTokens, calibrate, fallback, "
-        "instructionsForSummarizerChars, maxSummarizerInputTokens, clearToolResults. Did you mean "
+        "instructionsForSummarizerChars, maxSummarizerInputTokens, clearToolResults, background. "
+        "Did you mean "
         "\"limits.maxContextChars\"?");
   CHECK(Rejected(One("limits", "x", "1")) ==
         "unknown key \"limits.x\"; known keys in \"limits\" are: maxContextChars.");
@@ -259,7 +261,7 @@ TEST_CASE("R1.1 sections must be objects, and keys appear once") {
   CHECK(Rejected(R"({"compaction": 5})") ==
         "compaction is 5; it must be an object with some of the keys auto, threshold, keepTurns, "
         "maxOutputTokens, calibrate, fallback, instructionsForSummarizerChars, "
-        "maxSummarizerInputTokens, clearToolResults.");
+        "maxSummarizerInputTokens, clearToolResults, background.");
   CHECK(Rejected(R"({"limits": null})") ==
         "limits is null; it must be an object with some of the keys maxContextChars.");
   CHECK(Rejected(R"({"compaction": {"threshold": 0.5, "threshold": 0.6}})") ==
@@ -368,6 +370,11 @@ TEST_CASE("R1 ToJson writes every key, and FromJson reads it back") {
         "      \"keepRecent\": 3,\n"
         "      \"excludeTools\": [],\n"
         "      \"minFreeChars\": 20000\n"
+        "    },\n"
+        "    \"background\": {\n"
+        "      \"enabled\": false,\n"
+        "      \"startAt\": 0.7,\n"
+        "      \"maxWaitMs\": 600000\n"
         "    }\n"
         "  },\n"
         "  \"limits\": {\n"
@@ -473,4 +480,41 @@ TEST_CASE("issue 19 compaction.maxSummarizerInputTokens: null (no limit) or at l
   CHECK(Rejected(R"({"compaction": {"maxSummarizerInputTokens": 999}})") ==
         "compaction.maxSummarizerInputTokens is 999; it must be null or an integer of at least "
         "1000.");
+}
+
+TEST_CASE("R15.1 compaction.background: true, false, or an object of its own keys") {
+  const Config defaults = Accepted("{}");
+  CHECK_FALSE(defaults.compaction.background.enabled);
+  CHECK(defaults.compaction.background.start_at == 0.7);
+  CHECK(defaults.compaction.background.max_wait_ms == 600000);
+  CHECK(Accepted(R"({"compaction": {"background": true}})").compaction.background.enabled);
+  const Config object =
+      Accepted(R"({"compaction": {"background": {"startAt": 0.5, "maxWaitMs": 2000}}})");
+  CHECK(object.compaction.background.enabled);  // an object turns it on
+  CHECK(object.compaction.background.start_at == 0.5);
+  CHECK(object.compaction.background.max_wait_ms == 2000);
+  CHECK_FALSE(Accepted(R"({"compaction": {"background": {"enabled": false}}})")
+                  .compaction.background.enabled);
+  // What ToJson writes, FromJson reads back.
+  CHECK(Accepted(object.ToJson()).compaction.background.start_at == 0.5);
+
+  CHECK(Rejected(R"({"compaction": {"background": "on"}})") ==
+        "compaction.background is \"on\"; it must be true, false or an object with some of the "
+        "keys enabled, startAt, maxWaitMs (e.g. {\"startAt\": 0.7, \"maxWaitMs\": 600000}).");
+  CHECK(Rejected(R"({"compaction": {"background": {"startAt": 0}}})") ==
+        "compaction.background.startAt is 0; it must be a number from 0.1 to 1 (a fraction of "
+        "the trigger).");
+  CHECK(Rejected(R"({"compaction": {"background": {"startAt": 1.5}}})") ==
+        "compaction.background.startAt is 1.5; it must be a number from 0.1 to 1 (a fraction of "
+        "the trigger).");
+  CHECK(Rejected(R"({"compaction": {"background": {"maxWaitMs": 0}}})") ==
+        "compaction.background.maxWaitMs is 0; it must be an integer of at least 1.");
+  CHECK(Rejected(R"({"compaction": {"background": {"start_at": 0.5}}})") ==
+        "unknown key \"compaction.background.start_at\"; known keys in "
+        "\"compaction.background\" are: enabled, startAt, maxWaitMs. Did you mean "
+        "\"compaction.background.startAt\"?");
+
+  Config bad;
+  bad.compaction.background.start_at = 0.05;
+  CHECK(bad.Validate().message().rfind("compaction.background.startAt is 0.05", 0) == 0);
 }

@@ -112,7 +112,8 @@ std::string ReadAll(const std::string& path) {
 }  // namespace
 
 TEST_CASE(
-    "R10 R12.2 R14.1 the event types come from one table: EventTypeName of each is its documented "
+    "R10 R12.2 R14.1 R15.2 the event types come from one table: EventTypeName of each is its "
+    "documented "
     "type") {
   using recap::EventType;
   using recap::EventTypeName;
@@ -127,6 +128,7 @@ TEST_CASE(
       {EventType::kWindowUnknown, "window_unknown"},
       {EventType::kProviderCheckpoint, "provider_checkpoint"},
       {EventType::kToolResultsCleared, "tool_results_cleared"},
+      {EventType::kCompactionDiscarded, "compaction_discarded"},
   };
   std::set<std::string> names;
   for (const auto& [type, name] : expected) {
@@ -460,4 +462,25 @@ TEST_CASE("R10 file sink: an unwritable path is a clear kIOError") {
   REQUIRE_FALSE(dir.ok());
   CHECK(dir.status().code() == StatusCode::kIOError);
   CHECK(dir.status().message().find("Is a directory") != std::string::npos);
+}
+
+TEST_CASE("R15.2 R15.5 compaction_discarded, and background work says \"background\": true last") {
+  auto sink = std::make_shared<RecordingSink>();
+  EventEmitter emitter({sink});
+  emitter.Emit(recap::EventType::kCompactionDiscarded, "s",
+               recap::internal::InBackground(
+                   recap::internal::CompactionDiscardedFields("auto", 12, "a call was recovered")));
+  emitter.Emit(
+      recap::EventType::kCompactionStarted, "s",
+      recap::internal::InBackground(recap::internal::CompactionStartedFields("auto", 4000, 1000)));
+  REQUIRE(sink->events().size() == 2);
+  const Json discarded = Json::parse(sink->events()[0].json);
+  CHECK(discarded["type"] == "compaction_discarded");
+  CHECK(discarded["reason"] == "auto");
+  CHECK(discarded["messages"] == 12);
+  CHECK(discarded["why"] == "a call was recovered");
+  CHECK(discarded.back() == true);  // "background", the last member
+  const Json started = Json::parse(sink->events()[1].json);
+  CHECK(started["background"] == true);
+  CHECK(std::prev(started.end()).key() == "background");
 }

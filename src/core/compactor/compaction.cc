@@ -6,11 +6,11 @@ namespace recap {
 inline namespace v0 {
 
 Result<internal::SummarizeOutput> Compactor::Impl::RunSummarizer(
-    Provider& p, const internal::SummarizeInput& in, const std::string& session,
+    Provider& p, const internal::SummarizeInput& in, const CompactionJob& job,
     const CancellationToken& cancel) const {
   auto progress = [&](int chunk, int chunks) {
-    events.Emit(EventType::kCompactionProgress, session,
-                internal::CompactionProgressFields(chunk, chunks));
+    events.Emit(EventType::kCompactionProgress, job.session,
+                Fields(job, internal::CompactionProgressFields(chunk, chunks)));
   };
   // A host's Provider may throw despite its contract; that must not take the session
   // down with it, so it becomes an ordinary failed compaction.
@@ -87,27 +87,41 @@ Status Compactor::Impl::FitCheckpoint(internal::SummarizeOutput& summary, std::s
   return Status::OK();
 }
 
-// One compaction: cut, plugins, summarizer, commit, events. Changes nothing unless it
-// commits (R7.1). `plan` is the caller's evaluation of R2 for this very transcript and these
-// sizes: the triggers are evaluated once per state of the session, not again here.
-Attempt Compactor::Impl::RunCompaction(const std::string& session, SessionCache& c,
-                                       const RequestSizes& sizes, const Plan& plan,
-                                       CompactionReason reason, CutMode mode,
-                                       const std::string& focus, const CancellationToken& cancel) {
+// Phase 1 of a compaction: the cut and the span. See CompactionJob.
+Attempt Compactor::Impl::BeginCompaction(const std::string& session, const SessionCache& c,
+                                         const Plan& plan, CompactionReason reason, CutMode mode,
+                                         const std::string& focus, bool background,
+                                         CompactionJob& job) {
   Attempt a;
   a.before_full = plan.full_chars;
   const Transcript& t = c.transcript;
+  // A background start that finds nothing to do says nothing: Prepare tries again at a later
+  // turn, and the trigger's own compaction reports it if it still holds then.
+  auto skip = [&](SkipReason why) {
+    a.kind = AttemptKind::kSkipped;
+    a.skip = why;
+    a.outcome.skipped = why;
+    if (!background) {
+      events.Emit(EventType::kCompactionSkipped, session,
+                  internal::CompactionSkippedFields(SkipReasonName(why)));
+    }
+    return a;
+  };
   // R12.3: an automatic compaction leaves a summarizer that keeps failing alone for a while
   // (straight to the offline one when that is the fallback); a manual one always tries.
-  const char* reason_name = CompactionReasonName(reason);
-  const bool automatic = reason != CompactionReason::kManual;
-  const bool backing_off = automatic && !IsOffline(*provider) && plan.summarizer_backoff_ms > 0;
-  const bool offline_instead = backing_off && config.compaction.fallback == Fallback::kOffline;
-  if (backing_off && !offline_instead) {
-    a.kind = AttemptKind::kSkipped;
+  job.session = session;
+  job.reason = reason;
+  job.background = background;
+  job.automatic = reason != CompactionReason::kManual;
+  const bool backing_off = job.automatic && !IsOffline(*provider) && plan.summarizer_backoff_ms > 0;
+  job.offline_instead = backing_off && config.compaction.fallback == Fallback::kOffline;
+  if (backing_off && !job.offline_instead) {
     a.skip = SkipReason::kSummarizerUnavailable;
-    events.Emit(EventType::kCompactionSkipped, session,
-                internal::CompactionSkippedFields(SkipReasonName(a.skip)));
+    a.kind = AttemptKind::kSkipped;
+    if (!background) {
+      events.Emit(EventType::kCompactionSkipped, session,
+                  internal::CompactionSkippedFields(SkipReasonName(a.skip)));
+    }
     return a;
   }
 
@@ -115,81 +129,25 @@ Attempt Compactor::Impl::RunCompaction(const std::string& session, SessionCache&
   cut_options.keep_turns = config.compaction.keep_turns;
   cut_options.mode = mode;
   cut_options.kept_chars_limit = KeptLimit(plan);
-  const CutDecision cut = FindCut(t, cut_options);
-  if (!cut.ok()) {
-    a.kind = AttemptKind::kSkipped;
-    a.skip = cut.skip;
-    a.outcome.skipped = cut.skip;
-    events.Emit(EventType::kCompactionSkipped, session,
-                internal::CompactionSkippedFields(SkipReasonName(cut.skip)));
-    return a;
-  }
+  job.cut = FindCut(t, cut_options);
+  if (!job.cut.ok()) return skip(job.cut.skip);
 
-  // R12.1: the span's instructions and pinned messages stay, verbatim and first; the rest
-  // is summarized. So does a provider's checkpoint that recap's summarizer cannot read
-  // (R14.1): dropping it would lose what it holds. A span with nothing else (earlier
-  // checkpoints aside) is nothing to do.
-  // A provider-native summarizer (R14.2) is sent such a checkpoint of its own with the rest,
-  // and its new one replaces it.
-  std::vector<std::string> kept_ids;
-  std::vector<std::string> replaced_ids;
-  Transcript span;
-  bool something_new = false;
-  std::size_t kept_chars_in_span = 0;
-  std::vector<bool> kept(cut.position, false);
-  auto split = [&](bool keep_unreadable) {
-    kept_ids.clear();
-    replaced_ids.clear();
-    span = Transcript();
-    something_new = false;
-    kept_chars_in_span = 0;
-    for (std::size_t i = 0; i < cut.position; ++i) {
-      kept[i] = KeptByCompaction(t, i) || (keep_unreadable && IsUnreadableProviderCheckpoint(t[i]));
-      if (kept[i]) {
-        kept_ids.push_back(t[i].id);
-        kept_chars_in_span += t.chars(i);
-        continue;
-      }
-      replaced_ids.push_back(t[i].id);
-      internal::TranscriptAccess::AppendFrom(span, t, i);
-      something_new = something_new || !t[i].summary;
-    }
-  };
-  const bool native = !offline_instead && provider->WritesNativeCheckpoints();
-  split(!native);
-  if (!something_new) {
-    a.kind = AttemptKind::kSkipped;
-    a.skip = SkipReason::kNothingToSummarize;
-    a.outcome.skipped = a.skip;
-    events.Emit(EventType::kCompactionSkipped, session,
-                internal::CompactionSkippedFields(SkipReasonName(a.skip)));
-    return a;
-  }
-  std::size_t summarized_chars = cut.summarized_chars - kept_chars_in_span;
+  job.snapshot = t;  // shares the messages: a copy of pointers, not of content
+  job.version = c.version;
+  job.before_full_chars = plan.full_chars;
+  job.before_full_tokens = plan.full_tokens;
+  job.kept_limit = KeptLimit(plan);
+  job.offline_output_tokens = OfflineOutputTokens(plan);
+  job.native = !job.offline_instead && provider->WritesNativeCheckpoints();
+  if (!SplitSpan(job, !job.native)) return skip(SkipReason::kNothingToSummarize);
 
   events.Emit(EventType::kCompactionStarted, session,
-              internal::CompactionStartedFields(reason_name, plan.full_chars, plan.full_tokens));
+              Fields(job, internal::CompactionStartedFields(CompactionReasonName(reason),
+                                                            plan.full_chars, plan.full_tokens)));
 
-  // Plugins first: their instructions and fields ride on the same summarizer call (R9.1).
-  BeforeCompactContext before_ctx;
-  before_ctx.session = session;
-  before_ctx.reason = reason_name;
-  before_ctx.messages = replaced_ids.size();
-  before_ctx.chars = summarized_chars;
-  // Clamped so that huge configured values cannot overflow the clock's arithmetic.
-  const auto timeout = std::chrono::milliseconds(
-      std::min<std::size_t>(config.plugin_hooks.timeout_ms, std::size_t{24} * 3600 * 1000));
-  internal::BeforeCompactRun before;
-  if (!plugins.empty()) before = internal::RunBeforeCompact(plugins, before_ctx, timeout);
-  for (const auto& f : before.failures) {
-    events.Emit(EventType::kPluginHookFailed, session,
-                internal::PluginHookFailedFields(f.plugin, f.hook, f.error));
-  }
-
-  internal::SummarizeInput in;
-  in.span = std::move(span);
+  internal::SummarizeInput& in = job.in;
   in.focus = focus;
-  if (!kept_ids.empty() && IsInstructions(t[0]) &&
+  if (!job.kept_ids.empty() && IsInstructions(t[0]) &&
       config.compaction.instructions_for_summarizer_chars > 0) {
     const std::string text = JoinedText(t[0]);
     const std::size_t limit = config.compaction.instructions_for_summarizer_chars;
@@ -197,13 +155,9 @@ Attempt Compactor::Impl::RunCompaction(const std::string& session, SessionCache&
     in.instructions = text.substr(0, bytes);
     if (bytes < text.size()) in.instructions += "\n[… the rest of the instructions is not shown]";
   }
-  for (const auto& r : before.ok) {
-    if (!r.request.instructions.empty()) in.plugin_instructions.push_back(r.request.instructions);
-    for (const auto& f : r.request.output_fields) in.plugin_fields.push_back(f);
-  }
-  Provider& writer = offline_instead ? *offline : *provider;
+  const Provider& writer = job.offline_instead ? *offline : *provider;
   in.max_output_tokens =
-      IsOffline(writer) ? OfflineOutputTokens(plan) : config.compaction.max_output_tokens;
+      IsOffline(writer) ? job.offline_output_tokens : config.compaction.max_output_tokens;
   in.max_request_chars = IsOffline(writer) ? 0 : RequestBudget(plan);
   // The summarizer input budget, in characters (an estimated token is four); the offline
   // summarizer reads the structured span and is sent nothing.
@@ -211,33 +165,90 @@ Attempt Compactor::Impl::RunCompaction(const std::string& session, SessionCache&
   if (input_tokens && !IsOffline(writer)) {
     in.max_input_chars = *input_tokens > SIZE_MAX / 4 ? SIZE_MAX : *input_tokens * 4;
   }
-
-  if (native && !kept_ids.empty() && IsInstructions(t[0]))
+  if (job.native && !job.kept_ids.empty() && IsInstructions(t[0]))
     in.native_instructions = JoinedText(t[0]);
   in.known_prior_message = c.checkpoint_message;
   in.known_prior = c.checkpoint;
-  auto summary = RunSummarizer(writer, in, session, cancel);
-  a.calls += summary.ok() ? summary->calls : 1;
-  if (summary.ok()) a.usage = summary->usage;
+  return a;  // kNone: ready for SummarizeJob
+}
+
+// R12.1: the span's instructions and pinned messages stay, verbatim and first; the rest
+// is summarized. So does a provider's checkpoint that recap's summarizer cannot read
+// (R14.1) when `keep_unreadable`: dropping it would lose what it holds. A provider-native
+// summarizer (R14.2) is sent such a checkpoint of its own with the rest, and its new one
+// replaces it. False when the span holds nothing new (earlier checkpoints aside).
+bool Compactor::Impl::SplitSpan(CompactionJob& job, bool keep_unreadable) {
+  const Transcript& t = job.snapshot;
+  const std::size_t position = job.cut.position;
+  job.kept_ids.clear();
+  job.replaced_ids.clear();
+  job.in.span = Transcript();
+  job.kept.assign(position, false);
+  bool something_new = false;
+  std::size_t kept_chars_in_span = 0;
+  for (std::size_t i = 0; i < position; ++i) {
+    job.kept[i] =
+        KeptByCompaction(t, i) || (keep_unreadable && IsUnreadableProviderCheckpoint(t[i]));
+    if (job.kept[i]) {
+      job.kept_ids.push_back(t[i].id);
+      kept_chars_in_span += t.chars(i);
+      continue;
+    }
+    job.replaced_ids.push_back(t[i].id);
+    internal::TranscriptAccess::AppendFrom(job.in.span, t, i);
+    something_new = something_new || !t[i].summary;
+  }
+  job.summarized_chars = job.cut.summarized_chars - kept_chars_in_span;
+  return something_new;
+}
+
+// Phase 2: the plugins and the summarizer. Reads only `job` and what the Compactor shares
+// between threads (provider, plugins, events, the breaker): a worker may run it.
+void Compactor::Impl::SummarizeJob(CompactionJob& job, const CancellationToken& cancel) {
+  const std::string& session = job.session;
+  const char* reason_name = CompactionReasonName(job.reason);
+  // Plugins first: their instructions and fields ride on the same summarizer call (R9.1).
+  BeforeCompactContext before_ctx;
+  before_ctx.session = session;
+  before_ctx.reason = reason_name;
+  before_ctx.messages = job.replaced_ids.size();
+  before_ctx.chars = job.summarized_chars;
+  // Clamped so that huge configured values cannot overflow the clock's arithmetic.
+  const auto timeout = std::chrono::milliseconds(
+      std::min<std::size_t>(config.plugin_hooks.timeout_ms, std::size_t{24} * 3600 * 1000));
+  internal::BeforeCompactRun before;
+  if (!plugins.empty()) before = internal::RunBeforeCompact(plugins, before_ctx, timeout);
+  for (const auto& f : before.failures) {
+    events.Emit(EventType::kPluginHookFailed, session,
+                Fields(job, internal::PluginHookFailedFields(f.plugin, f.hook, f.error)));
+  }
+  internal::SummarizeInput& in = job.in;
+  for (const auto& r : before.ok) {
+    if (!r.request.instructions.empty()) in.plugin_instructions.push_back(r.request.instructions);
+    for (const auto& f : r.request.output_fields) in.plugin_fields.push_back(f);
+  }
+
+  Provider& writer = job.offline_instead ? *offline : *provider;
+  auto summary = RunSummarizer(writer, in, job, cancel);
+  job.calls += summary.ok() ? summary->calls : 1;
+  if (summary.ok()) job.usage = summary->usage;
   if (!IsOffline(writer) && !(!summary.ok() && summary.status().code() == StatusCode::kCancelled)) {
-    a.provider_failed = !summary.ok();
-    RecordSummarizer(summary.ok(), automatic);
+    job.provider_failed = !summary.ok();
+    RecordSummarizer(summary.ok(), job.automatic);
   }
   if (!summary.ok() && config.compaction.fallback == Fallback::kOffline && !IsOffline(writer) &&
       summary.status().code() != StatusCode::kCancelled) {
     RECAP_LOG_WARN("session {}: summarizer failed ({}); writing the checkpoint offline", session,
                    summary.status().message());
     in.max_request_chars = 0;
-    in.max_output_tokens = OfflineOutputTokens(plan);
-    if (native) {
+    in.max_output_tokens = job.offline_output_tokens;
+    if (job.native) {
       // The offline summarizer cannot read an encrypted checkpoint: it stays, after all.
-      split(true);
-      in.span = span;
-      summarized_chars = cut.summarized_chars - kept_chars_in_span;
+      SplitSpan(job, true);
     }
-    summary = RunSummarizer(*offline, in, session, cancel);
-    a.calls += 1;
-    if (summary.ok()) a.usage = summary->usage;
+    summary = RunSummarizer(*offline, in, job, cancel);
+    job.calls += 1;
+    if (summary.ok()) job.usage = summary->usage;
   }
   if (summary.ok()) {
     // R12.7: no checkpoint above half the trigger. A reply within its budget that would
@@ -245,16 +256,13 @@ Attempt Compactor::Impl::RunCompaction(const std::string& session, SessionCache&
     // partial (R5.2); one that cannot be made to fit is refused.
     // A provider's artifact is not recap's to cut.
     if (!summary->native_checkpoint) {
-      Status fitted = FitCheckpoint(*summary, KeptLimit(plan), session);
+      Status fitted = FitCheckpoint(*summary, job.kept_limit, session);
       if (!fitted.ok()) summary = fitted;
     }
   }
   if (!summary.ok()) {
-    a.kind = AttemptKind::kFailed;
-    a.error = summary.status();
-    events.Emit(EventType::kCompactionFailed, session,
-                internal::CompactionFailedFields(reason_name, summary.status().message()));
-    return a;
+    job.error = summary.status();  // reported by whoever finishes the job (SayFailed)
+    return;
   }
   const Checkpoint& checkpoint = summary->parsed.checkpoint;
 
@@ -269,28 +277,52 @@ Attempt Compactor::Impl::RunCompaction(const std::string& session, SessionCache&
       if (it != summary->parsed.plugin_fields.end()) mine[f.name] = it->second;
     }
   }
-  internal::AfterCompactRun after;
   if (!participating.empty()) {
     AfterCompactContext after_ctx;
     after_ctx.session = session;
     after_ctx.reason = reason_name;
     after_ctx.checkpoint = checkpoint;
-    after = internal::RunAfterCompact(plugins, participating, after_ctx, fields_by_plugin, timeout);
+    job.after =
+        internal::RunAfterCompact(plugins, participating, after_ctx, fields_by_plugin, timeout);
   }
-  for (const auto& f : after.failures) {
+  for (const auto& f : job.after.failures) {
     events.Emit(EventType::kPluginHookFailed, session,
-                internal::PluginHookFailedFields(f.plugin, f.hook, f.error));
+                Fields(job, internal::PluginHookFailedFields(f.plugin, f.hook, f.error)));
   }
+  job.summary = std::move(*summary);
+}
+
+// Phase 3: the commit and the cache. `c.transcript` begins with the job's snapshot up to the
+// cut (Prepare checked that for a background job); what follows the cut now stays after the
+// checkpoint, as it is.
+Attempt Compactor::Impl::FinishCompaction(SessionCache& c, const RequestSizes& sizes,
+                                          CompactionJob& job) {
+  Attempt a;
+  a.before_full = job.before_full_chars;
+  a.calls = job.calls;
+  a.usage = job.usage;
+  a.provider_failed = job.provider_failed;
+  const std::string& session = job.session;
+  const char* reason_name = CompactionReasonName(job.reason);
+  if (!job.summary) {
+    a.kind = AttemptKind::kFailed;
+    a.error = job.error;
+    SayFailed(job);
+    return a;
+  }
+  internal::SummarizeOutput& summary = *job.summary;
+  const Checkpoint& checkpoint = summary.parsed.checkpoint;
+  const Transcript& t = c.transcript;
 
   CompactionCommit commit;
   commit.expected_version = c.version;
   commit.reason = reason_name;
-  commit.replaced = std::move(replaced_ids);
-  commit.kept = kept_ids;
+  commit.replaced = job.replaced_ids;
+  commit.kept = job.kept_ids;
   commit.checkpoint =
-      summary->native_checkpoint ? *summary->native_checkpoint : CheckpointMessage(checkpoint);
+      summary.native_checkpoint ? *summary.native_checkpoint : CheckpointMessage(checkpoint);
   commit.checkpoint.id = NewMessageId();
-  for (const auto& r : after.ok) {
+  for (const auto& r : job.after.ok) {
     if (r.result.inject_context.empty()) continue;
     // Injected context is bounded, recap-made context like the checkpoint: flagged summary
     // so it is never clipped and never counts as a turn a person started.
@@ -304,26 +336,36 @@ Attempt Compactor::Impl::RunCompaction(const std::string& session, SessionCache&
   if (!committed.ok()) {
     a.kind = AttemptKind::kFailed;
     a.error = committed.status().WithContext("could not save the compaction");
-    events.Emit(EventType::kCompactionFailed, session,
-                internal::CompactionFailedFields(reason_name, a.error.message()));
+    if (job.background && committed.status().code() == StatusCode::kConflict) {
+      // R15.2: another writer changed the session since this Prepare read it.
+      events.Emit(EventType::kCompactionDiscarded, session,
+                  Fields(job, internal::CompactionDiscardedFields(
+                                  reason_name, job.replaced_ids.size(),
+                                  "another writer changed the session in the store")));
+    } else {
+      events.Emit(EventType::kCompactionFailed, session,
+                  Fields(job, internal::CompactionFailedFields(reason_name, a.error.message())));
+    }
     if (committed.status().code() == StatusCode::kConflict) c.loaded = false;  // reload next
     return a;
   }
 
+  const std::size_t position = job.cut.position;
   Transcript next;
-  for (std::size_t i = 0; i < cut.position; ++i) {
-    if (kept[i]) internal::TranscriptAccess::AppendFrom(next, t, i);
+  for (std::size_t i = 0; i < position; ++i) {
+    if (job.kept[i]) internal::TranscriptAccess::AppendFrom(next, t, i);
   }
   const std::size_t checkpoint_at = next.size();
   next.Append(commit.checkpoint);
   for (const auto& m : commit.injected) next.Append(m);
-  for (std::size_t i = cut.position; i < t.size(); ++i) {
+  for (std::size_t i = position; i < t.size(); ++i) {
     internal::TranscriptAccess::AppendFrom(next, t, i);  // as measured and checked
   }
   const std::size_t before_t = t.chars();
+  const std::size_t before_full = sizes.instructions_chars + before_t + sizes.tool_catalog_chars;
   c.transcript = std::move(next);
   // Kept as its struct: the next compaction takes it as its prior without parsing it back.
-  if (summary->native_checkpoint) {
+  if (summary.native_checkpoint) {
     c.checkpoint_message.reset();  // the provider's artifact, not a struct of recap's
     c.checkpoint.reset();
   } else {
@@ -338,38 +380,55 @@ Attempt Compactor::Impl::RunCompaction(const std::string& session, SessionCache&
   // The request's size after the commit: arithmetic, no second evaluation of the triggers.
   a.after_full = sizes.instructions_chars + c.transcript.chars() + sizes.tool_catalog_chars;
   a.kind = AttemptKind::kCommitted;
+  // A background compaction's request has grown since it started: the swap reports the sizes
+  // of the request it changes.
+  if (job.background) a.before_full = before_full;
 
   internal::CompletedInfo info;
   info.reason = reason_name;
-  info.before_chars = plan.full_chars;
-  info.before_tokens = plan.full_tokens;
+  info.before_chars = a.before_full;
+  info.before_tokens = job.background ? EstimateTokens(before_full) : job.before_full_tokens;
   info.after_chars = a.after_full;
   info.after_tokens = EstimateTokens(a.after_full);
   info.summarized_messages = commit.replaced.size();
-  info.summarized_chars = summarized_chars;
+  info.summarized_chars = job.summarized_chars;
   info.checkpoint_chars = c.transcript.chars(checkpoint_at);
   info.structured = checkpoint.structured;
-  info.partial = summary->parsed.partial;
-  info.writer = summary->writer;
-  info.prompt_tokens = summary->usage.prompt_tokens;
-  info.completion_tokens = summary->usage.completion_tokens;
-  info.calls = summary->calls;
-  for (const auto& r : after.ok) {
+  info.partial = summary.parsed.partial;
+  info.writer = summary.writer;
+  info.prompt_tokens = summary.usage.prompt_tokens;
+  info.completion_tokens = summary.usage.completion_tokens;
+  info.calls = summary.calls;
+  for (const auto& r : job.after.ok) {
     if (!r.result.report.empty()) info.plugins.push_back({r.plugin, r.result.report});
   }
-  events.Emit(EventType::kCompactionCompleted, session, internal::CompactionCompletedFields(info));
+  events.Emit(EventType::kCompactionCompleted, session,
+              Fields(job, internal::CompactionCompletedFields(info)));
 
   a.outcome.compacted = true;
   a.outcome.summarized_messages = commit.replaced.size();
   a.outcome.before_chars = before_t;
   a.outcome.after_chars = c.transcript.chars();
   a.outcome.checkpoint = checkpoint;
-  a.outcome.partial = summary->parsed.partial;
-  a.outcome.writer = summary->writer;
+  a.outcome.partial = summary.parsed.partial;
+  a.outcome.writer = summary.writer;
   a.outcome.version = c.version;
-  RECAP_LOG_INFO("session {}: compacted ({}): {} messages summarized, {} -> {} chars", session,
-                 reason_name, commit.replaced.size(), a.before_full, a.after_full);
+  RECAP_LOG_INFO("session {}: compacted ({}{}): {} messages summarized, {} -> {} chars", session,
+                 reason_name, job.background ? ", in the background" : "", commit.replaced.size(),
+                 a.before_full, a.after_full);
   return a;
+}
+
+// One compaction, start to end, on the caller's thread.
+Attempt Compactor::Impl::RunCompaction(const std::string& session, SessionCache& c,
+                                       const RequestSizes& sizes, const Plan& plan,
+                                       CompactionReason reason, CutMode mode,
+                                       const std::string& focus, const CancellationToken& cancel) {
+  CompactionJob job;
+  Attempt begun = BeginCompaction(session, c, plan, reason, mode, focus, false, job);
+  if (begun.kind != AttemptKind::kNone) return begun;
+  SummarizeJob(job, cancel);
+  return FinishCompaction(c, sizes, job);
 }
 
 }  // namespace v0

@@ -49,11 +49,21 @@ Result<Prepared> Compactor::Prepare(const std::string& session, const RequestSiz
   Prepared out;
   out.provider_retired_messages = impl_->AdoptProviderCheckpoint(session, c);
   Plan plan;
-  impl_->Evaluate(sizes, c, plan);
+  // R15: a background compaction is swapped in, waited for, or started first.
+  const bool background = cfg.compaction.background.enabled;
+  const std::size_t reducible_before = sizes.instructions_chars + c.transcript.chars();
+  const bool in_flight =
+      background ? impl_->PrepareBackground(session, c, sizes, plan, out) : false;
+  if (!background) impl_->Evaluate(sizes, c, plan);
   const auto evaluated_version = c.version;
   impl_->SayWindowUnknown(session, c, plan);
   out.before_chars = plan.reducible_chars;
   out.before_tokens = plan.full_tokens;
+  if (out.background_swapped) {
+    // The sizes before the swap this call made.
+    out.before_chars = reducible_before;
+    out.before_tokens = EstimateTokens(reducible_before + sizes.tool_catalog_chars);
+  }
   out.window_tokens = plan.window_tokens;
   out.window_source = plan.window_source;
   out.fallback_window_tokens = impl_->FallbackWindow();
@@ -73,10 +83,11 @@ Result<Prepared> Compactor::Prepare(const std::string& session, const RequestSiz
   }
   if (!plan.irreducible) c.irreducible_said_for.reset();
 
-  // Step 1 (R2): one gate, `auto`, for every trigger.
+  // Step 1 (R2): one gate, `auto`, for every trigger. A compaction in the background is this
+  // step's for as long as the request may go out as it is (R15.3).
   if (!cfg.compaction.auto_compact) {
     attempts.emplace_back().kind = AttemptKind::kDisabled;
-  } else if (plan.trigger) {
+  } else if (plan.trigger && !in_flight) {
     if (c.paused && plan.reason != CompactionReason::kOverflow) {
       Attempt& a = attempts.emplace_back();
       a.kind = AttemptKind::kSkipped;
@@ -107,6 +118,15 @@ Result<Prepared> Compactor::Prepare(const std::string& session, const RequestSiz
           impl_->Evaluate(sizes, c, plan);
           still_over = plan.trigger && plan.reason.has_value();
         }
+      }
+      // R15.1: with background on, the summarizer runs on a worker unless the request cannot
+      // go out as it is.
+      if (still_over && background && plan.reason == CompactionReason::kAuto &&
+          plan.summarizer_backoff_ms == 0 && !impl_->MustWait(plan, c) &&
+          impl_->StartBackground(session, c, plan)) {
+        out.background_started = true;
+        out.background_in_flight = true;
+        still_over = false;
       }
       if (still_over) {
         Attempt& last = attempts.emplace_back(impl_->RunCompaction(
@@ -155,6 +175,7 @@ Result<Prepared> Compactor::Prepare(const std::string& session, const RequestSiz
     }
   }
   for (const Attempt& a : attempts) {
+    if (a.calls > 0) out.waited_for_summarizer = true;
     if (a.kind == AttemptKind::kCommitted) out.summarized_messages += a.outcome.summarized_messages;
     out.summarizer_calls += a.calls;
     out.summarizer_usage.prompt_tokens += a.usage.prompt_tokens;
@@ -197,6 +218,15 @@ Result<Plan> Compactor::PlanFor(const std::string& session, const RequestSizes& 
     }
   }
   impl_->Evaluate(sizes, c, plan);
+  if (impl_->config.compaction.background.enabled) {
+    std::lock_guard<std::mutex> bg(impl_->bg_mu);
+    auto it = impl_->bg_tasks.find(session);
+    if (it != impl_->bg_tasks.end()) {
+      const bool done = it->second->state == Impl::BackgroundTask::State::kDone;
+      plan.background_ready = done && it->second->job.summary.has_value();
+      plan.background_in_flight = !done;
+    }
+  }
   CutOptions options;
   options.keep_turns = impl_->config.compaction.keep_turns;
   options.kept_chars_limit = impl_->KeptLimit(plan);
@@ -245,6 +275,10 @@ Result<CompactOutcome> Compactor::Compact(const std::string& session, const Comp
   std::lock_guard<std::mutex> lock(c.mu);
   Status synced = impl_->Sync(session, c);
   RECAP_RETURN_IF_ERROR(synced);
+  // R15.3: one compaction at a time; the host's own replaces one running in the background.
+  if (impl_->config.compaction.background.enabled) {
+    impl_->AbandonTask(session, "a manual compaction replaced it");
+  }
   const std::size_t retired = impl_->AdoptProviderCheckpoint(session, c);
   Plan plan;
   impl_->Evaluate(options.sizes, c, plan);
@@ -375,6 +409,10 @@ Result<RecoveryOutcome> Compactor::Recover(const std::string& session, bool ackn
           "open. Nothing was recorded. The session's messages need distinct call ids: store a "
           "corrected copy as a new session");
     }
+  }
+  // R15.2: a recovery changes the session under a compaction running in the background.
+  if (impl_->config.compaction.background.enabled) {
+    impl_->AbandonTask(session, "a call was recovered");
   }
   auto committed = impl_->store->CommitRecovery(session, commit);
   if (!committed.ok()) {

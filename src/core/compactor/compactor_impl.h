@@ -10,10 +10,13 @@
 #include <cctype>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
+#include <deque>
 #include <iterator>
 #include <list>
 #include <map>
 #include <mutex>
+#include <thread>
 #include <unordered_map>
 
 #include "recap/compactor.h"
@@ -57,6 +60,45 @@ using internal::EventEmitter;
 #endif
 
 struct RECAP_COMPACTOR_IMPL_HIDDEN Compactor::Impl {
+  // One compaction between its decision and its commit, in three phases. BeginCompaction
+  // (under the session's lock) cuts and fills the job from the session's transcript;
+  // SummarizeJob runs the plugins and the summarizer on the job alone, so that a worker may run
+  // it while Prepare serves the session (R15); FinishCompaction (under the lock again) commits
+  // it and brings the cache up to date. The job shares the snapshot's messages, never the
+  // SessionCache.
+  struct CompactionJob {
+    std::string session;
+    CompactionReason reason = CompactionReason::kAuto;
+    bool background = false;  // R15: its events say so
+    bool automatic = true;    // a summarizer failure counts for R12.3
+    bool offline_instead = false;
+    bool native = false;  // a provider-native summarizer (R14.2)
+    std::size_t before_full_chars = 0;
+    std::size_t before_full_tokens = 0;
+    std::size_t kept_limit = 0;
+    std::size_t offline_output_tokens = 0;
+    Transcript snapshot;  // the transcript it cut
+    std::uint64_t version = 0;
+    CutDecision cut;
+    std::vector<bool> kept;  // per message before the cut: stays before the checkpoint
+    std::vector<std::string> kept_ids;
+    std::vector<std::string> replaced_ids;
+    std::size_t summarized_chars = 0;
+    internal::SummarizeInput in;
+    // What SummarizeJob came to: the checkpoint, or the error (already reported).
+    std::optional<internal::SummarizeOutput> summary;
+    Status error;
+    internal::AfterCompactRun after;
+    std::size_t calls = 0;
+    Usage usage;
+    bool provider_failed = false;
+  };
+
+  // The fields of an event about `job`, with "background": true when it ran in the background.
+  static jsonutil::Json Fields(const CompactionJob& job, jsonutil::Json fields) {
+    return job.background ? internal::InBackground(std::move(fields)) : fields;
+  }
+
   Config config;
   std::shared_ptr<Provider> provider;
   std::shared_ptr<Provider> offline;
@@ -95,6 +137,28 @@ struct RECAP_COMPACTOR_IMPL_HIDDEN Compactor::Impl {
   std::optional<TimeSource::time_point> breaker_until;
   std::chrono::milliseconds breaker_wait{kBreakerFirst};
 
+  // R15: background compactions, one per session at most (keyed by session; kept apart from
+  // the cache, which may drop a session meanwhile). A task is queued, then run by a worker (or
+  // by a Prepare that cannot wait for a worker to take it), then done until a Prepare of its
+  // session swaps it in or discards it.
+  struct BackgroundTask {
+    CompactionJob job;
+    CancellationSource cancel;
+    enum class State { kQueued, kRunning, kDone } state = State::kQueued;  // under bg_mu
+    // Given up by a Prepare that waited maxWaitMs, or by a manual compaction: no longer in
+    // bg_tasks; whoever finishes it reports it discarded.
+    bool abandoned = false;
+    std::string abandoned_why;
+  };
+  std::mutex bg_mu;
+  std::condition_variable bg_cv;  // a task queued or done, or stopping
+  std::unordered_map<std::string, std::shared_ptr<BackgroundTask>> bg_tasks;
+  std::deque<std::shared_ptr<BackgroundTask>> bg_queue;
+  std::vector<std::thread> bg_workers;
+  std::size_t bg_idle = 0;
+  bool bg_stopping = false;
+  static constexpr std::size_t kBackgroundWorkers = 4;
+
   static constexpr std::chrono::milliseconds kWindowRetryFirst{60000};
   static constexpr std::chrono::milliseconds kWindowRetryMax{600000};
   static constexpr int kBreakerFailures = 3;
@@ -112,6 +176,11 @@ struct RECAP_COMPACTOR_IMPL_HIDDEN Compactor::Impl {
         plugins(std::move(hooks)),
         events(std::move(sinks)),
         clock(time ? std::move(time) : SteadyTimeSource()) {}
+
+  // Cancels the background compactions and joins the workers (R15.4).
+  ~Impl();
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
 
   // The offline summarizer, known by what it is, never by its name: a host's provider that
   // calls itself "offline" is a model like any other (chunked requests, the fallback).
@@ -378,6 +447,16 @@ struct RECAP_COMPACTOR_IMPL_HIDDEN Compactor::Impl {
       plan.rule = "chars";
       plan.reason = CompactionReason::kAuto;
     }
+    if (config.compaction.background.enabled) {
+      // R15.1: startAt x the trigger, by the same two measures.
+      const double at = config.compaction.background.start_at;
+      plan.background_start_tokens =
+          static_cast<std::size_t>(std::floor(at * static_cast<double>(plan.trigger_tokens)));
+      plan.background_start_chars =
+          static_cast<std::size_t>(std::floor(at * static_cast<double>(plan.trigger_chars)));
+      plan.background_reached = used_tokens >= plan.background_start_tokens ||
+                                plan.full_chars >= plan.background_start_chars;
+    }
     plan.paused = c.paused;
     // R12.4: what no compaction can shrink reaches the trigger by itself: instructions (the
     // host's and the session's own, R12.1), pinned messages and the tool catalog.
@@ -441,8 +520,17 @@ struct RECAP_COMPACTOR_IMPL_HIDDEN Compactor::Impl {
     return std::max<std::size_t>(16000, in_tokens * 4 * 9 / 10);
   }
 
+  // kNone: the job is ready for SummarizeJob (compaction_started was emitted). Otherwise why
+  // not (kSkipped; compaction_skipped emitted unless `background`).
+  Attempt BeginCompaction(const std::string& session, const SessionCache& c, const Plan& plan,
+                          CompactionReason reason, CutMode mode, const std::string& focus,
+                          bool background, CompactionJob& job);
+  bool SplitSpan(CompactionJob& job, bool keep_unreadable);
+  void SummarizeJob(CompactionJob& job, const CancellationToken& cancel);
+  Attempt FinishCompaction(SessionCache& c, const RequestSizes& sizes, CompactionJob& job);
+
   Result<internal::SummarizeOutput> RunSummarizer(Provider& p, const internal::SummarizeInput& in,
-                                                  const std::string& session,
+                                                  const CompactionJob& job,
                                                   const CancellationToken& cancel) const;
 
   // R14.2: a provider-native summarizer compacts the span; its artifact is the checkpoint.
@@ -487,6 +575,39 @@ struct RECAP_COMPACTOR_IMPL_HIDDEN Compactor::Impl {
   // (by default t[at] flagged summary, for PlanFor, which writes nothing), the rest.
   static Transcript AfterProviderCheckpoint(const Transcript& t, std::size_t at,
                                             std::optional<Message> checkpoint = std::nullopt);
+
+  // R15, before step 1 of Prepare (background on): swaps in (or discards) the session's
+  // finished background compaction, evaluates R2 into `plan`, waits for one still in flight
+  // when the request would otherwise reach the window or the hard limit (MustWait), and starts
+  // one when the request has reached startAt x the trigger but not the trigger. Returns true
+  // when one is in flight as it returns: step 1 then leaves the session to it.
+  bool PrepareBackground(const std::string& session, SessionCache& c, const RequestSizes& sizes,
+                         Plan& plan, Prepared& out);
+  // Hands a compaction of the session to a worker; false when BeginCompaction found nothing to
+  // do (then not again before the next turn).
+  bool StartBackground(const std::string& session, SessionCache& c, const Plan& plan);
+  // The request may not go out as it is while a compaction runs: it reaches the window, the
+  // hard limit (limits.maxContextChars), or the model refused the last one.
+  bool MustWait(const Plan& plan, const SessionCache& c) const;
+  // Swaps the finished task's checkpoint in when the span it snapshotted is still the session's,
+  // else reports it discarded. Adds what it committed to `out`.
+  void Collect(SessionCache& c, const RequestSizes& sizes, BackgroundTask& task, Prepared& out);
+  // Waits (at most maxWaitMs) for the session's task to be done, first in the queue (with a
+  // worker of its own when all are busy) when no worker has taken it yet. Returns it done, or
+  // null when it timed out (it is then abandoned).
+  std::shared_ptr<BackgroundTask> WaitForTask(const std::string& session,
+                                              const std::shared_ptr<BackgroundTask>& task,
+                                              std::uint64_t* waited_ms);
+  // Gives up the session's task, if any (a manual compaction replaces it): cancels it; its
+  // result is reported discarded with `why` when it ends.
+  void AbandonTask(const std::string& session, const std::string& why);
+  // Emits compaction_discarded / compaction_failed (job.error) for `job`.
+  void SayDiscarded(const CompactionJob& job, const std::string& why);
+  void SayFailed(const CompactionJob& job);
+  // After a background task's SummarizeJob (bg_mu not held): a task given up meanwhile is
+  // reported discarded, a failed one failed; a good one waits for its Prepare.
+  void Ran(BackgroundTask& task);
+  void WorkerLoop();
 
   // R6: clips the kept tail to the target and persists it. Returns false with `error` set
   // when the store refused.

@@ -90,6 +90,10 @@ struct SessionCache {
   // it may not be retired yet; Prepare and Compact look, once.
   bool provider_checkpoint_pending = false;
 
+  // R15: the turn (turn_serial) at which a background start found nothing to compact; it is
+  // not tried again before the next turn.
+  std::optional<std::uint64_t> background_skipped_at;
+
   // Turn starts ever seen (monotonic): "once per turn" for the budget compaction (R7 step 3).
   std::uint64_t turn_serial = 0;
   std::optional<std::uint64_t> budget_tried_at;

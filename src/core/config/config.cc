@@ -352,6 +352,77 @@ Key ClearToolResults() {
   return key;
 }
 
+// compaction.background (R15): true / false, or an object of its own keys.
+Key Background() {
+  Key key{"compaction", "background", {}, {}, {}};
+  const std::string path = key.Path();
+  const std::string keys = "enabled, startAt, maxWaitMs";
+  const std::string form = "true, false or an object with some of the keys " + keys +
+                           " (e.g. {\"startAt\": 0.7, \"maxWaitMs\": 600000})";
+  auto start_at_ok = [](double d) { return d >= 0.1 && d <= 1.0; };
+  key.read = [=](const Json& value, Config& config) -> Status {
+    BackgroundConfig& c = config.compaction.background;
+    if (value.is_boolean()) {
+      c.enabled = value.get<bool>();
+      return Status::OK();
+    }
+    if (!value.is_object()) return Problem(path, Shown(value), form);
+    BackgroundConfig out;
+    out.enabled = true;  // an object turns it on unless it says "enabled": false
+    for (const auto& [name, v] : value.items()) {
+      const std::string at = path + "." + name;
+      if (name == "enabled") {
+        if (!v.is_boolean()) return Problem(at, Shown(v), "true or false");
+        out.enabled = v.get<bool>();
+      } else if (name == "startAt") {
+        const std::optional<double> d = jsonutil::NumberValue(v);
+        if (!d || !start_at_ok(*d)) {
+          return Problem(at, Shown(v), "a number from 0.1 to 1 (a fraction of the trigger)");
+        }
+        out.start_at = *d;
+      } else if (name == "maxWaitMs") {
+        const std::optional<double> d = WholeNumber(v);
+        if (!d || *d < 1 || *d > static_cast<double>(kMaxJsonInteger)) {
+          return Problem(at, Shown(v), IntegerRange(1, kMaxJsonInteger, d && *d > 1));
+        }
+        out.max_wait_ms = static_cast<std::size_t>(*d);
+      } else {
+        std::string msg = "unknown key " + jsonutil::Quote(at) + "; known keys in \"" + path +
+                          "\" are: " + keys + ".";
+        for (std::string_view known : {"enabled", "startAt", "maxWaitMs"}) {
+          if (Folded(name) == Folded(known)) {
+            msg += " Did you mean \"" + path + "." + std::string(known) + "\"?";
+          }
+        }
+        return Status::InvalidArgument(msg);
+      }
+    }
+    c = out;
+    return Status::OK();
+  };
+  key.check = [=](const Config& config) {
+    const BackgroundConfig& c = config.compaction.background;
+    if (!start_at_ok(c.start_at)) {
+      return Problem(path + ".startAt", std::to_string(c.start_at),
+                     "a number from 0.1 to 1 (a fraction of the trigger)");
+    }
+    if (c.max_wait_ms < 1 || c.max_wait_ms > static_cast<std::size_t>(kMaxJsonInteger)) {
+      return Problem(path + ".maxWaitMs", std::to_string(c.max_wait_ms),
+                     IntegerRange(1, kMaxJsonInteger, c.max_wait_ms > 1));
+    }
+    return Status::OK();
+  };
+  key.write = [](const Config& config) {
+    const BackgroundConfig& c = config.compaction.background;
+    Json j = Json::object();
+    j["enabled"] = c.enabled;
+    j["startAt"] = c.start_at;
+    j["maxWaitMs"] = c.max_wait_ms;
+    return j;
+  };
+  return key;
+}
+
 // Every key, in the order ToJson writes them and error messages list them. Sections appear in
 // the order of their first key.
 const std::vector<Key>& Keys() {
@@ -372,6 +443,7 @@ const std::vector<Key>& Keys() {
       Integer("compaction", "maxSummarizerInputTokens", 1000, kMaxJsonInteger,
               Slot{&Config::compaction, &CompactionConfig::max_summarizer_input_tokens}),
       ClearToolResults(),
+      Background(),
       Integer("limits", "maxContextChars", 4000, kMaxJsonInteger,
               Slot{&Config::limits, &LimitsConfig::max_context_chars}),
       Integer("pluginHooks", "timeoutMs", 1, kMaxJsonInteger,

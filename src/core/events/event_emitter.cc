@@ -196,6 +196,20 @@ Json CompactionFailedFields(std::string_view reason, std::string_view error) {
   return j;
 }
 
+Json CompactionDiscardedFields(std::string_view reason, std::size_t messages,
+                               std::string_view why) {
+  Json j = Json::object();
+  j["reason"] = std::string(reason);
+  j["messages"] = messages;
+  j["why"] = std::string(why);
+  return j;
+}
+
+Json InBackground(Json fields) {
+  fields["background"] = true;
+  return fields;
+}
+
 Json PluginHookFailedFields(std::string_view plugin, std::string_view hook,
                             std::string_view error) {
   Json j = Json::object();

@@ -129,6 +129,15 @@ jsonutil::Json ToolResultsClearedFields(std::size_t messages, std::size_t result
 // -> {"reason", "error"}
 jsonutil::Json CompactionFailedFields(std::string_view reason, std::string_view error);
 
+// compaction_discarded (R15.2): a background compaction (`reason` as for compaction_started) of
+// `messages` messages finished, but its result was dropped unused: `why` says what changed.
+// -> {"reason", "messages", "why"}
+jsonutil::Json CompactionDiscardedFields(std::string_view reason, std::size_t messages,
+                                         std::string_view why);
+
+// R15.5: `fields` (an object from a builder above) with "background": true added last.
+jsonutil::Json InBackground(jsonutil::Json fields);
+
 // plugin_hook_failed: `hook` is "beforeCompact" or "afterCompact"; `error` says what happened
 // (the hook's Status, an exception's what(), a timeout, or why its output was refused).
 // -> {"plugin", "hook", "error"}

@@ -31,6 +31,7 @@ const char* EventTypeName(EventType type) noexcept {
     case EventType::kWindowUnknown: return "window_unknown";
     case EventType::kProviderCheckpoint: return "provider_checkpoint";
     case EventType::kToolResultsCleared: return "tool_results_cleared";
+    case EventType::kCompactionDiscarded: return "compaction_discarded";
   }
   return "unknown";
 }
