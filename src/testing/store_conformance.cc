@@ -1440,6 +1440,35 @@ void ConcurrentCreatesOneWins(const SessionStoreFactory& make) {
   }
 }
 
+// R15.2: a background compaction is committed after more messages were appended to the
+// session: its span is still the leading part, its expected version the current one.
+void CompactionAfterAppends(const SessionStoreFactory& make) {
+  auto store = make();
+  Fill(*store, "s1", 6);
+  // The span m0..m2 was read at this point; the conversation went on.
+  const std::uint64_t v = Ok(store->AppendMessages(
+      "s1", {User("text of late-0", "late-0"), Assistant("text of late-1", "late-1")}));
+  CompactionCommit c;
+  c.expected_version = v;
+  c.replaced = {"m0", "m1", "m2"};
+  c.checkpoint = Summary("## Goal\nship it", "cp-bg");
+  c.reason = "auto";
+  CHECK(Ok(store->CommitCompaction("s1", c)) == v + 1);
+  const SessionState state = Ok(store->Load("s1"));
+  CHECK(Ids(state.transcript) ==
+        std::vector<std::string>{"cp-bg", "m3", "m4", "m5", "late-0", "late-1"});
+  CHECK(JoinedText(state.transcript[4]) == "text of late-0");
+  // A reader that last saw the appends is told of a rewrite, and gets the new transcript.
+  const SessionChanges changes = Ok(store->LoadChanges("s1", v));
+  CHECK_FALSE(changes.appended_only);
+  CHECK(Ids(changes.transcript) == Ids(state.transcript));
+  // Against the version the span was read at, the same commit conflicts.
+  CompactionCommit stale = c;
+  stale.expected_version = v - 1;
+  stale.checkpoint.id = "cp-stale";
+  RequireCode(store->CommitCompaction("s1", stale), StatusCode::kConflict);
+}
+
 }  // namespace conformance
 }  // namespace testing
 }  // namespace recap

@@ -18,6 +18,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -126,6 +127,7 @@ struct Outcome {
   std::size_t leading_summaries = 0;  // the checkpoint and injected context at the end
   std::size_t clearings = 0;          // tool_results_cleared events (issue 19)
   std::size_t retirements = 0;        // provider_checkpoint events (issue 19)
+  std::size_t background_swaps = 0;   // compactions swapped in from the background (issue 20)
   bool fired = false;
 };
 
@@ -135,7 +137,7 @@ struct Outcome {
 Outcome Replay(const recap::testing::NamedTranscript& source, std::size_t headroom,
                std::size_t fail_at, StoreFault fault, std::shared_ptr<ScriptedProvider> provider,
                std::vector<std::shared_ptr<PluginHook>> hooks = {}, std::size_t injecting = 0,
-               bool tiers = false) {
+               bool tiers = false, bool background = false) {
   INFO("transcript " << source.name << ", fault at write " << fail_at << " ("
                      << (fault == StoreFault::kRefuse ? "refused" : "lost acknowledgement") << ")");
   const std::size_t instructions =
@@ -146,6 +148,10 @@ Outcome Replay(const recap::testing::NamedTranscript& source, std::size_t headro
   config.plugin_hooks.timeout_ms = 30;
   // Issue 19: the cheap tier clears old tool results first, and provider checkpoints arrive.
   if (tiers) config.compaction.clear_tool_results = {true, 1, {}, 500};
+  // Issue 20: compactions start early on a worker and the next Prepare swaps them in. The
+  // replay waits for each to finish before the next message, as a host's model call would
+  // outlast the summarizer: the writes then come in the same order in every run.
+  if (background) config.compaction.background.enabled = true;
   auto store = std::make_shared<FaultyStore>(NewInMemorySessionStore(), fail_at, fault);
   auto sink = std::make_shared<RecordingSink>();
   auto made = Compactor::Create(config, provider, store, std::move(hooks), {sink});
@@ -200,6 +206,11 @@ Outcome Replay(const recap::testing::NamedTranscript& source, std::size_t headro
         REQUIRE(UncertainIds(prepared->messages).empty());
       } else {
         REQUIRE(prepared.status().code() == StatusCode::kContextBudgetExceeded);
+      }
+      for (int wait = 0; background && wait < 5000; ++wait) {
+        auto plan = compactor.PlanFor(session, sizes);
+        if (plan.ok() && !plan->background_in_flight) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
       }
     }
     for (const Part& p : m.parts) {
@@ -275,6 +286,9 @@ Outcome Replay(const recap::testing::NamedTranscript& source, std::size_t headro
   out.leading_summaries = leading;
   out.clearings = sink->OfType("tool_results_cleared").size();
   out.retirements = sink->OfType("provider_checkpoint").size();
+  for (const auto& e : sink->OfType("compaction_completed")) {
+    out.background_swaps += e.contains("background") ? 1 : 0;
+  }
   out.fired = store->fired();
   return out;
 }
@@ -346,6 +360,46 @@ TEST_CASE(
   CHECK(fired == runs);
   WARN("tiers fault sweep: " << runs << " replays, " << clearings << " clearings and "
                              << retirements << " retirements in the clean runs");
+}
+
+TEST_CASE("issue 20 R15 fault sweep: background compaction under store and summarizer faults") {
+  const auto sources = Sources();
+  std::size_t runs = 0, fired = 0, swaps = 0, provider_runs = 0;
+  for (const auto& source : sources) {
+    const Outcome clean =
+        Replay(source, Headroom(source), 0, StoreFault::kNone, std::make_shared<ScriptedProvider>(),
+               {}, 0, false, /*background=*/true);
+    REQUIRE(clean.compactions > 0);
+    swaps += clean.background_swaps;
+    const std::size_t stride = std::max<std::size_t>(1, clean.writes / 30);
+    for (StoreFault fault : {StoreFault::kRefuse, StoreFault::kLostAcknowledgement}) {
+      for (std::size_t k = 1; k <= clean.writes; k += stride) {
+        const Outcome o =
+            Replay(source, Headroom(source), k, fault, std::make_shared<ScriptedProvider>(), {}, 0,
+                   false, /*background=*/true);
+        ++runs;
+        fired += o.fired ? 1 : 0;
+      }
+    }
+    // The summarizer fails at each of its calls in turn, on the worker.
+    for (std::size_t k = 1; k <= clean.provider_calls; ++k) {
+      auto provider = std::make_shared<ScriptedProvider>();
+      for (std::size_t before = 1; before < k; ++before) {
+        provider->Push(ScriptedStep::Reply(recap::testing::ValidCheckpointJson("Go on")));
+      }
+      provider->Push(ScriptedStep::Fail(Status::Unavailable("injected: HTTP 503")));
+      const Outcome o = Replay(source, Headroom(source), 0, StoreFault::kNone, provider, {}, 0,
+                               false, /*background=*/true);
+      INFO("fault at provider call " << k);
+      CHECK(o.compaction_failures >= 1);
+      ++provider_runs;
+    }
+  }
+  CHECK(swaps > 0);  // the clean runs did swap background compactions in
+  CHECK(fired == runs);
+  WARN("background fault sweep: " << runs << " store faults, " << provider_runs
+                                  << " summarizer faults, " << swaps
+                                  << " background swaps in the clean runs");
 }
 
 TEST_CASE("issue 8 R1.3 R5 fault sweep: the summarizer fails at every call of a long session") {

@@ -74,6 +74,7 @@ void LearnedStateIsKept(const SessionStoreFactory& make);
 void CreateSessionsAllOrNothing(const SessionStoreFactory& make);
 void RepeatedCallIdsRefused(const SessionStoreFactory& make);
 void ConcurrentCreatesOneWins(const SessionStoreFactory& make);
+void CompactionAfterAppends(const SessionStoreFactory& make);
 }  // namespace conformance
 
 }  // namespace testing
@@ -156,6 +157,10 @@ void ConcurrentCreatesOneWins(const SessionStoreFactory& make);
                                 RepeatedCallIdsRefused)                                            \
   RECAP_STORE_CONFORMANCE_CASE_(store_name, factory,                                               \
                                 "R13.6 two creators of one new session: exactly one wins",         \
-                                ConcurrentCreatesOneWins)
+                                ConcurrentCreatesOneWins)                                          \
+  RECAP_STORE_CONFORMANCE_CASE_(store_name, factory,                                               \
+                                "R15.2 a compaction of the leading span commits after later "      \
+                                "appends and leaves them after the checkpoint",                    \
+                                CompactionAfterAppends)
 
 #endif  // RECAP_TESTING_STORE_CONFORMANCE_H_
