@@ -13,7 +13,10 @@
 //   20% - 25%    the summarizer answers 503 (compactions fail; the back-off of R12.3)
 //   40% - 40.2%  the summarizer takes 5 s a reply (--recap_slow_ms)
 //   60% - 63%    the summarizer answers 503 again
-//   throughout   each host restarts five times (a new store and Compactor on the same file);
+//   throughout   host 0 compacts in the background (compaction.background, R15), host 1 in
+//                Prepare, so a session served by both meets background compactions its other
+//                host made stale; each host restarts five times (a new store and Compactor on
+//                the same file, the old one destroyed by its last user, mid-compaction perhaps);
 //                every 300th turn of a session (every quarter of its turns, when fewer)
 //                reports an overflow; one session in ten has a tool catalog at 90% of the
 //                limit; most sessions begin with their instructions (a system message)
@@ -175,7 +178,7 @@ class Soak {
     server_.KeepRequests(false);
     SetPhase(0, true);
     if (!Prepare()) return 2;
-    hosts_[0] = MakeHost();
+    hosts_[0] = MakeHost(/*background=*/true);
     hosts_[1] = MakeHost();
     if (!hosts_[0] || !hosts_[1]) return 2;
     const auto started = Clock::now();
@@ -231,7 +234,8 @@ class Soak {
     return true;
   }
 
-  std::shared_ptr<Host> MakeHost() {
+  // `background`: compaction.background on (issue 20, R15); host 0 runs so, host 1 blocks.
+  std::shared_ptr<Host> MakeHost(bool background = false) {
     recap::SqliteStoreOptions so;
     so.synchronous = recap::SqliteSynchronous::kNormal;
     so.busy_timeout_ms = 60000;
@@ -253,6 +257,7 @@ class Soak {
     recap::Config config;
     config.limits.max_context_chars = kLimit;
     config.cache.max_bytes = 64u << 20;
+    config.compaction.background.enabled = background;
     auto compactor = recap::Compactor::Create(config, *provider, *store);
     if (!compactor.ok()) {
       Fail("Compactor::Create: " + compactor.status().message());
@@ -308,7 +313,8 @@ class Soak {
         }
         // Five times a run, each host restarts: a new store and Compactor on the file.
         if (++served % std::max<std::size_t>(10, total / 10) == 0) {
-          std::shared_ptr<Host> fresh = MakeHost();
+          // The old Compactor goes with its last user: mid-compaction, perhaps (R15.4).
+          std::shared_ptr<Host> fresh = MakeHost(/*background=*/me == 0);
           if (fresh) std::atomic_store(&hosts_[me], fresh);
           ++restarts_;
         }
@@ -352,6 +358,8 @@ class Soak {
       std::lock_guard<std::mutex> lock(stats_mu_);
       summarizer_calls_ += p->summarizer_calls;
       compactions_ += p->compactions.size();
+      background_swaps_ += p->background_swapped ? 1 : 0;
+      background_discards_ += p->background_discarded ? 1 : 0;
       if (p->compactions.empty() && p->reduced_messages == 0 && p->summarizer_calls == 0) {
         quiet_us_.push_back(us);
       }
@@ -425,6 +433,8 @@ class Soak {
     std::printf(
         "%-52s %.1f\n", "summarizer calls per 1,000 turns",
         turns ? 1000.0 * static_cast<double>(summarizer_calls_) / static_cast<double>(turns) : 0.0);
+    std::printf("%-52s %zu / %zu\n", "background compactions swapped in / discarded",
+                background_swaps_, background_discards_);
     std::printf("%-52s %zu\n", "requests the summarizer's server saw", server_.request_count());
     std::printf("%-52s %zu\n", "Prepare refused with kContextBudgetExceeded",
                 budget_errors_.load());
@@ -470,6 +480,8 @@ class Soak {
   std::mutex stats_mu_;
   std::size_t summarizer_calls_ = 0;
   std::size_t compactions_ = 0;
+  std::size_t background_swaps_ = 0;
+  std::size_t background_discards_ = 0;
   std::vector<double> quiet_us_;
   std::vector<std::pair<std::size_t, double>> rss_;
   std::vector<std::string> failures_;

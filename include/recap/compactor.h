@@ -26,7 +26,8 @@
 //
 // Background compaction (compaction.background, SPEC R15): when the request reaches startAt x
 // the trigger, Prepare hands the span before a safe cut to one of the Compactor's worker
-// threads (at most four, started when first needed) and returns at once; a later Prepare swaps
+// threads (compaction.background.workers, 4 by default, started when first needed) and returns
+// at once; a later Prepare swaps
 // the checkpoint in. The summarizer, the plugin hooks and the event sinks are then called from
 // a worker thread too. At most one compaction per session runs at a time. Destroying the
 // Compactor cancels the background compactions and joins the workers (it waits for a

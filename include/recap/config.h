@@ -5,7 +5,8 @@
 //   {
 //     "compaction":  { "auto": true, "threshold": 0.85, "keepTurns": 2,
 //                      "maxOutputTokens": 16000, "calibrate": false, "fallback": "none",
-//                      "background": { "enabled": false, "startAt": 0.7, "maxWaitMs": 600000 } },
+//                      "background": { "enabled": false, "startAt": 0.7, "maxWaitMs": 600000,
+//                                      "workers": 4 } },
 //     "limits":      { "maxContextChars": 800000 },
 //     "pluginHooks": { "timeoutMs": 5000 },
 //     "provider":    { "contextWindow": null }
@@ -60,12 +61,15 @@ inline constexpr const char* kClearedToolResultMarker =
 // transaction replacing exactly that span; what was appended meanwhile follows it). While it
 // runs, a Prepare waits for it only when the request would otherwise reach the context window
 // or limits.maxContextChars (or an overflow was reported), and then at most `max_wait_ms`.
-// Off by default. JSON: `compaction.background`, either true / false or an object
-// {"enabled", "startAt", "maxWaitMs"}.
+// The compactions run on at most `workers` threads of the Compactor's own, started when first
+// needed; one more is started for a Prepare that must wait for a compaction no worker has
+// taken yet. Off by default. JSON: `compaction.background`, either true / false or an object
+// {"enabled", "startAt", "maxWaitMs", "workers"}.
 struct BackgroundConfig {
   bool enabled = false;
   double start_at = 0.7;             // 0.1 .. 1, a fraction of the trigger
   std::size_t max_wait_ms = 600000;  // >= 1; the HTTP provider's default time-out
+  int workers = 4;                   // 1 .. 64
 };
 
 struct CompactionConfig {

@@ -113,8 +113,12 @@ int RunCompact(const std::vector<std::string>& words) {
   std::shared_ptr<recap::EventSink> sink =
       NewProgressSink(&progress, args.json() ? recap::NewJsonlSink(std::cout)
                                              : std::shared_ptr<recap::EventSink>(collecting));
+  // A command lives for one call: a compaction handed to a worker (compaction.background)
+  // would be cancelled as it exits. It compacts in Prepare; the setting is a host's.
+  recap::Config run_config = *config;
+  run_config.compaction.background.enabled = false;
   recap::Result<std::unique_ptr<recap::Compactor>> created =
-      recap::Compactor::Create(*config, *provider, *store, {}, {sink});
+      recap::Compactor::Create(run_config, *provider, *store, {}, {sink});
   if (!created.ok()) return Failure(args, created.status());
   recap::Compactor& compactor = **created;
 

@@ -257,6 +257,13 @@ int RunPlan(const std::vector<std::string>& words) {
                   {"chars", plan->clearable_chars},
                   {"would_clear", plan->would_clear},
                   {"enough", plan->clearing_suffices}}},
+                {"background",
+                 {{"enabled", config->compaction.background.enabled},
+                  {"start_tokens", plan->background_start_tokens},
+                  {"start_chars", plan->background_start_chars},
+                  {"reached", plan->background_reached},
+                  {"in_flight", plan->background_in_flight},
+                  {"ready", plan->background_ready}}},
                 {"estimated_after_chars", plan->estimated_after_chars},
                 {"frees_chars", frees},
                 {"would_reduce", plan->would_reduce}};
@@ -285,6 +292,13 @@ int RunPlan(const std::vector<std::string>& words) {
   }
   Row("trigger at", Num(plan->trigger_chars),
       "chars (threshold x maxContextChars); ~" + Num(plan->trigger_tokens) + " tokens");
+  if (config->compaction.background.enabled) {
+    // R15: a host's own process compacts in the background; this command is never one.
+    Row("background at", Num(plan->background_start_chars),
+        "chars (startAt x the trigger); ~" + Num(plan->background_start_tokens) + " tokens" +
+            (plan->background_reached ? ": reached, a host's prepare starts one in the background"
+                                      : ""));
+  }
   Row("trigger", plan->trigger ? "yes" : "no",
       plan->trigger ? "rule " + plan->rule + ": the next prepare compacts (" +
                           (plan->reason ? recap::CompactionReasonName(*plan->reason) : "") + ")"

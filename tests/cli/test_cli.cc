@@ -1296,6 +1296,42 @@ TEST_CASE(
   }
 }
 
+TEST_CASE(
+    "issue 20 R15 with compaction.background on, compact --auto still compacts and plan "
+    "says where a host would start",
+    "[cli]") {
+  TempDir dir("recap-cli");
+  const std::string db = dir.File("s.db");
+  Ran r = Run(dir, {"import", "--format", "claude-code",
+                    Data("experiments-worktrees__ef958aa1-0e93-49f0-bb71-150f63befcd1.jsonl"),
+                    "--session", "s", "--db", db});
+  REQUIRE(r.exit == 0);
+  // The session (about 22,600 tokens) past the trigger of a 25,000-token window (21,250), under
+  // the window and the hard limit: where a host's Prepare would hand it to a worker.
+  {
+    std::ofstream(dir.File("recap.json"))
+        << R"({"compaction": {"background": true}, "provider": {"contextWindow": 25000}})";
+  }
+  r = Run(dir,
+          {"plan", "--session", "s", "--db", db, "--config", dir.File("recap.json"), "--json"});
+  INFO(r.err);
+  REQUIRE(r.exit == 0);
+  const Json plan = LastJsonLine(r.out).at("background");
+  CHECK(plan.at("enabled") == true);
+  CHECK(plan.at("reached") == true);
+  CHECK(plan.at("in_flight") == false);  // a command is never a host with one running
+  CHECK(LastJsonLine(r.out).at("trigger") == true);
+  r = Run(dir, {"plan", "--session", "s", "--db", db, "--config", dir.File("recap.json")});
+  CHECK(r.out.find("background at") != std::string::npos);
+  // A command lives for one call: it compacts in Prepare, not on a worker that dies with it.
+  r = Run(dir, {"compact", "--auto", "--session", "s", "--db", db, "--config",
+                dir.File("recap.json"), "--json"});
+  INFO(r.out);
+  REQUIRE(r.exit == 0);
+  CHECK(r.out.find("\"compaction_completed\"") != std::string::npos);
+  CHECK(r.out.find("\"background\"") == std::string::npos);
+}
+
 TEST_CASE("issue 19 R14.3 plan says what clearing would do, and compact --auto clears first",
           "[cli]") {
   TempDir dir("recap-cli");

@@ -374,7 +374,8 @@ TEST_CASE("R1 ToJson writes every key, and FromJson reads it back") {
         "    \"background\": {\n"
         "      \"enabled\": false,\n"
         "      \"startAt\": 0.7,\n"
-        "      \"maxWaitMs\": 600000\n"
+        "      \"maxWaitMs\": 600000,\n"
+        "      \"workers\": 4\n"
         "    }\n"
         "  },\n"
         "  \"limits\": {\n"
@@ -500,18 +501,23 @@ TEST_CASE("R15.1 compaction.background: true, false, or an object of its own key
 
   CHECK(Rejected(R"({"compaction": {"background": "on"}})") ==
         "compaction.background is \"on\"; it must be true, false or an object with some of the "
-        "keys enabled, startAt, maxWaitMs (e.g. {\"startAt\": 0.7, \"maxWaitMs\": 600000}).");
+        "keys enabled, startAt, maxWaitMs, workers (e.g. {\"startAt\": 0.7, \"maxWaitMs\": "
+        "600000}).");
   CHECK(Rejected(R"({"compaction": {"background": {"startAt": 0}}})") ==
         "compaction.background.startAt is 0; it must be a number from 0.1 to 1 (a fraction of "
         "the trigger).");
   CHECK(Rejected(R"({"compaction": {"background": {"startAt": 1.5}}})") ==
         "compaction.background.startAt is 1.5; it must be a number from 0.1 to 1 (a fraction of "
         "the trigger).");
+  CHECK(Accepted(R"({"compaction": {"background": {"workers": 16}}})")
+            .compaction.background.workers == 16);
+  CHECK(Rejected(R"({"compaction": {"background": {"workers": 0}}})") ==
+        "compaction.background.workers is 0; it must be an integer from 1 to 64.");
   CHECK(Rejected(R"({"compaction": {"background": {"maxWaitMs": 0}}})") ==
         "compaction.background.maxWaitMs is 0; it must be an integer of at least 1.");
   CHECK(Rejected(R"({"compaction": {"background": {"start_at": 0.5}}})") ==
         "unknown key \"compaction.background.start_at\"; known keys in "
-        "\"compaction.background\" are: enabled, startAt, maxWaitMs. Did you mean "
+        "\"compaction.background\" are: enabled, startAt, maxWaitMs, workers. Did you mean "
         "\"compaction.background.startAt\"?");
 
   Config bad;

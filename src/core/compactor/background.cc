@@ -93,7 +93,8 @@ bool Compactor::Impl::StartBackground(const std::string& session, SessionCache& 
     std::lock_guard<std::mutex> lock(bg_mu);
     bg_tasks[session] = task;
     bg_queue.push_back(task);
-    if (bg_idle == 0 && bg_workers.size() < kBackgroundWorkers) {
+    if (bg_idle == 0 &&
+        bg_workers.size() < static_cast<std::size_t>(config.compaction.background.workers)) {
       bg_workers.emplace_back([this] { WorkerLoop(); });
     }
   }

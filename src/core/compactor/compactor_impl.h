@@ -157,7 +157,6 @@ struct RECAP_COMPACTOR_IMPL_HIDDEN Compactor::Impl {
   std::vector<std::thread> bg_workers;
   std::size_t bg_idle = 0;
   bool bg_stopping = false;
-  static constexpr std::size_t kBackgroundWorkers = 4;
 
   static constexpr std::chrono::milliseconds kWindowRetryFirst{60000};
   static constexpr std::chrono::milliseconds kWindowRetryMax{600000};

@@ -356,9 +356,10 @@ Key ClearToolResults() {
 Key Background() {
   Key key{"compaction", "background", {}, {}, {}};
   const std::string path = key.Path();
-  const std::string keys = "enabled, startAt, maxWaitMs";
+  const std::string keys = "enabled, startAt, maxWaitMs, workers";
   const std::string form = "true, false or an object with some of the keys " + keys +
                            " (e.g. {\"startAt\": 0.7, \"maxWaitMs\": 600000})";
+  constexpr std::int64_t kMaxWorkers = 64;
   auto start_at_ok = [](double d) { return d >= 0.1 && d <= 1.0; };
   key.read = [=](const Json& value, Config& config) -> Status {
     BackgroundConfig& c = config.compaction.background;
@@ -386,10 +387,16 @@ Key Background() {
           return Problem(at, Shown(v), IntegerRange(1, kMaxJsonInteger, d && *d > 1));
         }
         out.max_wait_ms = static_cast<std::size_t>(*d);
+      } else if (name == "workers") {
+        const std::optional<double> d = WholeNumber(v);
+        if (!d || *d < 1 || *d > static_cast<double>(kMaxWorkers)) {
+          return Problem(at, Shown(v), IntegerRange(1, kMaxWorkers, true));
+        }
+        out.workers = static_cast<int>(*d);
       } else {
         std::string msg = "unknown key " + jsonutil::Quote(at) + "; known keys in \"" + path +
                           "\" are: " + keys + ".";
-        for (std::string_view known : {"enabled", "startAt", "maxWaitMs"}) {
+        for (std::string_view known : {"enabled", "startAt", "maxWaitMs", "workers"}) {
           if (Folded(name) == Folded(known)) {
             msg += " Did you mean \"" + path + "." + std::string(known) + "\"?";
           }
@@ -410,6 +417,10 @@ Key Background() {
       return Problem(path + ".maxWaitMs", std::to_string(c.max_wait_ms),
                      IntegerRange(1, kMaxJsonInteger, c.max_wait_ms > 1));
     }
+    if (c.workers < 1 || c.workers > kMaxWorkers) {
+      return Problem(path + ".workers", std::to_string(c.workers),
+                     IntegerRange(1, kMaxWorkers, true));
+    }
     return Status::OK();
   };
   key.write = [](const Config& config) {
@@ -418,6 +429,7 @@ Key Background() {
     j["enabled"] = c.enabled;
     j["startAt"] = c.start_at;
     j["maxWaitMs"] = c.max_wait_ms;
+    j["workers"] = c.workers;
     return j;
   };
   return key;
