@@ -14,7 +14,9 @@
 #                               A few minutes on 2 cores.
 #                               Then recap_bench_tiers (issue 19): summarizer calls and input
 #                               characters per 1,000 turns with and without
-#                               compaction.clearToolResults and maxSummarizerInputTokens.
+#                               compaction.clearToolResults and maxSummarizerInputTokens; and
+#                               recap_bench_background (issue 20): Prepare's latency per turn
+#                               with a 2 s summarizer, blocking against compaction.background.
 #   scripts/bench.sh --smoke    the same at tiny sizes (checks that everything runs; budgets
 #                               are not enforced)
 #   scripts/bench.sh --json FILE  also write every budget to FILE as JSON:
@@ -75,6 +77,8 @@ fi
 # What a host pays its summarizer with and without the cheap tier and the input budget (issue
 # 19): counts, no budget; its figures join the comparisons.
 COMPARISONS+=(recap_bench_tiers)
+# Prepare's latency per turn with a 2 s summarizer, blocking against background (issue 20).
+COMPARISONS+=(recap_bench_background)
 SOAK=()
 if grep -q '^RECAP_BUILD_HTTP:BOOL=ON$' "$BUILD/CMakeCache.txt" 2>/dev/null; then
   SOAK=(recap_bench_soak)

@@ -140,7 +140,7 @@ if [[ $sanitize -eq 1 ]]; then
   # that may be abandoned, and the stores are shared between threads.
   if step tsan-configure cmake -S . -B build-tsan "${gen_tsan[@]}" -DCMAKE_BUILD_TYPE=Debug \
       -DCMAKE_CXX_FLAGS_DEBUG="-Og -g1" -DRECAP_SANITIZE_THREAD=ON -DRECAP_BUILD_EXAMPLES=OFF; then
-    if step tsan-build cmake --build build-tsan -j "$jobs" --target store_tests plugins_tests compactor_tests fault_tests; then
+    if step tsan-build cmake --build build-tsan -j "$jobs" --target store_tests plugins_tests compactor_tests background_tests fault_tests; then
       TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
         step tsan-ctest run_ctest build-tsan --output-on-failure -j2 -L 'store|plugins|compactor|fault' || true
     fi

@@ -75,10 +75,14 @@ enum class SkipReason : std::uint8_t {
   kNoProgress,             // auto compaction paused: the last two freed < 10% each (R2.5)
   kIrreducible,            // instructions + tool catalog alone reach the trigger (R12.4)
   kSummarizerUnavailable,  // the summarizer failed 3 auto compactions in a row (R12.3)
+  // R15.3: a compaction of the session still runs in the background (given up, and not yet
+  // stopped after its cancellation): no second one starts beside it.
+  kBackgroundRunning,
 };
 
 // "nothing_to_summarize", "no_safe_boundary", "uncertain_tool_results", "no_progress",
-// "irreducible", "summarizer_unavailable"; "none" for kNone. The `reason` of compaction_skipped.
+// "irreducible", "summarizer_unavailable", "background_running"; "none" for kNone. The `reason` of
+// compaction_skipped.
 RECAP_EXPORT const char* SkipReasonName(SkipReason reason) noexcept;
 
 struct CutOptions {

@@ -6,11 +6,20 @@ namespace recap {
 inline namespace v0 {
 
 Compactor::Impl::~Impl() {
-  std::vector<std::shared_ptr<BackgroundTask>> never_ran;
+  std::vector<std::shared_ptr<BackgroundTask>> never_ran, never_swapped;
   {
     std::lock_guard<std::mutex> lock(bg_mu);
     bg_stopping = true;
-    for (auto& [session, task] : bg_tasks) task->cancel.Cancel();
+    for (auto& [session, task] : bg_tasks) {
+      if (task->state == BackgroundTask::State::kRunning && !task->abandoned) {
+        task->abandoned = true;
+        task->abandoned_why = "the Compactor was destroyed before a Prepare swapped it in";
+      }
+      if (task->state == BackgroundTask::State::kDone && !task->abandoned && task->job.summary) {
+        never_swapped.push_back(task);
+      }
+      task->cancel.Cancel();
+    }
     for (auto& task : bg_queue) {
       task->state = BackgroundTask::State::kDone;
       never_ran.push_back(task);
@@ -20,12 +29,15 @@ Compactor::Impl::~Impl() {
   bg_cv.notify_all();
   // A summarizer call in flight sees its token cancelled; the join waits for it to return.
   for (std::thread& worker : bg_workers) worker.join();
+  // Every compaction_started gets its end.
   for (const auto& task : never_ran) {
-    events.Emit(EventType::kCompactionFailed, task->job.session,
-                Fields(task->job, internal::CompactionFailedFields(
-                                      CompactionReasonName(task->job.reason),
-                                      "compaction was cancelled: the Compactor was destroyed "
-                                      "before a worker took it")));
+    task->job.error = Status::Cancelled(
+        "compaction was cancelled: the Compactor was destroyed before a "
+        "worker took it");
+    SayFailed(task->job);
+  }
+  for (const auto& task : never_swapped) {
+    SayDiscarded(task->job, "the Compactor was destroyed before a Prepare swapped it in");
   }
 }
 
@@ -46,6 +58,16 @@ void Compactor::Impl::WorkerLoop() {
   }
 }
 
+// Starts a worker when the queue holds more tasks than idle workers will take (bg_mu held).
+void Compactor::Impl::SpawnWorkerIfNeeded(bool beyond_limit) {
+  if (bg_queue.size() <= bg_idle) return;
+  if (!beyond_limit &&
+      bg_workers.size() >= static_cast<std::size_t>(config.compaction.background.workers)) {
+    return;
+  }
+  bg_workers.emplace_back([this] { WorkerLoop(); });
+}
+
 void Compactor::Impl::SayDiscarded(const CompactionJob& job, const std::string& why) {
   events.Emit(EventType::kCompactionDiscarded, job.session,
               Fields(job, internal::CompactionDiscardedFields(CompactionReasonName(job.reason),
@@ -59,19 +81,38 @@ void Compactor::Impl::SayFailed(const CompactionJob& job) {
                                                            job.error.message())));
 }
 
+// The end of a background task's summarizer work, reported before the task is marked done:
+// the next Prepare of its session (which waits for "done") sees its events in order.
 void Compactor::Impl::Ran(BackgroundTask& task) {
+  bool abandoned = false;
+  bool stopping = false;
   std::string why;
   {
     std::lock_guard<std::mutex> lock(bg_mu);
+    abandoned = task.abandoned;
+    stopping = bg_stopping;
+    why = task.abandoned_why;
+  }
+  const bool ok = task.job.summary.has_value();
+  if (abandoned && (ok || !stopping)) {
+    SayDiscarded(task.job, why);
+  } else if (!ok) {
+    SayFailed(task.job);  // a failure, or the cancellation of a Compactor going away
+  }
+  bool late = false;
+  {
+    std::lock_guard<std::mutex> lock(bg_mu);
+    // Given up while the lines above ran: its good result is not going to be swapped in.
+    late = !abandoned && task.abandoned && ok;
+    why = task.abandoned_why;
     task.state = BackgroundTask::State::kDone;
-    if (task.abandoned) why = task.abandoned_why;
   }
   bg_cv.notify_all();
-  if (!why.empty()) {
-    SayDiscarded(task.job, why);
-  } else if (!task.job.summary) {
-    SayFailed(task.job);
-  }
+  if (late) SayDiscarded(task.job, why);
+}
+
+bool Compactor::Impl::SummarizerAvailable(const Plan& plan) const {
+  return plan.summarizer_backoff_ms == 0 || config.compaction.fallback == Fallback::kOffline;
 }
 
 bool Compactor::Impl::MustWait(const Plan& plan, const SessionCache& c) const {
@@ -89,27 +130,24 @@ bool Compactor::Impl::StartBackground(const std::string& session, SessionCache& 
     c.background_skipped_at = c.turn_serial;
     return false;
   }
+  const std::size_t messages = task->job.replaced_ids.size();  // the worker may change it
   {
     std::lock_guard<std::mutex> lock(bg_mu);
     bg_tasks[session] = task;
     bg_queue.push_back(task);
-    if (bg_idle == 0 &&
-        bg_workers.size() < static_cast<std::size_t>(config.compaction.background.workers)) {
-      bg_workers.emplace_back([this] { WorkerLoop(); });
-    }
+    SpawnWorkerIfNeeded(false);
   }
   bg_cv.notify_all();
   RECAP_LOG_DEBUG("session {}: compaction of {} messages started in the background", session,
-                  task->job.replaced_ids.size());
+                  messages);
   return true;
 }
 
-std::shared_ptr<Compactor::Impl::BackgroundTask> Compactor::Impl::WaitForTask(
-    const std::string& session, const std::shared_ptr<BackgroundTask>& task,
-    std::uint64_t* waited_ms) {
+bool Compactor::Impl::WaitForTask(const std::shared_ptr<BackgroundTask>& task,
+                                  std::chrono::milliseconds max_wait,
+                                  const CancellationToken& cancel, std::uint64_t* waited_ms) {
   const auto began = std::chrono::steady_clock::now();
-  const auto max_wait = std::chrono::milliseconds(std::min<std::size_t>(
-      config.compaction.background.max_wait_ms, std::size_t{24} * 3600 * 1000));
+  const auto deadline = began + max_wait;
   std::unique_lock<std::mutex> lock(bg_mu);
   if (task->state == BackgroundTask::State::kQueued) {
     // No worker has taken it yet: it goes first, and when every worker is busy, one more is
@@ -117,51 +155,59 @@ std::shared_ptr<Compactor::Impl::BackgroundTask> Compactor::Impl::WaitForTask(
     // it could not be given up after maxWaitMs.)
     bg_queue.erase(std::find(bg_queue.begin(), bg_queue.end(), task));
     bg_queue.push_front(task);
-    if (bg_idle == 0) bg_workers.emplace_back([this] { WorkerLoop(); });
+    SpawnWorkerIfNeeded(true);
     bg_cv.notify_all();
   }
-  const bool done = bg_cv.wait_until(lock, began + max_wait,
-                                     [&] { return task->state == BackgroundTask::State::kDone; });
-  *waited_ms = static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                              std::chrono::steady_clock::now() - began)
-                                              .count());
-  auto it = bg_tasks.find(session);
-  if (it != bg_tasks.end() && it->second == task) bg_tasks.erase(it);
-  if (done) return task;
-  // R15.3: bounded. It is cancelled; whoever finishes it reports it discarded.
-  task->abandoned = true;
-  task->abandoned_why = "a Prepare waited compaction.background.maxWaitMs (" +
-                        std::to_string(config.compaction.background.max_wait_ms) +
-                        " ms) for it and went on without it";
-  task->cancel.Cancel();
-  RECAP_LOG_WARN(
-      "session {}: the background compaction did not finish within {} ms; Prepare "
-      "goes on without it",
-      session, config.compaction.background.max_wait_ms);
-  return nullptr;
+  // Woken by the task's end; every 20 ms to look at the caller's token.
+  while (task->state != BackgroundTask::State::kDone && !cancel.IsCancelled()) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) break;
+    bg_cv.wait_until(lock, std::min(deadline, now + std::chrono::milliseconds(20)));
+  }
+  if (waited_ms != nullptr) {
+    *waited_ms += static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                 std::chrono::steady_clock::now() - began)
+                                                 .count());
+  }
+  return task->state == BackgroundTask::State::kDone;
 }
 
-void Compactor::Impl::AbandonTask(const std::string& session, const std::string& why) {
+std::shared_ptr<Compactor::Impl::BackgroundTask> Compactor::Impl::AbandonTask(
+    const std::string& session, const std::string& why) {
   std::shared_ptr<BackgroundTask> task;
+  bool say = false;
   {
     std::lock_guard<std::mutex> lock(bg_mu);
     auto it = bg_tasks.find(session);
-    if (it == bg_tasks.end()) return;
-    task = std::move(it->second);
+    if (it == bg_tasks.end()) return nullptr;
+    task = it->second;
+    if (task->state == BackgroundTask::State::kRunning) {
+      // It stays the session's until it ends (R15.3); Ran reports it.
+      if (!task->abandoned) {
+        task->abandoned = true;
+        task->abandoned_why = why;
+      }
+      task->cancel.Cancel();
+      return task;
+    }
     bg_tasks.erase(it);
     if (task->state == BackgroundTask::State::kQueued) {
       bg_queue.erase(std::find(bg_queue.begin(), bg_queue.end(), task));
       task->state = BackgroundTask::State::kDone;
-    } else if (task->state == BackgroundTask::State::kRunning) {
-      task->abandoned = true;
-      task->abandoned_why = why;
-      task->cancel.Cancel();
-      return;  // whoever runs it reports it when it ends (Ran)
-    } else if (!task->job.summary) {
-      return;  // it failed, and Ran said so
+      say = true;
+    } else {
+      say = !task->abandoned && task->job.summary.has_value();  // else Ran said it
     }
   }
-  SayDiscarded(task->job, why);
+  if (say) SayDiscarded(task->job, why);
+  return nullptr;
+}
+
+void Compactor::Impl::ForgetTask(const std::string& session,
+                                 const std::shared_ptr<BackgroundTask>& task) {
+  std::lock_guard<std::mutex> lock(bg_mu);
+  auto it = bg_tasks.find(session);
+  if (it != bg_tasks.end() && it->second == task) bg_tasks.erase(it);
 }
 
 void Compactor::Impl::Collect(SessionCache& c, const RequestSizes& sizes, BackgroundTask& task,
@@ -191,30 +237,46 @@ void Compactor::Impl::Collect(SessionCache& c, const RequestSizes& sizes, Backgr
   out.summarizer_usage.prompt_tokens += a.usage.prompt_tokens;
   out.summarizer_usage.completion_tokens += a.usage.completion_tokens;
   if (a.kind != AttemptKind::kCommitted) {
-    out.background_discarded = true;
+    // A conflict is another writer's change (compaction_discarded); any other refusal of the
+    // store is a failure (compaction_failed).
+    out.background_discarded = a.error.code() == StatusCode::kConflict;
     return;
   }
   out.background_swapped = true;
   out.compactions.push_back(job.reason);
   out.summarized_messages += a.outcome.summarized_messages;
   c.overflow_pending = false;  // the request the model refused is gone
+  // R2.5, as for a compaction in Prepare: two in a row that free < 10% pause auto compaction.
+  const bool weak = a.after_full * 10 > a.before_full * 9;
+  c.weak_streak = weak ? c.weak_streak + 1 : 0;
+  if (c.weak_streak >= 2 && !c.paused) {
+    c.paused = true;
+    c.chars_at_pause = c.transcript.chars();
+  }
+  // Not again before the conversation has grown by a tenth of the trigger: a checkpoint that
+  // leaves the request above startAt x the trigger would otherwise start one every turn.
+  const std::size_t trigger = std::min(job.kept_limit * 2, config.limits.max_context_chars);
+  c.background_rest_until_chars = c.transcript.chars() + trigger / 10;
 }
 
 bool Compactor::Impl::PrepareBackground(const std::string& session, SessionCache& c,
-                                        const RequestSizes& sizes, Plan& plan, Prepared& out) {
+                                        const RequestSizes& sizes, const CancellationToken& cancel,
+                                        Plan& plan, Prepared& out) {
   std::shared_ptr<BackgroundTask> task;
   bool done = false;
+  bool abandoned = false;
   {
     std::lock_guard<std::mutex> lock(bg_mu);
     auto it = bg_tasks.find(session);
     if (it != bg_tasks.end()) {
       task = it->second;
       done = task->state == BackgroundTask::State::kDone;
+      abandoned = task->abandoned;
       if (done) bg_tasks.erase(it);
     }
   }
   if (task && done) {
-    Collect(c, sizes, *task, out);
+    if (!abandoned) Collect(c, sizes, *task, out);
     task.reset();
   }
   Evaluate(sizes, c, plan);
@@ -224,17 +286,41 @@ bool Compactor::Impl::PrepareBackground(const std::string& session, SessionCache
       return true;
     }
     out.waited_for_summarizer = true;
-    std::shared_ptr<BackgroundTask> finished = WaitForTask(session, task, &out.background_wait_ms);
-    if (finished) {
-      Collect(c, sizes, *finished, out);
-      Evaluate(sizes, c, plan);
+    const auto max_wait = std::chrono::milliseconds(std::min<std::size_t>(
+        config.compaction.background.max_wait_ms, std::size_t{24} * 3600 * 1000));
+    bool finished = WaitForTask(task, max_wait, cancel, &out.background_wait_ms);
+    if (!finished && !cancel.IsCancelled()) {
+      // R15.3: bounded. Given up and cancelled; a summarizer that honours its token ends at
+      // once, and then this Prepare compacts itself.
+      AbandonTask(session, "a Prepare waited compaction.background.maxWaitMs (" +
+                               std::to_string(config.compaction.background.max_wait_ms) +
+                               " ms) for it and went on without it");
+      RECAP_LOG_WARN(
+          "session {}: the background compaction did not finish within {} ms; Prepare goes "
+          "on without it",
+          session, config.compaction.background.max_wait_ms);
+      finished = WaitForTask(task, std::chrono::milliseconds(200), cancel, &out.background_wait_ms);
     }
+    if (!finished) {
+      // Still running (its summarizer ignores cancellation, or the caller cancelled): no
+      // second compaction beside it.
+      out.background_in_flight = true;
+      return true;
+    }
+    ForgetTask(session, task);
+    bool given_up = false;
+    {
+      std::lock_guard<std::mutex> lock(bg_mu);
+      given_up = task->abandoned;
+    }
+    if (!given_up) Collect(c, sizes, *task, out);
+    Evaluate(sizes, c, plan);
   }
   // Start one early: between startAt x the trigger and the trigger, when the request may still
   // go out as it is. At the trigger, step 1 decides (it starts one too unless it must wait).
   if (plan.background_reached && !plan.trigger && config.compaction.auto_compact && !c.paused &&
-      !plan.irreducible && plan.summarizer_backoff_ms == 0 &&
-      c.background_skipped_at != c.turn_serial && !MustWait(plan, c)) {
+      !plan.irreducible && SummarizerAvailable(plan) && c.background_skipped_at != c.turn_serial &&
+      c.transcript.chars() >= c.background_rest_until_chars && !MustWait(plan, c)) {
     if (StartBackground(session, c, plan)) {
       out.background_started = true;
       out.background_in_flight = true;

@@ -63,6 +63,11 @@ std::string Compactor::Impl::BudgetMessage(std::size_t reducible, const RequestS
     if (a.skip == SkipReason::kSummarizerUnavailable) {
       return "the summarizer failed three times in a row and is left alone for a while";
     }
+    if (a.skip == SkipReason::kBackgroundRunning) {
+      return "a compaction of this session still runs in the background and has not stopped "
+             "within compaction.background.maxWaitMs of being cancelled (its summarizer does not "
+             "answer)";
+    }
     if (a.skip == SkipReason::kUncertainToolResults) {
       return "tool calls have no recorded result; recover the session first";
     }

@@ -53,7 +53,7 @@ Result<Prepared> Compactor::Prepare(const std::string& session, const RequestSiz
   const bool background = cfg.compaction.background.enabled;
   const std::size_t reducible_before = sizes.instructions_chars + c.transcript.chars();
   const bool in_flight =
-      background ? impl_->PrepareBackground(session, c, sizes, plan, out) : false;
+      background ? impl_->PrepareBackground(session, c, sizes, cancel, plan, out) : false;
   if (!background) impl_->Evaluate(sizes, c, plan);
   const auto evaluated_version = c.version;
   impl_->SayWindowUnknown(session, c, plan);
@@ -87,6 +87,13 @@ Result<Prepared> Compactor::Prepare(const std::string& session, const RequestSiz
   // step's for as long as the request may go out as it is (R15.3).
   if (!cfg.compaction.auto_compact) {
     attempts.emplace_back().kind = AttemptKind::kDisabled;
+  } else if (plan.trigger && in_flight && out.background_wait_ms > 0) {
+    // R15.3: it waited for the one running, which did not end: no second one beside it.
+    Attempt& a = attempts.emplace_back();
+    a.kind = AttemptKind::kSkipped;
+    a.skip = SkipReason::kBackgroundRunning;
+    impl_->events.Emit(EventType::kCompactionSkipped, session,
+                       internal::CompactionSkippedFields(SkipReasonName(a.skip)));
   } else if (plan.trigger && !in_flight) {
     if (c.paused && plan.reason != CompactionReason::kOverflow) {
       Attempt& a = attempts.emplace_back();
@@ -122,7 +129,7 @@ Result<Prepared> Compactor::Prepare(const std::string& session, const RequestSiz
       // R15.1: with background on, the summarizer runs on a worker unless the request cannot
       // go out as it is.
       if (still_over && background && plan.reason == CompactionReason::kAuto &&
-          plan.summarizer_backoff_ms == 0 && !impl_->MustWait(plan, c) &&
+          impl_->SummarizerAvailable(plan) && !impl_->MustWait(plan, c) &&
           impl_->StartBackground(session, c, plan)) {
         out.background_started = true;
         out.background_in_flight = true;
@@ -155,7 +162,7 @@ Result<Prepared> Compactor::Prepare(const std::string& session, const RequestSiz
   }
   // Step 3: a last-chance compaction inside the last turn, once per turn.
   bool budget_tried_before = false;
-  if (reducible() > limit && cfg.compaction.auto_compact) {
+  if (reducible() > limit && cfg.compaction.auto_compact && !out.background_in_flight) {
     if (c.budget_tried_at != c.turn_serial) {
       c.budget_tried_at = c.turn_serial;
       // The plan of step 1 still describes the session unless a commit since changed it.
@@ -275,9 +282,25 @@ Result<CompactOutcome> Compactor::Compact(const std::string& session, const Comp
   std::lock_guard<std::mutex> lock(c.mu);
   Status synced = impl_->Sync(session, c);
   RECAP_RETURN_IF_ERROR(synced);
-  // R15.3: one compaction at a time; the host's own replaces one running in the background.
+  // R15.3: one compaction at a time; the host's own replaces one running in the background,
+  // once that has stopped.
   if (impl_->config.compaction.background.enabled) {
-    impl_->AbandonTask(session, "a manual compaction replaced it");
+    if (auto running = impl_->AbandonTask(session, "a manual compaction replaced it")) {
+      const std::size_t max_wait = impl_->config.compaction.background.max_wait_ms;
+      if (!impl_->WaitForTask(running,
+                              std::chrono::milliseconds(
+                                  std::min<std::size_t>(max_wait, std::size_t{24} * 3600 * 1000)),
+                              cancel, nullptr)) {
+        if (cancel.IsCancelled()) return Status::Cancelled("compaction was cancelled");
+        return Status::Unavailable(
+            "session \"" + session +
+            "\": a compaction of it running in the background was cancelled and has not stopped "
+            "within compaction.background.maxWaitMs (" +
+            std::to_string(max_wait) +
+            " ms; its summarizer does not answer). Nothing was changed; compact again later.");
+      }
+      impl_->ForgetTask(session, running);
+    }
   }
   const std::size_t retired = impl_->AdoptProviderCheckpoint(session, c);
   Plan plan;

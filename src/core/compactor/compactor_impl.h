@@ -145,8 +145,9 @@ struct RECAP_COMPACTOR_IMPL_HIDDEN Compactor::Impl {
     CompactionJob job;
     CancellationSource cancel;
     enum class State { kQueued, kRunning, kDone } state = State::kQueued;  // under bg_mu
-    // Given up by a Prepare that waited maxWaitMs, or by a manual compaction: no longer in
-    // bg_tasks; whoever finishes it reports it discarded.
+    // Given up (by a manual compaction, a recovery, a Prepare that waited maxWaitMs, the
+    // Compactor's destruction) and cancelled: its result is never swapped in; Ran reports it.
+    // It stays in bg_tasks while it runs.
     bool abandoned = false;
     std::string abandoned_why;
   };
@@ -575,36 +576,46 @@ struct RECAP_COMPACTOR_IMPL_HIDDEN Compactor::Impl {
   static Transcript AfterProviderCheckpoint(const Transcript& t, std::size_t at,
                                             std::optional<Message> checkpoint = std::nullopt);
 
-  // R15, before step 1 of Prepare (background on): swaps in (or discards) the session's
-  // finished background compaction, evaluates R2 into `plan`, waits for one still in flight
-  // when the request would otherwise reach the window or the hard limit (MustWait), and starts
-  // one when the request has reached startAt x the trigger but not the trigger. Returns true
-  // when one is in flight as it returns: step 1 then leaves the session to it.
+  // R15, before step 1 of Prepare (background on): swaps in (or drops) the session's finished
+  // background compaction, evaluates R2 into `plan`, waits for one still running when the
+  // request would otherwise reach the window or the hard limit (MustWait; at most maxWaitMs,
+  // and no longer than `cancel` allows), and starts one when the request has reached startAt x
+  // the trigger but not the trigger. Returns true when one still runs as it returns: Prepare
+  // then starts no compaction of its own.
   bool PrepareBackground(const std::string& session, SessionCache& c, const RequestSizes& sizes,
-                         Plan& plan, Prepared& out);
+                         const CancellationToken& cancel, Plan& plan, Prepared& out);
   // Hands a compaction of the session to a worker; false when BeginCompaction found nothing to
   // do (then not again before the next turn).
   bool StartBackground(const std::string& session, SessionCache& c, const Plan& plan);
+  // A background compaction may start: the summarizer is not being left alone (R12.3), or the
+  // offline summarizer stands in for it meanwhile.
+  bool SummarizerAvailable(const Plan& plan) const;
   // The request may not go out as it is while a compaction runs: it reaches the window, the
   // hard limit (limits.maxContextChars), or the model refused the last one.
   bool MustWait(const Plan& plan, const SessionCache& c) const;
   // Swaps the finished task's checkpoint in when the span it snapshotted is still the session's,
   // else reports it discarded. Adds what it committed to `out`.
   void Collect(SessionCache& c, const RequestSizes& sizes, BackgroundTask& task, Prepared& out);
-  // Waits (at most maxWaitMs) for the session's task to be done, first in the queue (with a
-  // worker of its own when all are busy) when no worker has taken it yet. Returns it done, or
-  // null when it timed out (it is then abandoned).
-  std::shared_ptr<BackgroundTask> WaitForTask(const std::string& session,
-                                              const std::shared_ptr<BackgroundTask>& task,
-                                              std::uint64_t* waited_ms);
-  // Gives up the session's task, if any (a manual compaction replaces it): cancels it; its
-  // result is reported discarded with `why` when it ends.
-  void AbandonTask(const std::string& session, const std::string& why);
+  // Waits until `task` is done, at most `max_wait` and while `cancel` is not cancelled; a task
+  // no worker has taken yet goes first in the queue (with a worker of its own when all are
+  // busy). Adds the time waited to *waited_ms. True when it is done.
+  bool WaitForTask(const std::shared_ptr<BackgroundTask>& task, std::chrono::milliseconds max_wait,
+                   const CancellationToken& cancel, std::uint64_t* waited_ms);
+  // Gives up the session's background compaction, if any (a manual compaction or a recovery
+  // replaces it; a Prepare stops waiting): a queued or finished one is dropped and reported
+  // discarded at once; a running one is cancelled, stays the session's until it ends (no
+  // second compaction beside it, R15.3), and is returned so that the caller may wait for it.
+  std::shared_ptr<BackgroundTask> AbandonTask(const std::string& session, const std::string& why);
+  // Removes `task` from the session's slot (when it is still there).
+  void ForgetTask(const std::string& session, const std::shared_ptr<BackgroundTask>& task);
+  // Starts a worker when the queue holds more tasks than idle workers will take, up to
+  // compaction.background.workers (beyond it when `beyond_limit`). bg_mu held.
+  void SpawnWorkerIfNeeded(bool beyond_limit);
   // Emits compaction_discarded / compaction_failed (job.error) for `job`.
   void SayDiscarded(const CompactionJob& job, const std::string& why);
   void SayFailed(const CompactionJob& job);
-  // After a background task's SummarizeJob (bg_mu not held): a task given up meanwhile is
-  // reported discarded, a failed one failed; a good one waits for its Prepare.
+  // After a background task's SummarizeJob (bg_mu not held): reports a task given up as
+  // discarded, a failed one as failed, then marks it done; a good one waits for its Prepare.
   void Ran(BackgroundTask& task);
   void WorkerLoop();
 

@@ -93,6 +93,9 @@ struct SessionCache {
   // R15: the turn (turn_serial) at which a background start found nothing to compact; it is
   // not tried again before the next turn.
   std::optional<std::uint64_t> background_skipped_at;
+  // R15: after a background swap, none starts early again before the transcript has this many
+  // characters (a tenth of the trigger more than it had).
+  std::size_t background_rest_until_chars = 0;
 
   // Turn starts ever seen (monotonic): "once per turn" for the budget compaction (R7 step 3).
   std::uint64_t turn_serial = 0;

@@ -198,6 +198,7 @@ const char* SkipReasonName(SkipReason reason) noexcept {
     case SkipReason::kNoProgress: return "no_progress";
     case SkipReason::kIrreducible: return "irreducible";
     case SkipReason::kSummarizerUnavailable: return "summarizer_unavailable";
+    case SkipReason::kBackgroundRunning: return "background_running";
   }
   return "none";
 }

@@ -164,15 +164,31 @@ Transcript& Transcript::operator=(Transcript&& other) noexcept {
 Transcript::~Transcript() = default;
 
 // Chunks are shared between copies; a writer clones the one it changes first.
+namespace {
+
+// Copy-on-write needs the sole owner to see everything the other owners did before they let
+// go: a copy read on another thread, then dropped there, must not race with this write.
+// use_count() is a relaxed load, which orders nothing; taking a reference and dropping it is an
+// acquire-release update of the same count, which does (and ThreadSanitizer can see it).
+template <class T>
+bool SoleOwner(const std::shared_ptr<T>& p) {
+  if (p.use_count() > 1) return false;
+  std::shared_ptr<T> acquire = p;
+  acquire.reset();
+  return true;
+}
+
+}  // namespace
+
 Transcript::Chunk& Transcript::MutableChunk(std::size_t k) {
-  if (chunks_[k].use_count() > 1) chunks_[k] = std::make_shared<Chunk>(*chunks_[k]);
+  if (!SoleOwner(chunks_[k])) chunks_[k] = std::make_shared<Chunk>(*chunks_[k]);
   return *chunks_[k];
 }
 
 Transcript::OpenCalls& Transcript::MutableOpen() {
   if (open_ == nullptr) {
     open_ = std::make_shared<OpenCalls>();
-  } else if (open_.use_count() > 1) {
+  } else if (!SoleOwner(open_)) {
     open_ = std::make_shared<OpenCalls>(*open_);
   }
   return *open_;
