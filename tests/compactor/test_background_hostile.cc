@@ -189,8 +189,9 @@ std::vector<std::string> Ids(const Transcript& t) {
 
 }  // namespace
 
-TEST_CASE("H1 a manual Compact runs its summarizer while the background one still runs",
-          "[hostile]") {
+TEST_CASE(
+    "R15.3 H1 a manual Compact waits for the background one to stop before its own summarizer",
+    "[hostile]") {
   auto provider = std::make_shared<Hostile>();
   provider->hang_calls = 1;  // only the background call hangs
   provider->hang_all = true;
@@ -212,7 +213,8 @@ TEST_CASE("H1 a manual Compact runs its summarizer while the background one stil
 }
 
 TEST_CASE(
-    "H1b a recovery gives the running compaction up, and none starts beside it until it "
+    "R15.2 R15.3 H1b a recovery gives the running compaction up, and none starts beside it until "
+    "it "
     "ends",
     "[hostile]") {
   auto provider = std::make_shared<Hostile>();
@@ -265,7 +267,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "H2 past maxWaitMs, a summarizer that ignores its token: no second compaction beside "
+    "R15.3 H2 past maxWaitMs, a summarizer that ignores its token: no second compaction beside "
     "it",
     "[hostile]") {
   auto provider = std::make_shared<Hostile>();
@@ -295,7 +297,7 @@ TEST_CASE(
         std::string::npos);
 }
 
-TEST_CASE("H3 Prepare ignores its CancellationToken while it waits for a background compaction",
+TEST_CASE("R15.3 H3 Prepare's CancellationToken ends its wait for a background compaction",
           "[hostile]") {
   auto provider = std::make_shared<Hostile>();
   provider->hang_all = true;
@@ -347,8 +349,9 @@ TEST_CASE("H3 Prepare ignores its CancellationToken while it waits for a backgro
   compactor.reset();
 }
 
-TEST_CASE("H4 a second session's compaction waits behind a hung one while workers are free",
-          "[hostile]") {
+TEST_CASE(
+    "R15.1 H4 a second session's compaction is not held behind a hung one while workers are free",
+    "[hostile]") {
   int stuck = 0;
   const int attempts = 30;
   for (int k = 0; k < attempts; ++k) {
@@ -384,7 +387,8 @@ TEST_CASE("H4 a second session's compaction waits behind a hung one while worker
   CHECK(stuck == 0);
 }
 
-TEST_CASE("H5 background compactions that free little never pause (R2.5)", "[hostile]") {
+TEST_CASE("R15 R2.5 H5 background compactions that free little pause as those in Prepare do",
+          "[hostile]") {
   auto run = [](bool background) {
     auto provider = std::make_shared<Hostile>();
     auto store = NewInMemorySessionStore();
@@ -420,7 +424,8 @@ TEST_CASE("H5 background compactions that free little never pause (R2.5)", "[hos
   CHECK(bg.first <= sync.first + 2);
 }
 
-TEST_CASE("H6 every compaction_started gets its end, also when the Compactor goes", "[hostile]") {
+TEST_CASE("R15.4 H6 every compaction_started gets its end, also when the Compactor goes",
+          "[hostile]") {
   SECTION("ready, never swapped") {
     auto provider = std::make_shared<Hostile>();
     auto store = NewInMemorySessionStore();
@@ -472,8 +477,9 @@ class SlowFailSink : public EventSink {
 };
 }  // namespace
 
-TEST_CASE("H7 the failure of one background compaction is told after the next one started",
-          "[hostile]") {
+TEST_CASE(
+    "R15.4 R10 H7 the failure of one background compaction is told before the next one starts",
+    "[hostile]") {
   auto provider = std::make_shared<Hostile>();
   provider->fail_first = 1;
   auto store = NewInMemorySessionStore();
@@ -518,7 +524,7 @@ class NativeFails : public Provider {
 };
 }  // namespace
 
-TEST_CASE("H8 native summarizer failing into the offline fallback, many sessions (TSan)",
+TEST_CASE("R15.4 H8 native summarizer failing into the offline fallback, many sessions (TSan)",
           "[hostile]") {
   auto store = NewInMemorySessionStore();
   Config config = Background();
@@ -701,7 +707,7 @@ void Stress(std::shared_ptr<SessionStore> store_a, std::shared_ptr<SessionStore>
 }
 }  // namespace
 
-TEST_CASE("H9 stress, in-memory store, two Compactors, cache 0", "[hostile][stress]") {
+TEST_CASE("R15 H9 stress, in-memory store, two Compactors, cache 0", "[hostile][stress]") {
   const int rounds = std::getenv("H_ROUNDS") ? std::atoi(std::getenv("H_ROUNDS")) : 3;
   for (int r = 0; r < rounds; ++r) {
     INFO("round " << r);
@@ -711,7 +717,7 @@ TEST_CASE("H9 stress, in-memory store, two Compactors, cache 0", "[hostile][stre
 }
 
 #ifdef RECAP_TEST_HAVE_SQLITE
-TEST_CASE("H10 stress, SQLite, two Compactors on two connections", "[hostile][stress]") {
+TEST_CASE("R15 H10 stress, SQLite, two Compactors on two connections", "[hostile][stress]") {
   const int rounds = std::getenv("H_ROUNDS") ? std::atoi(std::getenv("H_ROUNDS")) : 2;
   for (int r = 0; r < rounds; ++r) {
     INFO("round " << r);
@@ -727,7 +733,7 @@ TEST_CASE("H10 stress, SQLite, two Compactors on two connections", "[hostile][st
 
 #endif
 
-TEST_CASE("H4b many sessions start at once with one idle worker: fewer run than workers allow",
+TEST_CASE("R15.1 H4b many sessions starting at once run on as many workers as allowed",
           "[hostile]") {
   int short_runs = 0;
   const int attempts = std::getenv("H_ROUNDS") ? std::atoi(std::getenv("H_ROUNDS")) : 20;
@@ -777,7 +783,7 @@ TEST_CASE("H4b many sessions start at once with one idle worker: fewer run than 
   CHECK(short_runs == 0);
 }
 
-TEST_CASE("H1c Compact vs a background summarizer that honours its token within 200 ms",
+TEST_CASE("R15.3 H1c Compact vs a background summarizer that honours its token within 200 ms",
           "[hostile]") {
   auto provider = std::make_shared<Hostile>();
   provider->hang_calls = 1;

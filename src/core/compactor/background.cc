@@ -286,9 +286,7 @@ bool Compactor::Impl::PrepareBackground(const std::string& session, SessionCache
       return true;
     }
     out.waited_for_summarizer = true;
-    const auto max_wait = std::chrono::milliseconds(std::min<std::size_t>(
-        config.compaction.background.max_wait_ms, std::size_t{24} * 3600 * 1000));
-    bool finished = WaitForTask(task, max_wait, cancel, &out.background_wait_ms);
+    bool finished = WaitForTask(task, MaxWait(), cancel, &out.background_wait_ms);
     if (!finished && !cancel.IsCancelled()) {
       // R15.3: bounded. Given up and cancelled; a summarizer that honours its token ends at
       // once, and then this Prepare compacts itself.

@@ -287,10 +287,7 @@ Result<CompactOutcome> Compactor::Compact(const std::string& session, const Comp
   if (impl_->config.compaction.background.enabled) {
     if (auto running = impl_->AbandonTask(session, "a manual compaction replaced it")) {
       const std::size_t max_wait = impl_->config.compaction.background.max_wait_ms;
-      if (!impl_->WaitForTask(running,
-                              std::chrono::milliseconds(
-                                  std::min<std::size_t>(max_wait, std::size_t{24} * 3600 * 1000)),
-                              cancel, nullptr)) {
+      if (!impl_->WaitForTask(running, impl_->MaxWait(), cancel, nullptr)) {
         if (cancel.IsCancelled()) return Status::Cancelled("compaction was cancelled");
         return Status::Unavailable(
             "session \"" + session +

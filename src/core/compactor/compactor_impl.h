@@ -587,6 +587,11 @@ struct RECAP_COMPACTOR_IMPL_HIDDEN Compactor::Impl {
   // Hands a compaction of the session to a worker; false when BeginCompaction found nothing to
   // do (then not again before the next turn).
   bool StartBackground(const std::string& session, SessionCache& c, const Plan& plan);
+  // compaction.background.maxWaitMs, clamped so that huge values cannot overflow the clock.
+  std::chrono::milliseconds MaxWait() const {
+    return std::chrono::milliseconds(std::min<std::size_t>(config.compaction.background.max_wait_ms,
+                                                           std::size_t{24} * 3600 * 1000));
+  }
   // A background compaction may start: the summarizer is not being left alone (R12.3), or the
   // offline summarizer stands in for it meanwhile.
   bool SummarizerAvailable(const Plan& plan) const;

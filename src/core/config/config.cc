@@ -268,63 +268,90 @@ Key OneOf(std::string_view section, std::string_view name, std::vector<Choice<En
   return key;
 }
 
+// The shape of compaction.clearToolResults and compaction.background: true or false, or an
+// object of its own keys (`known`, "enabled" first) that turns it on unless it says
+// "enabled": false. `field` reads one key other than "enabled" into `out`; nullopt: a key it
+// does not know. `current` changes only when the whole value reads.
+template <class T>
+Status ReadSwitchable(
+    const Json& value, const std::string& path, const std::vector<std::string_view>& known,
+    const std::string& example, T& current,
+    const std::function<std::optional<Status>(const std::string& name, const Json& v,
+                                              const std::string& at, T& out)>& field) {
+  std::string keys;
+  for (std::string_view k : known) keys += (keys.empty() ? "" : ", ") + std::string(k);
+  if (value.is_boolean()) {
+    current.enabled = value.get<bool>();
+    return Status::OK();
+  }
+  if (!value.is_object()) {
+    return Problem(
+        path, Shown(value),
+        "true, false or an object with some of the keys " + keys + " (e.g. " + example + ")");
+  }
+  T out;
+  out.enabled = true;
+  for (const auto& [name, v] : value.items()) {
+    const std::string at = path + "." + name;
+    if (name == "enabled") {
+      if (!v.is_boolean()) return Problem(at, Shown(v), "true or false");
+      out.enabled = v.template get<bool>();
+      continue;
+    }
+    if (std::optional<Status> read = field(name, v, at, out)) {
+      RECAP_RETURN_IF_ERROR(*read);
+      continue;
+    }
+    std::string msg = "unknown key " + jsonutil::Quote(at) + "; known keys in \"" + path +
+                      "\" are: " + keys + ".";
+    for (std::string_view k : known) {
+      if (Folded(name) == Folded(k))
+        msg += " Did you mean \"" + path + "." + std::string(k) + "\"?";
+    }
+    return Status::InvalidArgument(msg);
+  }
+  current = std::move(out);
+  return Status::OK();
+}
+
 // compaction.clearToolResults (R14.3): true / false, or an object of its own keys.
 Key ClearToolResults() {
   Key key{"compaction", "clearToolResults", {}, {}, {}};
   const std::string path = key.Path();
   constexpr std::int64_t kMaxKeep = 100000;
-  const std::string keys = "enabled, keepRecent, excludeTools, minFreeChars";
-  const std::string form =
-      "true, false or an object with some of the keys " + keys +
-      " (e.g. {\"keepRecent\": 3, \"excludeTools\": [\"read_file\"], \"minFreeChars\": 20000})";
   key.read = [=](const Json& value, Config& config) -> Status {
-    ClearToolResultsConfig& c = config.compaction.clear_tool_results;
-    if (value.is_boolean()) {
-      c.enabled = value.get<bool>();
-      return Status::OK();
-    }
-    if (!value.is_object()) return Problem(path, Shown(value), form);
-    ClearToolResultsConfig out;
-    out.enabled = true;  // an object turns it on unless it says "enabled": false
-    for (const auto& [name, v] : value.items()) {
-      const std::string at = path + "." + name;
-      if (name == "enabled") {
-        if (!v.is_boolean()) return Problem(at, Shown(v), "true or false");
-        out.enabled = v.get<bool>();
-      } else if (name == "keepRecent") {
-        const std::optional<double> d = WholeNumber(v);
-        if (!d || *d < 0 || *d > static_cast<double>(kMaxKeep)) {
-          return Problem(at, Shown(v), IntegerRange(0, kMaxKeep, true));
-        }
-        out.keep_recent = static_cast<int>(*d);
-      } else if (name == "minFreeChars") {
-        const std::optional<double> d = WholeNumber(v);
-        if (!d || *d < 0 || *d > static_cast<double>(kMaxJsonInteger)) {
-          return Problem(at, Shown(v), IntegerRange(0, kMaxJsonInteger, d && *d > 0));
-        }
-        out.min_free_chars = static_cast<std::size_t>(*d);
-      } else if (name == "excludeTools") {
-        if (!v.is_array()) return Problem(at, Shown(v), "an array of tool names (strings)");
-        for (std::size_t i = 0; i < v.size(); ++i) {
-          if (!v[i].is_string() || v[i].get_ref<const std::string&>().empty()) {
-            return Problem(at + "[" + std::to_string(i) + "]", Shown(v[i]),
-                           "a tool name: a non-empty string");
+    return ReadSwitchable<ClearToolResultsConfig>(
+        value, path, {"enabled", "keepRecent", "excludeTools", "minFreeChars"},
+        "{\"keepRecent\": 3, \"excludeTools\": [\"read_file\"], \"minFreeChars\": 20000}",
+        config.compaction.clear_tool_results,
+        [&](const std::string& name, const Json& v, const std::string& at,
+            ClearToolResultsConfig& out) -> std::optional<Status> {
+          if (name == "keepRecent") {
+            const std::optional<double> d = WholeNumber(v);
+            if (!d || *d < 0 || *d > static_cast<double>(kMaxKeep)) {
+              return Problem(at, Shown(v), IntegerRange(0, kMaxKeep, true));
+            }
+            out.keep_recent = static_cast<int>(*d);
+          } else if (name == "minFreeChars") {
+            const std::optional<double> d = WholeNumber(v);
+            if (!d || *d < 0 || *d > static_cast<double>(kMaxJsonInteger)) {
+              return Problem(at, Shown(v), IntegerRange(0, kMaxJsonInteger, d && *d > 0));
+            }
+            out.min_free_chars = static_cast<std::size_t>(*d);
+          } else if (name == "excludeTools") {
+            if (!v.is_array()) return Problem(at, Shown(v), "an array of tool names (strings)");
+            for (std::size_t i = 0; i < v.size(); ++i) {
+              if (!v[i].is_string() || v[i].get_ref<const std::string&>().empty()) {
+                return Problem(at + "[" + std::to_string(i) + "]", Shown(v[i]),
+                               "a tool name: a non-empty string");
+              }
+              out.exclude_tools.push_back(v[i].get<std::string>());
+            }
+          } else {
+            return std::nullopt;
           }
-          out.exclude_tools.push_back(v[i].get<std::string>());
-        }
-      } else {
-        std::string msg = "unknown key " + jsonutil::Quote(at) + "; known keys in \"" + path +
-                          "\" are: " + keys + ".";
-        for (std::string_view known : {"enabled", "keepRecent", "excludeTools", "minFreeChars"}) {
-          if (Folded(name) == Folded(known)) {
-            msg += " Did you mean \"" + path + "." + std::string(known) + "\"?";
-          }
-        }
-        return Status::InvalidArgument(msg);
-      }
-    }
-    c = std::move(out);
-    return Status::OK();
+          return Status::OK();
+        });
   };
   key.check = [=](const Config& config) {
     const ClearToolResultsConfig& c = config.compaction.clear_tool_results;
@@ -356,56 +383,37 @@ Key ClearToolResults() {
 Key Background() {
   Key key{"compaction", "background", {}, {}, {}};
   const std::string path = key.Path();
-  const std::string keys = "enabled, startAt, maxWaitMs, workers";
-  const std::string form = "true, false or an object with some of the keys " + keys +
-                           " (e.g. {\"startAt\": 0.7, \"maxWaitMs\": 600000})";
   constexpr std::int64_t kMaxWorkers = 64;
   auto start_at_ok = [](double d) { return d >= 0.1 && d <= 1.0; };
   key.read = [=](const Json& value, Config& config) -> Status {
-    BackgroundConfig& c = config.compaction.background;
-    if (value.is_boolean()) {
-      c.enabled = value.get<bool>();
-      return Status::OK();
-    }
-    if (!value.is_object()) return Problem(path, Shown(value), form);
-    BackgroundConfig out;
-    out.enabled = true;  // an object turns it on unless it says "enabled": false
-    for (const auto& [name, v] : value.items()) {
-      const std::string at = path + "." + name;
-      if (name == "enabled") {
-        if (!v.is_boolean()) return Problem(at, Shown(v), "true or false");
-        out.enabled = v.get<bool>();
-      } else if (name == "startAt") {
-        const std::optional<double> d = jsonutil::NumberValue(v);
-        if (!d || !start_at_ok(*d)) {
-          return Problem(at, Shown(v), "a number from 0.1 to 1 (a fraction of the trigger)");
-        }
-        out.start_at = *d;
-      } else if (name == "maxWaitMs") {
-        const std::optional<double> d = WholeNumber(v);
-        if (!d || *d < 1 || *d > static_cast<double>(kMaxJsonInteger)) {
-          return Problem(at, Shown(v), IntegerRange(1, kMaxJsonInteger, d && *d > 1));
-        }
-        out.max_wait_ms = static_cast<std::size_t>(*d);
-      } else if (name == "workers") {
-        const std::optional<double> d = WholeNumber(v);
-        if (!d || *d < 1 || *d > static_cast<double>(kMaxWorkers)) {
-          return Problem(at, Shown(v), IntegerRange(1, kMaxWorkers, true));
-        }
-        out.workers = static_cast<int>(*d);
-      } else {
-        std::string msg = "unknown key " + jsonutil::Quote(at) + "; known keys in \"" + path +
-                          "\" are: " + keys + ".";
-        for (std::string_view known : {"enabled", "startAt", "maxWaitMs", "workers"}) {
-          if (Folded(name) == Folded(known)) {
-            msg += " Did you mean \"" + path + "." + std::string(known) + "\"?";
+    return ReadSwitchable<BackgroundConfig>(
+        value, path, {"enabled", "startAt", "maxWaitMs", "workers"},
+        "{\"startAt\": 0.7, \"maxWaitMs\": 600000}", config.compaction.background,
+        [&](const std::string& name, const Json& v, const std::string& at,
+            BackgroundConfig& out) -> std::optional<Status> {
+          if (name == "startAt") {
+            const std::optional<double> d = jsonutil::NumberValue(v);
+            if (!d || !start_at_ok(*d)) {
+              return Problem(at, Shown(v), "a number from 0.1 to 1 (a fraction of the trigger)");
+            }
+            out.start_at = *d;
+          } else if (name == "maxWaitMs") {
+            const std::optional<double> d = WholeNumber(v);
+            if (!d || *d < 1 || *d > static_cast<double>(kMaxJsonInteger)) {
+              return Problem(at, Shown(v), IntegerRange(1, kMaxJsonInteger, d && *d > 1));
+            }
+            out.max_wait_ms = static_cast<std::size_t>(*d);
+          } else if (name == "workers") {
+            const std::optional<double> d = WholeNumber(v);
+            if (!d || *d < 1 || *d > static_cast<double>(kMaxWorkers)) {
+              return Problem(at, Shown(v), IntegerRange(1, kMaxWorkers, true));
+            }
+            out.workers = static_cast<int>(*d);
+          } else {
+            return std::nullopt;
           }
-        }
-        return Status::InvalidArgument(msg);
-      }
-    }
-    c = out;
-    return Status::OK();
+          return Status::OK();
+        });
   };
   key.check = [=](const Config& config) {
     const BackgroundConfig& c = config.compaction.background;
