@@ -9,11 +9,19 @@
 // first (--recap_summarizer_ms, honouring cancellation): recap then cuts, summarizes and commits
 // exactly as with a model.
 //
-//   real   the real transcripts of tests/data (all 206 sessions), on 8 host threads, each
-//          serving its sessions in turn; window 8,000 tokens
-//   W1     bench/w1_workload.h (600 messages, one session); window 32,000 tokens
+//   real      the real transcripts of tests/data (all 206 sessions), on 8 host threads, each
+//             serving its sessions in turn; window 8,000 tokens
+//   W1        bench/w1_workload.h (600 messages, one session); window 32,000 tokens: its
+//             largest tool results (up to 200 KB) take the request from under startAt x the
+//             trigger past the whole window in one turn, where a Prepare must wait whatever
+//             runs in the background
+//   W1-128k   the same at a window of 128,000 tokens, where no single turn goes past it
 //
-// The host's model call after each turn is the time a background compaction has. It is played
+// The host's model call after each turn is the time a background compaction has; it varies as
+// a model's does, uniformly between half and one and a half times --recap_agent_ms (a fixed
+// seed per host thread), so that it does not end in lockstep with a summarizer call of the same
+// length (with a constant 2 s each, the worker's swap and the next Prepare meet every time and
+// that Prepare waits for the swap's write; real calls never keep time so). It is played
 // in every mode for the real sessions, whose threads share the SQLite file (their contention is
 // part of a turn's cost), and for W1, one session, only in the background mode: a Prepare that
 // compacts itself, or has nothing to do, takes as long whatever the host does between turns.
@@ -49,6 +57,7 @@
 #include <fstream>
 #include <memory>
 #include <mutex>
+#include <random>
 #include <string>
 #include <thread>
 #include <utility>
@@ -142,6 +151,14 @@ struct Workload {
   std::chrono::milliseconds agent{0};
 };
 
+// The host's model time after a turn: uniform in [agent / 2, agent * 3 / 2].
+std::chrono::microseconds ModelTime(std::chrono::milliseconds agent, std::mt19937_64& rng) {
+  const auto us = std::chrono::duration_cast<std::chrono::microseconds>(agent).count();
+  if (us == 0) return std::chrono::microseconds(0);
+  std::uniform_int_distribution<long long> d(us / 2, us + us / 2);
+  return std::chrono::microseconds(d(rng));
+}
+
 Figures Run(const Workload& w, Mode mode, std::chrono::milliseconds summarizer,
             const std::string& dir) {
   const std::string db = dir + "/recap_bench_background_" + std::to_string(::getpid()) + ".db";
@@ -168,6 +185,7 @@ Figures Run(const Workload& w, Mode mode, std::chrono::milliseconds summarizer,
   for (int lane = 0; lane < w.threads; ++lane) {
     threads.emplace_back([&, lane] {
       Figures mine;
+      std::mt19937_64 rng(0x20 + static_cast<std::uint64_t>(lane));
       std::vector<std::size_t> mine_sessions;
       for (std::size_t s = static_cast<std::size_t>(lane); s < w.sessions.size();
            s += static_cast<std::size_t>(w.threads)) {
@@ -205,7 +223,9 @@ Figures Run(const Workload& w, Mode mode, std::chrono::milliseconds summarizer,
           // cost); for one session only in the background mode: a compaction in Prepare takes
           // as long, and a Prepare with nothing to do as little, whatever the host does between
           // turns.
-          if (w.threads > 1 || mode == Mode::kBackground) std::this_thread::sleep_for(w.agent);
+          if (w.threads > 1 || mode == Mode::kBackground) {
+            std::this_thread::sleep_for(ModelTime(w.agent, rng));
+          }
           if (prepared.ok() && !prepared->waited_for_summarizer)
             mine.quiet_ms.push_back(mine.ms.back());
         }
@@ -291,14 +311,17 @@ int main(int argc, char** argv) {
   w1o.messages = smoke ? 200 : 600;
   Workload w1{"W1", {}, 32000, 1, std::chrono::milliseconds(agent_ms * 25)};
   w1.sessions.push_back(SessionOf(std::nullopt, recap_bench::GenerateW1(w1o)));
+  Workload w1_wide = w1;
+  w1_wide.name = "W1-128k";
+  w1_wide.window = 128000;
 
   std::printf("recap_bench_background: the summarizer takes %ld ms a call\n", summarizer_ms);
-  for (const Workload* w : {&real, &w1}) {
+  for (const Workload* w : {&real, &w1, &w1_wide}) {
     std::size_t turns = 0;
     for (const Session& s : w->sessions) turns += s.turns.size();
     std::printf(
         "\n%s: %zu sessions, %zu turns, window %zu tokens, %d host threads, %lld ms of model "
-        "time after each turn\n",
+        "time after each turn (on average)\n",
         w->name.c_str(), w->sessions.size(), turns, w->window, w->threads,
         static_cast<long long>(w->agent.count()));
     std::printf("  %-11s %8s %10s %10s %10s %14s %12s %12s %8s %10s %9s\n", "mode", "turns",

@@ -27,11 +27,11 @@
 // Background compaction (compaction.background, SPEC R15): when the request reaches startAt x
 // the trigger, Prepare hands the span before a safe cut to one of the Compactor's worker
 // threads (compaction.background.workers, 4 by default, started when first needed) and returns
-// at once; a later Prepare swaps
-// the checkpoint in. The summarizer, the plugin hooks and the event sinks are then called from
-// a worker thread too. At most one compaction per session runs at a time. Destroying the
-// Compactor cancels the background compactions and joins the workers (it waits for a
-// summarizer that ignores its cancellation token).
+// at once; the worker swaps the checkpoint in when it is ready (the next Prepare reports it).
+// The summarizer, the plugin hooks and the event sinks are then called from a worker thread too,
+// and the session store for the swap. At most one compaction per session runs at a time.
+// Destroying the Compactor cancels the background compactions and joins the workers (it waits
+// for a summarizer that ignores its cancellation token).
 #ifndef RECAP_COMPACTOR_H_
 #define RECAP_COMPACTOR_H_
 
@@ -100,9 +100,10 @@ struct Prepared {
   std::size_t provider_retired_messages = 0;
 
   // R15, with compaction.background on. `background_started`: this call handed a compaction to
-  // a worker and returned without waiting for it. `background_swapped`: it committed the
-  // checkpoint a background compaction wrote (its reason is in `compactions`, its cost in the
-  // figures above). `background_discarded`: such a result was dropped because the session had
+  // a worker and returned without waiting for it. `background_swapped`: the checkpoint a
+  // background compaction wrote was committed since the last Prepare, by its worker or by this
+  // call (its reason is in `compactions`, its cost in the figures above, `before_*` the sizes
+  // without it). `background_discarded`: such a result was dropped because the session had
   // changed (event compaction_discarded). `background_in_flight`: one still runs as this call
   // returns. `background_wait_ms`: how long this call waited for one (it waits only when the
   // request would otherwise reach the window or the hard limit).
@@ -163,8 +164,9 @@ struct Plan {
   bool clearing_suffices = false;
   // R15, with compaction.background on: the size at which Prepare starts a compaction in the
   // background (startAt x the trigger), whether the request has reached it, and a compaction of
-  // this session running in the background now (in flight) or finished and waiting for the
-  // next Prepare to swap it in (ready). Only this Compactor's own are seen: `recap plan`, a
+  // this session running in the background now (in flight) or finished and not swapped in by
+  // its worker (ready: a call held the session, or the store could not be read; the next
+  // Prepare swaps it in). Only this Compactor's own are seen: `recap plan`, a
   // process of its own, never has one.
   std::size_t background_start_tokens = 0;
   std::size_t background_start_chars = 0;
@@ -233,7 +235,10 @@ class RECAP_EXPORT Compactor {
                       std::optional<std::size_t> rejected_tokens = std::nullopt);
 
   // The provider's count of prompt tokens for the last request of this session (R2.4). With
-  // compaction.calibrate on, the window rule uses it plus the estimate of what was added.
+  // compaction.calibrate on, the window rule uses it plus the estimate of what was added. A
+  // count reported after the transcript was rewritten since the last Prepare (a background
+  // compaction swapped in, a manual compaction, another writer) is ignored: the request it
+  // counted is gone.
   void ReportPromptTokens(const std::string& session, std::size_t prompt_tokens);
 
   // Records, for each tool call without a result, that its outcome is unknown and it was not

@@ -1,6 +1,7 @@
 // Background compaction (SPEC R15, compaction.background): Prepare starts a compaction on a
-// worker at startAt x the trigger and returns at once with the whole transcript; a later Prepare
-// swaps the checkpoint in, in one transaction that replaces exactly the snapshotted span; a
+// worker at startAt x the trigger and returns at once with the whole transcript; the worker (or,
+// when it cannot, the next Prepare) swaps the checkpoint in, in one transaction that replaces
+// exactly the snapshotted span, and the next Prepare reports it; a
 // session changed meanwhile discards it with an event; one compaction per session at a time; a
 // Prepare waits only when the request would otherwise reach the window or the hard limit, and
 // at most maxWaitMs; destroying the Compactor mid-compaction cancels and joins; the events say
@@ -182,14 +183,6 @@ struct Host {
     }
     FAIL("the background compaction never finished");
   }
-  // Waits until the background compaction has finished and waits for a Prepare.
-  void WaitReady() {
-    for (int i = 0; i < 5000; ++i) {
-      if (PlanNow().background_ready) return;
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    }
-    FAIL("the background compaction never became ready");
-  }
 };
 
 std::vector<std::string> Ids(const Transcript& t) {
@@ -230,8 +223,10 @@ TEST_CASE("R15.1 Prepare starts a compaction at startAt x the trigger and return
   h.provider->Open();
 }
 
-TEST_CASE("R15.2 the next Prepare swaps the checkpoint in, what was appended meanwhile follows it",
-          "[R15.2][compactor]") {
+TEST_CASE(
+    "R15.2 a finished compaction is swapped in before the next Prepare, what was "
+    "appended meanwhile follows it",
+    "[R15.2][compactor]") {
   Host h(Background());
   h.TurnsUntilStarted();
   const std::uint64_t version_at_start = Ok(h.store->Load("s")).version;
@@ -244,9 +239,34 @@ TEST_CASE("R15.2 the next Prepare swaps the checkpoint in, what was appended mea
   const std::uint64_t version_before_swap = Ok(h.store->Load("s")).version;
   CHECK(version_before_swap == version_at_start + 1);
   h.provider->Open();
-  h.WaitReady();
+  // The worker commits it as soon as it is written: no Prepare pays for that write.
+  auto done = h.WaitEvents("compaction_completed");
+  REQUIRE(done.size() == 1);
+  CHECK(HasBackgroundTrue(done[0]));
+  CHECK(done[0]["checkpoint"]["writer"] == "gated");
+  const SessionState swapped_state = Ok(h.store->Load("s"));
+  CHECK(swapped_state.version == version_before_swap + 1);  // one transaction
+  const Transcript& t = swapped_state.transcript;
+  REQUIRE(t.size() >= 1);
+  CHECK(t[0].summary);  // the checkpoint first
+  // Everything after the checkpoint is the unchanged end of the transcript before the swap,
+  // including the turn appended while the summarizer worked.
+  const std::size_t kept = t.size() - 1;
+  REQUIRE(kept <= before_swap.size());
+  for (std::size_t i = 0; i < kept; ++i) {
+    const Message& now = t[1 + i];
+    const Message& was = before_swap[before_swap.size() - kept + i];
+    CHECK(now.id == was.id);
+    CHECK(t.chars(1 + i) == before_swap.chars(before_swap.size() - kept + i));
+  }
+  CHECK(kept >= 4);  // at least the turn appended after the snapshot
+  // The history holds every message, the replaced ones retired by this compaction.
+  std::set<std::string> history;
+  for (const auto& e : Ok(h.store->History("s"))) history.insert(e.message.id);
+  for (const Message& m : before_swap) CHECK(history.count(m.id) == 1);
+
+  // The next Prepare finds it in place and reports it: the swap, its cost, the size before it.
   h.Turn();
-  const Transcript appended = Ok(h.store->Load("s")).transcript;
   const Prepared swapped = h.Prepare();
   CHECK(swapped.background_swapped);
   CHECK_FALSE(swapped.background_discarded);
@@ -255,36 +275,122 @@ TEST_CASE("R15.2 the next Prepare swaps the checkpoint in, what was appended mea
   CHECK(swapped.compactions[0] == CompactionReason::kAuto);
   CHECK(swapped.summarizer_calls == 1);
   CHECK(swapped.after_chars < swapped.before_chars);
-
-  // One transaction: the version moved by one.
+  // The size before is the request as it would have been without the swap.
+  CHECK(swapped.before_chars >= before_swap.chars());
   const SessionState state = Ok(h.store->Load("s"));
-  CHECK(state.version == version_before_swap + 2);  // the turn's append, then the swap
-  const Transcript& t = state.transcript;
-  CHECK(Ids(swapped.messages) == Ids(t));
-  REQUIRE(t.size() >= 1);
-  CHECK(t[0].summary);  // the checkpoint first
-  // Everything after the checkpoint is the unchanged end of the transcript before the swap,
-  // including the two turns appended while the summarizer worked.
-  const std::size_t kept = t.size() - 1;
-  REQUIRE(kept <= appended.size());
-  for (std::size_t i = 0; i < kept; ++i) {
-    const Message& now = t[1 + i];
-    const Message& was = appended[appended.size() - kept + i];
-    CHECK(now.id == was.id);
-    CHECK(t.chars(1 + i) == appended.chars(appended.size() - kept + i));
-  }
-  CHECK(kept >= 8);  // at least the two turns appended after the snapshot
-  // The history holds every message, the replaced ones retired by this compaction.
-  std::set<std::string> history;
-  for (const auto& e : Ok(h.store->History("s"))) history.insert(e.message.id);
-  for (const Message& m : appended) CHECK(history.count(m.id) == 1);
-
-  auto done = h.sink->OfType("compaction_completed");
-  REQUIRE(done.size() == 1);
-  CHECK(HasBackgroundTrue(done[0]));
-  CHECK(done[0]["checkpoint"]["writer"] == "gated");
+  CHECK(state.version == version_before_swap + 2);  // the swap, then the turn's append
+  CHECK(Ids(swapped.messages) == Ids(state.transcript));
+  // Reported once.
+  h.Turn();
+  const Prepared later = h.Prepare();
+  CHECK_FALSE(later.background_swapped);
+  CHECK(later.compactions.empty());
+  CHECK(h.sink->OfType("compaction_completed").size() == 1);
   CHECK(h.PlanNow().background_in_flight == false);
   CHECK(h.PlanNow().background_ready == false);
+}
+
+namespace {
+
+// A store whose LoadChanges fails while `fail_changes` is set (a database gone for a moment).
+class FlakyChangesStore : public SessionStore {
+ public:
+  explicit FlakyChangesStore(std::shared_ptr<SessionStore> inner) : inner_(std::move(inner)) {}
+  std::atomic<bool> fail_changes{false};
+  std::atomic<int> refused{0};
+
+  Result<SessionState> Load(const std::string& s) override { return inner_->Load(s); }
+  Result<SessionChanges> LoadChanges(const std::string& s, std::uint64_t v) override {
+    if (fail_changes) {
+      ++refused;
+      return Status::Unavailable("the database went away");
+    }
+    return inner_->LoadChanges(s, v);
+  }
+  Result<std::uint64_t> AppendMessages(const std::string& s, std::vector<Message> m) override {
+    return inner_->AppendMessages(s, std::move(m));
+  }
+  Result<std::vector<std::uint64_t>> CreateSessions(std::vector<NewSession> n) override {
+    return inner_->CreateSessions(std::move(n));
+  }
+  Result<std::uint64_t> CommitCompaction(const std::string& s, const CompactionCommit& c) override {
+    return inner_->CommitCompaction(s, c);
+  }
+  Result<std::uint64_t> CommitReduction(const std::string& s, const ReductionCommit& c) override {
+    return inner_->CommitReduction(s, c);
+  }
+  Result<std::uint64_t> CommitRecovery(const std::string& s, const RecoveryCommit& c) override {
+    return inner_->CommitRecovery(s, c);
+  }
+  Result<std::vector<HistoryEntry>> History(const std::string& s) override {
+    return inner_->History(s);
+  }
+  Result<std::vector<std::string>> ListSessions() override { return inner_->ListSessions(); }
+  Status SaveLearned(const std::string& s, const std::string& l) override {
+    return inner_->SaveLearned(s, l);
+  }
+
+ private:
+  std::shared_ptr<SessionStore> inner_;
+};
+
+}  // namespace
+
+TEST_CASE("R15.2 a worker that cannot read the session leaves the swap to the next Prepare",
+          "[R15.2][compactor]") {
+  auto store = std::make_shared<FlakyChangesStore>(recap::testing::NewTestSessionStore());
+  Host h(Background(), nullptr, store);
+  h.TurnsUntilStarted();
+  const std::uint64_t version = Ok(h.store->Load("s")).version;
+  store->fail_changes = true;
+  h.provider->Open();
+  for (int i = 0; i < 5000 && store->refused == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  REQUIRE(store->refused > 0);  // the worker tried to bring the session up to date, and could not
+  // Nothing was written, nothing reported yet; the result waits.
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  CHECK(Ok(h.store->Load("s")).version == version);
+  CHECK(h.sink->OfType("compaction_completed").empty());
+  CHECK(h.sink->OfType("compaction_discarded").empty());
+  store->fail_changes = false;
+  CHECK(h.PlanNow().background_ready);
+  const Prepared p = h.Prepare();
+  CHECK(p.background_swapped);
+  REQUIRE(p.compactions.size() == 1);
+  const SessionState state = Ok(h.store->Load("s"));
+  CHECK(state.version == version + 1);
+  CHECK(state.transcript[0].summary);
+  CHECK(Ids(p.messages) == Ids(state.transcript));
+  CHECK(h.sink->OfType("compaction_completed").size() == 1);
+}
+
+TEST_CASE(
+    "R15.2 R2.4 a token count reported after the worker's swap is not taken for the "
+    "compacted transcript",
+    "[R15.2][R2.4][compactor]") {
+  // The host's model call sends the whole transcript Prepare returned; the worker swaps the
+  // checkpoint in meanwhile; the host then reports what the provider counted for that request.
+  Config config = Background();
+  config.compaction.calibrate = true;
+  Host h(config);
+  h.TurnsUntilStarted();
+  h.Turn(4000);
+  const Prepared sent = h.Prepare();
+  REQUIRE(sent.background_in_flight);
+  h.provider->Open();
+  REQUIRE(h.WaitEvents("compaction_completed").size() == 1);
+  // The provider counted more than recap estimated: past the trigger (8,500), under the window.
+  h.compactor->ReportPromptTokens("s", 9500);
+  h.Turn(500);
+  const Prepared p = h.Prepare();
+  CHECK(p.background_swapped);
+  // The count described the request before the swap: the next one is judged on estimates,
+  // and no trigger fires on a transcript the checkpoint has made small.
+  CHECK(p.after_tokens < 8500);
+  CHECK_FALSE(p.background_started);
+  CHECK(h.provider->started() == 1);
+  CHECK_FALSE(h.PlanNow().trigger);
 }
 
 TEST_CASE("R15.2 a session changed underneath discards the result with an event",
@@ -299,7 +405,8 @@ TEST_CASE("R15.2 a session changed underneath discards the result with an event"
     REQUIRE(Ok(second->Compact("s")).compacted);
     const SessionState after_other = Ok(h.store->Load("s"));
     h.provider->Open();
-    h.WaitReady();
+    // The worker finds the session changed and drops its result; the next Prepare says so.
+    REQUIRE(h.WaitEvents("compaction_discarded").size() == 1);
     const Prepared p = h.Prepare();
     CHECK(p.background_discarded);
     CHECK_FALSE(p.background_swapped);
@@ -354,8 +461,12 @@ TEST_CASE("R15.2 a session changed underneath discards the result with an event"
     const Prepared p = h.Prepare();
     CHECK_FALSE(p.background_swapped);
     CHECK(Ok(h.store->Load("s")).version >= version + 1);  // the recovery; no swap of the old span
+    // A compaction this Prepare started runs on; once it is done (and swapped in by its
+    // worker), the next Prepare reports it: every completed compaction is one of the new span.
+    h.WaitNotInFlight();
+    const Prepared q = h.Prepare();
     CHECK(h.sink->OfType("compaction_completed").size() ==
-          static_cast<std::size_t>(p.compactions.size()));
+          static_cast<std::size_t>(p.compactions.size() + q.compactions.size()));
   }
 }
 
@@ -545,8 +656,18 @@ TEST_CASE("R15 properties: generated sessions with background compaction lose no
       swapped += prepared->background_swapped ? 1 : 0;
       discarded += prepared->background_discarded ? 1 : 0;
       const SessionState state = Ok(h.store->Load("s"));
-      // What Prepare returned is what the store holds.
-      CHECK(Ids(prepared->messages) == Ids(state.transcript));
+      // What Prepare returned is what the store holds, or, when a compaction still ran as it
+      // returned, what the worker's swap made of it since: a checkpoint, then an unchanged end.
+      const std::vector<std::string> returned = Ids(prepared->messages);
+      const std::vector<std::string> stored = Ids(state.transcript);
+      if (returned != stored) {
+        CHECK(prepared->background_in_flight);
+        REQUIRE_FALSE(stored.empty());
+        CHECK(state.transcript[0].summary);
+        REQUIRE(stored.size() - 1 <= returned.size());
+        CHECK(std::equal(stored.begin() + 1, stored.end(),
+                         returned.end() - static_cast<std::ptrdiff_t>(stored.size() - 1)));
+      }
       // Every tool result follows its call: no cut separated them (the generator makes no
       // orphan results here).
       std::set<std::string> calls;

@@ -148,8 +148,8 @@ Outcome Replay(const recap::testing::NamedTranscript& source, std::size_t headro
   config.plugin_hooks.timeout_ms = 30;
   // Issue 19: the cheap tier clears old tool results first, and provider checkpoints arrive.
   if (tiers) config.compaction.clear_tool_results = {true, 1, {}, 500};
-  // Issue 20: compactions start early on a worker and the next Prepare swaps them in. The
-  // replay waits for each to finish before the next message, as a host's model call would
+  // Issue 20: compactions start early on a worker, which swaps them in. The replay waits for
+  // each to finish and be swapped in before the next message, as a host's model call would
   // outlast the summarizer: the writes then come in the same order in every run.
   if (background) config.compaction.background.enabled = true;
   auto store = std::make_shared<FaultyStore>(NewInMemorySessionStore(), fail_at, fault);
@@ -209,7 +209,8 @@ Outcome Replay(const recap::testing::NamedTranscript& source, std::size_t headro
       }
       for (int wait = 0; background && wait < 5000; ++wait) {
         auto plan = compactor.PlanFor(session, sizes);
-        if (plan.ok() && !plan->background_in_flight) break;
+        // Done, and swapped in by its worker (or left for the next Prepare: ready).
+        if (plan.ok() && !plan->background_in_flight && !plan->background_ready) break;
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
       }
     }

@@ -53,7 +53,11 @@ void Compactor::Impl::WorkerLoop() {
     task->state = BackgroundTask::State::kRunning;
     lock.unlock();
     SummarizeJob(task->job, task->cancel.Token());
+    // Read before Ran marks it done: from then on a Prepare holding the session may take it.
+    const std::string session = task->job.session;
+    const bool ok = task->job.summary.has_value();
     Ran(*task);
+    if (ok) SwapWhenReady(session, task);
     lock.lock();
   }
 }
@@ -122,8 +126,9 @@ bool Compactor::Impl::MustWait(const Plan& plan, const SessionCache& c) const {
 }
 
 bool Compactor::Impl::StartBackground(const std::string& session, SessionCache& c,
-                                      const Plan& plan) {
+                                      const RequestSizes& sizes, const Plan& plan) {
   auto task = std::make_shared<BackgroundTask>();
+  task->sizes = sizes;
   const Attempt begun = BeginCompaction(session, c, plan, CompactionReason::kAuto, CutMode::kNormal,
                                         {}, /*background=*/true, task->job);
   if (begun.kind != AttemptKind::kNone) {
@@ -259,6 +264,45 @@ void Compactor::Impl::Collect(SessionCache& c, const RequestSizes& sizes, Backgr
   c.background_rest_until_chars = c.transcript.chars() + trigger / 10;
 }
 
+void Compactor::Impl::SwapWhenReady(const std::string& session,
+                                    const std::shared_ptr<BackgroundTask>& task) {
+  const auto mine = [&] {  // bg_mu held
+    if (bg_stopping || task->abandoned) return false;
+    auto it = bg_tasks.find(session);
+    return it != bg_tasks.end() && it->second == task;
+  };
+  {
+    std::lock_guard<std::mutex> lock(bg_mu);
+    if (!mine()) return;
+  }
+  // Every call that takes a task (Prepare, Compact, Recover) holds the session's lock, so the
+  // check below and the swap are one step for them. A Prepare that holds it now (waiting for
+  // this task, or running beside it) collects it itself, or leaves it to this worker.
+  CacheUse cache = Cache(session);
+  SessionCache& c = *cache;
+  std::lock_guard<std::mutex> session_lock(c.mu);
+  const Status synced = Sync(session, c);
+  if (!synced.ok()) {
+    // The next Prepare syncs again and collects it, or reports the store's error itself.
+    RECAP_LOG_DEBUG("session {}: a finished background compaction waits for the next Prepare: {}",
+                    session, synced.message());
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(bg_mu);
+    if (!mine()) return;
+    bg_tasks.erase(session);
+  }
+  SessionCache::BackgroundReport report;
+  if (c.background_report) report = std::move(*c.background_report);
+  const std::size_t chars_before = c.transcript.chars();
+  Collect(c, task->sizes, *task, report.prepared);
+  if (report.prepared.background_swapped && chars_before > c.transcript.chars()) {
+    report.removed_chars += chars_before - c.transcript.chars();
+  }
+  c.background_report = std::move(report);
+}
+
 bool Compactor::Impl::PrepareBackground(const std::string& session, SessionCache& c,
                                         const RequestSizes& sizes, const CancellationToken& cancel,
                                         Plan& plan, Prepared& out) {
@@ -274,6 +318,18 @@ bool Compactor::Impl::PrepareBackground(const std::string& session, SessionCache
       abandoned = task->abandoned;
       if (done) bg_tasks.erase(it);
     }
+  }
+  if (c.background_report) {
+    // A worker swapped it in (or discarded it) since the last Prepare: this call reports it.
+    const Prepared& r = c.background_report->prepared;
+    out.background_swapped = out.background_swapped || r.background_swapped;
+    out.background_discarded = out.background_discarded || r.background_discarded;
+    out.compactions.insert(out.compactions.end(), r.compactions.begin(), r.compactions.end());
+    out.summarized_messages += r.summarized_messages;
+    out.summarizer_calls += r.summarizer_calls;
+    out.summarizer_usage.prompt_tokens += r.summarizer_usage.prompt_tokens;
+    out.summarizer_usage.completion_tokens += r.summarizer_usage.completion_tokens;
+    c.background_report.reset();
   }
   if (task && done) {
     if (!abandoned) Collect(c, sizes, *task, out);
@@ -319,7 +375,7 @@ bool Compactor::Impl::PrepareBackground(const std::string& session, SessionCache
   if (plan.background_reached && !plan.trigger && config.compaction.auto_compact && !c.paused &&
       !plan.irreducible && SummarizerAvailable(plan) && c.background_skipped_at != c.turn_serial &&
       c.transcript.chars() >= c.background_rest_until_chars && !MustWait(plan, c)) {
-    if (StartBackground(session, c, plan)) {
+    if (StartBackground(session, c, sizes, plan)) {
       out.background_started = true;
       out.background_in_flight = true;
       return true;

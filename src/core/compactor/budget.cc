@@ -27,7 +27,7 @@ Status Compactor::Impl::RunReduction(const std::string& session, SessionCache& c
   c.transcript = std::move(r.transcript);
   c.bytes = CachedBytes(c);
   c.version = *committed;
-  c.reported_prompt_tokens.reset();
+  ForgetReportedCount(c);
   *reduced_messages += r.clipped.size();
   events.Emit(
       EventType::kContextReduced, session,

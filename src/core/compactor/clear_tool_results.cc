@@ -113,7 +113,7 @@ std::size_t Compactor::Impl::ClearToolResults(const std::string& session, Sessio
   c.transcript.Set(std::move(plan.replacements));
   c.bytes = CachedBytes(c);
   c.version = *committed;
-  c.reported_prompt_tokens.reset();  // the transcript it described is gone
+  ForgetReportedCount(c);  // the transcript it described is gone
   events.Emit(
       EventType::kToolResultsCleared, session,
       internal::ToolResultsClearedFields(messages, plan.results, before - c.transcript.chars()));

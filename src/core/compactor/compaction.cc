@@ -375,7 +375,7 @@ Attempt Compactor::Impl::FinishCompaction(SessionCache& c, const RequestSizes& s
   c.pinned_chars = PinnedChars(c.transcript);
   c.bytes = CachedBytes(c);
   c.version = *committed;
-  c.reported_prompt_tokens.reset();  // the transcript it described is gone
+  ForgetReportedCount(c);  // the transcript it described is gone
 
   // The request's size after the commit: arithmetic, no second evaluation of the triggers.
   a.after_full = sizes.instructions_chars + c.transcript.chars() + sizes.tool_catalog_chars;

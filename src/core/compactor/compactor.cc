@@ -51,7 +51,10 @@ Result<Prepared> Compactor::Prepare(const std::string& session, const RequestSiz
   Plan plan;
   // R15: a background compaction is swapped in, waited for, or started first.
   const bool background = cfg.compaction.background.enabled;
-  const std::size_t reducible_before = sizes.instructions_chars + c.transcript.chars();
+  // The request's size before this call's swap, or the worker's since the last call.
+  const std::size_t reducible_before =
+      sizes.instructions_chars + c.transcript.chars() +
+      (c.background_report ? c.background_report->removed_chars : 0);
   const bool in_flight =
       background ? impl_->PrepareBackground(session, c, sizes, cancel, plan, out) : false;
   if (!background) impl_->Evaluate(sizes, c, plan);
@@ -130,7 +133,7 @@ Result<Prepared> Compactor::Prepare(const std::string& session, const RequestSiz
       // go out as it is.
       if (still_over && background && plan.reason == CompactionReason::kAuto &&
           impl_->SummarizerAvailable(plan) && !impl_->MustWait(plan, c) &&
-          impl_->StartBackground(session, c, plan)) {
+          impl_->StartBackground(session, c, sizes, plan)) {
         out.background_started = true;
         out.background_in_flight = true;
         still_over = false;
@@ -202,6 +205,7 @@ Result<Prepared> Compactor::Prepare(const std::string& session, const RequestSiz
   out.after_tokens = EstimateTokens(out.after_chars + sizes.tool_catalog_chars);
   c.last_full_tokens = out.after_tokens;
   c.chars_at_last_prepare = c.transcript.chars();
+  c.rewritten_since_prepare = false;
   return out;
 }
 
@@ -334,6 +338,13 @@ void Compactor::ReportPromptTokens(const std::string& session, std::size_t promp
   SessionCache& c = *cache;
   std::lock_guard<std::mutex> lock(c.mu);
   (void)impl_->Sync(session, c);
+  if (c.rewritten_since_prepare) {
+    // The request it counted was compacted or rewritten since (a background swap, a manual
+    // compaction, another writer): the next Prepare judges its own on estimates.
+    RECAP_LOG_DEBUG("session {}: a token count for a transcript rewritten since was ignored",
+                    session);
+    return;
+  }
   c.reported_prompt_tokens = prompt_tokens;
   c.chars_at_report = c.chars_at_last_prepare;
   // Kept in the store only when calibration uses it (R2.4): otherwise it is never read.

@@ -143,6 +143,7 @@ struct RECAP_COMPACTOR_IMPL_HIDDEN Compactor::Impl {
   // session swaps it in or discards it.
   struct BackgroundTask {
     CompactionJob job;
+    RequestSizes sizes;  // of the Prepare that started it, for the sizes its events report
     CancellationSource cancel;
     enum class State { kQueued, kRunning, kDone } state = State::kQueued;  // under bg_mu
     // Given up (by a manual compaction, a recovery, a Prepare that waited maxWaitMs, the
@@ -302,7 +303,7 @@ struct RECAP_COMPACTOR_IMPL_HIDDEN Compactor::Impl {
       c.turn_serial += 1;
       c.paused = false;
       c.weak_streak = 0;
-      c.reported_prompt_tokens.reset();
+      ForgetReportedCount(c);
     }
     c.version = changes->version;
     return Status::OK();
@@ -586,7 +587,12 @@ struct RECAP_COMPACTOR_IMPL_HIDDEN Compactor::Impl {
                          const CancellationToken& cancel, Plan& plan, Prepared& out);
   // Hands a compaction of the session to a worker; false when BeginCompaction found nothing to
   // do (then not again before the next turn).
-  bool StartBackground(const std::string& session, SessionCache& c, const Plan& plan);
+  bool StartBackground(const std::string& session, SessionCache& c, const RequestSizes& sizes,
+                       const Plan& plan);
+  // R15.2, on the worker that finished `task`: swaps it in at once, under the session's lock,
+  // unless a call holds the session (that call, or the next, collects it then) or it was given
+  // up. The host's next Prepare then finds it in place and reports it (background_report).
+  void SwapWhenReady(const std::string& session, const std::shared_ptr<BackgroundTask>& task);
   // compaction.background.maxWaitMs, clamped so that huge values cannot overflow the clock.
   std::chrono::milliseconds MaxWait() const {
     return std::chrono::milliseconds(std::min<std::size_t>(config.compaction.background.max_wait_ms,

@@ -76,7 +76,7 @@ std::size_t Compactor::Impl::AdoptProviderCheckpoint(const std::string& session,
   c.pinned_chars = PinnedChars(c.transcript);
   c.bytes = CachedBytes(c);
   c.version = *committed;
-  c.reported_prompt_tokens.reset();  // the transcript it described is gone
+  ForgetReportedCount(c);  // the transcript it described is gone
   c.provider_checkpoint_pending = false;
   events.Emit(EventType::kProviderCheckpoint, session,
               internal::ProviderCheckpointFields(writer, retired, before, c.transcript.chars()));

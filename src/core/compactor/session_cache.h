@@ -56,6 +56,10 @@ struct SessionCache {
   std::optional<std::size_t> reported_prompt_tokens;
   std::size_t chars_at_report = 0;
   std::size_t chars_at_last_prepare = 0;
+  // The transcript was rewritten (compacted, reduced, reloaded after another writer) since the
+  // last Prepare returned it: a count reported now describes a request that is gone. A
+  // background compaction's worker swaps between two Prepares, before the host reports.
+  bool rewritten_since_prepare = false;
 
   // R2.5: consecutive auto compactions that freed < 10%, and the pause they cause. R12.4: the
   // pause also lifts once the transcript has grown by a tenth of the trigger since it began.
@@ -96,6 +100,13 @@ struct SessionCache {
   // R15: after a background swap, none starts early again before the transcript has this many
   // characters (a tenth of the trigger more than it had).
   std::size_t background_rest_until_chars = 0;
+  // R15.2: what a worker's swap did since the last Prepare (the worker commits a finished
+  // compaction itself when no call holds the session); the next Prepare reports it.
+  struct BackgroundReport {
+    Prepared prepared;  // background_swapped / _discarded, compactions, summarizer figures
+    std::size_t removed_chars = 0;  // transcript characters the swap took away
+  };
+  std::optional<BackgroundReport> background_report;
 
   // Turn starts ever seen (monotonic): "once per turn" for the budget compaction (R7 step 3).
   std::uint64_t turn_serial = 0;
@@ -103,6 +114,13 @@ struct SessionCache {
 };
 
 std::size_t CountTurnStarts(const Transcript& t);
+
+// The transcript the last reported count described is gone (R2.4): the count is dropped, and
+// one reported before the next Prepare is ignored.
+inline void ForgetReportedCount(SessionCache& c) {
+  c.reported_prompt_tokens.reset();
+  c.rewritten_since_prepare = true;
+}
 
 // R12.5: what the Compactor learned about a session, as the store keeps it: a JSON object of
 // the fields that differ from a fresh session's, or "" when none does.
