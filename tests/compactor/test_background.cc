@@ -298,6 +298,9 @@ class FlakyChangesStore : public SessionStore {
   explicit FlakyChangesStore(std::shared_ptr<SessionStore> inner) : inner_(std::move(inner)) {}
   std::atomic<bool> fail_changes{false};
   std::atomic<int> refused{0};
+  // Another writer's append lands just before the next commit this many commits (0: never).
+  std::atomic<int> interleave_before_commit{0};
+  std::atomic<int> interleaved{0};
 
   Result<SessionState> Load(const std::string& s) override { return inner_->Load(s); }
   Result<SessionChanges> LoadChanges(const std::string& s, std::uint64_t v) override {
@@ -314,9 +317,11 @@ class FlakyChangesStore : public SessionStore {
     return inner_->CreateSessions(std::move(n));
   }
   Result<std::uint64_t> CommitCompaction(const std::string& s, const CompactionCommit& c) override {
+    Interleave(s);
     return inner_->CommitCompaction(s, c);
   }
   Result<std::uint64_t> CommitReduction(const std::string& s, const ReductionCommit& c) override {
+    Interleave(s);
     return inner_->CommitReduction(s, c);
   }
   Result<std::uint64_t> CommitRecovery(const std::string& s, const RecoveryCommit& c) override {
@@ -331,10 +336,54 @@ class FlakyChangesStore : public SessionStore {
   }
 
  private:
+  void Interleave(const std::string& s) {
+    if (interleave_before_commit <= 0) return;
+    --interleave_before_commit;
+    ++interleaved;
+    REQUIRE(inner_->Append(s, Message::UserText("from another host")).ok());
+  }
   std::shared_ptr<SessionStore> inner_;
 };
 
 }  // namespace
+
+TEST_CASE(
+    "R8.2 R15.2 a Prepare that meets another writer's commit reads the session again and "
+    "decides again",
+    "[R8.2][R15.2][compactor]") {
+  // With background compaction, another Compactor's worker may commit to a session at any
+  // time, between this Prepare's read and its write; the store refuses that write (kConflict).
+  auto store = std::make_shared<FlakyChangesStore>(recap::testing::NewTestSessionStore());
+  Config config;
+  config.compaction.auto_compact = false;
+  config.limits.max_context_chars = 5000;
+  auto compactor = Ok(Compactor::Create(config, std::make_shared<GatedProvider>(0), store));
+  REQUIRE(store
+              ->AppendMessages("s", {Message::UserText("read it"),
+                                     Message::AssistantCalls({ToolCall{"c1", "read", "{}", {}}}),
+                                     Message::ToolOutput("c1", std::string(20000, 'x'))})
+              .ok());
+  SECTION("once") {
+    store->interleave_before_commit = 1;
+    const Prepared p = Ok(compactor->Prepare("s", {}));
+    CHECK(store->interleaved == 1);
+    CHECK(p.reduced_messages > 0);
+    CHECK(p.after_chars <= 5000);
+    REQUIRE(p.messages.size() == 4);
+    CHECK(JoinedText(p.messages[3]) == "from another host");
+    CHECK(Ids(p.messages) == Ids(Ok(store->Load("s")).transcript));
+  }
+  SECTION("at every attempt: the conflict is returned after three, nothing written by it") {
+    store->interleave_before_commit = 100;
+    auto p = compactor->Prepare("s", {});
+    REQUIRE_FALSE(p.ok());
+    CHECK(p.status().code() == StatusCode::kConflict);
+    CHECK(store->interleaved == 3);
+    const SessionState state = Ok(store->Load("s"));
+    CHECK(state.transcript.size() == 6);  // the three messages and three appends, none clipped
+    CHECK(state.transcript.chars(2) >= 20000);
+  }
+}
 
 TEST_CASE("R15.2 a worker that cannot read the session leaves the swap to the next Prepare",
           "[R15.2][compactor]") {

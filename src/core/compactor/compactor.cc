@@ -37,17 +37,17 @@ Result<std::unique_ptr<Compactor>> Compactor::Create(
   return std::unique_ptr<Compactor>(new Compactor(std::move(impl)));
 }
 
-Result<Prepared> Compactor::Prepare(const std::string& session, const RequestSizes& sizes,
-                                    const CancellationToken& cancel) {
-  auto cache = impl_->Cache(session);
+Result<Prepared> Compactor::Impl::PrepareOnce(const std::string& session, const RequestSizes& sizes,
+                                              const CancellationToken& cancel) {
+  auto cache = Cache(session);
   SessionCache& c = *cache;
   std::lock_guard<std::mutex> lock(c.mu);
-  Status synced = impl_->Sync(session, c);
+  Status synced = Sync(session, c);
   RECAP_RETURN_IF_ERROR(synced);
 
-  const Config& cfg = impl_->config;
+  const Config& cfg = config;
   Prepared out;
-  out.provider_retired_messages = impl_->AdoptProviderCheckpoint(session, c);
+  out.provider_retired_messages = AdoptProviderCheckpoint(session, c);
   Plan plan;
   // R15: a background compaction is swapped in, waited for, or started first.
   const bool background = cfg.compaction.background.enabled;
@@ -56,10 +56,10 @@ Result<Prepared> Compactor::Prepare(const std::string& session, const RequestSiz
       sizes.instructions_chars + c.transcript.chars() +
       (c.background_report ? c.background_report->removed_chars : 0);
   const bool in_flight =
-      background ? impl_->PrepareBackground(session, c, sizes, cancel, plan, out) : false;
-  if (!background) impl_->Evaluate(sizes, c, plan);
+      background ? PrepareBackground(session, c, sizes, cancel, plan, out) : false;
+  if (!background) Evaluate(sizes, c, plan);
   const auto evaluated_version = c.version;
-  impl_->SayWindowUnknown(session, c, plan);
+  SayWindowUnknown(session, c, plan);
   out.before_chars = plan.reducible_chars;
   out.before_tokens = plan.full_tokens;
   if (out.background_swapped) {
@@ -69,7 +69,7 @@ Result<Prepared> Compactor::Prepare(const std::string& session, const RequestSiz
   }
   out.window_tokens = plan.window_tokens;
   out.window_source = plan.window_source;
-  out.fallback_window_tokens = impl_->FallbackWindow();
+  out.fallback_window_tokens = FallbackWindow();
   out.trigger_rule = plan.rule;
   // What this call tried, in order, for the budget error (R12.8).
   std::vector<Attempt> attempts;
@@ -95,15 +95,15 @@ Result<Prepared> Compactor::Prepare(const std::string& session, const RequestSiz
     Attempt& a = attempts.emplace_back();
     a.kind = AttemptKind::kSkipped;
     a.skip = SkipReason::kBackgroundRunning;
-    impl_->events.Emit(EventType::kCompactionSkipped, session,
-                       internal::CompactionSkippedFields(SkipReasonName(a.skip)));
+    events.Emit(EventType::kCompactionSkipped, session,
+                internal::CompactionSkippedFields(SkipReasonName(a.skip)));
   } else if (plan.trigger && !in_flight) {
     if (c.paused && plan.reason != CompactionReason::kOverflow) {
       Attempt& a = attempts.emplace_back();
       a.kind = AttemptKind::kSkipped;
       a.skip = SkipReason::kNoProgress;
-      impl_->events.Emit(EventType::kCompactionSkipped, session,
-                         internal::CompactionSkippedFields(SkipReasonName(a.skip)));
+      events.Emit(EventType::kCompactionSkipped, session,
+                  internal::CompactionSkippedFields(SkipReasonName(a.skip)));
     } else if (plan.irreducible) {
       // R12.4: instructions and catalog alone reach the trigger; no compaction can help.
       Attempt& a = attempts.emplace_back();
@@ -113,8 +113,8 @@ Result<Prepared> Compactor::Prepare(const std::string& session, const RequestSiz
                                                       sizes.tool_catalog_chars};
       if (c.irreducible_said_for != fixed) {
         c.irreducible_said_for = fixed;
-        impl_->events.Emit(EventType::kCompactionSkipped, session,
-                           internal::CompactionSkippedFields(SkipReasonName(a.skip)));
+        events.Emit(EventType::kCompactionSkipped, session,
+                    internal::CompactionSkippedFields(SkipReasonName(a.skip)));
       }
       c.overflow_pending = false;
     } else {
@@ -123,24 +123,24 @@ Result<Prepared> Compactor::Prepare(const std::string& session, const RequestSiz
       // summarizer is called. Not for an overflow, which the model has already refused.
       bool still_over = true;
       if (cfg.compaction.clear_tool_results.enabled && plan.reason == CompactionReason::kAuto) {
-        out.cleared_tool_result_messages = impl_->ClearToolResults(session, c);
+        out.cleared_tool_result_messages = ClearToolResults(session, c);
         if (out.cleared_tool_result_messages > 0) {
-          impl_->Evaluate(sizes, c, plan);
+          Evaluate(sizes, c, plan);
           still_over = plan.trigger && plan.reason.has_value();
         }
       }
       // R15.1: with background on, the summarizer runs on a worker unless the request cannot
       // go out as it is.
       if (still_over && background && plan.reason == CompactionReason::kAuto &&
-          impl_->SummarizerAvailable(plan) && !impl_->MustWait(plan, c) &&
-          impl_->StartBackground(session, c, sizes, plan)) {
+          SummarizerAvailable(plan) && !MustWait(plan, c) &&
+          StartBackground(session, c, sizes, plan)) {
         out.background_started = true;
         out.background_in_flight = true;
         still_over = false;
       }
       if (still_over) {
-        Attempt& last = attempts.emplace_back(impl_->RunCompaction(
-            session, c, sizes, plan, *plan.reason, CutMode::kNormal, {}, cancel));
+        Attempt& last = attempts.emplace_back(
+            RunCompaction(session, c, sizes, plan, *plan.reason, CutMode::kNormal, {}, cancel));
         if (last.kind == AttemptKind::kCommitted) {
           out.compactions.push_back(*plan.reason);
           // R2.5: two auto compactions in a row that each free < 10% pause auto compaction.
@@ -159,7 +159,7 @@ Result<Prepared> Compactor::Prepare(const std::string& session, const RequestSiz
   const std::size_t limit = cfg.limits.max_context_chars;
   auto reducible = [&] { return sizes.instructions_chars + c.transcript.chars(); };
   if (reducible() > limit) {
-    Status s = impl_->RunReduction(session, c, sizes, &out.reduced_messages);
+    Status s = RunReduction(session, c, sizes, &out.reduced_messages);
     RECAP_RETURN_IF_ERROR(s);
     reductions = out.reduced_messages;
   }
@@ -170,14 +170,14 @@ Result<Prepared> Compactor::Prepare(const std::string& session, const RequestSiz
       c.budget_tried_at = c.turn_serial;
       // The plan of step 1 still describes the session unless a commit since changed it.
       Plan now = plan;
-      if (c.version != evaluated_version) impl_->Evaluate(sizes, c, now);
-      Attempt& budget = attempts.emplace_back(impl_->RunCompaction(
+      if (c.version != evaluated_version) Evaluate(sizes, c, now);
+      Attempt& budget = attempts.emplace_back(RunCompaction(
           session, c, sizes, now, CompactionReason::kBudget, CutMode::kBudget, {}, cancel));
       budget.budget_step = true;
       if (budget.kind == AttemptKind::kCommitted)
         out.compactions.push_back(CompactionReason::kBudget);
       if (reducible() > limit) {
-        Status s = impl_->RunReduction(session, c, sizes, &out.reduced_messages);
+        Status s = RunReduction(session, c, sizes, &out.reduced_messages);
         RECAP_RETURN_IF_ERROR(s);
       }
     } else {
@@ -191,12 +191,12 @@ Result<Prepared> Compactor::Prepare(const std::string& session, const RequestSiz
     out.summarizer_usage.prompt_tokens += a.usage.prompt_tokens;
     out.summarizer_usage.completion_tokens += a.usage.completion_tokens;
   }
-  impl_->SaveLearned(session, c);
+  SaveLearned(session, c);
   // Step 4: fail with what happened and what to do; the reduction above stays persisted.
   if (reducible() > limit) {
-    return Status::ContextBudgetExceeded(
-        impl_->BudgetMessage(reducible(), sizes, attempts, reductions, out.reduced_messages,
-                             budget_tried_before, StoredInstructionsChars(c.transcript)));
+    return Status::ContextBudgetExceeded(BudgetMessage(reducible(), sizes, attempts, reductions,
+                                                       out.reduced_messages, budget_tried_before,
+                                                       StoredInstructionsChars(c.transcript)));
   }
 
   out.messages = c.transcript;
@@ -207,6 +207,23 @@ Result<Prepared> Compactor::Prepare(const std::string& session, const RequestSiz
   c.chars_at_last_prepare = c.transcript.chars();
   c.rewritten_since_prepare = false;
   return out;
+}
+
+Result<Prepared> Compactor::Prepare(const std::string& session, const RequestSizes& sizes,
+                                    const CancellationToken& cancel) {
+  // Another writer — another host of the fleet, another Compactor's background swap — may
+  // commit between this call's read of the session and its own write; the store then refuses
+  // the write (kConflict) and nothing of it is stored. The call reads the session again and
+  // decides again, up to three times in all.
+  for (int attempt = 1;; ++attempt) {
+    Result<Prepared> prepared = impl_->PrepareOnce(session, sizes, cancel);
+    if (prepared.ok() || prepared.status().code() != StatusCode::kConflict || attempt == 3 ||
+        cancel.IsCancelled()) {
+      return prepared;
+    }
+    RECAP_LOG_INFO("session {}: another writer changed it during Prepare; reading it again ({})",
+                   session, prepared.status().message());
+  }
 }
 
 Result<Plan> Compactor::PlanFor(const std::string& session, const RequestSizes& sizes) {

@@ -583,6 +583,10 @@ struct RECAP_COMPACTOR_IMPL_HIDDEN Compactor::Impl {
   // and no longer than `cancel` allows), and starts one when the request has reached startAt x
   // the trigger but not the trigger. Returns true when one still runs as it returns: Prepare
   // then starts no compaction of its own.
+  // Compactor::Prepare, once: kConflict when another writer committed between its read and
+  // its write (the session is then read again at the next call).
+  Result<Prepared> PrepareOnce(const std::string& session, const RequestSizes& sizes,
+                               const CancellationToken& cancel);
   bool PrepareBackground(const std::string& session, SessionCache& c, const RequestSizes& sizes,
                          const CancellationToken& cancel, Plan& plan, Prepared& out);
   // Hands a compaction of the session to a worker; false when BeginCompaction found nothing to
