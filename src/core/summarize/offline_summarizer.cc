@@ -17,6 +17,7 @@
 
 #include "json/json_util.h"
 #include "recap_internal/json_depth.h"
+#include "summarize/offline_reading.h"
 #include "summarize/summarize.h"
 
 namespace recap {
@@ -32,7 +33,9 @@ constexpr std::size_t kMaxInstructions = 50;
 constexpr std::size_t kMaxAccomplished = 50;
 constexpr std::size_t kMaxDiscoveries = 30;
 constexpr std::size_t kMaxFiles = 30;
-constexpr std::size_t kInstructionChars = 300;  // longer user texts are clipped
+constexpr std::size_t kMaxNextSteps = 20;          // the first unfinished items of the to-do list
+constexpr std::size_t kInstructionChars = 300;     // an older request, once the budget is spent
+constexpr std::size_t kInstructionsBudget = 6000;  // the newest requests are kept whole within
 constexpr std::size_t kGoalChars = 1000;
 constexpr std::size_t kStateChars = 1000;
 constexpr std::size_t kLineChars = 200;        // a main argument or an error's first line
@@ -92,17 +95,6 @@ std::string ErrorLine(std::string_view text) {
     }
   }
   return OneLine(lines.front(), kLineChars);
-}
-
-bool LooksLikeError(std::string_view text) {
-  const std::string_view t = Trim(text);
-  for (std::string_view p : {"Error", "error", "ERROR"}) {
-    if (t.substr(0, p.size()) == p) return true;
-  }
-  for (std::string_view needle : {"Traceback", "error:", "Error:"}) {
-    if (t.find(needle) != std::string_view::npos) return true;
-  }
-  return false;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -202,25 +194,8 @@ bool IsPathKey(std::string_view key) {
   return false;
 }
 
-void ArgumentPaths(const Json& v, std::string_view key, std::vector<std::string>& out) {
-  if (v.is_string()) {
-    const std::string& s = v.get_ref<const std::string&>();
-    const bool one_token =
-        !s.empty() && s.size() <= kMaxPathBytes && std::all_of(s.begin(), s.end(), IsPathChar);
-    if (IsPathKey(key) && one_token && HasLetter(s)) {
-      out.push_back(s);
-    } else {
-      ScanPaths(s, out);
-    }
-  } else if (v.is_object()) {
-    for (auto it = v.begin(); it != v.end(); ++it) ArgumentPaths(it.value(), it.key(), out);
-  } else if (v.is_array()) {
-    for (const auto& e : v) ArgumentPaths(e, key, out);
-  }
-}
-
 // Tool-call arguments as JSON; discarded when they are not JSON, or nest deeper than
-// internal::kMaxJsonDepth (R13.1): ArgumentPaths recurses, so such arguments are read as text.
+// internal::kMaxJsonDepth (R13.1): ArgumentFiles recurses, so such arguments are read as text.
 Json ParseArguments(std::string_view arguments) {
   if (internal::FindTooDeep(arguments) != std::string_view::npos) {
     return Json(Json::value_t::discarded);
@@ -288,11 +263,6 @@ struct PathSeen {
 // files reach the checkpoint.
 constexpr std::size_t kMaxPrintedPaths = 10000;
 
-struct ResultInfo {
-  bool failed = false;
-  const ToolResult* result = nullptr;
-};
-
 // The text items of a tool result joined by newlines: a view of the single text when there is
 // one (the usual case), else joined into `scratch`.
 std::string_view ResultText(const ToolResult& r, std::string& scratch) {
@@ -318,6 +288,112 @@ std::string_view ResultText(const ToolResult& r, std::string& scratch) {
 // A tool's name as the checkpoint shows it: one line, at most kLineChars.
 std::string ToolName(std::string_view name) { return OneLine(name, kLineChars); }
 
+// What a call's arguments say about files. `used`: the files it reads or writes (path-valued
+// arguments, paths in a shell command, the files a patch names). `mentioned`: every path its
+// arguments hold anywhere (a prompt, a file's new content), which makes a path that a tool
+// printed worth keeping.
+void ArgumentFiles(const Json& v, std::string_view key, std::vector<std::string>& used,
+                   std::vector<std::string>& mentioned) {
+  if (v.is_string()) {
+    const std::string& s = v.get_ref<const std::string&>();
+    const bool one_token =
+        !s.empty() && s.size() <= kMaxPathBytes && std::all_of(s.begin(), s.end(), IsPathChar);
+    if (IsPathKey(key) && one_token && HasLetter(s)) {
+      used.push_back(s);
+      mentioned.push_back(s);
+      return;
+    }
+    const std::size_t before = mentioned.size();
+    ScanPaths(s, mentioned);
+    if (key == "command" || key == "cmd") {
+      used.insert(used.end(), mentioned.begin() + static_cast<std::ptrdiff_t>(before),
+                  mentioned.end());
+    } else if (key == "patch" || key == "input" || key == "diff") {
+      // A patch names its files on its header lines.
+      for (std::size_t pos = 0; pos < s.size();) {
+        const std::size_t nl = std::min(s.find('\n', pos), s.size());
+        const std::string_view line(s.data() + pos, nl - pos);
+        pos = nl + 1;
+        if (line.substr(0, 4) == "*** " || IsDiffHeader(line)) ScanPaths(line, used);
+      }
+    }
+  } else if (v.is_object()) {
+    for (auto it = v.begin(); it != v.end(); ++it) {
+      ArgumentFiles(it.value(), it.key(), used, mentioned);
+    }
+  } else if (v.is_array()) {
+    for (const auto& e : v) ArgumentFiles(e, key, used, mentioned);
+  }
+}
+
+// A string member of a JSON object, or "".
+std::string_view Member(const Json& doc, std::string_view key) {
+  if (!doc.is_object()) return {};
+  auto it = doc.find(key);
+  if (it == doc.end() || !it->is_string()) return {};
+  return it->get_ref<const std::string&>();
+}
+
+// The to-do list after one call of a to-do tool: TodoWrite, update_plan and task_tracker state
+// the whole list; TaskCreate adds an item (numbered as its result says, else in order),
+// TaskUpdate changes one.
+// Returns false when the call stated nothing about the list (TaskList, TaskGet).
+bool ApplyTodoCall(std::string_view tool, const Json& doc, std::string_view result,
+                   std::vector<offline::TodoItem>& list) {
+  auto whole = [&](std::string_view member, std::initializer_list<std::string_view> text_keys) {
+    if (!doc.is_object()) return false;
+    auto it = doc.find(member);
+    if (it == doc.end() || !it->is_array()) return false;
+    std::vector<offline::TodoItem> items;
+    for (const auto& e : *it) {
+      offline::TodoItem item;
+      for (std::string_view k : text_keys) {
+        if (item.text.empty()) item.text = std::string(Member(e, k));
+      }
+      item.status = std::string(Member(e, "status"));
+      item.id = std::string(Member(e, "id"));
+      if (!Trim(item.text).empty()) items.push_back(std::move(item));
+    }
+    list = std::move(items);
+    return true;
+  };
+  if (whole("todos", {"content", "activeForm"}) || whole("plan", {"step"}) ||
+      whole("task_list", {"title", "notes"})) {
+    return true;
+  }
+  if (tool == "TaskCreate") {
+    offline::TodoItem item;
+    item.text = std::string(Member(doc, "subject"));
+    if (item.text.empty()) item.text = std::string(Member(doc, "description"));
+    item.status = "pending";
+    // "Task #3 created successfully: …"
+    const std::size_t hash = result.find('#');
+    if (hash != std::string_view::npos) {
+      std::size_t end = hash + 1;
+      while (end < result.size() && result[end] >= '0' && result[end] <= '9') ++end;
+      item.id = std::string(result.substr(hash + 1, end - hash - 1));
+    }
+    if (item.id.empty()) item.id = std::to_string(list.size() + 1);
+    if (!Trim(item.text).empty()) list.push_back(std::move(item));
+    return true;
+  }
+  if (tool == "TaskUpdate") {
+    std::string id(Member(doc, "taskId"));
+    if (id.empty() && doc.is_object() && doc.contains("taskId") && doc["taskId"].is_number()) {
+      id = doc["taskId"].dump();
+    }
+    for (auto& item : list) {
+      if (item.id != id) continue;
+      const std::string_view status = Member(doc, "status");
+      if (!status.empty()) item.status = std::string(status);
+      const std::string_view subject = Member(doc, "subject");
+      if (!subject.empty()) item.text = std::string(subject);
+    }
+    return true;
+  }
+  return false;
+}
+
 // The checkpoint, in time linear in the span: one pass pairs results with calls and collects
 // paths; the lists are then gathered newest first and stop at their caps.
 Checkpoint Build(const SummarySource& source) {
@@ -342,27 +418,262 @@ Checkpoint Build(const SummarySource& source) {
   if (prior != nullptr && prior->structured) {
     cp = *prior;
   } else if (prior != nullptr && !Trim(prior->text).empty()) {
-    cp.discoveries.push_back("Earlier summary: " + ClipText(Trim(prior->text), kPriorTextChars));
+    cp.discoveries.push_back("Earlier summary: " +
+                             offline::CutText(Trim(prior->text), kPriorTextChars));
   }
 
-  // Each call's result (the first one given for its id), and whether it failed.
-  std::unordered_map<std::string_view, ResultInfo> results;
-  std::string scratch;
+  // Each call's result (the first one given for its id).
+  std::unordered_map<std::string_view, const ToolResult*> results;
   for (const Message& m : span) {
     for (const auto& part : m.parts) {
       const auto* r = std::get_if<ToolResult>(&part);
-      if (r == nullptr || results.count(r->call_id) != 0) continue;
-      results.emplace(r->call_id,
-                      ResultInfo{r->is_error || LooksLikeError(ResultText(*r, scratch)), r});
+      if (r != nullptr && results.count(r->call_id) == 0) results.emplace(r->call_id, r);
     }
   }
 
+  // The calls, in order, with what their arguments and results state.
   struct CallSeen {
     std::string_view name;
     std::string main;
-    const ResultInfo* result;  // nullptr: its outcome is not in this span
+    std::string target;  // the file it works on, else its main argument: "the same call"
+    offline::ToolKind kind;
+    bool writes = false;
+    std::vector<std::string> files;      // the files it reads or writes
+    const ToolResult* result = nullptr;  // nullptr: its outcome is not in this span
+    bool flagged = false;   // the result says it failed (flag, exit code, leading error)
+    bool mentions = false;  // the result mentions an error
+    bool rejected = false;  // the person refused it
+    bool failed = false;    // flagged, or mentions an error and the next call retried it
+    std::string error_line;
+    Json doc;  // the parsed arguments of a to-do call (kept for those only)
   };
   std::vector<CallSeen> calls;
+  std::unordered_set<std::string> mentioned;  // every path any call's arguments hold
+  std::string scratch;
+  std::vector<std::string> used, mentions;
+  for (const Message& m : span) {
+    if (m.summary) continue;
+    for (const auto& part : m.parts) {
+      const auto* c = std::get_if<ToolCall>(&part);
+      if (c == nullptr) continue;
+      CallSeen seen;
+      seen.name = c->name;
+      seen.doc = ParseArguments(c->arguments);
+      seen.main = MainArgument(seen.doc, c->arguments);
+      const std::string_view sub = Member(seen.doc, "command");
+      seen.kind = offline::KindOf(c->name, sub);
+      seen.writes = offline::Writes(c->name, sub);
+      used.clear();
+      mentions.clear();
+      if (seen.doc.is_discarded()) {
+        ScanPaths(c->arguments, mentions);
+        if (seen.kind == offline::ToolKind::kCommand) used = mentions;
+      } else {
+        ArgumentFiles(seen.doc, "", used, mentions);
+      }
+      for (auto& p : mentions) mentioned.insert(std::move(p));
+      for (auto& p : used) {
+        if (!offline::IsJunkPath(p)) seen.files.push_back(std::move(p));
+      }
+      seen.target = seen.kind == offline::ToolKind::kEdit && !seen.files.empty()
+                        ? seen.files.front()
+                        : seen.main;
+      auto it = results.find(c->id);
+      if (it != results.end()) {
+        seen.result = it->second;
+        const std::string_view text = ResultText(*seen.result, scratch);
+        const auto code = offline::ReportedExitCode(text);
+        seen.rejected = offline::IsRejection(text);
+        seen.flagged =
+            seen.result->is_error || (code && *code != 0) || offline::StartsWithFailure(text);
+        seen.mentions = offline::MentionsError(text);
+        if (seen.flagged || seen.mentions) seen.error_line = ErrorLine(text);
+      }
+      if (seen.kind != offline::ToolKind::kTodo) seen.doc = Json();
+      calls.push_back(std::move(seen));
+    }
+  }
+  // A failure the next call visibly retried: the same tool on the same target.
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    CallSeen& c = calls[i];
+    if (c.result == nullptr) continue;
+    c.failed = c.flagged || (c.mentions && i + 1 < calls.size() && calls[i + 1].name == c.name &&
+                             calls[i + 1].target == c.target);
+  }
+  auto same = [](const CallSeen& c) { return std::string(c.name) + '\x1f' + c.target; };
+
+  // The goal: the first request a person made, unless the prior has one.
+  std::optional<std::size_t> goal_at;
+  for (std::size_t i = 0; i < span.size() && cp.goal.empty(); ++i) {
+    const Message& m = span[i];
+    if (m.summary || !IsTurnStart(m)) continue;
+    cp.goal = offline::CutText(offline::PersonText(JoinedText(m)), kGoalChars);
+    if (!cp.goal.empty()) goal_at = i;
+  }
+
+  // The person's requests and constraints, newest first: kept whole while the budget lasts,
+  // then cut; then the prior's.
+  NewestDistinct instructions(kMaxInstructions);
+  std::size_t budget = kInstructionsBudget;
+  std::optional<std::size_t> last_request;  // the span's newest request, by message
+  for (std::size_t i = span.size(); i-- > 0 && !instructions.full();) {
+    const Message& m = span[i];
+    if (m.summary || !IsTurnStart(m)) continue;
+    const std::string text = offline::PersonText(JoinedText(m));
+    if (text.empty()) continue;
+    if (!last_request) last_request = i;
+    const std::size_t n = CountCodePoints(text);
+    if (n <= budget) {
+      budget -= n;
+      instructions.Add(text);
+    } else {
+      instructions.Add(offline::CutText(text, std::max(budget, kInstructionChars)));
+      budget = 0;
+    }
+  }
+  instructions.AddOlder(cp.instructions);
+  cp.instructions = instructions.OldestFirst();
+
+  // Failures met, newest first, each saying whether a later call of the same tool on the same
+  // target succeeded.
+  NewestDistinct discoveries(kMaxDiscoveries);
+  std::unordered_set<std::string> succeeded_later;
+  for (std::size_t i = calls.size(); i-- > 0 && !discoveries.full();) {
+    const CallSeen& c = calls[i];
+    if (c.result == nullptr) continue;
+    if (!c.failed) {
+      succeeded_later.insert(same(c));
+      continue;
+    }
+    const std::string name = ToolName(c.name);
+    const std::string what = c.main.empty() ? name : name + ": " + c.main;
+    if (c.rejected) {
+      discoveries.Add(what + " was refused by the user");
+      continue;
+    }
+    std::string entry = what + " failed";
+    if (!c.error_line.empty()) entry += ": " + c.error_line;
+    entry += succeeded_later.count(same(c)) != 0
+                 ? " (resolved: a later " + name + " call on the same target succeeded)"
+                 : std::string(" (not resolved yet)");
+    discoveries.Add(std::move(entry));
+  }
+  discoveries.AddOlder(cp.discoveries);
+  cp.discoveries = discoveries.OldestFirst();
+
+  // Outcomes: files written or edited (one entry a file, with its tools), commands that passed
+  // after failing, other actions that succeeded. Reads, searches and to-do lists are not.
+  struct FileChange {
+    std::vector<std::pair<std::string, std::size_t>> tools;  // tool, times
+    bool wrote = false, edited = false;
+    std::size_t last = 0;
+  };
+  std::map<std::string, FileChange> changes;
+  std::vector<std::pair<std::size_t, std::string>> outcomes;  // call index, entry
+  std::unordered_set<std::string> failed_before;
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    const CallSeen& c = calls[i];
+    if (c.result == nullptr) continue;
+    if (c.failed) {
+      failed_before.insert(same(c));
+      continue;
+    }
+    const std::string name = ToolName(c.name);
+    switch (c.kind) {
+      case offline::ToolKind::kEdit:
+        if (c.files.empty()) {
+          outcomes.emplace_back(i, c.main.empty() ? name : name + ": " + c.main);
+        }
+        for (const std::string& f : c.files) {
+          FileChange& fc = changes[f];
+          auto t = std::find_if(fc.tools.begin(), fc.tools.end(),
+                                [&](const auto& e) { return e.first == name; });
+          if (t == fc.tools.end()) {
+            fc.tools.emplace_back(name, 1);
+          } else {
+            ++t->second;
+          }
+          (c.writes ? fc.wrote : fc.edited) = true;
+          fc.last = i;
+        }
+        break;
+      case offline::ToolKind::kCommand:
+        if (failed_before.count(same(c)) != 0) {
+          outcomes.emplace_back(i, name + ": " + c.main + " passed after failing");
+        }
+        break;
+      case offline::ToolKind::kOther:
+        outcomes.emplace_back(i, c.main.empty() ? name : name + ": " + c.main);
+        break;
+      case offline::ToolKind::kRead:
+      case offline::ToolKind::kTodo: break;
+    }
+  }
+  for (const auto& [path, fc] : changes) {
+    std::string entry = fc.wrote && fc.edited ? "Wrote and edited "
+                        : fc.wrote            ? "Wrote "
+                                              : "Edited ";
+    entry += path + " (";
+    for (std::size_t k = 0; k < fc.tools.size(); ++k) {
+      if (k) entry += ", ";
+      entry += fc.tools[k].first;
+      if (fc.tools[k].second > 1) entry += " \xC3\x97" + std::to_string(fc.tools[k].second);
+    }
+    outcomes.emplace_back(fc.last, entry + ")");
+  }
+  std::stable_sort(outcomes.begin(), outcomes.end(),
+                   [](const auto& x, const auto& y) { return x.first > y.first; });
+  NewestDistinct accomplished(kMaxAccomplished);
+  for (auto& o : outcomes) accomplished.Add(std::move(o.second));
+  accomplished.AddOlder(cp.accomplished);
+  cp.accomplished = accomplished.OldestFirst();
+
+  // Where things stand: the latest assistant text.
+  for (std::size_t i = span.size(); i-- > 0;) {
+    const Message& m = span[i];
+    if (m.summary || m.role != Role::kAssistant) continue;
+    const std::string joined = JoinedText(m);
+    if (Trim(joined).empty()) continue;
+    cp.current_state = offline::CutText(Trim(joined), kStateChars);
+    break;
+  }
+
+  // Next steps: the newest to-do list's unfinished items, and the last request when nothing
+  // answered it.
+  std::vector<offline::TodoItem> todo;
+  bool have_todo = false;
+  for (const CallSeen& c : calls) {
+    if (c.kind != offline::ToolKind::kTodo || (c.result != nullptr && c.failed)) continue;
+    const std::string_view result =
+        c.result == nullptr ? std::string_view() : ResultText(*c.result, scratch);
+    if (ApplyTodoCall(c.name, c.doc, result, todo)) have_todo = true;
+  }
+  std::vector<std::string> next;
+  for (const auto& item : todo) {
+    if (next.size() >= kMaxNextSteps) break;
+    if (offline::TodoFinished(item.status)) continue;
+    std::string step = offline::CutText(offline::PersonText(item.text), kLineChars);
+    if (item.status == "in_progress") step += " (in progress)";
+    next.push_back(std::move(step));
+  }
+  // (Not the goal's own request: a span cut inside its first turn ends with the request, and
+  // its answer is in what the compaction keeps.)
+  if (last_request && last_request != goal_at) {
+    bool answered = false;
+    for (std::size_t i = *last_request + 1; i < span.size() && !answered; ++i) {
+      answered = span[i].role == Role::kAssistant && !Trim(JoinedText(span[i])).empty();
+    }
+    if (!answered) {
+      next.push_back("Answer the user's last request: " +
+                     offline::CutText(offline::PersonText(JoinedText(span[*last_request])),
+                                      kInstructionChars));
+    }
+  }
+  if (have_todo || !next.empty()) cp.next_steps = std::move(next);
+
+  // Files: the ones this span's calls read or wrote come first, then the prior's, then those
+  // tools printed that a call's arguments also name, up to the cap; shown prior first, then in
+  // order of appearance.
   std::vector<PathSeen> paths;
   std::unordered_map<std::string, std::size_t> path_index;
   auto note_path = [&](const std::string& p, bool in_arguments, std::string_view tool) {
@@ -378,25 +689,16 @@ Checkpoint Build(const SummarySource& source) {
     if (std::find(tools.begin(), tools.end(), shown) == tools.end())
       tools.push_back(std::move(shown));
   };
-
   std::unordered_map<std::string_view, std::string_view> call_names;
   std::vector<std::string> found;
+  std::size_t next_call = 0;
   for (const Message& m : span) {
     if (m.summary) continue;
     for (const auto& part : m.parts) {
       if (const auto* c = std::get_if<ToolCall>(&part)) {
         call_names[c->id] = c->name;
-        auto it = results.find(c->id);
-        const Json doc = ParseArguments(c->arguments);
-        calls.push_back({c->name, MainArgument(doc, c->arguments),
-                         it == results.end() ? nullptr : &it->second});
-        found.clear();
-        if (doc.is_discarded()) {
-          ScanPaths(c->arguments, found);
-        } else {
-          ArgumentPaths(doc, "", found);
-        }
-        for (const auto& p : found) note_path(p, true, c->name);
+        for (const auto& p : calls[next_call].files) note_path(p, true, c->name);
+        ++next_call;
       } else if (const auto* r = std::get_if<ToolResult>(&part)) {
         auto name = call_names.find(r->call_id);
         const std::string_view tool =
@@ -405,71 +707,13 @@ Checkpoint Build(const SummarySource& source) {
         for (const auto& item : r->content) {
           if (const auto* t = std::get_if<Text>(&item)) ScanPaths(t->text, found);
         }
-        for (const auto& p : found) note_path(p, false, tool);
+        for (const auto& p : found) {
+          if (mentioned.count(p) != 0 && !offline::IsJunkPath(p)) note_path(p, false, tool);
+        }
       }
     }
   }
 
-  // The goal: the first request a person made, unless the prior has one.
-  for (std::size_t i = 0; i < span.size() && cp.goal.empty(); ++i) {
-    const Message& m = span[i];
-    if (m.summary || !IsTurnStart(m)) continue;
-    const std::string joined = JoinedText(m);
-    if (!Trim(joined).empty()) cp.goal = ClipText(Trim(joined), kGoalChars);
-  }
-
-  // The user's instructions, newest first until the cap, then the prior's.
-  NewestDistinct instructions(kMaxInstructions);
-  for (std::size_t i = span.size(); i-- > 0 && !instructions.full();) {
-    const Message& m = span[i];
-    if (m.summary || !IsTurnStart(m)) continue;
-    const std::string joined = JoinedText(m);
-    if (!Trim(joined).empty()) instructions.Add(ClipText(Trim(joined), kInstructionChars));
-  }
-  instructions.AddOlder(cp.instructions);
-  cp.instructions = instructions.OldestFirst();
-
-  // Finished work and errors met, newest first. A failed call is resolved when a later call
-  // of the same tool succeeded: the calls after it are the ones already read.
-  NewestDistinct accomplished(kMaxAccomplished);
-  NewestDistinct discoveries(kMaxDiscoveries);
-  std::unordered_set<std::string_view> succeeded_later;
-  for (std::size_t i = calls.size(); i-- > 0;) {
-    if (accomplished.full() && discoveries.full()) break;
-    const CallSeen& c = calls[i];
-    if (c.result == nullptr) continue;
-    const std::string name = ToolName(c.name);
-    std::string what = c.main.empty() ? name : name + ": " + c.main;
-    if (!c.result->failed) {
-      succeeded_later.insert(c.name);
-      accomplished.Add(std::move(what));
-      continue;
-    }
-    if (discoveries.full()) continue;
-    std::string entry = std::move(what) + " failed";
-    const std::string first = ErrorLine(ResultText(*c.result->result, scratch));
-    if (!first.empty()) entry += ": " + first;
-    entry += succeeded_later.count(c.name) != 0 ? " (resolved: a later " + name + " call succeeded)"
-                                                : std::string(" (not resolved yet)");
-    discoveries.Add(std::move(entry));
-  }
-  accomplished.AddOlder(cp.accomplished);
-  cp.accomplished = accomplished.OldestFirst();
-  discoveries.AddOlder(cp.discoveries);
-  cp.discoveries = discoveries.OldestFirst();
-
-  // Where things stand: the latest assistant text.
-  for (std::size_t i = span.size(); i-- > 0;) {
-    const Message& m = span[i];
-    if (m.summary || m.role != Role::kAssistant) continue;
-    const std::string joined = JoinedText(m);
-    if (Trim(joined).empty()) continue;
-    cp.current_state = ClipText(Trim(joined), kStateChars);
-    break;
-  }
-
-  // Files: the ones this span's calls touched come first, then the prior's, then those only
-  // printed by tools, up to the cap; shown prior first, then in order of appearance.
   std::set<std::string> chosen;
   std::size_t room = kMaxFiles;
   auto choose = [&](const std::string& p) {
@@ -480,7 +724,9 @@ Checkpoint Build(const SummarySource& source) {
   for (const auto& s : paths) {
     if (!s.used_by.empty()) choose(s.path);
   }
-  for (const auto& f : cp.relevant_files) choose(f.path);
+  for (const auto& f : cp.relevant_files) {
+    if (!offline::IsJunkPath(f.path)) choose(f.path);
+  }
   for (const auto& s : paths) choose(s.path);
 
   std::vector<RelevantFile> files;
@@ -491,9 +737,9 @@ Checkpoint Build(const SummarySource& source) {
   }
   for (const auto& s : paths) {
     if (chosen.count(s.path) == 0) continue;
-    const bool used = !s.used_by.empty();
-    const auto& tools = used ? s.used_by : s.printed_by;
-    std::string why = used ? "used by " : "seen in the output of ";
+    const bool used_by_call = !s.used_by.empty();
+    const auto& tools = used_by_call ? s.used_by : s.printed_by;
+    std::string why = used_by_call ? "used by " : "seen in the output of ";
     for (std::size_t k = 0; k < tools.size(); ++k) why += (k ? ", " : "") + tools[k];
     if (!placed.insert(s.path).second) {
       auto it = std::find_if(files.begin(), files.end(),
@@ -538,6 +784,9 @@ std::string FitCheckpoint(Checkpoint& cp, std::size_t max_chars) {
   shrink([&] { DropOlderHalf(cp.discoveries); }, [&] { return !cp.discoveries.empty(); });
   shrink([&] { DropOlderHalf(cp.relevant_files); }, [&] { return !cp.relevant_files.empty(); });
   shrink([&] { DropOlderHalf(cp.instructions); }, [&] { return !cp.instructions.empty(); });
+  // The first next steps are the next ones: the later half goes.
+  shrink([&] { cp.next_steps.resize(cp.next_steps.size() / 2); },
+         [&] { return !cp.next_steps.empty(); });
   for (std::size_t chars : {500, 200, 80}) {
     if (fits()) break;
     cp.current_state = OneLine(cp.current_state, chars);
