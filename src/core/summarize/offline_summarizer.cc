@@ -444,8 +444,7 @@ Checkpoint Build(const SummarySource& source) {
     bool mentions = false;  // the result mentions an error
     bool rejected = false;  // the person refused it
     bool failed = false;    // flagged, or mentions an error and the next call retried it
-    std::string error_line;
-    Json doc;  // the parsed arguments of a to-do call (kept for those only)
+    Json doc;               // the parsed arguments of a to-do call (kept for those only)
   };
   std::vector<CallSeen> calls;
   std::unordered_set<std::string> mentioned;  // every path any call's arguments hold
@@ -487,7 +486,6 @@ Checkpoint Build(const SummarySource& source) {
         seen.flagged =
             seen.result->is_error || (code && *code != 0) || offline::StartsWithFailure(text);
         seen.mentions = offline::MentionsError(text);
-        if (seen.flagged || seen.mentions) seen.error_line = ErrorLine(text);
       }
       if (seen.kind != offline::ToolKind::kTodo) seen.doc = Json();
       calls.push_back(std::move(seen));
@@ -552,7 +550,9 @@ Checkpoint Build(const SummarySource& source) {
       continue;
     }
     std::string entry = what + " failed";
-    if (!c.error_line.empty()) entry += ": " + c.error_line;
+    // Read only for the failures listed, not for every result that mentions an error.
+    const std::string first = ErrorLine(ResultText(*c.result, scratch));
+    if (!first.empty()) entry += ": " + first;
     entry += succeeded_later.count(same(c)) != 0
                  ? " (resolved: a later " + name + " call on the same target succeeded)"
                  : std::string(" (not resolved yet)");
