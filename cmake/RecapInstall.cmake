@@ -41,7 +41,7 @@ mark_as_advanced(RECAP_INSTALL_CMAKEDIR)
 # Sub-folders of include/recap/ that belong to optional components. Their headers are
 # installed by recap_install_component() with the component, never with core, so an install
 # never carries headers of a library it does not have.
-set(RECAP_COMPONENT_HEADER_DIRS sqlite http postgres testing)
+set(RECAP_COMPONENT_HEADER_DIRS sqlite http postgres testing c)
 
 # recap_install_component(<name> TARGETS <targets...> [DEPENDENCIES "<cmake code>"]
 #                         [HEADERS_DIR <dir>])

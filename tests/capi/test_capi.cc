@@ -1,0 +1,753 @@
+// The C API (include/recap/c/recap.h, SPEC R16.1), called from C++ as a host in another
+// language would call it: JSON text in, JSON text out, codes and messages, callbacks.
+// tests/capi/c_consumer.c runs the same kind of host compiled as C.
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <random>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "recap/c/recap.h"
+#include "recap/recap.h"
+
+#include "support/generator.h"
+#include "support/temp_dir.h"
+#include "support/test_data.h"
+#if RECAP_TEST_HAVE_HTTP
+#include "support/http_test_server.h"
+#endif
+
+namespace {
+
+using Json = nlohmann::json;
+
+// The text of a recap string, freed.
+std::string Take(char* s) {
+  std::string out = s == nullptr ? std::string() : std::string(s);
+  recap_free(s);
+  return out;
+}
+
+// One C call's outcome: its code and message.
+struct Call {
+  int code = RECAP_OK;
+  std::string error;
+};
+
+struct Compactor {
+  recap_compactor* c = nullptr;
+  explicit Compactor(const char* config = nullptr, recap_provider* provider = nullptr,
+                     recap_store* store = nullptr, recap_event_fn on_event = nullptr,
+                     void* user = nullptr) {
+    char* error = nullptr;
+    const int code = recap_compactor_new(config, provider, store, on_event, user, &c, &error);
+    INFO(Take(error));
+    REQUIRE(code == RECAP_OK);
+  }
+  ~Compactor() { recap_compactor_free(c); }
+  Compactor(const Compactor&) = delete;
+  Compactor& operator=(const Compactor&) = delete;
+
+  Call Append(const char* session, const char* format, const std::string& json,
+              uint64_t* version = nullptr) {
+    char* error = nullptr;
+    Call call;
+    call.code = recap_append(c, session, format, json.c_str(), version, &error);
+    call.error = Take(error);
+    return call;
+  }
+  void MustAppend(const char* session, const char* format, const std::string& json) {
+    const Call call = Append(session, format, json);
+    INFO(call.error);
+    REQUIRE(call.code == RECAP_OK);
+  }
+  Json Prepare(const char* session, const char* format, const recap_sizes* sizes = nullptr) {
+    char* out = nullptr;
+    char* error = nullptr;
+    const int code = recap_prepare(c, session, format, sizes, &out, &error);
+    INFO(Take(error));
+    REQUIRE(code == RECAP_OK);
+    return Json::parse(Take(out));
+  }
+};
+
+const char* const kFormats[] = {"openai-chat", "anthropic", "openai-responses", "recap"};
+
+// A short conversation with a tool call and its result, in each format.
+std::string Sample(const std::string& format) {
+  if (format == "openai-chat") {
+    return R"([{"role":"system","content":"You are terse."},
+      {"role":"user","content":"What is in /tmp?"},
+      {"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function",
+        "function":{"name":"ls","arguments":"{\"path\":\"/tmp\"}"}}]},
+      {"role":"tool","tool_call_id":"c1","content":"a.txt\nb.txt"},
+      {"role":"assistant","content":"Two files: a.txt and b.txt."}])";
+  }
+  if (format == "anthropic") {
+    return R"([{"role":"user","content":"What is in /tmp?"},
+      {"role":"assistant","content":[{"type":"text","text":"Looking."},
+        {"type":"tool_use","id":"c1","name":"ls","input":{"path":"/tmp","depth":1.50}}]},
+      {"role":"user","content":[{"type":"tool_result","tool_use_id":"c1","content":"a.txt"}]},
+      {"role":"assistant","content":[{"type":"text","text":"One file."}]}])";
+  }
+  if (format == "openai-responses") {
+    return R"([{"type":"message","role":"user","content":[{"type":"input_text","text":"ls /tmp"}]},
+      {"type":"function_call","call_id":"c1","name":"ls","arguments":"{}"},
+      {"type":"function_call_output","call_id":"c1","output":"a.txt"},
+      {"type":"message","role":"assistant","content":[{"type":"output_text","text":"a.txt"}]}])";
+  }
+  recap::Result<recap::Conversation> conv =
+      recap::openai_chat::DecodeMessages(Sample("openai-chat"), [] {
+        recap::DecodeOptions o;
+        o.split_instructions = false;
+        return o;
+      }());
+  REQUIRE(conv.ok());
+  recap::Result<std::string> text = recap::native::EncodeMessages(*conv);
+  REQUIRE(text.ok());
+  return *text;
+}
+
+// A user turn of about `chars` characters, as an OpenAI chat message.
+std::string UserTurn(int i, std::size_t chars) {
+  return Json{{"role", "user"},
+              {"content", "turn " + std::to_string(i) + " " + std::string(chars, 'x')}}
+      .dump();
+}
+std::string AssistantTurn(int i) {
+  return Json{{"role", "assistant"}, {"content", "answer " + std::to_string(i)}}.dump();
+}
+
+// A callback summarizer that records its requests and answers with `reply` (or fails).
+struct Summarizer {
+  std::mutex mu;
+  std::vector<std::string> requests;
+  std::string reply = R"({"goal":"List /tmp","instructions":[],"discoveries":["two files"],
+    "accomplished":["listed /tmp"],"currentState":"done","nextSteps":[],"relevantFiles":[]})";
+  int fail_code = RECAP_OK;  // not OK: fail with it
+  bool answer = true;        // false: return without answering
+  bool throw_instead = false;
+  std::atomic<int> freed{0};
+
+  static void Summarize(void* user, const char* request, recap_reply* reply) {
+    auto* self = static_cast<Summarizer*>(user);
+    {
+      std::lock_guard<std::mutex> lock(self->mu);
+      self->requests.emplace_back(request);
+    }
+    if (self->throw_instead) throw std::runtime_error("the host's client threw");
+    if (!self->answer) return;
+    if (self->fail_code != RECAP_OK) {
+      recap_reply_fail(reply, self->fail_code, "the model is overloaded (HTTP 529)");
+      return;
+    }
+    REQUIRE(recap_reply_text(reply, self->reply.c_str(), 0, 1200, 80) == RECAP_OK);
+    // A second answer is refused.
+    REQUIRE(recap_reply_text(reply, "again", 0, 0, 0) == RECAP_FAILED_PRECONDITION);
+  }
+  static void Free(void* user) { static_cast<Summarizer*>(user)->freed++; }
+
+  recap_provider* New(const char* name = "host-model") {
+    recap_provider* p = nullptr;
+    char* error = nullptr;
+    const int code = recap_provider_new_callback(name, 0, &Summarize, this, &Free, &p, &error);
+    INFO(Take(error));
+    REQUIRE(code == RECAP_OK);
+    return p;
+  }
+};
+
+// Collects events as JSON.
+struct Events {
+  std::mutex mu;
+  std::vector<Json> events;
+  static void On(void* user, const char* json) {
+    auto* self = static_cast<Events*>(user);
+    std::lock_guard<std::mutex> lock(self->mu);
+    self->events.push_back(Json::parse(json));
+  }
+  std::vector<std::string> Types() {
+    std::lock_guard<std::mutex> lock(mu);
+    std::vector<std::string> out;
+    for (const Json& e : events) out.push_back(e["type"].get<std::string>());
+    return out;
+  }
+  bool Has(const std::string& type) {
+    for (const std::string& t : Types()) {
+      if (t == type) return true;
+    }
+    return false;
+  }
+};
+
+// A configuration whose window makes a conversation of a few thousand characters compact.
+const char* const kSmallWindow =
+    R"({"provider":{"contextWindow":2000},"compaction":{"keepTurns":1}})";
+
+}  // namespace
+
+TEST_CASE("R16.1 append then prepare gives back the messages in each format") {
+  for (const char* format : kFormats) {
+    INFO(format);
+    Compactor c;
+    uint64_t version = 0;
+    const Call call = c.Append("s", format, Sample(format), &version);
+    INFO(call.error);
+    REQUIRE(call.code == RECAP_OK);
+    CHECK(version > 0);
+    const Json out = c.Prepare("s", format);
+    if (std::string(format) == "recap") {
+      // recap's document holds messages without ids; the store gave them theirs.
+      Json messages = out["messages"];
+      for (Json& m : messages) CHECK(m.at("id").get<std::string>().size() > 0);
+      for (Json& m : messages) m.erase("id");
+      CHECK(messages == Json::parse(Sample(format))["messages"]);
+    } else {
+      CHECK(out["messages"] == Json::parse(Sample(format)));
+    }
+    CHECK(out["version"] == version);
+    CHECK(out["compactions"] == Json::array());
+    CHECK(out["before_chars"] == out["after_chars"]);
+    CHECK(out["after_chars"].get<std::size_t>() > 0);
+    CHECK(out["window_source"] == "fallback");
+    CHECK_FALSE(out.contains("system"));
+  }
+}
+
+TEST_CASE("R16.1 one message object appends like an array of one, and numbers keep their text") {
+  Compactor c;
+  c.MustAppend("s", "anthropic", R"({"role":"user","content":"hello"})");
+  c.MustAppend(
+      "s", "anthropic",
+      R"({"role":"assistant","content":[{"type":"tool_use","id":"t","name":"f","input":{"x":1E5}}]})");
+  char* out = nullptr;
+  REQUIRE(recap_prepare(c.c, "s", "anthropic", nullptr, &out, nullptr) == RECAP_OK);
+  const std::string text = Take(out);
+  CHECK(text.find("1E5") != std::string::npos);  // written as it was (SPEC R13.2)
+  const Json doc = Json::parse(text);
+  REQUIRE(doc["messages"].size() == 2);
+  CHECK(doc["messages"][0]["content"] == "hello");
+}
+
+TEST_CASE("R16.1 R12.1 a system message in the session comes out as Anthropic's system") {
+  Compactor c;
+  c.MustAppend("s", "openai-chat", Sample("openai-chat"));
+  const Json out = c.Prepare("s", "anthropic");
+  CHECK(out["system"] == "You are terse.");
+  REQUIRE(out["messages"].size() == 4);
+  CHECK(out["messages"][0]["role"] == "user");
+  // And in OpenAI's formats it stays a message.
+  CHECK(c.Prepare("s", "openai-chat")["messages"][0]["role"] == "system");
+}
+
+TEST_CASE(
+    "R16.1 R7.1 a callback summarizer gets the request as JSON and its reply is the checkpoint") {
+  Summarizer summarizer;
+  recap_provider* provider = summarizer.New();
+  Events events;
+  {
+    Compactor c(kSmallWindow, provider, nullptr, &Events::On, &events);
+    recap_provider_free(provider);  // the compactor keeps it
+    CHECK(summarizer.freed == 0);
+    for (int i = 0; i < 6; ++i) {
+      c.MustAppend("s", "openai-chat", "[" + UserTurn(i, 1500) + "," + AssistantTurn(i) + "]");
+    }
+    const Json out = c.Prepare("s", "openai-chat");
+    CHECK(out["compactions"] == Json::array({"auto"}));
+    CHECK(out["summarizer_calls"] == 1);
+    CHECK(out["summarizer_usage"]["prompt_tokens"] == 1200);
+    CHECK(out["summarizer_usage"]["completion_tokens"] == 80);
+    CHECK(out["after_chars"].get<std::size_t>() < out["before_chars"].get<std::size_t>());
+    CHECK(out["window_tokens"] == 2000);
+    CHECK(out["trigger_rule"] == "window");
+    const std::string first = out["messages"][0]["content"].get<std::string>();
+    CHECK(first.find("List /tmp") != std::string::npos);
+    CHECK(first.find("two files") != std::string::npos);
+    // The newest turn is kept verbatim.
+    CHECK(out["messages"].back()["content"] == "answer 5");
+
+    REQUIRE(summarizer.requests.size() == 1);
+    const Json request = Json::parse(summarizer.requests[0]);
+    CHECK(request["system"].get<std::string>().size() > 100);
+    REQUIRE(request["messages"].size() == 1);
+    CHECK(request["messages"][0]["role"] == "user");
+    CHECK(request["messages"][0]["content"].get<std::string>().find("turn 0") != std::string::npos);
+    CHECK(request["max_output_tokens"].get<std::size_t>() > 0);
+    CHECK(request["json_schema"]["properties"].contains("goal"));
+
+    const std::vector<std::string> types = events.Types();
+    CHECK(events.Has("compaction_started"));
+    REQUIRE(events.Has("compaction_completed"));
+    for (const Json& e : events.events) {
+      CHECK(e["session"] == "s");
+      if (e["type"] == "compaction_completed") {
+        CHECK(e["usage"]["prompt_tokens"] == 1200);
+        CHECK(e["checkpoint"]["writer"] == "host-model");
+      }
+    }
+  }
+  // The last holder is gone: the user data is released, once.
+  CHECK(summarizer.freed == 1);
+}
+
+TEST_CASE("R16.1 R7.1 a failing callback leaves the session as it was and says so in an event") {
+  Summarizer summarizer;
+  summarizer.fail_code = RECAP_UNAVAILABLE;
+  recap_provider* provider = summarizer.New();
+  Events events;
+  Compactor c(kSmallWindow, provider, nullptr, &Events::On, &events);
+  recap_provider_free(provider);
+  for (int i = 0; i < 6; ++i) {
+    c.MustAppend("s", "openai-chat", "[" + UserTurn(i, 1500) + "," + AssistantTurn(i) + "]");
+  }
+  const Json out = c.Prepare("s", "openai-chat");
+  CHECK(out["compactions"] == Json::array());
+  CHECK(out["messages"].size() == 12);
+  REQUIRE(events.Has("compaction_failed"));
+  for (const Json& e : events.events) {
+    if (e["type"] == "compaction_failed") {
+      CHECK(e["error"].get<std::string>().find("overloaded") != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("R16.1 a callback that returns without answering is a failed call that says what to do") {
+  Summarizer summarizer;
+  summarizer.answer = false;
+  recap_provider* provider = summarizer.New();
+  Compactor c(nullptr, provider);
+  recap_provider_free(provider);
+  c.MustAppend("s", "openai-chat",
+               "[" + UserTurn(0, 100) + "," + AssistantTurn(0) + "," + UserTurn(1, 100) + "," +
+                   AssistantTurn(1) + "]");
+  char* out = nullptr;
+  char* error = nullptr;
+  const int code = recap_compact(c.c, "s", nullptr, nullptr, &out, &error);
+  const std::string message = Take(error);
+  CHECK(code == RECAP_INTERNAL);
+  CHECK(out == nullptr);
+  CHECK(message.find("recap_reply_text") != std::string::npos);
+  CHECK(message.find("host-model") != std::string::npos);
+}
+
+TEST_CASE("R16.1 no exception crosses the C API, not even one a host callback throws") {
+  Summarizer summarizer;
+  summarizer.throw_instead = true;
+  recap_provider* provider = summarizer.New();
+  Compactor c(nullptr, provider);
+  recap_provider_free(provider);
+  c.MustAppend("s", "openai-chat",
+               "[" + UserTurn(0, 100) + "," + AssistantTurn(0) + "," + UserTurn(1, 100) + "," +
+                   AssistantTurn(1) + "]");
+  char* out = nullptr;
+  char* error = nullptr;
+  int code = RECAP_OK;
+  CHECK_NOTHROW(code = recap_compact(c.c, "s", nullptr, nullptr, &out, &error));
+  CHECK(code != RECAP_OK);
+  CHECK(Take(error).find("the host's client threw") != std::string::npos);
+  // The session is untouched.
+  CHECK(c.Prepare("s", "openai-chat")["messages"].size() == 4);
+}
+
+TEST_CASE("R16.1 an event callback that throws does not interrupt recap") {
+  Summarizer summarizer;
+  recap_provider* provider = summarizer.New();
+  recap_event_fn thrower = [](void*, const char*) { throw std::runtime_error("sink"); };
+  Compactor c(kSmallWindow, provider, nullptr, thrower, nullptr);
+  recap_provider_free(provider);
+  for (int i = 0; i < 6; ++i) {
+    c.MustAppend("s", "openai-chat", "[" + UserTurn(i, 1500) + "," + AssistantTurn(i) + "]");
+  }
+  CHECK(c.Prepare("s", "openai-chat")["compactions"] == Json::array({"auto"}));
+}
+
+TEST_CASE("R16.1 bad input is a code and a message that names it, and nothing is appended") {
+  Compactor c;
+  c.MustAppend("s", "openai-chat", "[" + UserTurn(0, 10) + "]");
+
+  SECTION("a message that does not decode names where") {
+    const Call call = c.Append(
+        "s", "openai-chat", R"([{"role":"user","content":"ok"},{"role":"robot","content":"x"}])");
+    CHECK(call.code == RECAP_INVALID_ARGUMENT);
+    CHECK(call.error.find("[1]") != std::string::npos);
+    CHECK(call.error.find("robot") != std::string::npos);
+    CHECK(call.error.find("nothing was appended") != std::string::npos);
+  }
+  SECTION("malformed JSON") {
+    const Call call = c.Append("s", "anthropic", "[{\"role\":\"user\",");
+    CHECK(call.code == RECAP_INVALID_ARGUMENT);
+    CHECK_FALSE(call.error.empty());
+  }
+  SECTION("JSON nested deeper than 1,000 levels") {
+    const Call call =
+        c.Append("s", "openai-chat", std::string(100000, '[') + std::string(100000, ']'));
+    CHECK(call.code == RECAP_INVALID_ARGUMENT);
+    INFO(call.error);
+    CHECK(call.error.find("deeper than 1000 levels") != std::string::npos);
+  }
+  SECTION("tool calls sharing an id") {
+    const Call call = c.Append("s", "openai-chat",
+                               R"([{"role":"assistant","content":null,"tool_calls":[
+          {"id":"d","type":"function","function":{"name":"a","arguments":"{}"}},
+          {"id":"d","type":"function","function":{"name":"b","arguments":"{}"}}]}])");
+    CHECK(call.code == RECAP_INVALID_ARGUMENT);
+    CHECK(call.error.find("\"d\"") != std::string::npos);
+  }
+  SECTION("an empty array") {
+    const Call call = c.Append("s", "openai-chat", "[]");
+    CHECK(call.code == RECAP_INVALID_ARGUMENT);
+    CHECK(call.error.find("no message") != std::string::npos);
+  }
+  SECTION("an unknown format names the accepted ones") {
+    const Call call = c.Append("s", "openai", "[]");
+    CHECK(call.code == RECAP_INVALID_ARGUMENT);
+    CHECK(call.error.find("\"openai-chat\"") != std::string::npos);
+    char* out = nullptr;
+    char* error = nullptr;
+    CHECK(recap_prepare(c.c, "s", "gemini", nullptr, &out, &error) == RECAP_INVALID_ARGUMENT);
+    CHECK(out == nullptr);
+    CHECK(Take(error).find("unknown format \"gemini\"") != std::string::npos);
+  }
+  SECTION("NULL where a value is needed names the parameter") {
+    char* error = nullptr;
+    CHECK(recap_append(c.c, nullptr, "openai-chat", "[]", nullptr, &error) ==
+          RECAP_INVALID_ARGUMENT);
+    CHECK(Take(error) == "recap_append: `session` is NULL");
+    CHECK(recap_append(nullptr, "s", "openai-chat", "[]", nullptr, &error) ==
+          RECAP_INVALID_ARGUMENT);
+    CHECK(Take(error) == "recap_append: `compactor` is NULL");
+    CHECK(recap_prepare(c.c, "s", "openai-chat", nullptr, nullptr, &error) ==
+          RECAP_INVALID_ARGUMENT);
+    CHECK(Take(error) == "recap_prepare: `result_json` is NULL");
+    CHECK(recap_plan(c.c, "s", nullptr, nullptr, nullptr) == RECAP_INVALID_ARGUMENT);  // error NULL
+    CHECK(recap_store_open(nullptr, nullptr, &error) == RECAP_INVALID_ARGUMENT);
+    Take(error);
+  }
+  SECTION("an empty session id") {
+    const Call call = c.Append("", "openai-chat", "[" + UserTurn(1, 1) + "]");
+    CHECK(call.code == RECAP_INVALID_ARGUMENT);
+  }
+  // Whatever failed, the session holds exactly what it held.
+  const Json out = c.Prepare("s", "openai-chat");
+  CHECK(out["messages"].size() == 1);
+  CHECK(out["version"] == 1);
+}
+
+TEST_CASE("R16.1 a bad configuration names the key, and the codes have names") {
+  recap_compactor* c = nullptr;
+  char* error = nullptr;
+  CHECK(recap_compactor_new(R"({"compaction":{"keepTurns":-1}})", nullptr, nullptr, nullptr,
+                            nullptr, &c, &error) == RECAP_INVALID_ARGUMENT);
+  CHECK(c == nullptr);
+  CHECK(Take(error).find("keepTurns") != std::string::npos);
+  CHECK(recap_compactor_new("{not json", nullptr, nullptr, nullptr, nullptr, &c, &error) ==
+        RECAP_INVALID_ARGUMENT);
+  CHECK_FALSE(Take(error).empty());
+
+  CHECK(std::string(recap_code_name(RECAP_OK)) == "ok");
+  CHECK(std::string(recap_code_name(RECAP_CONTEXT_BUDGET_EXCEEDED)) == "context_budget_exceeded");
+  CHECK(std::string(recap_code_name(99)) == "unknown");
+  CHECK(std::string(recap_code_name(-1)) == "unknown");
+  CHECK(std::string(recap_version()) == recap::LibraryVersion());
+  recap_free(nullptr);
+  recap_store_free(nullptr);
+  recap_provider_free(nullptr);
+  recap_compactor_free(nullptr);
+}
+
+TEST_CASE(
+    "R16.1 stores: memory, a SQLite file that a second compactor reopens, and what is refused") {
+  recap::testing::TempDir dir;
+  const std::string where = "sqlite:" + dir.path() + "/sessions.db";
+  recap_store* store = nullptr;
+  char* error = nullptr;
+#if RECAP_TEST_HAVE_SQLITE
+  REQUIRE(recap_store_open(where.c_str(), &store, &error) == RECAP_OK);
+  {
+    Compactor c(nullptr, nullptr, store);
+    recap_store_free(store);  // the compactor keeps it
+    c.MustAppend("s", "openai-chat", Sample("openai-chat"));
+  }
+  REQUIRE(recap_store_open(where.c_str(), &store, &error) == RECAP_OK);
+  {
+    Compactor c(nullptr, nullptr, store);
+    recap_store_free(store);
+    CHECK(c.Prepare("s", "openai-chat")["messages"] == Json::parse(Sample("openai-chat")));
+  }
+  // A folder is not a database.
+  const std::string folder = "sqlite:" + dir.path();
+  CHECK(recap_store_open(folder.c_str(), &store, &error) != RECAP_OK);
+  CHECK_FALSE(Take(error).empty());
+#endif
+  REQUIRE(recap_store_open("memory", &store, &error) == RECAP_OK);
+  recap_store_free(store);
+  CHECK(recap_store_open("sqlite:", &store, &error) == RECAP_INVALID_ARGUMENT);
+  CHECK(Take(error).find("sqlite:PATH") != std::string::npos);
+  // An unknown kind is named, but nothing after its ':' (it could be a password).
+  CHECK(recap_store_open("mysql://root:hunter2@db/x", &store, &error) == RECAP_INVALID_ARGUMENT);
+  const std::string message = Take(error);
+  CHECK(message.find("mysql") != std::string::npos);
+  CHECK(message.find("hunter2") == std::string::npos);
+  CHECK(message.find("postgresql://") != std::string::npos);
+}
+
+TEST_CASE("R16.1 plan, compact, recover and the reports through the C API") {
+  Compactor c(kSmallWindow);
+  for (int i = 0; i < 6; ++i) {
+    c.MustAppend("s", "openai-chat", "[" + UserTurn(i, 1500) + "," + AssistantTurn(i) + "]");
+  }
+  char* out = nullptr;
+  char* error = nullptr;
+  REQUIRE(recap_plan(c.c, "s", nullptr, &out, &error) == RECAP_OK);
+  const Json plan = Json::parse(Take(out));
+  CHECK(plan["trigger"] == true);
+  CHECK(plan["reason"] == "auto");
+  CHECK(plan["rule"] == "window");
+  CHECK(plan["cut"]["skip"] == "none");
+  CHECK(plan["cut"]["position"] == 10);
+
+  REQUIRE(recap_compact(c.c, "s", "the numbers", nullptr, &out, &error) == RECAP_OK);
+  const Json compacted = Json::parse(Take(out));
+  CHECK(compacted["compacted"] == true);
+  CHECK(compacted["writer"] == "offline");
+  CHECK(compacted["summarized_messages"] == 10);
+  CHECK(compacted["checkpoint"].contains("goal"));
+  // Nothing more to summarize: a skip, not an error.
+  REQUIRE(recap_compact(c.c, "s", nullptr, nullptr, &out, &error) == RECAP_OK);
+  const Json skipped = Json::parse(Take(out));
+  CHECK(skipped["compacted"] == false);
+  CHECK(skipped["skipped"] == "nothing_to_summarize");
+  CHECK(skipped["checkpoint"].is_null());
+
+  // An overflow report makes the next prepare compact, with reason "overflow".
+  for (int i = 6; i < 9; ++i) {
+    c.MustAppend("s", "openai-chat", "[" + UserTurn(i, 10) + "," + AssistantTurn(i) + "]");
+  }
+  REQUIRE(recap_report_overflow(c.c, "s", 0, &error) == RECAP_OK);
+  CHECK(c.Prepare("s", "openai-chat")["compactions"] == Json::array({"overflow"}));
+  REQUIRE(recap_report_prompt_tokens(c.c, "s", 900, &error) == RECAP_OK);
+  CHECK(recap_report_overflow(c.c, nullptr, 0, &error) == RECAP_INVALID_ARGUMENT);
+  Take(error);
+
+  // A call without its result: refused until acknowledged.
+  c.MustAppend("s", "openai-chat", R"([{"role":"user","content":"run it"},
+    {"role":"assistant","content":null,"tool_calls":[{"id":"u1","type":"function",
+      "function":{"name":"deploy","arguments":"{}"}}]}])");
+  CHECK(recap_recover(c.c, "s", 0, &out, &error) == RECAP_FAILED_PRECONDITION);
+  CHECK(Take(error).find("u1") != std::string::npos);
+  REQUIRE(recap_recover(c.c, "s", 1, &out, &error) == RECAP_OK);
+  const Json recovered = Json::parse(Take(out));
+  REQUIRE(recovered["recovered"].size() == 1);
+  CHECK(recovered["recovered"][0]["call_id"] == "u1");
+  CHECK(recovered["recovered"][0]["name"] == "deploy");
+  const Json last = c.Prepare("s", "openai-chat")["messages"].back();
+  CHECK(last["role"] == "tool");
+  CHECK(last["tool_call_id"] == "u1");
+}
+
+TEST_CASE("R16.1 a conversation that cannot fit is context_budget_exceeded with advice") {
+  Compactor c(R"({"limits":{"maxContextChars":4000}})");
+  c.MustAppend("s", "openai-chat", "[" + UserTurn(0, 10) + "]");
+  recap_sizes sizes{5000, 0, 0};
+  char* out = nullptr;
+  char* error = nullptr;
+  CHECK(recap_prepare(c.c, "s", "openai-chat", &sizes, &out, &error) ==
+        RECAP_CONTEXT_BUDGET_EXCEEDED);
+  CHECK(out == nullptr);
+  CHECK(Take(error).find("instructions") != std::string::npos);
+}
+
+TEST_CASE("R16.1 sessions served from several threads at once, events from each") {
+  Summarizer summarizer;
+  recap_provider* provider = summarizer.New();
+  Events events;
+  Compactor c(kSmallWindow, provider, nullptr, &Events::On, &events);
+  recap_provider_free(provider);
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      const std::string session = "t" + std::to_string(t);
+      for (int i = 0; i < 8; ++i) {
+        const std::string turn = "[" + UserTurn(i, 1500) + "," + AssistantTurn(i) + "]";
+        if (recap_append(c.c, session.c_str(), "openai-chat", turn.c_str(), nullptr, nullptr) !=
+            RECAP_OK) {
+          failures++;
+        }
+        char* out = nullptr;
+        if (recap_prepare(c.c, session.c_str(), "anthropic", nullptr, &out, nullptr) != RECAP_OK) {
+          failures++;
+        }
+        recap_free(out);
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  CHECK(failures == 0);
+  std::set<std::string> compacted;
+  for (const Json& e : events.events) {
+    if (e["type"] == "compaction_completed") compacted.insert(e["session"].get<std::string>());
+  }
+  CHECK(compacted.size() == 4);
+}
+
+// The C API is the C++ one: over generated transcripts appended in random pieces, what
+// recap_prepare returns is what Compactor::Prepare returns, encoded — checkpoint ids aside,
+// which are new each time.
+TEST_CASE("R16.1 property: the C API prepares what the C++ API prepares") {
+  const char* env = std::getenv("RECAP_SEED");
+  const std::uint64_t first = env != nullptr ? std::strtoull(env, nullptr, 10) : 1;
+  const int cases = env != nullptr ? 1 : 1000;
+  std::size_t compacted = 0;  // turns at which a compaction committed, over all cases
+  std::size_t reduced = 0;    // and at which the reducer clipped
+  const char* const config =
+      R"({"provider":{"contextWindow":3000},"compaction":{"keepTurns":2},
+          "limits":{"maxContextChars":20000}})";
+  auto without_summary_ids = [](Json messages) {
+    for (Json& m : messages) {
+      if (m.value("summary", false)) m.erase("id");
+    }
+    return messages;
+  };
+  for (int k = 0; k < cases; ++k) {
+    const std::uint64_t seed = first + static_cast<std::uint64_t>(k);
+    INFO("RECAP_SEED=" << seed);
+    recap_test::GeneratorOptions options;
+    options.max_turns = 10;
+    const std::vector<recap::Message> messages = recap_test::GenerateMessages(seed, options);
+
+    recap::Result<recap::Config> cfg = recap::Config::FromJson(config);
+    REQUIRE(cfg.ok());
+    recap::Result<std::unique_ptr<recap::Compactor>> cpp =
+        recap::Compactor::Create(*cfg, nullptr, nullptr);
+    REQUIRE(cpp.ok());
+    Compactor c(config);
+
+    std::mt19937_64 rng(seed);
+    std::size_t at = 0;
+    while (at < messages.size()) {
+      const std::size_t n = std::min<std::size_t>(messages.size() - at, 1 + rng() % 5);
+      recap::Conversation piece;
+      piece.messages.assign(messages.begin() + static_cast<std::ptrdiff_t>(at),
+                            messages.begin() + static_cast<std::ptrdiff_t>(at + n));
+      at += n;
+      recap::Result<std::string> json = recap::native::EncodeMessages(piece);
+      REQUIRE(json.ok());
+      const Call call = c.Append("s", "recap", *json);
+      INFO(call.error);
+      recap::Result<std::uint64_t> appended = (*cpp)->store().AppendMessages("s", piece.messages);
+      REQUIRE(appended.ok() == (call.code == RECAP_OK));
+      if (!appended.ok()) break;  // a generated message the store refuses, refused by both
+
+      char* out = nullptr;
+      char* error = nullptr;
+      const int code = recap_prepare(c.c, "s", "recap", nullptr, &out, &error);
+      recap::Result<recap::Prepared> want = (*cpp)->Prepare("s", {});
+      INFO(Take(error));
+      REQUIRE((code == RECAP_OK) == want.ok());
+      if (!want.ok()) {
+        CHECK(code == static_cast<int>(want.status().code()));
+        break;
+      }
+      const Json got = Json::parse(Take(out));
+      recap::Conversation expected;
+      expected.messages = want->messages.ToVector();
+      recap::Result<std::string> expected_json = recap::native::EncodeMessages(expected);
+      REQUIRE(expected_json.ok());
+      REQUIRE(without_summary_ids(got["messages"]) ==
+              without_summary_ids(Json::parse(*expected_json)["messages"]));
+      CHECK(got["after_chars"] == want->after_chars);
+      CHECK(got["compactions"].size() == want->compactions.size());
+      compacted += want->compactions.size();
+      if (want->reduced_messages > 0) ++reduced;
+    }
+  }
+  // The comparison covered rewritten transcripts, not only appended ones.
+  if (env == nullptr) {
+    CHECK(compacted > 300);
+    CHECK(reduced > 10);
+  }
+}
+
+#if RECAP_TEST_HAVE_HTTP
+TEST_CASE("R16.1 an HTTP summarizer from JSON options, against a server on 127.0.0.1") {
+  recap::testing::HttpTestServer server;
+  const std::string reply =
+      Json{{"choices",
+            {{{"message", {{"role", "assistant"}, {"content", R"({"goal":"count to five"})"}}},
+              {"finish_reason", "stop"}}}},
+           {"usage", {{"prompt_tokens", 321}, {"completion_tokens", 9}}}}
+          .dump();
+  server.Push(recap::testing::ScriptedHttpResponse::Json(200, reply));
+  setenv("RECAP_CAPI_TEST_KEY", "sk-capi-secret-0123456789", 1);
+  const std::string options = Json{
+      {"protocol", "openai_chat"},
+      {"baseUrl", server.BaseUrl() + "/v1"},
+      {"model", "m"},
+      {"apiKeyEnv", "RECAP_CAPI_TEST_KEY"},
+      {"maxRetries", 0},
+      {"contextWindow", 2000}}.dump();
+  recap_provider* provider = nullptr;
+  char* error = nullptr;
+  REQUIRE(recap_provider_new_http(options.c_str(), &provider, &error) == RECAP_OK);
+  Compactor c(R"({"compaction":{"keepTurns":1}})", provider);
+  recap_provider_free(provider);
+  for (int i = 0; i < 6; ++i) {
+    c.MustAppend("s", "openai-chat", "[" + UserTurn(i, 1500) + "," + AssistantTurn(i) + "]");
+  }
+  const Json out = c.Prepare("s", "openai-chat");
+  CHECK(out["compactions"] == Json::array({"auto"}));
+  CHECK(out["window_source"] == "provider");
+  CHECK(out["summarizer_usage"]["prompt_tokens"] == 321);
+  CHECK(out["messages"][0]["content"].get<std::string>().find("count to five") !=
+        std::string::npos);
+  REQUIRE(server.Requests().size() == 1);
+  CHECK(server.Requests()[0].path == "/v1/chat/completions");
+  CHECK(server.Requests()[0].Header("authorization") == "Bearer sk-capi-secret-0123456789");
+}
+
+TEST_CASE("R16.1 R13.4 HTTP options: what is refused is named, and the key never shows") {
+  recap_provider* provider = nullptr;
+  char* error = nullptr;
+  auto refused = [&](const std::string& options) {
+    const int code = recap_provider_new_http(options.c_str(), &provider, &error);
+    CHECK(provider == nullptr);
+    const std::string message = Take(error);
+    CHECK(message.find("sk-hidden-9876") == std::string::npos);
+    CHECK(message.find("9876") == std::string::npos);
+    CHECK(code != RECAP_OK);
+    return message;
+  };
+  CHECK(
+      refused(
+          R"({"protocol":"openai_chat","baseUrl":"http://10.1.2.3/v1","model":"m","apiKey":"sk-hidden-9876"})")
+          .find("http") != std::string::npos);
+  CHECK(
+      refused(
+          R"({"protocol":"openai_chat","baseUrl":"https://x/v1","model":"m","apiKey":"sk-hidden-9876","colour":1})")
+          .find("unknown option \"colour\"") != std::string::npos);
+  CHECK(refused(R"({"baseUrl":"https://x/v1","model":"m","apiKey":"sk-hidden-9876"})")
+            .find("`protocol` is required") != std::string::npos);
+  CHECK(
+      refused(
+          R"({"protocol":"gopher","baseUrl":"https://x/v1","model":"m","apiKey":"sk-hidden-9876"})")
+          .find("openai_chat") != std::string::npos);
+  CHECK(
+      refused(
+          R"({"protocol":"openai_chat","baseUrl":"https://x/v1","model":"m","apiKey":["sk-hidden-9876"]})")
+          .find("`apiKey` must be a string") != std::string::npos);
+  CHECK(refused(R"({"protocol":"openai_chat","timeoutMs":-5})").find("timeoutMs") !=
+        std::string::npos);
+  CHECK(refused("[\"sk-hidden-9876\"]").find("JSON object") != std::string::npos);
+  CHECK(refused(std::string(5000, '[')).find("too deep") != std::string::npos);
+}
+#endif
