@@ -155,9 +155,9 @@ int main() {
     Expect(prepared->messages.size() > 0 && prepared->messages[0].role == recap::Role::kSystem &&
                recap::JoinedText(prepared->messages[0]) == system_prompt,
            "the system prompt is first and whole in turn " + std::to_string(turn + 1));
-    recap::Conversation request;
-    request.messages = prepared->messages.ToVector();
-    recap::Result<std::string> body = recap::openai_chat::EncodeMessages(request);
+    // EncodeTranscript writes what EncodeMessages would, from each message's kept encoded
+    // form: a turn costs its new messages, not the whole conversation again.
+    recap::Result<std::string> body = recap::openai_chat::EncodeTranscript(prepared->messages);
     Expect(body.ok(), "the request encodes: " + body.status().ToString());
     Expect(prepared->after_chars <= max_chars,
            "the request of turn " + std::to_string(turn + 1) + " is within the limit");

@@ -16,7 +16,9 @@
 #                               characters per 1,000 turns with and without
 #                               compaction.clearToolResults and maxSummarizerInputTokens; and
 #                               recap_bench_background (issue 20): Prepare's latency per turn
-#                               with a 2 s summarizer, blocking against compaction.background.
+#                               with a 2 s summarizer, blocking against compaction.background;
+#                               and recap_bench_reach (issue 22): the request body per turn
+#                               and Prepare through the C API.
 #   scripts/bench.sh --smoke    the same at tiny sizes (checks that everything runs; budgets
 #                               are not enforced)
 #   scripts/bench.sh --json FILE  also write every budget to FILE as JSON:
@@ -79,6 +81,8 @@ fi
 COMPARISONS+=(recap_bench_tiers)
 # Prepare's latency per turn with a 2 s summarizer, blocking against background (issue 20).
 COMPARISONS+=(recap_bench_background)
+# The request body per turn and the C API's Prepare (issue 22).
+COMPARISONS+=(recap_bench_reach)
 SOAK=()
 if grep -q '^RECAP_BUILD_HTTP:BOOL=ON$' "$BUILD/CMakeCache.txt" 2>/dev/null; then
   SOAK=(recap_bench_soak)

@@ -6,8 +6,8 @@
 #                                      build/       Release (-O2), ctest
 #                                      build-asan/  AddressSanitizer + UBSan, ctest
 #                                      build-tsan/  ThreadSanitizer: the store, plugin,
-#                                                   compactor and fault-sweep tests, and the C
-#                                                   API's threads test (threads)
+#                                                   compactor and fault-sweep tests, and the
+#                                                   C API's and codecs' threads tests
 #   scripts/test.sh --no-sanitize    only build/ (quicker, for local runs)
 #
 # Environment: RECAP_SEED=N is passed to the property tests (replays a failure's seed).
@@ -141,12 +141,13 @@ if [[ $sanitize -eq 1 ]]; then
   # that may be abandoned, and the stores are shared between threads.
   if step tsan-configure cmake -S . -B build-tsan "${gen_tsan[@]}" -DCMAKE_BUILD_TYPE=Debug \
       -DCMAKE_CXX_FLAGS_DEBUG="-Og -g1" -DRECAP_SANITIZE_THREAD=ON -DRECAP_BUILD_EXAMPLES=OFF; then
-    if step tsan-build cmake --build build-tsan -j "$jobs" --target store_tests plugins_tests compactor_tests background_tests fault_tests capi_tests; then
+    if step tsan-build cmake --build build-tsan -j "$jobs" --target store_tests plugins_tests compactor_tests background_tests fault_tests capi_tests codecs_tests; then
       TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
         step tsan-ctest run_ctest build-tsan --output-on-failure -j2 -L 'store|plugins|compactor|fault' || true
-      # The C API's callbacks from several threads at once (its other tests run no threads).
+      # The C API's callbacks, and the encoded forms messages keep (recap/codec.h), from several
+      # threads at once (the other tests of those labels run no threads).
       TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
-        step tsan-capi run_ctest build-tsan --output-on-failure -R 'capi\..*threads' || true
+        step tsan-threads run_ctest build-tsan --output-on-failure -R '(capi|codecs)\..*threads' || true
     fi
   fi
 else

@@ -8,6 +8,17 @@
 //   DecodeMessage(json)         one JSON message object -> Message
 //   EncodeMessages(conv)        Conversation -> a JSON array text
 //   EncodeMessage(m)            Message -> a JSON object text
+//   EncodeTranscript(t, begin)  the messages [begin, size()) of a Transcript -> a JSON array
+//                               text: what EncodeMessages writes for a Conversation of those
+//                               messages without instructions (for recap's own form, the
+//                               array of messages that DecodeMessages also reads), assembled
+//                               from each message's kept encoded form (see below)
+//   EncodeTranscriptParts(t, begin, &parts)
+//                               the same array's pieces without copying them: each message's
+//                               kept form (its elements joined by ','), in order; the array is
+//                               '[' + the pieces joined by ',' + ']'. A host that writes the
+//                               body out (writev, a streaming request) needs no copy at all.
+//                               Each view stays valid while a Transcript holds its message.
 //
 //   recap::native       recap's own JSON form, which records everything the model holds
 //                       (ids, the summary flag, extra fields, content forms). It is what the
@@ -53,10 +64,20 @@
 // non-OK Status stops the decode and is returned unchanged; an exception it throws passes
 // through DecodeEach to the caller.
 //
+// What to send costs what is new. A host that sends the transcript Compactor::Prepare returned
+// encodes it with EncodeTranscript rather than ToVector() and EncodeMessages: each message's
+// encoded form is kept with the message the first time it is written, and shared by every
+// Transcript that holds the message (the next turn's, a copy, a slice), so the next turn's body
+// costs its new messages plus one copy of the kept text. The kept text lives as long as the
+// message is in a transcript: a session encoded in one format holds its text about twice. A
+// message that cannot be encoded in the format keeps nothing, and the error names it by its
+// index from `begin`.
+//
 // All functions are pure and thread-safe (DecodeEach calls `sink` on the calling thread).
 #ifndef RECAP_CODEC_H_
 #define RECAP_CODEC_H_
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -65,6 +86,7 @@
 #include "recap/export.h"
 #include "recap/message.h"
 #include "recap/status.h"
+#include "recap/transcript.h"
 
 namespace recap {
 inline namespace v0 {
@@ -80,6 +102,11 @@ RECAP_EXPORT Result<Message> DecodeMessage(std::string_view json,
                                            const DecodeOptions& options = {});
 RECAP_EXPORT Result<std::string> EncodeMessages(const Conversation& conversation);
 RECAP_EXPORT Result<std::string> EncodeMessage(const Message& message);
+// The messages as a JSON array (no document around them).
+RECAP_EXPORT Result<std::string> EncodeTranscript(const Transcript& transcript,
+                                                  std::size_t begin = 0);
+RECAP_EXPORT Status EncodeTranscriptParts(const Transcript& transcript, std::size_t begin,
+                                          std::vector<std::string_view>* parts);
 }  // namespace native
 
 namespace openai_chat {
@@ -93,6 +120,10 @@ RECAP_EXPORT Result<std::string> EncodeMessages(const Conversation& conversation
 // A message with several tool results encodes as several `tool` messages; EncodeMessage then
 // fails and says to use EncodeMessages.
 RECAP_EXPORT Result<std::string> EncodeMessage(const Message& message);
+RECAP_EXPORT Result<std::string> EncodeTranscript(const Transcript& transcript,
+                                                  std::size_t begin = 0);
+RECAP_EXPORT Status EncodeTranscriptParts(const Transcript& transcript, std::size_t begin,
+                                          std::vector<std::string_view>* parts);
 }  // namespace openai_chat
 
 namespace anthropic {
@@ -106,6 +137,12 @@ RECAP_EXPORT Result<Message> DecodeMessage(std::string_view json,
                                            const DecodeOptions& options = {});
 RECAP_EXPORT Result<std::string> EncodeMessages(const Conversation& conversation);
 RECAP_EXPORT Result<std::string> EncodeMessage(const Message& message);
+// A system message among them has no place in Anthropic's `messages`: start after the leading
+// ones (`begin`) and send their text as the request's `system`.
+RECAP_EXPORT Result<std::string> EncodeTranscript(const Transcript& transcript,
+                                                  std::size_t begin = 0);
+RECAP_EXPORT Status EncodeTranscriptParts(const Transcript& transcript, std::size_t begin,
+                                          std::vector<std::string_view>* parts);
 }  // namespace anthropic
 
 namespace openai_responses {
@@ -123,6 +160,10 @@ RECAP_EXPORT Result<std::string> EncodeMessages(const Conversation& conversation
 // A message that encodes as several items (reasoning with its call, several calls) makes
 // EncodeMessage fail and say to use EncodeMessages.
 RECAP_EXPORT Result<std::string> EncodeMessage(const Message& message);
+RECAP_EXPORT Result<std::string> EncodeTranscript(const Transcript& transcript,
+                                                  std::size_t begin = 0);
+RECAP_EXPORT Status EncodeTranscriptParts(const Transcript& transcript, std::size_t begin,
+                                          std::vector<std::string_view>* parts);
 }  // namespace openai_responses
 
 }  // namespace v0

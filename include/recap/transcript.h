@@ -8,7 +8,10 @@
 //
 // Messages are held as shared immutable objects: copying a Transcript copies pointers, never
 // message bytes, and the transcripts that the cutter and the tail reducer produce share every
-// message they did not change. A Message obtained from a Transcript never changes.
+// message they did not change. A Message obtained from a Transcript never changes. With each
+// message goes its encoded form in each wire format once a codec's EncodeTranscript wrote it
+// (recap/codec.h), shared the same way: the request body of the next turn is assembled from
+// kept text plus the new messages.
 //
 // Invalid UTF-8 entering through Append or Set is repaired, not rejected: each byte that is
 // not part of a valid sequence becomes U+FFFD, so one bad tool output cannot make a session
@@ -36,6 +39,7 @@ inline namespace v0 {
 
 namespace internal {
 struct TranscriptAccess;  // recap's own code (src/core/model/transcript_access.h)
+class EncodedForms;       // recap's own code (src/core/model/encoded_forms.h)
 }  // namespace internal
 
 class RECAP_EXPORT Transcript {
@@ -201,6 +205,9 @@ class RECAP_EXPORT Transcript {
     std::vector<std::shared_ptr<const Message>> messages;  // at most kChunk
     std::vector<std::size_t> prefix;  // prefix[j] = chars of messages [0, j) of this chunk
     std::vector<CutFacts> facts;      // facts[j] = the cutter's facts of message j
+    // encoded[j] = message j's encoded forms in the wire formats, kept once a codec's
+    // EncodeTranscript wrote them (recap/codec.h); shared by every transcript holding it.
+    std::vector<std::shared_ptr<internal::EncodedForms>> encoded;
   };
   // The calls that have no result yet (ids owned: a message may be replaced).
   struct OpenCalls {
@@ -214,7 +221,10 @@ class RECAP_EXPORT Transcript {
   }
   Chunk& MutableChunk(std::size_t k);
   void PushMeasured(std::shared_ptr<const Message> m, std::size_t chars);
-  void Push(std::shared_ptr<const Message> m, std::size_t chars, const CutFacts& facts);
+  // `forms`: the message's kept encoded forms when it comes from another transcript; null for
+  // a message new to every transcript (it gets forms of its own).
+  void Push(std::shared_ptr<const Message> m, std::size_t chars, const CutFacts& facts,
+            std::shared_ptr<internal::EncodedForms> forms = nullptr);
   // The facts of `m` about to be message `i` (= size_); updates the open calls.
   CutFacts Pair(const Message& m, std::size_t i);
   OpenCalls& MutableOpen();

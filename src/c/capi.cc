@@ -55,6 +55,7 @@ struct recap_reply {
 namespace {
 
 using Json = nlohmann::ordered_json;
+using recap::Status;
 
 // A copy of `text` the caller frees with recap_free; null when memory ran out.
 char* Dup(std::string_view text) noexcept {
@@ -183,58 +184,50 @@ recap::Result<std::vector<recap::Message>> DecodeAppended(Format format, std::st
   return messages;
 }
 
-// The transcript as the members of a prepare result: "messages" in `format`, and for
-// Anthropic, which carries the system prompt outside the messages, the leading system
-// messages' text as "system".
-recap::Result<std::string> EncodedMembers(Format format, const recap::Transcript& transcript) {
-  recap::Conversation conversation;
-  conversation.messages = transcript.ToVector();
+// What recap_prepare writes around the messages: for Anthropic, which carries the system
+// prompt outside the messages, the leading system messages' text as "system" (and the
+// messages start after them).
+struct Around {
+  std::size_t begin = 0;
+  std::string system_member;  // ,"system":"…" or empty
+};
+
+recap::Result<Around> LeadingSystem(Format format, const recap::Transcript& transcript) {
+  Around around;
+  if (format != Format::kAnthropic) return around;
   std::string system;
-  if (format == Format::kAnthropic) {
-    std::size_t leading = 0;
-    for (const recap::Message& m : conversation.messages) {
-      if (m.role != recap::Role::kSystem) break;
-      for (const recap::Part& part : m.parts) {
-        if (!std::holds_alternative<recap::Text>(part)) {
-          return recap::Status::InvalidArgument(
-              "the session's system message " + JsonString(m.id) +
-              " holds more than text, and Anthropic carries the system prompt as text; "
-              "prepare it in another format");
-        }
+  for (; around.begin < transcript.size(); ++around.begin) {
+    const recap::Message& m = transcript[around.begin];
+    if (m.role != recap::Role::kSystem) break;
+    for (const recap::Part& part : m.parts) {
+      if (!std::holds_alternative<recap::Text>(part)) {
+        return Status::InvalidArgument(
+            "the session's system message " + JsonString(m.id) +
+            " holds more than text, and Anthropic carries the system prompt as text; "
+            "prepare it in another format");
       }
-      if (!system.empty()) system += "\n\n";
-      system += recap::JoinedText(m);
-      ++leading;
     }
-    conversation.messages.erase(
-        conversation.messages.begin(),
-        conversation.messages.begin() + static_cast<std::ptrdiff_t>(leading));
-    if (leading == 0) system.clear();
-    std::string members;
-    recap::Result<std::string> text = recap::anthropic::EncodeMessages(conversation);
-    RECAP_RETURN_IF_ERROR(text);
-    members = "\"messages\":" + *text;
-    if (leading > 0) members += ",\"system\":" + JsonString(system);
-    return members;
+    if (!system.empty()) system += "\n\n";
+    system += recap::JoinedText(m);
   }
-  if (format == Format::kNative) {
-    // The messages as an array, as the other formats give them (EncodeMessages writes recap's
-    // whole document around them).
-    std::string members = "\"messages\":[";
-    for (std::size_t i = 0; i < conversation.messages.size(); ++i) {
-      recap::Result<std::string> one = recap::native::EncodeMessage(conversation.messages[i]);
-      RECAP_RETURN_IF_ERROR(one);
-      if (i > 0) members += ',';
-      members += *one;
-    }
-    members += ']';
-    return members;
+  if (around.begin > 0) around.system_member = ",\"system\":" + JsonString(system);
+  return around;
+}
+
+// The pieces of the messages array (each message's kept encoded form: the codecs'
+// EncodeTranscriptParts), so that the result is assembled with one copy of their bytes.
+Status MessageParts(Format format, const recap::Transcript& transcript, std::size_t begin,
+                    std::vector<std::string_view>* parts) {
+  switch (format) {
+    case Format::kOpenAiChat:
+      return recap::openai_chat::EncodeTranscriptParts(transcript, begin, parts);
+    case Format::kAnthropic:
+      return recap::anthropic::EncodeTranscriptParts(transcript, begin, parts);
+    case Format::kOpenAiResponses:
+      return recap::openai_responses::EncodeTranscriptParts(transcript, begin, parts);
+    case Format::kNative: break;
   }
-  recap::Result<std::string> text = format == Format::kOpenAiChat
-                                        ? recap::openai_chat::EncodeMessages(conversation)
-                                        : recap::openai_responses::EncodeMessages(conversation);
-  RECAP_RETURN_IF_ERROR(text);
-  return "\"messages\":" + *text;
+  return recap::native::EncodeTranscriptParts(transcript, begin, parts);
 }
 
 recap::RequestSizes Sizes(const recap_sizes* sizes) {
@@ -725,17 +718,36 @@ int recap_prepare(recap_compactor* compactor, const char* session, const char* f
     if (!f.ok()) return Fail(error, f.status());
     recap::Result<recap::Prepared> prepared = compactor->compactor->Prepare(session, Sizes(sizes));
     if (!prepared.ok()) return Fail(error, prepared.status());
-    recap::Result<std::string> members = EncodedMembers(*f, prepared->messages);
-    if (!members.ok()) return Fail(error, members.status().WithContext("recap_prepare"));
-    std::string figures = PreparedFigures(*prepared).dump();
-    // {"messages": …, then the figures' members.
-    std::string out;
-    out.reserve(members->size() + figures.size() + 2);
-    out += '{';
-    out += *members;
-    out += ',';
-    out.append(figures, 1, std::string::npos);
-    return Give(out, result_json, error);
+    recap::Result<Around> around = LeadingSystem(*f, prepared->messages);
+    if (!around.ok()) return Fail(error, around.status().WithContext("recap_prepare"));
+    std::vector<std::string_view> parts;
+    const Status encoded = MessageParts(*f, prepared->messages, around->begin, &parts);
+    if (!encoded.ok()) return Fail(error, encoded.WithContext("recap_prepare"));
+    const std::string figures = PreparedFigures(*prepared).dump();
+    // {"messages":[…],"system":…,<the figures' members>}, written once into the caller's
+    // memory: the messages' kept text is copied once, as a C++ host's EncodeTranscript does.
+    static constexpr std::string_view kHead = "{\"messages\":[";
+    std::size_t total = kHead.size() + 2 + around->system_member.size() + figures.size();
+    for (std::string_view p : parts) total += p.size() + 1;
+    char* out = static_cast<char*>(std::malloc(total + 1));
+    if (out == nullptr) return Fail(error, RECAP_RESOURCE_EXHAUSTED, "recap: out of memory");
+    char* w = out;
+    auto put = [&w](std::string_view piece) {
+      if (!piece.empty()) std::memcpy(w, piece.data(), piece.size());
+      w += piece.size();
+    };
+    put(kHead);
+    for (std::size_t k = 0; k < parts.size(); ++k) {
+      if (k > 0) *w++ = ',';
+      put(parts[k]);
+    }
+    *w++ = ']';
+    put(around->system_member);
+    *w++ = ',';
+    put(std::string_view(figures).substr(1));  // the figures' members and their '}'
+    *w = '\0';
+    *result_json = out;
+    return static_cast<int>(RECAP_OK);
   });
 }
 

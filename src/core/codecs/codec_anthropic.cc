@@ -477,6 +477,31 @@ Result<std::string> EncodeMessage(const Message& message) {
   });
 }
 
+namespace {
+
+// One message's piece of the array (EncodeTranscript, EncodeTranscriptParts).
+Status Fragment(const Message& m, const std::string& where, std::string* text) {
+  Json j;
+  RECAP_RETURN_IF_ERROR(EncodeOne(m, where, &j));
+  return jsonutil::AppendDump(j, "`" + where + "`", text, /*depth=*/1);
+}
+
+}  // namespace
+
+Result<std::string> EncodeTranscript(const Transcript& transcript, std::size_t begin) {
+  return codec_shell::Guarded("encoding Anthropic messages", [&] {
+    return codec_shell::EncodeKept(transcript, begin, internal::WireFormat::kAnthropic, Fragment);
+  });
+}
+
+Status EncodeTranscriptParts(const Transcript& transcript, std::size_t begin,
+                             std::vector<std::string_view>* parts) {
+  return codec_shell::Guarded("encoding Anthropic messages", [&] {
+    return codec_shell::KeptParts(transcript, begin, internal::WireFormat::kAnthropic, Fragment,
+                                  parts);
+  });
+}
+
 }  // namespace anthropic
 }  // namespace v0
 }  // namespace recap

@@ -583,6 +583,29 @@ Result<std::string> EncodeMessage(const Message& message) {
   });
 }
 
+namespace {
+
+// One message's piece of the array (EncodeTranscript, EncodeTranscriptParts).
+Status Fragment(const Message& m, const std::string& where, std::string* text) {
+  return AppendMessage(m, where, text, 1);
+}
+
+}  // namespace
+
+Result<std::string> EncodeTranscript(const Transcript& transcript, std::size_t begin) {
+  return codec_shell::Guarded("encoding recap messages", [&] {
+    return codec_shell::EncodeKept(transcript, begin, internal::WireFormat::kNative, Fragment);
+  });
+}
+
+Status EncodeTranscriptParts(const Transcript& transcript, std::size_t begin,
+                             std::vector<std::string_view>* parts) {
+  return codec_shell::Guarded("encoding recap messages", [&] {
+    return codec_shell::KeptParts(transcript, begin, internal::WireFormat::kNative, Fragment,
+                                  parts);
+  });
+}
+
 }  // namespace native
 }  // namespace v0
 }  // namespace recap

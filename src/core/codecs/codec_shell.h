@@ -12,6 +12,8 @@
 #include "recap/status.h"
 
 #include "json/json_util.h"
+#include "model/encoded_forms.h"
+#include "model/transcript_access.h"
 
 namespace recap {
 inline namespace v0 {
@@ -106,6 +108,80 @@ Result<std::string> EncodeSingle(const Message& message, Expand&& expand,
   std::string text;
   RECAP_RETURN_IF_ERROR(jsonutil::Dump(elements[0], "the message", &text));
   return text;
+}
+
+// EncodeTranscriptParts: the pieces of the JSON array of messages [begin, size()) of `t`, each
+// message's elements written by the codec's `fragment(message, where, &text)` (its elements,
+// joined by ',', nothing around them) — or taken from what an earlier call kept with the
+// message. A fragment written here is kept with the message (model/encoded_forms.h) for every
+// later call, by any transcript that shares the message: the cost of a turn is its new messages.
+// A message that fails to encode keeps nothing, and its error names it as
+// `messages[<index from begin>]`, as EncodeMessages would. A message of no element gives no
+// piece. `parts` is cleared first.
+template <typename Fragment>
+Status KeptParts(const Transcript& t, std::size_t begin, internal::WireFormat format,
+                 Fragment&& fragment, std::vector<std::string_view>* parts) {
+  parts->clear();
+  if (begin > t.size()) {
+    return Status::InvalidArgument("EncodeTranscript: `begin` (" + std::to_string(begin) +
+                                   ") is past the transcript's " + std::to_string(t.size()) +
+                                   " messages");
+  }
+  parts->reserve(t.size() - begin);
+  for (std::size_t i = begin; i < t.size(); ++i) {
+    internal::EncodedForms& forms = internal::TranscriptAccess::Encoded(t, i);
+    const std::string* text = forms.Find(format);
+    if (text == nullptr) {
+      std::string written;
+      Status s = fragment(t[i], "messages[" + std::to_string(i - begin) + "]", &written);
+      if (!s.ok()) {
+        parts->clear();
+        return s;
+      }
+      text = &forms.Keep(format, std::move(written));
+    }
+    if (!text->empty()) parts->emplace_back(*text);
+  }
+  return Status::OK();
+}
+
+// The array the pieces make: '[' + the pieces joined by ',' + ']', sized in advance (one copy
+// of their bytes).
+inline std::string JoinParts(const std::vector<std::string_view>& parts) {
+  std::size_t total = 2 + parts.size();
+  for (std::string_view p : parts) total += p.size();
+  std::string out;
+  out.reserve(total);
+  out += '[';
+  for (std::size_t k = 0; k < parts.size(); ++k) {
+    if (k > 0) out += ',';
+    out.append(parts[k].data(), parts[k].size());
+  }
+  out += ']';
+  return out;
+}
+
+// EncodeTranscript on KeptParts.
+template <typename Fragment>
+Result<std::string> EncodeKept(const Transcript& t, std::size_t begin, internal::WireFormat format,
+                               Fragment&& fragment) {
+  std::vector<std::string_view> parts;
+  RECAP_RETURN_IF_ERROR(KeptParts(t, begin, format, fragment, &parts));
+  return JoinParts(parts);
+}
+
+// The fragment of a format whose messages expand into elements (`expand`, as EncodeExpanded).
+template <typename Expand>
+Status ExpandedFragment(const Message& m, const std::string& where, std::string* text,
+                        Expand&& expand) {
+  std::vector<jsonutil::Json> elements;
+  RECAP_RETURN_IF_ERROR(expand(m, where, &elements));
+  for (std::size_t k = 0; k < elements.size(); ++k) {
+    if (k > 0) text->push_back(',');
+    RECAP_RETURN_IF_ERROR(jsonutil::AppendDump(elements[k], "`" + where + "`", text, /*depth=*/1));
+    elements[k] = nullptr;
+  }
+  return Status::OK();
 }
 
 }  // namespace codec_shell

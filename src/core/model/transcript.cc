@@ -17,6 +17,7 @@
 
 #include "recap/measure.h"
 
+#include "model/encoded_forms.h"
 #include "model/transcript_access.h"
 
 namespace recap {
@@ -294,18 +295,22 @@ void Transcript::PushMeasured(std::shared_ptr<const Message> m, std::size_t char
   Push(std::move(m), chars, facts);
 }
 
-void Transcript::Push(std::shared_ptr<const Message> m, std::size_t chars, const CutFacts& facts) {
+void Transcript::Push(std::shared_ptr<const Message> m, std::size_t chars, const CutFacts& facts,
+                      std::shared_ptr<internal::EncodedForms> forms) {
   if (size_ % kChunk == 0) {
     auto chunk = std::make_shared<Chunk>();
     chunk->messages.reserve(kChunk);
     chunk->prefix.reserve(kChunk);
     chunk->facts.reserve(kChunk);
+    chunk->encoded.reserve(kChunk);
     chunks_.push_back(std::move(chunk));
     base_.push_back(chars_);
   }
   Chunk& c = MutableChunk(chunks_.size() - 1);
   c.prefix.push_back(chars_ - base_.back());
   c.facts.push_back(facts);
+  c.encoded.push_back(forms != nullptr ? std::move(forms)
+                                       : std::make_shared<internal::EncodedForms>());
   c.messages.push_back(std::move(m));
   ++size_;
   chars_ += chars;
@@ -358,6 +363,7 @@ void Transcript::Set(std::vector<std::pair<std::size_t, Message>> replacements) 
     if (pairing_exact_ && !SameLinks(*c.messages[j], m)) LosePairing();
     c.facts[j].flags = FlagsOf(m) | kWellFormedFact;
     c.messages[j] = std::make_shared<const Message>(std::move(m));
+    c.encoded[j] = std::make_shared<internal::EncodedForms>();
     for (std::size_t q = j + 1; q < c.prefix.size(); ++q)
       c.prefix[q] = c.prefix[q] - old_chars + new_chars;
     // Later chunks' bases move by the same amount.
@@ -386,6 +392,7 @@ void Transcript::ReplaceContent(std::vector<ContentReplacement>& replacements) {
     fresh->messages.reserve(kChunk);
     fresh->prefix.reserve(kChunk);
     fresh->facts.reserve(kChunk);
+    fresh->encoded.reserve(kChunk);
     fresh->facts = old.facts;
     std::size_t sum = 0;
     for (std::size_t j = 0; j < count; ++j) {
@@ -398,10 +405,12 @@ void Transcript::ReplaceContent(std::vector<ContentReplacement>& replacements) {
         assert(SameLinks(*old.messages[j], *r.message));
         assert(MessageChars(*r.message) == r.chars);
         fresh->messages.push_back(std::move(r.message));
+        fresh->encoded.push_back(std::make_shared<internal::EncodedForms>());
         sum += r.chars;
       } else {
         const std::size_t next = j + 1 < count ? old.prefix[j + 1] : old_total;
         fresh->messages.push_back(old.messages[j]);
+        fresh->encoded.push_back(old.encoded[j]);
         sum += next - old.prefix[j];
       }
     }
@@ -446,7 +455,7 @@ void Transcript::AppendFrom(const Transcript& from, std::size_t i) {
   CutFacts facts = Pair(*m, size_);
   facts.flags =
       static_cast<std::uint8_t>(facts.flags | (from.cut_facts(i).flags & kWellFormedFact));
-  Push(m, from.chars(i), facts);
+  Push(m, from.chars(i), facts, from.chunks_[i / kChunk]->encoded[i % kChunk]);
 }
 
 std::vector<Message> Transcript::ToVector() const {

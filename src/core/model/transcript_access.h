@@ -3,9 +3,12 @@
 #ifndef RECAP_SRC_CORE_MODEL_TRANSCRIPT_ACCESS_H_
 #define RECAP_SRC_CORE_MODEL_TRANSCRIPT_ACCESS_H_
 
+#include <memory>
 #include <vector>
 
 #include "recap/transcript.h"
+
+#include "model/encoded_forms.h"
 
 namespace recap {
 inline namespace v0 {
@@ -35,6 +38,12 @@ struct TranscriptAccess {
   // (tail_reducer.cc) uses it: clipping changes content only (SPEC R6.4).
   static void ReplaceContent(Transcript& t, std::vector<ContentReplacement>& replacements) {
     t.ReplaceContent(replacements);
+  }
+
+  // Message `i`'s kept encoded forms (model/encoded_forms.h), shared with every transcript
+  // that holds the message. Never null.
+  static EncodedForms& Encoded(const Transcript& t, std::size_t i) {
+    return *t.chunks_[i / Transcript::kChunk]->encoded[i % Transcript::kChunk];
   }
 };
 
