@@ -175,10 +175,16 @@ int RunPrepare(const std::vector<std::string>& words) {
   std::string reasons;  // "auto", "auto, budget"
   for (const Json& r : compactions) reasons += (reasons.empty() ? "" : ", ") + r.get<std::string>();
   if (changed) {
-    // One line on stderr: the request differs from the transcript the host appended.
-    std::cerr << "recap prepare: session '" << session
-              << "': " << (compacted ? "compacted (" + reasons + ")" : std::string("not compacted"))
-              << ", " << Num(prepared->reduced_messages) << " messages clipped; ~"
+    // One line on stderr: the request differs from the transcript the host appended. It says
+    // only what happened: "compacted (auto), 3 messages clipped".
+    std::string what = compacted ? "compacted (" + reasons + ")" : "";
+    const auto add = [&what](std::size_t count, const std::string& text) {
+      if (count > 0) what += (what.empty() ? "" : ", ") + Num(count) + text;
+    };
+    add(prepared->reduced_messages, " messages clipped");
+    add(prepared->cleared_tool_result_messages, " messages' old tool results cleared");
+    add(prepared->provider_retired_messages, " messages retired before a provider's checkpoint");
+    std::cerr << "recap prepare: session '" << session << "': " << what << "; ~"
               << Num(prepared->before_tokens) << " -> ~" << Num(prepared->after_tokens)
               << " tokens; version " << prepared->version << "\n";
   }

@@ -651,11 +651,13 @@ TEST_CASE(
 
 TEST_CASE("R16.3 two appends racing on one session both land, in either order", "[cli]") {
   TempDir dir("recap-cli-race");
-  const std::string db = dir.File("s.db");
   const int rounds = recap_test::kSlowBuild ? 4 : 10;
   for (int round = 0; round < rounds; ++round) {
-    // A new session each round, both inputs with the same instructions: one creates the session
-    // with them, the other finds it made and appends after.
+    // A new database and session each round, both inputs with the same instructions: one
+    // creates the session with them, the other finds it made and appends after. (Both create
+    // the database file too: one used to see the other's tables before its schema version and
+    // refuse the file as not recap's.)
+    const std::string db = dir.File("s-" + std::to_string(round) + ".db");
     const std::string session = "race-" + std::to_string(round);
     for (const std::string tag : {"a", "b"}) {
       Write(dir.File(tag + ".json"),
