@@ -14,6 +14,8 @@ RECAP_DEBIAN_PACKAGES=(
   # in /usr/lib/postgresql/15/bin) for its tests, which start a private server of their own
   # (tests/support/pg_server.h); the package's own cluster is never used.
   postgresql libpq-dev
+  # The shell host loop of docs/cli.md (examples/cli/host_loop.sh), which a cli test runs.
+  jq
 )
 
 # recap_missing_packages PKG...: prints the packages that are not installed, one a line.

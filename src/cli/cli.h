@@ -12,6 +12,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -80,12 +81,21 @@ inline constexpr std::uint32_t kDefaultBusyTimeoutMs = 30000;
 inline constexpr std::uint32_t kMaxBusyTimeoutMs = 3600000;
 
 // Reads the whole file at `path` into *out, but never more than `max_bytes` (an endless stream
-// such as /dev/urandom is refused once that much was read). On failure *error says what was
-// wrong: `what` names the file ("'t.json'"), `limit_name` the limit ("--max-input-bytes")
-// and `advice` what to do when the file is over it.
+// such as /dev/urandom is refused once that much was read). `path` "-" reads standard input,
+// under the same bound. On failure *error says what was wrong: `what` names the file
+// ("'t.json'", InputName), `limit_name` the limit ("--max-input-bytes") and `advice` what to
+// do when the file is over it.
 bool ReadBounded(const std::string& path, std::size_t max_bytes, const std::string& what,
                  const std::string& limit_name, const std::string& advice, std::string* out,
                  std::string* error);
+
+// How messages name an input given on the command line: "'t.json'", or "standard input" for
+// "-".
+std::string InputName(const std::string& path);
+
+// Puts /dev/null in place of a closed standard input (main calls it first), so that no file the
+// command opens takes its descriptor; ReadBounded then refuses "-", saying stdin is closed.
+void GuardStandardInput();
 
 // "1,048,576 bytes" / "1 GiB" for messages.
 std::string Bytes(std::size_t n);
@@ -178,12 +188,40 @@ int RunStats(const std::vector<std::string>& words);
 int RunPlan(const std::vector<std::string>& words);
 int RunCompact(const std::vector<std::string>& words);
 int RunSessions(const std::vector<std::string>& words);
+int RunAppend(const std::vector<std::string>& words);
+int RunPrepare(const std::vector<std::string>& words);
 
 // Decodes a transcript file's text the way `recap import --format FORMAT [--run RUN]` does,
 // without touching a database (the importers' fuzz target uses it). `run` empty: no --run.
 recap::Result<recap::Conversation> DecodeTranscript(const std::string& format,
                                                     const std::string& text,
                                                     const std::string& run);
+
+// Decodes an input's text the way `recap import --format FORMAT` decodes a file (the same
+// instructions, the same checks: nesting depth, a message whose tool calls share an id), for
+// `recap append`. `path` is the input as given ("-": standard input). On failure the status's
+// message says what is wrong and where, which --format the text looks like when it looks like
+// another, and that nothing was written; *usage tells a usage error (a wrong --run).
+recap::Result<recap::Conversation> DecodeInput(const std::string& format, const std::string& text,
+                                               const std::string& path, const Args& args,
+                                               bool* usage);
+
+// The formats `export` writes and `append` and `prepare` take: openai-chat, anthropic,
+// openai-responses, recap.
+bool MessageFormat(const std::string& format);
+
+// A conversation as the JSON document a model receives in `format` (what `recap export --format
+// FORMAT` writes): openai-chat's messages array with the instructions first as its system
+// message, anthropic's {"system", "messages"}, a Responses request's {"instructions", "input"}
+// (a bare array without instructions), recap's {"instructions", "messages"}. The codecs' text
+// is not parsed again: numbers stay as written (SPEC R13.2). Fails when the conversation holds
+// what the format cannot carry.
+recap::Result<std::string> EncodeDocument(const std::string& format,
+                                          const recap::Conversation& conv);
+
+// Writes a compact JSON text to stdout, indented by two spaces when `indent` (as `export` does
+// without --json), then a newline.
+void WriteJsonText(std::string_view json, bool indent);
 
 // Session statistics, shared by `stats` and `sessions show`.
 Json SessionStatsJson(recap::SessionStore& store, const std::string& session,

@@ -1,4 +1,7 @@
 // recap CLI — option parsing, reporting, the database and the configuration.
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -143,18 +146,55 @@ std::string Bytes(std::size_t n) {
   return Num(n) + " bytes";
 }
 
+namespace {
+bool stdin_was_closed = false;
+}  // namespace
+
+void GuardStandardInput() {
+  // A closed stdin (`recap append - <&-`) would let the next file the program opens (the
+  // database) take descriptor 0, and `-` would then read that file. /dev/null takes its place;
+  // reading `-` says that stdin was closed.
+  if (::fcntl(STDIN_FILENO, F_GETFD) == -1 && errno == EBADF) {
+    stdin_was_closed = true;
+    const int fd = ::open("/dev/null", O_RDONLY);
+    if (fd >= 0 && fd != STDIN_FILENO) {
+      ::dup2(fd, STDIN_FILENO);
+      ::close(fd);
+    }
+  }
+}
+
+std::string InputName(const std::string& path) {
+  return path == "-" ? std::string("standard input") : "'" + path + "'";
+}
+
 bool ReadBounded(const std::string& path, std::size_t max_bytes, const std::string& what,
                  const std::string& limit_name, const std::string& advice, std::string* out,
                  std::string* error) {
+  const bool from_stdin = path == "-";
+  if (from_stdin && stdin_was_closed) {
+    *error = "cannot read " + what +
+             ": standard input is closed; give the input on it (`< FILE`, a pipe) or name a file";
+    return false;
+  }
   struct stat st {};
-  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+  if (!from_stdin && ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
     *error = what + " is a folder";
     return false;
   }
-  std::FILE* f = std::fopen(path.c_str(), "rb");
+  // Standard input is read as it is (a file redirected with `<`, a pipe, a terminal) and is
+  // left open: it is not ours to close.
+  std::FILE* f = from_stdin ? stdin : std::fopen(path.c_str(), "rb");
   if (f == nullptr) {
     *error = "cannot open " + what + ": " + std::generic_category().message(errno) +
              "; check the path and that the file is readable";
+    return false;
+  }
+  const auto close = [&] {
+    if (!from_stdin) std::fclose(f);
+  };
+  if (from_stdin && ::fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+    *error = what + " is a folder";
     return false;
   }
   out->clear();
@@ -162,7 +202,7 @@ bool ReadBounded(const std::string& path, std::size_t max_bytes, const std::stri
   // before anything is read.
   if (::fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode)) {
     if (static_cast<std::size_t>(st.st_size) > max_bytes) {
-      std::fclose(f);
+      close();
       *error = what + " is larger than " + limit_name + " (" + Bytes(max_bytes) + "): it has " +
                Bytes(static_cast<std::size_t>(st.st_size)) + ". " + advice;
       return false;
@@ -174,7 +214,7 @@ bool ReadBounded(const std::string& path, std::size_t max_bytes, const std::stri
     const std::size_t n = std::fread(buffer, 1, sizeof buffer, f);
     if (n > 0) {
       if (out->size() + n > max_bytes) {
-        std::fclose(f);
+        close();
         out->clear();
         out->shrink_to_fit();
         *error = what + " is larger than " + limit_name + " (" + Bytes(max_bytes) +
@@ -186,7 +226,7 @@ bool ReadBounded(const std::string& path, std::size_t max_bytes, const std::stri
     if (n < sizeof buffer) {
       const bool failed = std::ferror(f) != 0;
       const int saved = errno;
-      std::fclose(f);
+      close();
       if (failed) {
         *error = "cannot read " + what + ": " + std::generic_category().message(saved);
         return false;
@@ -564,8 +604,8 @@ bool ValidSessionId(const std::string& id, std::string* error) {
 }
 
 const char* const kConfigHelp =
-    "  --config FILE             recap's JSON configuration (docs/configuration.md);\n"
-    "                            default: recap's defaults\n"
+    "  --config FILE             recap's JSON configuration (docs/configuration.md;\n"
+    "                            `-`: standard input); default: recap's defaults\n"
     "  --max-context-chars N     limits.maxContextChars (overrides --config)\n"
     "  --keep-turns N            compaction.keepTurns, 0..20 (overrides --config)\n";
 
@@ -580,9 +620,10 @@ recap::Result<recap::Config> BuildConfig(const Args& args, bool* usage) {
     const std::string path = args.Get("config");
     std::string text;
     std::string error;
-    if (!ReadBounded(path, kMaxConfigBytes, "the configuration file '" + path + "' (--config)",
-                     "the limit for a configuration file", "Check the path given with --config",
-                     &text, &error)) {
+    const std::string what = path == "-" ? "the configuration on standard input (--config -)"
+                                         : "the configuration file '" + path + "' (--config)";
+    if (!ReadBounded(path, kMaxConfigBytes, what, "the limit for a configuration file",
+                     "Check the path given with --config", &text, &error)) {
       if (error.find("is a folder") != std::string::npos) {
         error += "; name the configuration file with --config FILE";
       }
@@ -590,9 +631,10 @@ recap::Result<recap::Config> BuildConfig(const Args& args, bool* usage) {
     }
     recap::Result<recap::Config> parsed = recap::Config::FromJson(text);
     if (!parsed.ok()) {
-      return parsed.status().WithContext("the configuration file '" + path +
-                                         "' is not valid (fix it, or leave --config out for "
-                                         "the defaults)");
+      return parsed.status().WithContext(
+          (path == "-" ? "the configuration on standard input"
+                       : "the configuration file '" + path + "'") +
+          " is not valid (fix it, or leave --config out for the defaults)");
     }
     config = *parsed;
   }

@@ -41,11 +41,6 @@ const char* const kHelp =
     "  --json            write the JSON on one line (default: indented)\n"
     "  --help            this text\n";
 
-bool KnownFormat(const std::string& format) {
-  return format == "openai-chat" || format == "anthropic" || format == "openai-responses" ||
-         format == "recap";
-}
-
 recap::Result<std::string> Encode(const std::string& format, const recap::Conversation& conv) {
   if (format == "openai-chat") return recap::openai_chat::EncodeMessages(conv);
   if (format == "recap") return recap::native::EncodeMessages(conv);
@@ -226,6 +221,24 @@ class JsonWriter {
 
 }  // namespace
 
+bool MessageFormat(const std::string& format) {
+  return format == "openai-chat" || format == "anthropic" || format == "openai-responses" ||
+         format == "recap";
+}
+
+recap::Result<std::string> EncodeDocument(const std::string& format,
+                                          const recap::Conversation& conv) {
+  return Document(format, conv);
+}
+
+void WriteJsonText(std::string_view json, bool indent) {
+  JsonWriter writer(indent);
+  writer.Write(json);
+  writer.Raw("\n");
+  writer.Flush();
+  std::cout.flush();
+}
+
 int RunExport(const std::vector<std::string>& words) {
   Args args;
   args.command = "export";
@@ -245,7 +258,7 @@ int RunExport(const std::vector<std::string>& words) {
     return UsageError(args,
                       "--format is required (openai-chat, anthropic, openai-responses or recap)");
   }
-  if (!KnownFormat(format)) {
+  if (!MessageFormat(format)) {
     return UsageError(args, "unknown format '" + format +
                                 "'; use openai-chat, anthropic, openai-responses or recap");
   }
@@ -278,12 +291,7 @@ int RunExport(const std::vector<std::string>& words) {
       return Failure(args, "session '" + session + "' cannot be written as " + format + ": " +
                                Sentence(doc.status().message()) + hint);
     }
-    JsonWriter writer(!args.json());
-    writer.Write(*doc);
-    std::string().swap(*doc);
-    writer.Raw("\n");
-    writer.Flush();
-    std::cout.flush();
+    WriteJsonText(*doc, !args.json());
     return kExitOk;
   }
 

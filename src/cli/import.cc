@@ -58,13 +58,14 @@ const char* const kHelp =
     "                                   (pick one with --run N)\n"
     "                      recap        recap's own JSON (what `recap export --format recap`\n"
     "                                   writes)\n"
+    "  FILE              the transcript file (required); `-`: standard input\n"
     "  --session ID      the new session's id (required; it must not exist yet)\n"
     "  --run N           which run of a file holding several (tau-bench, openhands), from 0\n"
     "  --db DB           the database file (default ./recap.db; created if missing) or a\n"
     "                    postgresql:// URL (recap's tables are created in its schema `recap`)\n"
     "  --max-input-bytes N\n"
-    "                    refuse a file larger than N bytes (default 1G; K, M and G suffixes),\n"
-    "                    before reading past it\n"
+    "                    refuse a file (or standard input) larger than N bytes (default 1G;\n"
+    "                    K, M and G suffixes), before reading past it\n"
     "  --json            print the result as one JSON object\n"
     "  --help            this text\n";
 
@@ -757,10 +758,30 @@ DecodeResult Decode(const std::string& format, const std::string& text, const Ar
   return DecodeNative(text);
 }
 
+// The message for an input that does not decode: what is wrong, and which format it looks like
+// when it looks like another. `command` is the one whose --help describes the formats.
+std::string NotDecoded(const std::string& path, const std::string& format, const std::string& text,
+                       std::string detail, const std::string& command) {
+  while (!detail.empty() && (detail.back() == '.' || detail.back() == ' ')) detail.pop_back();
+  std::string message = InputName(path) + " does not decode as " + format + ": " + detail + ".";
+  // (not parsed at all when too deep: even parsing copies deep objects recursively)
+  const std::string guess = NestingError(text).empty() ? GuessFormat(text) : std::string();
+  const std::string noun = path == "-" ? "input" : "file";
+  if (!guess.empty() && guess != format) {
+    message +=
+        " The " + noun + " looks like --format " + guess + "; run the command again with it.";
+  } else {
+    message += " Check that the " + noun +
+               " is complete and in the format given with --format (`recap " + command +
+               " --help` describes each).";
+  }
+  return message + " Nothing was written.";
+}
+
 // A message asking twice under one id could never have both calls answered; the store would
 // refuse it too, but here it can be named by its place in the file.
 std::string RepeatedCallIdError(const std::string& path, std::size_t index, const std::string& id) {
-  return "'" + path + "': message " + std::to_string(index) +
+  return InputName(path) + ": message " + std::to_string(index) +
          " holds two tool calls with the id \"" + id +
          "\"; a result answers one call of an id, so one of them could never be answered. "
          "Give each call its own id in the file. Nothing was written";
@@ -815,8 +836,8 @@ class StreamedMessages : public recap::MessageSource {
         return decode_status_;
       }
       if (count_ == 0) {
-        input_error_ = "'" + path_ +
-                       "' holds no messages (after the instructions); nothing "
+        input_error_ = InputName(path_) +
+                       " holds no messages (after the instructions); nothing "
                        "was written";
         return recap::Status::InvalidArgument(input_error_);
       }
@@ -1004,6 +1025,51 @@ recap::Result<recap::Conversation> DecodeTranscript(const std::string& format,
   return std::move(conversation);
 }
 
+recap::Result<recap::Conversation> DecodeInput(const std::string& format, const std::string& text,
+                                               const std::string& path, const Args& args,
+                                               bool* usage) {
+  *usage = false;
+  // One message object (a chat or Anthropic message, a Responses item, a recap message: each has
+  // a `role` or a `type`, which no document form has) is read as an array of one. Whether it
+  // has one is found without parsing it, so a depth bomb still meets the depth scan first.
+  std::string wrapped;
+  const std::string* input = &text;
+  if (IsObjectText(text) && (MemberText(text, "role") || MemberText(text, "type"))) {
+    wrapped = "[" + text + "]";
+    input = &wrapped;
+  }
+  DecodeResult decoded = Decode(format, *input, args);
+  if (!decoded.first) {
+    *usage = decoded.second.usage;
+    return recap::Status::InvalidArgument(
+        decoded.second.usage ? decoded.second.message
+                             : NotDecoded(path, format, text, decoded.second.message, "append"));
+  }
+  recap::Conversation conversation = std::move(decoded.first->conversation);
+  if (decoded.first->stream) {
+    recap::Status status = decoded.first->stream([&](recap::Message&& m, bool is_instructions) {
+      if (is_instructions) {
+        conversation.instructions = std::move(m);
+      } else {
+        conversation.messages.push_back(std::move(m));
+      }
+      return recap::Status::OK();
+    });
+    if (!status.ok()) {
+      return recap::Status::InvalidArgument(
+          NotDecoded(path, format, text, decoded.first->what + ": " + status.message(), "append"));
+    }
+  }
+  // Named by its place in the input, as import names it (the store would refuse it too).
+  for (std::size_t i = 0; i < conversation.messages.size(); ++i) {
+    if (std::optional<std::string> id = recap::RepeatedCallId(conversation.messages[i])) {
+      return recap::Status::InvalidArgument(
+          RepeatedCallIdError(path, i + (conversation.instructions ? 1 : 0), *id));
+    }
+  }
+  return conversation;
+}
+
 int RunImport(const std::vector<std::string>& words) {
   Args args;
   args.command = "import";
@@ -1055,10 +1121,11 @@ int RunImport(const std::vector<std::string>& words) {
   }
 
   // 1. Read and decode everything; nothing is opened or written yet.
-  Progress progress("importing " + path.substr(path.find_last_of('/') + 1));
+  Progress progress("importing " +
+                    (path == "-" ? "standard input" : path.substr(path.find_last_of('/') + 1)));
   progress.Update("reading");
   std::string text;
-  if (!ReadBounded(path, max_bytes, "'" + path + "'", "--max-input-bytes",
+  if (!ReadBounded(path, max_bytes, InputName(path), "--max-input-bytes",
                    "If the file is right, raise the limit (--max-input-bytes N, e.g. 4G). Nothing "
                    "was written",
                    &text, &error)) {
@@ -1068,39 +1135,28 @@ int RunImport(const std::vector<std::string>& words) {
     return Failure(args, error);
   }
   if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
-    return Failure(args, "'" + path + "' is empty; nothing to import");
+    return Failure(args, InputName(path) + " is empty; nothing to import");
   }
   progress.Update("decoding " + Num(text.size()) + " bytes as " + format);
   DecodeResult decoded = Decode(format, text, args);
   // The message for a file that does not decode: what is wrong, and which format it looks like.
-  const auto not_decoded = [&](std::string detail) {
+  const auto not_decoded = [&](const std::string& detail) {
     progress.Finish();
-    while (!detail.empty() && (detail.back() == '.' || detail.back() == ' ')) detail.pop_back();
-    std::string message = "'" + path + "' does not decode as " + format + ": " + detail + ".";
-    // (not parsed at all when too deep: even parsing copies deep objects recursively)
-    const std::string guess = NestingError(text).empty() ? GuessFormat(text) : std::string();
-    if (!guess.empty() && guess != format) {
-      message += " The file looks like --format " + guess + "; run the command again with it.";
-    } else {
-      message +=
-          " Check that the file is complete and in the format given with --format "
-          "(`recap import --help` describes each).";
-    }
-    message += " Nothing was written.";
-    return Failure(args, message);
+    return Failure(args, NotDecoded(path, format, text, detail, "import"));
   };
   if (!decoded.first) {
     if (decoded.second.usage) {
       progress.Finish();
-      return UsageError(args, path + ": " + decoded.second.message);
+      return UsageError(args,
+                        (path == "-" ? "standard input" : path) + ": " + decoded.second.message);
     }
     return not_decoded(decoded.second.message);
   }
   recap::Conversation& conversation = decoded.first->conversation;
   if (!decoded.first->stream) {
     if (conversation.messages.empty()) {
-      return Failure(args, "'" + path +
-                               "' holds no messages (after the instructions); nothing "
+      return Failure(args, InputName(path) +
+                               " holds no messages (after the instructions); nothing "
                                "was written");
     }
     text.clear();

@@ -34,6 +34,8 @@ const char* const kUsage =
     "\n"
     "commands:\n"
     "  import     import a transcript file into a new session\n"
+    "  append     add a turn's messages to a session (creating it when new)\n"
+    "  prepare    run the per-turn `prepare` and print what to send to the model\n"
     "  export     write a session's active transcript (or its full history) as JSON\n"
     "  stats      sizes, turns and tool pairs of a session\n"
     "  plan       where a compaction would cut now and what it would free (changes nothing)\n"
@@ -66,14 +68,16 @@ int Main(int argc, char** argv) {
     return recap_cli::kExitOk;
   }
   if (command == "import") return recap_cli::RunImport(words);
+  if (command == "append") return recap_cli::RunAppend(words);
+  if (command == "prepare") return recap_cli::RunPrepare(words);
   if (command == "export") return recap_cli::RunExport(words);
   if (command == "stats") return recap_cli::RunStats(words);
   if (command == "plan") return recap_cli::RunPlan(words);
   if (command == "compact") return recap_cli::RunCompact(words);
   if (command == "sessions") return recap_cli::RunSessions(words);
   std::cerr << "recap: unknown command '" << command
-            << "'. The commands are import, export, stats, plan, compact, sessions and "
-               "version; run `recap --help`.\n";
+            << "'. The commands are import, append, prepare, export, stats, plan, compact, "
+               "sessions and version; run `recap --help`.\n";
   return recap_cli::kExitUsage;
 }
 
@@ -135,6 +139,7 @@ int CheckedOutput(int rc, const char* command) {
 
 int main(int argc, char** argv) {
   GuardStandardOutput();
+  recap_cli::GuardStandardInput();
   const char* command = argc > 1 ? argv[1] : "";
   try {
     return CheckedOutput(Main(argc, argv), command);

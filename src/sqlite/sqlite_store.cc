@@ -142,7 +142,20 @@ class Connection {
       db_ = std::make_unique<SQLite::Database>(path_, flags,
                                                static_cast<int>(options_.busy_timeout_ms));
       // Read before anything writes: a file that is not ours, or is newer, stays untouched.
-      const int version = db_->execAndGet("PRAGMA user_version").getInt();
+      // The version and the tables are read in one read transaction: another process creating
+      // the same new file commits its whole schema and its version at once (Migrate), so this
+      // one sees both or neither — never its tables without its version, which would be
+      // refused as a file of someone else's (two hosts whose first writes race).
+      db_->exec("BEGIN");
+      int version = 0;
+      try {
+        version = db_->execAndGet("PRAGMA user_version").getInt();
+        if (version == 0) RefuseForeign();
+        db_->exec("COMMIT");
+      } catch (...) {
+        sqlite3_exec(db_->getHandle(), "ROLLBACK", nullptr, nullptr, nullptr);
+        throw;
+      }
       if (version > kSchemaVersion) {
         // status.h: kCorruption covers data written by a newer recap.
         throw Abort{Status::Corruption("recap sqlite store " + Quoted(path_) +
@@ -153,7 +166,6 @@ class Connection {
                                        std::to_string(kSchemaVersion) +
                                        ". Upgrade recap to open it (the file was left as it is)")};
       }
-      if (version == 0) RefuseForeign();
       const std::string mode = db_->execAndGet("PRAGMA journal_mode = WAL").getString();
       if (mode != "wal") {
         throw Abort{Status::IOError("recap sqlite store " + Quoted(path_) +
