@@ -1,4 +1,4 @@
-# cmake -DLIBRARIES="a.so;b.so" -DINCLUDE_DIR=<prefix>/include -P check_exports.cmake
+# cmake -DLIBRARIES="a.so|b.so" -DINCLUDE_DIR=<prefix>/include -P check_exports.cmake
 #
 # A shared recap library exports its public API and nothing else (issue 18). Every exported
 # symbol of recap's namespace must be made of names that a public header under INCLUDE_DIR
@@ -26,8 +26,13 @@ foreach(h IN LISTS headers)
 endforeach()
 list(REMOVE_DUPLICATES public_words)
 
+string(REPLACE "|" ";" LIBRARIES "${LIBRARIES}")
+list(LENGTH LIBRARIES library_count)
+message(STATUS "checking the exports of ${library_count} libraries")
+
 set(leaks)
 set(checked 0)
+set(c_checked 0)
 foreach(lib IN LISTS LIBRARIES)
   execute_process(COMMAND "${NM}" -D --defined-only "${lib}" OUTPUT_VARIABLE table
                   RESULT_VARIABLE rc)
@@ -37,6 +42,25 @@ foreach(lib IN LISTS LIBRARIES)
   string(REGEX MATCHALL "[^\n]+" lines "${table}")
   set(mangled)
   foreach(line IN LISTS lines)
+    # The C API (include/recap/c/recap.h): every function a library exports under a C name is
+    # one of its recap_* functions.
+    set(c_name "")
+    if(line MATCHES " [TW] ([A-Za-z_][A-Za-z0-9_]*)$")
+      set(c_name "${CMAKE_MATCH_1}")
+    endif()
+    if(c_name AND NOT c_name MATCHES "^_Z")
+      if(c_name MATCHES "^recap_")
+        list(FIND public_words "${c_name}" found)
+        if(found EQUAL -1)
+          get_filename_component(short "${lib}" NAME)
+          list(APPEND leaks "${short}: ${c_name} (C)")
+        endif()
+        math(EXPR c_checked "${c_checked} + 1")
+      elseif(NOT c_name MATCHES "^(_init|_fini)$")
+        get_filename_component(short "${lib}" NAME)
+        list(APPEND leaks "${short}: ${c_name} (C)")
+      endif()
+    endif()
     # Functions, members, vtables, type infos and statics of namespace recap (mangled
     # N5recap…, with K for a const member); standard templates start with St, not 5recap.
     if(line MATCHES " [TWVDBRtwvdbr] (_Z(N|NK|TVN|TIN|TSN|ZN|ZNK|GVN)5recap[^ ]*)$")
@@ -82,4 +106,5 @@ if(leaks)
   message(FATAL_ERROR "${n} exported symbols are not part of the public API (no public header "
                       "names them); hide them:\n  ${shown}")
 endif()
-message(STATUS "${checked} exported recap symbols, all named by the public headers")
+message(STATUS "${checked} exported recap symbols and ${c_checked} C functions, all named by the "
+               "public headers")

@@ -40,8 +40,11 @@ if(static_libs)
 endif()
 
 # The libraries export the public API and nothing else.
+# (Joined with '|': a ';' list would reach the script as separate words, and only its first
+# library would be checked.)
 file(GLOB installed_libs "${prefix}/lib*/librecap_*.so")
-run("${CMAKE_COMMAND}" "-DLIBRARIES=${installed_libs}" "-DINCLUDE_DIR=${prefix}/include"
+string(JOIN "|" installed_list ${installed_libs})
+run("${CMAKE_COMMAND}" "-DLIBRARIES=${installed_list}" "-DINCLUDE_DIR=${prefix}/include"
     -P "${CMAKE_CURRENT_LIST_DIR}/check_exports.cmake")
 
 run("${CMAKE_COMMAND}" -S "${CONSUMER_DIR}" -B "${consumer}" -G "${GENERATOR}" ${TOOLCHAIN_ARGS}
