@@ -2,6 +2,7 @@
 // language would call it: JSON text in, JSON text out, codes and messages, callbacks.
 // tests/capi/c_consumer.c runs the same kind of host compiled as C.
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -751,3 +752,113 @@ TEST_CASE("R16.1 R13.4 HTTP options: what is refused is named, and the key never
   CHECK(refused(std::string(5000, '[')).find("too deep") != std::string::npos);
 }
 #endif
+
+namespace {
+
+// A summarizer that blocks until recap cancels it (or 20 s pass), as a slow model would.
+struct BlockingSummarizer {
+  std::atomic<bool> entered{false};
+  std::atomic<bool> saw_cancel{false};
+  static void Summarize(void* user, const char*, recap_reply* reply) {
+    auto* self = static_cast<BlockingSummarizer*>(user);
+    self->entered = true;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (recap_reply_cancelled(reply) == 0 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    self->saw_cancel = recap_reply_cancelled(reply) != 0;
+    recap_reply_fail(reply, RECAP_CANCELLED, "the host's model call was cancelled");
+  }
+};
+
+}  // namespace
+
+TEST_CASE("R16.1 R15.4 freeing a compactor cancels a background callback that blocks, and joins it") {
+  BlockingSummarizer summarizer;
+  recap_provider* provider = nullptr;
+  REQUIRE(recap_provider_new_callback("slow", 0, &BlockingSummarizer::Summarize, &summarizer,
+                                      nullptr, &provider, nullptr) == RECAP_OK);
+  recap_compactor* c = nullptr;
+  REQUIRE(recap_compactor_new(
+              R"({"provider":{"contextWindow":4000},"compaction":{"keepTurns":1,
+                  "background":{"startAt":0.3}}})",
+              provider, nullptr, nullptr, nullptr, &c, nullptr) == RECAP_OK);
+  recap_provider_free(provider);
+  bool started = false;
+  for (int i = 0; i < 20 && !started; ++i) {
+    const std::string turn = "[" + UserTurn(i, 600) + "," + AssistantTurn(i) + "]";
+    REQUIRE(recap_append(c, "s", "openai-chat", turn.c_str(), nullptr, nullptr) == RECAP_OK);
+    char* out = nullptr;
+    REQUIRE(recap_prepare(c, "s", "openai-chat", nullptr, &out, nullptr) == RECAP_OK);
+    started = Json::parse(Take(out))["background_started"].get<bool>();
+  }
+  REQUIRE(started);
+  while (!summarizer.entered) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  const auto t0 = std::chrono::steady_clock::now();
+  recap_compactor_free(c);  // cancels the worker's call and joins it
+  const auto waited = std::chrono::steady_clock::now() - t0;
+  CHECK(summarizer.saw_cancel);
+  CHECK(waited < std::chrono::seconds(10));
+}
+
+TEST_CASE("R16.1 R8.2 two compactors over one SQLite file append to one session at once, and nothing is lost") {
+#if RECAP_TEST_HAVE_SQLITE
+  recap::testing::TempDir dir;
+  const std::string where = "sqlite:" + dir.path() + "/shared.db";
+  recap_store* first = nullptr;
+  recap_store* second = nullptr;
+  REQUIRE(recap_store_open(where.c_str(), &first, nullptr) == RECAP_OK);
+  REQUIRE(recap_store_open(where.c_str(), &second, nullptr) == RECAP_OK);
+  Compactor a(nullptr, nullptr, first);
+  Compactor b(nullptr, nullptr, second);
+  recap_store_free(first);
+  recap_store_free(second);
+  std::atomic<int> failures{0};
+  auto host = [&failures](recap_compactor* c, const char* who) {
+    for (int i = 0; i < 40; ++i) {
+      const std::string turn =
+          Json::array({{{"role", "user"}, {"content", std::string(who) + std::to_string(i)}}})
+              .dump();
+      char* error = nullptr;
+      if (recap_append(c, "shared", "openai-chat", turn.c_str(), nullptr, &error) != RECAP_OK) {
+        failures++;
+        recap_free(error);
+      }
+      char* out = nullptr;
+      if (recap_prepare(c, "shared", "openai-chat", nullptr, &out, &error) != RECAP_OK) {
+        failures++;
+        recap_free(error);
+      }
+      recap_free(out);
+    }
+  };
+  std::thread ta(host, a.c, "a");
+  std::thread tb(host, b.c, "b");
+  ta.join();
+  tb.join();
+  CHECK(failures == 0);
+  std::set<std::string> seen;
+  for (const Json& m : a.Prepare("shared", "openai-chat")["messages"]) {
+    seen.insert(m["content"].get<std::string>());
+  }
+  CHECK(seen.size() == 80);
+  CHECK(seen.count("a39") == 1);
+  CHECK(seen.count("b0") == 1);
+#endif
+}
+
+TEST_CASE("R16.1 hostile input: bytes that are not UTF-8, a store where nothing can be created") {
+  Compactor c;
+  const Call bad = c.Append("s", "openai-chat", "[{\"role\":\"user\",\"content\":\"\xff\xfe\"}]");
+  CHECK(bad.code == RECAP_INVALID_ARGUMENT);
+  CHECK(bad.error.find("UTF-8") != std::string::npos);
+  recap_store* store = nullptr;
+  char* error = nullptr;
+#if RECAP_TEST_HAVE_SQLITE
+  CHECK(recap_store_open("sqlite:/proc/no-such-dir/sessions.db", &store, &error) != RECAP_OK);
+  CHECK(store == nullptr);
+  CHECK(Take(error).find("/proc/no-such-dir/sessions.db") != std::string::npos);
+#endif
+  // A session id with a NUL inside cannot be passed; an empty one is refused by the store.
+  CHECK(c.Append("", "openai-chat", "[" + UserTurn(0, 1) + "]").code == RECAP_INVALID_ARGUMENT);
+}
