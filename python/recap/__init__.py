@@ -219,6 +219,14 @@ def _taken(pointer):
         _free(pointer)
 
 
+def _taken_bytes(pointer):
+    """The bytes of a string recap returned, which is then freed."""
+    try:
+        return ctypes.string_at(pointer)
+    finally:
+        _free(pointer)
+
+
 def _raise(code, error):
     """Raises the Error of a failed call, with recap's message."""
     message = _taken(error.value) if error.value else ""
@@ -311,11 +319,15 @@ def _leave(token):
 
 
 def cancelled():
-    """True once recap gave up on the summarizer call this thread is answering (its Compactor
-    is being closed). A long summarizer polls it and returns soon when it turns True; whatever
-    it returns then is thrown away. False outside a summarizer call."""
-    reply = getattr(_local, "reply", None)
-    return bool(reply) and _reply_cancelled(reply) != 0
+    """True once the summarizer call this thread is answering should stop: its Compactor is
+    being closed (recap cancelled a background compaction, or close() waits for this call).
+    A long summarizer polls it and returns soon when it turns True (raising recap.Cancelled,
+    say); the compaction then fails and changes nothing. False outside a summarizer call."""
+    answering = getattr(_local, "reply", None)
+    if answering is None:
+        return False
+    reply, state = answering
+    return state.handle is None or _reply_cancelled(reply) != 0
 
 
 def _failure(code, message, reply):
@@ -344,28 +356,28 @@ def _answer(entry, request, reply):
         truncated = result.get("truncated", False)
         usage = result.get("usage") or {}
         if not isinstance(usage, dict):
-            return _failure(_INVALID_ARGUMENT, "the summarizer %s returned a `usage` that is %s, "
+            return _failure(_INVALID_ARGUMENT, "the summarizer '%s' returned a `usage` that is %s, "
                             "not a dict" % (entry.name, type(usage).__name__), reply)
         prompt_tokens = usage.get("prompt_tokens") or 0
         completion_tokens = usage.get("completion_tokens") or 0
         for name, value in (("usage.prompt_tokens", prompt_tokens),
                             ("usage.completion_tokens", completion_tokens)):
             if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 1 << 64:
-                return _failure(_INVALID_ARGUMENT, "the summarizer %s returned `%s` %r; it must "
+                return _failure(_INVALID_ARGUMENT, "the summarizer '%s' returned `%s` %r; it must "
                                 "be a whole number from 0" % (entry.name, name, value), reply)
     else:
         text = result
     if not isinstance(text, str):
-        return _failure(_INVALID_ARGUMENT, "the summarizer %s returned %s; it must return the "
+        return _failure(_INVALID_ARGUMENT, "the summarizer '%s' returned %s; it must return the "
                         "model's text as a str, or a dict {\"text\": str, \"truncated\": bool, "
                         "\"usage\": {...}}" % (entry.name, type(text).__name__), reply)
     try:
         data = text.encode("utf-8")
     except UnicodeEncodeError as e:
-        return _failure(_INVALID_ARGUMENT, "the summarizer %s returned text that is not valid "
+        return _failure(_INVALID_ARGUMENT, "the summarizer '%s' returned text that is not valid "
                         "Unicode (%s)" % (entry.name, e), reply)
     if b"\0" in data:
-        return _failure(_INVALID_ARGUMENT, "the summarizer %s returned text holding a NUL "
+        return _failure(_INVALID_ARGUMENT, "the summarizer '%s' returned text holding a NUL "
                         "character" % entry.name, reply)
     _reply_text(reply, data, 1 if truncated else 0, prompt_tokens, completion_tokens)
 
@@ -376,14 +388,14 @@ def _on_summarize(user_data, request, reply):
         _failure(_INTERNAL, "recap (Python): the summarizer is gone", reply)
         return
     previous = getattr(_local, "reply", None)
-    _local.reply = reply
-    _enter(entry.token)
+    _local.reply = (reply, entry.state)
+    _enter(entry.state.token)
     try:
         _answer(entry, request, reply)
     except BaseException as e:  # a bug here must not leave recap without an answer
         _failure(_INTERNAL, "recap (Python): %s: %s" % (type(e).__name__, e), reply)
     finally:
-        _leave(entry.token)
+        _leave(entry.state.token)
         _local.reply = previous
 
 
@@ -395,14 +407,14 @@ def _on_event(user_data, event_json):
     entry = _events.get(user_data)
     if entry is None:
         return
-    _enter(entry.token)
+    _enter(entry.state.token)
     try:
         entry.function(json.loads(event_json.decode("utf-8", "replace")))
     except BaseException:
         # recap's rule for event sinks: one that fails never disturbs the work it reports.
         _log.exception("recap: the event callable raised; the event was dropped")
     finally:
-        _leave(entry.token)
+        _leave(entry.state.token)
 
 
 _SUMMARIZE_THUNK = _SUMMARIZE_FN(_on_summarize)
@@ -412,12 +424,12 @@ _NO_EVENTS = _EVENT_FN()  # NULL
 
 
 class _Entry:
-    __slots__ = ("function", "name", "token")
+    __slots__ = ("function", "name", "state")
 
-    def __init__(self, function, name, token):
+    def __init__(self, function, name, state):
         self.function = function
         self.name = name
-        self.token = token
+        self.state = state
 
 
 # --- summarizers ----------------------------------------------------------------------------
@@ -507,40 +519,45 @@ class HttpProvider:
 # --- what prepare returns -------------------------------------------------------------------
 
 
-def _string_start(text, end):
-    """The index of the quote that opens the JSON string whose closing quote is text[end]."""
+def _string_start(data, end):
+    """The index of the quote that opens the JSON string whose closing quote is data[end]."""
     i = end
     while True:
-        i = text.rfind('"', 0, i)
-        if i < 0:
+        i = data.rfind(b'"', 0, i)
+        if i <= 0:
             return -1
         slashes = 0
-        while text[i - 1 - slashes] == "\\":
+        while data[i - 1 - slashes] == 0x5C:  # backslash
             slashes += 1
         if slashes % 2 == 0:
             return i
 
 
-def _split(text):
-    """(messages_json, system, figures) of recap_prepare's result without parsing the
-    messages: it is '{"messages":' ARRAY [',"system":' STRING] ',"version":' … '}', the
-    figures last, and they never hold the text ',"version":'."""
-    cut = text.rfind(',"version":')
-    if cut > 0 and text.startswith('{"messages":'):
+def _text(data, begin, end):
+    """data[begin:end] decoded, without copying the bytes first."""
+    return str(memoryview(data)[begin:end], "utf-8", "replace")
+
+
+def _split(data):
+    """(messages_json, system, figures) of recap_prepare's result (UTF-8 bytes) without
+    parsing the messages: it is '{"messages":' ARRAY [',"system":' STRING] ',"version":' …
+    '}', the figures last, and they never hold the text ',"version":'. (UTF-8 never holds an
+    ASCII byte inside another character, so the search is safe in bytes.)"""
+    cut = data.rfind(b',"version":')
+    if cut > 0 and data.startswith(b'{"messages":'):
         try:
-            figures = json.loads("{" + text[cut + 1:])
+            figures = json.loads(b"{" + data[cut + 1:])
         except ValueError:
             figures = None
         if isinstance(figures, dict):
-            if text[cut - 1] == "]":
-                return text[12:cut], None, figures
-            if text[cut - 1] == '"':
-                start = _string_start(text, cut - 1)
-                head = text[:start]
-                if start > 0 and head.endswith('],"system":'):
-                    return text[12:start - 10], json.loads(text[start:cut]), figures
+            if data[cut - 1] == 0x5D:  # ]
+                return _text(data, 12, cut), None, figures
+            if data[cut - 1] == 0x22:  # "
+                start = _string_start(data, cut - 1)
+                if start > 0 and data.endswith(b'],"system":', 0, start):
+                    return _text(data, 12, start - 10), json.loads(data[start:cut]), figures
     # Not the shape above (it never happens): parse it all.
-    whole = json.loads(text)
+    whole = json.loads(data)
     messages = whole.pop("messages")
     system = whole.pop("system", None)
     return json.dumps(messages, ensure_ascii=False), system, whole
@@ -700,8 +717,7 @@ class Compactor:
                     summarizer = Summarizer(summarizer)
                 name = _utf8(str(summarizer.name), "the summarizer's name")
                 entry_id = next(_ids)
-                _summarizers[entry_id] = _Entry(summarizer.function, summarizer.name,
-                                                state.token)
+                _summarizers[entry_id] = _Entry(summarizer.function, summarizer.name, state)
                 code = _provider_new_callback(name, summarizer.context_window, _SUMMARIZE_THUNK,
                                               entry_id, _FREE_THUNK,
                                               ctypes.byref(provider_handle), ctypes.byref(error))
@@ -711,7 +727,7 @@ class Compactor:
             event_fn = _NO_EVENTS
             if on_event is not None:
                 state.event_id = next(_ids)
-                _events[state.event_id] = _Entry(on_event, "on_event", state.token)
+                _events[state.event_id] = _Entry(on_event, "on_event", state)
                 event_fn = _EVENT_THUNK
             handle = _vp()
             code = _compactor_new(config_text, provider_handle, store_handle, event_fn,
@@ -772,7 +788,7 @@ class Compactor:
             self._state.end()
         if code != 0:
             _raise(code, error)
-        messages_json, system, figures = _split(_taken(result.value))
+        messages_json, system, figures = _split(_taken_bytes(result.value))
         return Prepared(messages_json, system, figures, format)
 
     def plan(self, session, instructions_chars=0, tool_catalog_chars=0, context_window=None):

@@ -14,6 +14,8 @@ RECAP_DEBIAN_PACKAGES=(
   # in /usr/lib/postgresql/15/bin) for its tests, which start a private server of their own
   # (tests/support/pg_server.h); the package's own cluster is never used.
   postgresql libpq-dev
+  # The Python module (python/) and its pytest tests, run with Debian's /usr/bin/python3.
+  python3 python3-pytest
 )
 
 # recap_missing_packages PKG...: prints the packages that are not installed, one a line.

@@ -219,3 +219,35 @@ def test_close_from_inside_a_callback_is_refused():
         assert c.prepare("s").compactions == ["auto"]
     assert errors and "inside a call" in errors[0]
     holder.clear()
+
+
+def test_close_from_another_thread_stops_a_foreground_summarizer_that_waits():
+    started = threading.Event()
+    outcome = []
+
+    def summarize(request):
+        started.set()
+        deadline = time.monotonic() + 20
+        while not recap.cancelled() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        raise recap.Cancelled("the host is closing")
+
+    c = recap.Compactor(config=SMALL, summarizer=summarize)
+    c.append("s", chat_turns(8))
+
+    def host():
+        try:
+            outcome.append(c.prepare("s"))
+        except recap.Error as e:
+            outcome.append(e)
+
+    thread = threading.Thread(target=host)
+    thread.start()
+    assert started.wait(10)
+    t0 = time.monotonic()
+    c.close()  # waits for the prepare, whose summarizer sees cancelled() and gives up
+    thread.join()
+    assert time.monotonic() - t0 < 10
+    # The compaction failed and changed nothing; the prepare still returned what to send.
+    assert isinstance(outcome[0], recap.Prepared), outcome
+    assert outcome[0].compactions == [] and outcome[0].summarized_messages == 0
