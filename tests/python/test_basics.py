@@ -4,6 +4,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -279,3 +280,40 @@ def test_library_exports_only_the_c_api():
     assert "recap_prepare" in names and "recap_reply_text" in names
     leaks = [n for n in names if not n.startswith("recap_") and n not in ("_init", "_fini")]
     assert leaks == []
+
+
+def test_the_installed_package_works_on_its_own(tmp_path):
+    build, cmake = os.environ.get("RECAP_BUILD_DIR"), os.environ.get("RECAP_CMAKE")
+    if not build or not cmake:
+        pytest.skip("run by ctest, which names the build tree")
+    subprocess.run([cmake, "--install", build, "--component", "python", "--prefix",
+                    str(tmp_path)], check=True, capture_output=True)
+    installed = [p for p in tmp_path.rglob("__init__.py") if p.parent.name == "recap"]
+    assert len(installed) == 1
+    package_dir = installed[0].parent
+    assert (package_dir / "_recap_c.so").exists()
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "RECAP_C_LIBRARY")}
+    env["PYTHONPATH"] = str(package_dir.parent)
+    script = ("import recap; c = recap.Compactor(); "
+              "c.append('s', {'role': 'user', 'content': 'hi'}); "
+              "print(recap.library_path); print(c.prepare('s').messages_json)")
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                          text=True, check=True, cwd=str(tmp_path))
+    path, messages = done.stdout.splitlines()
+    assert path.startswith(str(tmp_path)) and messages == '[{"role":"user","content":"hi"}]'
+
+
+def test_messages_json_is_cut_out_whatever_the_text_holds(compactor):
+    # Texts that look like the members around the messages must not mislead the cut.
+    tricky = ['],"system":"x","version":1}', ',"version":', '"\\\\', '\\"],"system":"',
+              'h\u00e9llo \u2603 \U0001F600']
+    compactor.append("s", {"role": "system", "content": tricky[0] + tricky[3]})
+    for text in tricky:
+        compactor.append("s", [{"role": "user", "content": text},
+                               {"role": "assistant", "content": text}])
+    chat = compactor.prepare("s")
+    assert [m["content"] for m in chat.messages][1:] == [t for t in tricky for _ in (0, 1)]
+    anthropic = compactor.prepare("s", format="anthropic")
+    assert anthropic.system == tricky[0] + tricky[3]
+    assert [m["content"] for m in anthropic.messages] == [t for t in tricky for _ in (0, 1)]
+    assert anthropic.figures["version"] == chat.version

@@ -251,3 +251,54 @@ def test_close_from_another_thread_stops_a_foreground_summarizer_that_waits():
     # The compaction failed and changed nothing; the prepare still returned what to send.
     assert isinstance(outcome[0], recap.Prepared), outcome
     assert outcome[0].compactions == [] and outcome[0].summarized_messages == 0
+
+
+def test_an_http_summarizer_served_by_python_in_this_process():
+    # recap's HTTP summarizer asks a server that runs on a Python thread of this very
+    # process: it answers only because recap does not hold the GIL while it waits.
+    import http.server
+    import json as json_module
+
+    seen = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):
+            body = json_module.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            seen.append((self.path, body, self.headers.get("Authorization")))
+            reply = json_module.dumps({
+                "id": "x", "object": "chat.completion", "model": body["model"],
+                "choices": [{"index": 0, "finish_reason": "stop", "message": {
+                    "role": "assistant", "content": checkpoint_text(
+                        {"messages": [{"content": body["messages"][-1]["content"]}]})}}],
+                "usage": {"prompt_tokens": 900, "completion_tokens": 60}}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(reply)))
+            self.end_headers()
+            self.wfile.write(reply)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        try:
+            provider = recap.HttpProvider(
+                "openai_chat", "http://127.0.0.1:%d/v1" % server.server_port, "test-model",
+                api_key="sk-test-key-42", timeout_ms=20000, max_retries=0)
+        except recap.FailedPrecondition:
+            pytest.skip("this recap has no HTTP component")
+        with recap.Compactor(config=SMALL, summarizer=provider) as c:
+            c.append("s", chat_turns(8))
+            prepared = c.prepare("s")
+        assert prepared.compactions == ["auto"], seen
+        assert prepared.summarizer_usage == {"prompt_tokens": 900, "completion_tokens": 60}
+        path, body, authorization = seen[0]
+        assert path == "/v1/chat/completions" and body["model"] == "test-model"
+        assert authorization == "Bearer sk-test-key-42"
+        assert "sk-test-key-42" not in repr(provider)
+    finally:
+        server.shutdown()
+        server.server_close()
