@@ -156,7 +156,8 @@ def test_bad_message_names_its_json_path(compactor):
     with pytest.raises(recap.InvalidArgument) as e:
         compactor.append("s", bad)
     message = str(e.value)
-    assert "[1]" in message and "robot" in message and "nothing was appended" in message
+    assert "`messages[1].role` is \"robot\"" in message, message
+    assert "nothing was appended" in message
     assert compactor.prepare("s").messages == CHAT[:2]  # all or nothing
     with pytest.raises(recap.InvalidArgument):
         compactor.append("s", "[{\"role\": \"user\", \"content\": ")  # JSON cut short
