@@ -16,6 +16,8 @@ RECAP_DEBIAN_PACKAGES=(
   postgresql libpq-dev
   # The shell host loop of docs/cli.md (examples/cli/host_loop.sh), which a cli test runs.
   jq
+  # The Python module (python/) and its pytest tests, run with Debian's /usr/bin/python3.
+  python3 python3-pytest
 )
 
 # recap_missing_packages PKG...: prints the packages that are not installed, one a line.
