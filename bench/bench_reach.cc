@@ -23,6 +23,8 @@
 //   --recap_turns=N       timed turns per figure and size (default 40; `body before` on 20,000
 //                         messages takes N/8, it costs ~0.4 s a turn)
 //   --recap_json=FILE     also write the figures as JSON comparisons, one object a line
+//   --recap_w1_json=FILE  write W1's messages (recap's own JSON form) to FILE and exit: the
+//                         Python module's benchmark (bench/bench_python.py) reads them
 // Exit status: 0, or 2 when an operation failed.
 #include <algorithm>
 #include <chrono>
@@ -220,6 +222,7 @@ int main(int argc, char** argv) {
   bool smoke = std::getenv("RECAP_BENCH_SMOKE") != nullptr;
   int turns = -1;
   std::string json_path;
+  std::string w1_path;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     std::string value;
@@ -229,6 +232,8 @@ int main(int argc, char** argv) {
       turns = static_cast<int>(std::strtol(value.c_str(), nullptr, 10));
     } else if (recap_bench::TakeFlag(arg, "recap_json", &value)) {
       json_path = value;
+    } else if (recap_bench::TakeFlag(arg, "recap_w1_json", &value)) {
+      w1_path = value;
     } else if (recap_bench::TakeFlag(arg, "recap_dir", &value) ||
                recap_bench::TakeFlag(arg, "recap_repetitions", &value) ||
                arg.rfind("--benchmark_", 0) == 0) {
@@ -244,6 +249,14 @@ int main(int argc, char** argv) {
     recap_bench::W1Options w1o;
     w1o.messages = smoke ? 400 : 20000;
     const std::vector<Message> w1 = recap_bench::GenerateW1(w1o);
+    if (!w1_path.empty()) {
+      recap::Conversation all;
+      all.messages = w1;
+      std::ofstream out(w1_path, std::ios::binary);
+      out << Value(recap::native::EncodeMessages(all), "EncodeMessages");
+      if (!out.flush()) throw std::runtime_error("could not write " + w1_path);
+      return 0;
+    }
     std::size_t within = 0;
     for (std::size_t chars = 0; within < w1.size(); ++within) {
       chars += recap::MessageChars(w1[within]);
