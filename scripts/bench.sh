@@ -87,9 +87,14 @@ SOAK=()
 if grep -q '^RECAP_BUILD_HTTP:BOOL=ON$' "$BUILD/CMakeCache.txt" 2>/dev/null; then
   SOAK=(recap_bench_soak)
 fi
-echo "==> build ${BENCHES[*]} ${COMPARISONS[*]} ${SOAK[*]}"
+PYTHON_MODULE=()
+if grep -q '^RECAP_BUILD_PYTHON:BOOL=ON$' "$BUILD/CMakeCache.txt" 2>/dev/null &&
+    grep -q 'recap_python_c' "$BUILD/build.ninja" 2>/dev/null; then
+  PYTHON_MODULE=(recap_python_c)
+fi
+echo "==> build ${BENCHES[*]} ${COMPARISONS[*]} ${SOAK[*]} ${PYTHON_MODULE[*]}"
 cmake --build "$BUILD" -j "${RECAP_BENCH_JOBS:-$(recap_jobs)}" \
-  --target "${BENCHES[@]}" "${COMPARISONS[@]}" "${SOAK[@]}" || exit 2
+  --target "${BENCHES[@]}" "${COMPARISONS[@]}" "${SOAK[@]}" "${PYTHON_MODULE[@]}" || exit 2
 
 status=0
 parts=()
@@ -123,6 +128,29 @@ for bench in "${COMPARISONS[@]}"; do
   rc=$?
   if [[ $rc -ne 0 && $rc -gt $status ]]; then status=2; fi
 done
+
+# The Python module's prepare beside the C call it makes (issue 22), when the module is built:
+# on W1 as recap_bench_reach writes it.
+if [[ -f $BUILD/python/recap/_recap_c.so ]]; then
+  python=$(sed -n 's/^RECAP_PYTHON_EXECUTABLE:FILEPATH=//p' "$BUILD/CMakeCache.txt")
+  [[ -n $python ]] || python=$( [[ -x /usr/bin/python3 ]] && echo /usr/bin/python3 || echo python3)
+  echo
+  echo "==> bench/bench_python.py (with $python)"
+  py_part=()
+  if [[ -n $json ]]; then
+    comparison_parts+=("$ROOT/$BUILD/bench_python.comparisons.json")
+    rm -f "${comparison_parts[-1]}"
+    py_part=(--json "${comparison_parts[-1]}")
+  fi
+  smoke_flag=(); [[ " ${extra[*]} " == *" --recap_smoke "* ]] && smoke_flag=(--smoke)
+  if "$BUILD/bench/recap_bench_reach" --recap_w1_json="$ROOT/$BUILD/w1.json" "${extra[@]}" &&
+      PYTHONPATH="$ROOT/$BUILD/python" "$python" bench/bench_python.py --w1 "$ROOT/$BUILD/w1.json" \
+        "${smoke_flag[@]}" "${py_part[@]}"; then
+    :
+  else
+    status=2
+  fi
+fi
 
 # Each executable writes {"budgets": [ ... ]} (or {"comparisons": [ ... ]}) with one object a
 # line; the merged file is their object lines joined by commas, under the same keys.

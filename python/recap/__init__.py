@@ -7,7 +7,7 @@ A Python agent host calls it once per turn::
     compactor = recap.Compactor(store="sqlite:sessions.db", summarizer=my_summarize)
     compactor.append("session-42", {"role": "user", "content": "Fix the failing test."})
     prepared = compactor.prepare("session-42", instructions_chars=len(system_prompt))
-    body = '{"model": "gpt-4.1", "messages": ' + prepared.messages_json + "}"
+    body = b'{"model": "gpt-4.1", "messages": ' + prepared.messages_bytes + b"}"
 
 The module is pure Python over recap's C API (include/recap/c/recap.h), loaded with ctypes
 from the shared library ``_recap_c`` next to this file (or the file named by the environment
@@ -533,13 +533,8 @@ def _string_start(data, end):
             return i
 
 
-def _text(data, begin, end):
-    """data[begin:end] decoded, without copying the bytes first."""
-    return str(memoryview(data)[begin:end], "utf-8", "replace")
-
-
 def _split(data):
-    """(messages_json, system, figures) of recap_prepare's result (UTF-8 bytes) without
+    """(messages_bytes, system, figures) of recap_prepare's result (UTF-8 bytes) without
     parsing the messages: it is '{"messages":' ARRAY [',"system":' STRING] ',"version":' …
     '}', the figures last, and they never hold the text ',"version":'. (UTF-8 never holds an
     ASCII byte inside another character, so the search is safe in bytes.)"""
@@ -551,23 +546,57 @@ def _split(data):
             figures = None
         if isinstance(figures, dict):
             if data[cut - 1] == 0x5D:  # ]
-                return _text(data, 12, cut), None, figures
+                return data[12:cut], None, figures
             if data[cut - 1] == 0x22:  # "
                 start = _string_start(data, cut - 1)
                 if start > 0 and data.endswith(b'],"system":', 0, start):
-                    return _text(data, 12, start - 10), json.loads(data[start:cut]), figures
+                    return data[12:start - 10], json.loads(data[start:cut]), figures
     # Not the shape above (it never happens): parse it all.
     whole = json.loads(data)
     messages = whole.pop("messages")
     system = whole.pop("system", None)
-    return json.dumps(messages, ensure_ascii=False), system, whole
+    return json.dumps(messages, ensure_ascii=False).encode("utf-8"), system, whole
+
+
+# strlen from the C library, to view a result in recap's memory without copying it first.
+_strlen = ctypes.CDLL(None).strlen
+_strlen.restype = ctypes.c_size_t
+_strlen.argtypes = [_vp]
+
+
+def _taken_prepared(pointer):
+    """_split of recap_prepare's result read in place in recap's memory, which is then freed:
+    the messages' bytes are copied once, straight into the bytes object a host sends (a whole
+    copy of the result first would double the cost on a long session). A result with a
+    "system" member, or of another shape, goes through _split on a copy."""
+    view = None
+    try:
+        n = _strlen(pointer)
+        view = memoryview((ctypes.c_char * n).from_address(pointer)).cast("B")
+        tail_start = max(0, n - 65536)  # the figures are a few hundred bytes
+        tail = bytes(view[tail_start:])
+        cut = tail.rfind(b',"version":')
+        if cut > 0 and bytes(view[:12]) == b'{"messages":' and tail[cut - 1] == 0x5D:  # ]
+            try:
+                figures = json.loads(b"{" + tail[cut + 1:])
+            except ValueError:
+                figures = None
+            if isinstance(figures, dict):
+                return bytes(view[12:tail_start + cut]), None, figures
+        return _split(bytes(view))
+    finally:
+        if view is not None:
+            view.release()
+        _free(pointer)
 
 
 class Prepared:
     """What :meth:`Compactor.prepare` returns: what to send, and what recap did.
 
-    ``messages_json``: the transcript as JSON text in the format asked for — put it in the
-    request body as it is (the fast path; nothing is parsed). ``messages``: the same as Python
+    ``messages_bytes``: the transcript as JSON in the format asked for, UTF-8 bytes — put it
+    in the request body as it is (the fast path: nothing is parsed or decoded; one copy of the
+    bytes). ``messages_json``: the same as a str (decoded on first use; decoding is what costs
+    in Python, about 10 ms a MB of text that is not ASCII). ``messages``: the same as Python
     objects (parsed on first use). ``system``: for ``"anthropic"``, the text of the session's
     leading system messages, which Anthropic carries outside ``messages`` (else None).
 
@@ -580,8 +609,9 @@ class Prepared:
     ``window_tokens`` (None when unknown), ``window_source``, ``fallback_window_tokens``,
     ``trigger_rule``; and all of them as the dict ``figures``."""
 
-    def __init__(self, messages_json, system, figures, format):
-        self.messages_json = messages_json
+    def __init__(self, messages_bytes, system, figures, format):
+        self.messages_bytes = messages_bytes
+        self._messages_json = None
         self.system = system
         self.format = format
         self.figures = figures
@@ -591,10 +621,17 @@ class Prepared:
                 setattr(self, name, value)
 
     @property
+    def messages_json(self):
+        """The messages as JSON text (messages_bytes decoded, once)."""
+        if self._messages_json is None:
+            self._messages_json = self.messages_bytes.decode("utf-8", "replace")
+        return self._messages_json
+
+    @property
     def messages(self):
-        """The messages as Python objects (json.loads of messages_json, once)."""
+        """The messages as Python objects (json.loads of messages_bytes, once)."""
         if self._messages is None:
-            self._messages = json.loads(self.messages_json)
+            self._messages = json.loads(self.messages_bytes)
         return self._messages
 
     def __repr__(self):
@@ -788,8 +825,8 @@ class Compactor:
             self._state.end()
         if code != 0:
             _raise(code, error)
-        messages_json, system, figures = _split(_taken_bytes(result.value))
-        return Prepared(messages_json, system, figures, format)
+        messages_bytes, system, figures = _taken_prepared(result.value)
+        return Prepared(messages_bytes, system, figures, format)
 
     def plan(self, session, instructions_chars=0, tool_catalog_chars=0, context_window=None):
         """What prepare would do now, without calling the model or writing, as a dict (the

@@ -773,7 +773,8 @@ struct BlockingSummarizer {
 
 }  // namespace
 
-TEST_CASE("R16.1 R15.4 freeing a compactor cancels a background callback that blocks, and joins it") {
+TEST_CASE(
+    "R16.1 R15.4 freeing a compactor cancels a background callback that blocks, and joins it") {
   BlockingSummarizer summarizer;
   recap_provider* provider = nullptr;
   REQUIRE(recap_provider_new_callback("slow", 0, &BlockingSummarizer::Summarize, &summarizer,
@@ -801,7 +802,9 @@ TEST_CASE("R16.1 R15.4 freeing a compactor cancels a background callback that bl
   CHECK(waited < std::chrono::seconds(10));
 }
 
-TEST_CASE("R16.1 R8.2 two compactors over one SQLite file append to one session at once, and nothing is lost") {
+TEST_CASE(
+    "R16.1 R8.2 two compactors over one SQLite file append to one session at once, and nothing is "
+    "lost") {
 #if RECAP_TEST_HAVE_SQLITE
   recap::testing::TempDir dir;
   const std::string where = "sqlite:" + dir.path() + "/shared.db";
@@ -838,7 +841,8 @@ TEST_CASE("R16.1 R8.2 two compactors over one SQLite file append to one session 
   tb.join();
   CHECK(failures == 0);
   std::set<std::string> seen;
-  for (const Json& m : a.Prepare("shared", "openai-chat")["messages"]) {
+  const Json prepared = a.Prepare("shared", "openai-chat");  // kept: the loop reads into it
+  for (const Json& m : prepared["messages"]) {
     seen.insert(m["content"].get<std::string>());
   }
   CHECK(seen.size() == 80);

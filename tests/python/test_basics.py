@@ -56,6 +56,9 @@ def test_openai_chat_round_trip(compactor):
     prepared = compactor.prepare("s")
     assert prepared.messages == CHAT
     assert json.loads(prepared.messages_json) == CHAT
+    # The fast path: the same JSON as UTF-8 bytes, for a request body.
+    assert isinstance(prepared.messages_bytes, bytes)
+    assert prepared.messages_bytes.decode("utf-8") == prepared.messages_json
     assert prepared.system is None
     assert prepared.compactions == []
     assert prepared.after_chars == prepared.before_chars > 0
@@ -318,3 +321,4 @@ def test_messages_json_is_cut_out_whatever_the_text_holds(compactor):
     assert anthropic.system == tricky[0] + tricky[3]
     assert [m["content"] for m in anthropic.messages] == [t for t in tricky for _ in (0, 1)]
     assert anthropic.figures["version"] == chat.version
+    assert json.loads(anthropic.messages_bytes) == anthropic.messages
