@@ -866,3 +866,33 @@ TEST_CASE("R16.1 hostile input: bytes that are not UTF-8, a store where nothing 
   // A session id with a NUL inside cannot be passed; an empty one is refused by the store.
   CHECK(c.Append("", "openai-chat", "[" + UserTurn(0, 1) + "]").code == RECAP_INVALID_ARGUMENT);
 }
+
+#if RECAP_TEST_HAVE_HTTP
+TEST_CASE("R16.1 R7.1 an HTTP summarizer whose server is dead: the compaction fails, prepare goes on") {
+  const int port = recap::testing::UnusedLoopbackPort();
+  const std::string options =
+      Json{{"protocol", "anthropic"},
+           {"baseUrl", "http://127.0.0.1:" + std::to_string(port)},
+           {"model", "m"},
+           {"apiKey", "sk-dead-server-secret-4242"},
+           {"maxRetries", 0},
+           {"connectTimeoutMs", 2000},
+           {"contextWindow", 2000}}
+          .dump();
+  recap_provider* provider = nullptr;
+  REQUIRE(recap_provider_new_http(options.c_str(), &provider, nullptr) == RECAP_OK);
+  Events events;
+  Compactor c(R"({"compaction":{"keepTurns":1}})", provider, nullptr, &Events::On, &events);
+  recap_provider_free(provider);
+  for (int i = 0; i < 6; ++i) {
+    c.MustAppend("s", "openai-chat", "[" + UserTurn(i, 1500) + "," + AssistantTurn(i) + "]");
+  }
+  const Json out = c.Prepare("s", "anthropic");
+  CHECK(out["compactions"] == Json::array());
+  CHECK(out["messages"].size() == 12);  // nothing changed
+  REQUIRE(events.Has("compaction_failed"));
+  for (const Json& e : events.events) {
+    CHECK(e.dump().find("4242") == std::string::npos);  // no part of the key, ever
+  }
+}
+#endif
