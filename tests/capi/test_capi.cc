@@ -868,17 +868,17 @@ TEST_CASE("R16.1 hostile input: bytes that are not UTF-8, a store where nothing 
 }
 
 #if RECAP_TEST_HAVE_HTTP
-TEST_CASE("R16.1 R7.1 an HTTP summarizer whose server is dead: the compaction fails, prepare goes on") {
+TEST_CASE(
+    "R16.1 R7.1 an HTTP summarizer whose server is dead: the compaction fails, prepare goes on") {
   const int port = recap::testing::UnusedLoopbackPort();
-  const std::string options =
-      Json{{"protocol", "anthropic"},
-           {"baseUrl", "http://127.0.0.1:" + std::to_string(port)},
-           {"model", "m"},
-           {"apiKey", "sk-dead-server-secret-4242"},
-           {"maxRetries", 0},
-           {"connectTimeoutMs", 2000},
-           {"contextWindow", 2000}}
-          .dump();
+  const std::string options = Json{
+      {"protocol", "anthropic"},
+      {"baseUrl", "http://127.0.0.1:" + std::to_string(port)},
+      {"model", "m"},
+      {"apiKey", "sk-dead-server-secret-4242"},
+      {"maxRetries", 0},
+      {"connectTimeoutMs", 2000},
+      {"contextWindow", 2000}}.dump();
   recap_provider* provider = nullptr;
   REQUIRE(recap_provider_new_http(options.c_str(), &provider, nullptr) == RECAP_OK);
   Events events;
