@@ -774,11 +774,10 @@ int recap_compact(recap_compactor* compactor, const char* session, const char* f
     options.sizes = Sizes(sizes);
     recap::Result<recap::CompactOutcome> o = compactor->compactor->Compact(session, options);
     if (!o.ok()) return Fail(error, o.status());
-    Json checkpoint(nullptr);
-    if (o->compacted) {
-      checkpoint = Json::parse(recap::CheckpointToJson(o->checkpoint), nullptr, false);
-      if (checkpoint.is_discarded()) checkpoint = recap::CheckpointToJson(o->checkpoint);
-    }
+    // The checkpoint's JSON as CheckpointToJson writes it (always an object).
+    const Json checkpoint =
+        o->compacted ? Json::parse(recap::CheckpointToJson(o->checkpoint), nullptr, false)
+                     : Json(nullptr);
     const Json out{{"compacted", o->compacted},
                    {"skipped", recap::SkipReasonName(o->skipped)},
                    {"summarized_messages", o->summarized_messages},

@@ -173,6 +173,20 @@ recap::Result<recap::Config> BuildConfig(const Args& args, bool* usage);
 // The summarizer named by --provider (default offline; null means offline).
 recap::Result<std::shared_ptr<recap::Provider>> BuildProvider(const Args& args, bool* usage);
 
+// What `compact` and `prepare` open before they run a Compactor on a session: the
+// configuration (--config …), the summarizer (--provider …), the database (--db, for writing)
+// and the session, which must exist, with its stored instructions.
+struct SessionRun {
+  recap::Config config;
+  std::shared_ptr<recap::Provider> provider;
+  std::shared_ptr<recap::SessionStore> store;
+  recap::SessionState state;  // the session as it was opened
+  std::optional<recap::Message> instructions;
+};
+// Opens them for `session`, or prints why not (a usage error or a failure, in the command's
+// words) and sets *exit_code to the command's exit code.
+bool OpenSessionRun(const Args& args, const std::string& session, SessionRun* out, int* exit_code);
+
 // Options every subcommand that reads a session's configuration accepts.
 std::vector<OptionSpec> ConfigOptions();
 std::vector<OptionSpec> ProviderOptions();

@@ -582,6 +582,51 @@ recap::Result<recap::SessionState> LoadExisting(recap::SessionStore& store, cons
   return state;
 }
 
+bool OpenSessionRun(const Args& args, const std::string& session, SessionRun* out, int* exit_code) {
+  bool usage = false;
+  recap::Result<recap::Config> config = BuildConfig(args, &usage);
+  if (!config.ok()) {
+    *exit_code =
+        usage ? UsageError(args, config.status().message()) : Failure(args, config.status());
+    return false;
+  }
+  recap::Result<std::shared_ptr<recap::Provider>> provider = BuildProvider(args, &usage);
+  if (!provider.ok()) {
+    *exit_code =
+        usage ? UsageError(args, provider.status().message()) : Failure(args, provider.status());
+    return false;
+  }
+  const std::string db = args.Get("db", kDefaultDb);
+  std::string error;
+  if (!CheckDb(db, &error)) {
+    *exit_code = UsageError(args, error);
+    return false;
+  }
+  recap::Result<std::shared_ptr<recap::SessionStore>> store = OpenStore(db, Access::kWrite);
+  if (!store.ok()) {
+    *exit_code = Failure(args, store.status());
+    return false;
+  }
+  // A session that was never written says so in the command's words (and names `sessions
+  // list`), rather than running on an empty one.
+  recap::Result<recap::SessionState> state = LoadExisting(**store, db, session);
+  if (!state.ok()) {
+    *exit_code = Failure(args, state.status());
+    return false;
+  }
+  recap::Result<std::optional<recap::Message>> instructions = LoadInstructions(**store, session);
+  if (!instructions.ok()) {
+    *exit_code = Failure(args, instructions.status());
+    return false;
+  }
+  out->config = std::move(*config);
+  out->provider = std::move(*provider);
+  out->store = std::move(*store);
+  out->state = std::move(*state);
+  out->instructions = std::move(*instructions);
+  return true;
+}
+
 recap::Result<std::optional<recap::Message>> LoadInstructions(recap::SessionStore& store,
                                                               const std::string& session) {
   recap::Result<recap::SessionState> state = store.Load(kInstructionsPrefix + session);

@@ -86,27 +86,13 @@ int RunCompact(const std::vector<std::string>& words) {
   if (automatic && args.Has("focus")) {
     return UsageError(args, "--focus is for a manual compaction; leave out --auto to use it");
   }
-  bool usage = false;
-  recap::Result<recap::Config> config = BuildConfig(args, &usage);
-  if (!config.ok()) {
-    return usage ? UsageError(args, config.status().message()) : Failure(args, config.status());
-  }
-  recap::Result<std::shared_ptr<recap::Provider>> provider = BuildProvider(args, &usage);
-  if (!provider.ok()) {
-    return usage ? UsageError(args, provider.status().message()) : Failure(args, provider.status());
-  }
-
   const std::string session = args.Get("session");
   const std::string db = args.Get("db", kDefaultDb);
-  if (!CheckDb(db, &error)) return UsageError(args, error);
-  recap::Result<std::shared_ptr<recap::SessionStore>> store = OpenStore(db, Access::kWrite);
-  if (!store.ok()) return Failure(args, store.status());
-  recap::Result<recap::SessionState> before = LoadExisting(**store, db, session);
-  if (!before.ok()) return Failure(args, before.status());
+  SessionRun run;
+  int exit_code = kExitOk;
+  if (!OpenSessionRun(args, session, &run, &exit_code)) return exit_code;
   recap::RequestSizes sizes;
-  recap::Result<std::optional<recap::Message>> instructions = LoadInstructions(**store, session);
-  if (!instructions.ok()) return Failure(args, instructions.status());
-  if (*instructions) sizes.instructions_chars = recap::MessageChars(**instructions);
+  if (run.instructions) sizes.instructions_chars = recap::MessageChars(*run.instructions);
 
   auto collecting = std::make_shared<CollectingSink>();
   Progress progress((automatic ? "preparing session '" : "compacting session '") + session + "'");
@@ -115,10 +101,10 @@ int RunCompact(const std::vector<std::string>& words) {
                                              : std::shared_ptr<recap::EventSink>(collecting));
   // A command lives for one call: a compaction handed to a worker (compaction.background)
   // would be cancelled as it exits. It compacts in Prepare; the setting is a host's.
-  recap::Config run_config = *config;
+  recap::Config run_config = run.config;
   run_config.compaction.background.enabled = false;
   recap::Result<std::unique_ptr<recap::Compactor>> created =
-      recap::Compactor::Create(run_config, *provider, *store, {}, {sink});
+      recap::Compactor::Create(run_config, run.provider, run.store, {}, {sink});
   if (!created.ok()) return Failure(args, created.status());
   recap::Compactor& compactor = **created;
 
@@ -156,8 +142,8 @@ int RunCompact(const std::vector<std::string>& words) {
     if (!outcome.ok()) {
       // A checkpoint the provider wrote may have retired the messages before it first (R14.1):
       // that commit stays, so "changed nothing" is said only when nothing did.
-      recap::Result<recap::SessionState> now = (*store)->Load(session);
-      const bool changed = !now.ok() || now->version != before->version;
+      recap::Result<recap::SessionState> now = run.store->Load(session);
+      const bool changed = !now.ok() || now->version != run.state.version;
       return Failure(args, outcome.status().WithContext(
                                changed ? "the compaction failed; the messages before a "
                                          "checkpoint the provider wrote were retired first, and "
@@ -190,12 +176,12 @@ int RunCompact(const std::vector<std::string>& words) {
   result["compacted"] = compacted;
   progress.Finish();
 
-  recap::Result<recap::SessionState> after = (*store)->Load(session);
+  recap::Result<recap::SessionState> after = run.store->Load(session);
   if (!after.ok()) return Failure(args, after.status());
-  result["before"] = {{"messages", before->transcript.size()},
-                      {"chars", before->transcript.chars()},
-                      {"tokens", before->transcript.tokens()},
-                      {"version", before->version}};
+  result["before"] = {{"messages", run.state.transcript.size()},
+                      {"chars", run.state.transcript.chars()},
+                      {"tokens", run.state.transcript.tokens()},
+                      {"version", run.state.version}};
   result["after"] = {{"messages", after->transcript.size()},
                      {"chars", after->transcript.chars()},
                      {"tokens", after->transcript.tokens()},
@@ -220,10 +206,10 @@ int RunCompact(const std::vector<std::string>& words) {
     }
   }
   std::printf("\n  %-14s %14s %14s\n", "", "before", "after");
-  TableRow("messages", before->transcript.size(), after->transcript.size());
-  TableRow("characters", before->transcript.chars(), after->transcript.chars());
-  TableRow("tokens (est.)", before->transcript.tokens(), after->transcript.tokens());
-  TableRow("version", before->version, after->version);
+  TableRow("messages", run.state.transcript.size(), after->transcript.size());
+  TableRow("characters", run.state.transcript.chars(), after->transcript.chars());
+  TableRow("tokens (est.)", run.state.transcript.tokens(), after->transcript.tokens());
+  TableRow("version", run.state.version, after->version);
   if (automatic) {
     std::printf("  compactions: %s; messages clipped by the reducer: %s\n",
                 result["compactions"].empty() ? "none" : result["compactions"].dump().c_str(),

@@ -995,6 +995,20 @@ class DecodedMessages : public recap::MessageSource {
   std::string input_error_;
 };
 
+// Reads a streamed file's messages (`decoded.stream`) into `conversation` (whose
+// instructions a leading system message the codec gives replaces). Returns the stream's
+// Status, unprefixed.
+recap::Status DrainInto(const Decoded& decoded, recap::Conversation* conversation) {
+  return decoded.stream([conversation](recap::Message&& m, bool is_instructions) {
+    if (is_instructions) {
+      conversation->instructions = std::move(m);
+    } else {
+      conversation->messages.push_back(std::move(m));
+    }
+    return recap::Status::OK();
+  });
+}
+
 }  // namespace
 
 recap::Result<recap::Conversation> DecodeTranscript(const std::string& format,
@@ -1010,14 +1024,7 @@ recap::Result<recap::Conversation> DecodeTranscript(const std::string& format,
   if (!decoded.first) return recap::Status::InvalidArgument(decoded.second.message);
   recap::Conversation& conversation = decoded.first->conversation;
   if (decoded.first->stream) {
-    recap::Status status = decoded.first->stream([&](recap::Message&& m, bool is_instructions) {
-      if (is_instructions) {
-        conversation.instructions = std::move(m);
-      } else {
-        conversation.messages.push_back(std::move(m));
-      }
-      return recap::Status::OK();
-    });
+    recap::Status status = DrainInto(*decoded.first, &conversation);
     if (!status.ok()) {
       return recap::Status::InvalidArgument(decoded.first->what + ": " + status.message());
     }
@@ -1047,14 +1054,7 @@ recap::Result<recap::Conversation> DecodeInput(const std::string& format, const 
   }
   recap::Conversation conversation = std::move(decoded.first->conversation);
   if (decoded.first->stream) {
-    recap::Status status = decoded.first->stream([&](recap::Message&& m, bool is_instructions) {
-      if (is_instructions) {
-        conversation.instructions = std::move(m);
-      } else {
-        conversation.messages.push_back(std::move(m));
-      }
-      return recap::Status::OK();
-    });
+    recap::Status status = DrainInto(*decoded.first, &conversation);
     if (!status.ok()) {
       return recap::Status::InvalidArgument(
           NotDecoded(path, format, text, decoded.first->what + ": " + status.message(), "append"));

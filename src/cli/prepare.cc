@@ -105,30 +105,13 @@ int RunPrepare(const std::vector<std::string>& words) {
     if (!ParseCount(args, "tool-catalog-chars", &n, &error)) return UsageError(args, error);
     sizes.tool_catalog_chars = n;
   }
-  bool usage = false;
-  recap::Result<recap::Config> config = BuildConfig(args, &usage);
-  if (!config.ok()) {
-    return usage ? UsageError(args, config.status().message()) : Failure(args, config.status());
-  }
-  recap::Result<std::shared_ptr<recap::Provider>> provider = BuildProvider(args, &usage);
-  if (!provider.ok()) {
-    return usage ? UsageError(args, provider.status().message()) : Failure(args, provider.status());
-  }
-  const std::string db = args.Get("db", kDefaultDb);
-  if (!CheckDb(db, &error)) return UsageError(args, error);
-
-  recap::Result<std::shared_ptr<recap::SessionStore>> store = OpenStore(db, Access::kWrite);
-  if (!store.ok()) return Failure(args, store.status());
-  // A session that was never written says so in the command's words (and names `sessions
-  // list`), rather than preparing an empty request.
-  recap::Result<recap::SessionState> existing = LoadExisting(**store, db, session);
-  if (!existing.ok()) return Failure(args, existing.status());
-  recap::Result<std::optional<recap::Message>> instructions = LoadInstructions(**store, session);
-  if (!instructions.ok()) return Failure(args, instructions.status());
+  SessionRun run;
+  int exit_code = kExitOk;
+  if (!OpenSessionRun(args, session, &run, &exit_code)) return exit_code;
   // The stored instructions are sent, so they count as instructions (as compact counts them),
   // unless the host says how large its request's instructions are.
-  if (!args.Has("instructions-chars") && *instructions) {
-    sizes.instructions_chars = recap::MessageChars(**instructions);
+  if (!args.Has("instructions-chars") && run.instructions) {
+    sizes.instructions_chars = recap::MessageChars(*run.instructions);
   }
 
   Progress progress("preparing session '" + session + "'");
@@ -138,10 +121,10 @@ int RunPrepare(const std::vector<std::string>& words) {
                                              : std::shared_ptr<recap::EventSink>());
   // A command lives for one call: a compaction handed to a worker would be cancelled as it
   // exits, so it compacts in Prepare whatever compaction.background says (as compact --auto).
-  recap::Config run_config = *config;
+  recap::Config run_config = run.config;
   run_config.compaction.background.enabled = false;
   recap::Result<std::unique_ptr<recap::Compactor>> created =
-      recap::Compactor::Create(run_config, *provider, *store, {}, {sink});
+      recap::Compactor::Create(run_config, run.provider, run.store, {}, {sink});
   if (!created.ok()) return Failure(args, created.status());
   recap::Result<recap::Prepared> prepared = (*created)->Prepare(session, sizes);
   progress.Finish();
@@ -154,7 +137,7 @@ int RunPrepare(const std::vector<std::string>& words) {
   // The whole document is made before a byte of it is written: a session the format cannot
   // carry fails with no document on stdout.
   recap::Conversation conv;
-  conv.instructions = *instructions;
+  conv.instructions = run.instructions;
   conv.messages = prepared->messages.ToVector();
   recap::Result<std::string> doc = EncodeDocument(format, conv);
   const bool compacted = !prepared->compactions.empty();
@@ -198,7 +181,7 @@ int RunPrepare(const std::vector<std::string>& words) {
       {"format", format},
       {"version", prepared->version},
       {"messages", prepared->messages.size()},
-      {"instructions", instructions->has_value()},
+      {"instructions", run.instructions.has_value()},
       {"instructions_chars", sizes.instructions_chars},
       {"tool_catalog_chars", sizes.tool_catalog_chars},
       {"trigger_rule", prepared->trigger_rule},

@@ -50,6 +50,21 @@ inline std::string Slurp(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
+// Runs the shell command line `command`, whose stderr it sends to `err_path`: its stdout, its
+// exit code (-1 when a signal ended it) and that file's text.
+inline Ran RunShell(const std::string& command, const std::string& err_path) {
+  Ran r;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  char buffer[65536];
+  std::size_t n = 0;
+  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) r.out.append(buffer, n);
+  const int status = ::pclose(pipe);
+  r.exit = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.err = Slurp(err_path);
+  return r;
+}
+
 // `env`: more NAME=VALUE settings for the program's environment.
 // `redirect`: shell redirections for the program's stdout (e.g. "> /dev/full"); when given,
 // `out` stays empty.
@@ -61,16 +76,7 @@ inline Ran Run(const TempDir& dir, const std::vector<std::string>& args,
   const std::string err_path = dir.File("stderr.txt");
   command = "cd " + Quote(dir.path()) + " && env RECAP_PROGRESS_DELAY_MS=0 " + command + " 2>" +
             Quote(err_path) + (redirect.empty() ? "" : " " + redirect);
-  Ran r;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  char buffer[65536];
-  std::size_t n = 0;
-  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) r.out.append(buffer, n);
-  const int status = ::pclose(pipe);
-  r.exit = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.err = Slurp(err_path);
-  return r;
+  return RunShell(command, err_path);
 }
 
 // Runs the program with stderr on a pseudo-terminal (as in an interactive shell) and stdout on

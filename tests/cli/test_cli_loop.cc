@@ -58,16 +58,7 @@ Ran RunPiped(const TempDir& dir, const std::string& producer,
   const std::string err_path = dir.File("stderr.txt");
   command =
       "cd " + Quote(dir.path()) + " && " + producer + " | " + command + " 2>" + Quote(err_path);
-  Ran r;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  char buffer[65536];
-  std::size_t n = 0;
-  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) r.out.append(buffer, n);
-  const int status = ::pclose(pipe);
-  r.exit = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.err = Slurp(err_path);
-  return r;
+  return RunShell(command, err_path);
 }
 
 // The tau-bench run `run`'s messages (OpenAI chat, a system message first).
