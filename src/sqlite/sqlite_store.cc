@@ -19,6 +19,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -166,7 +167,7 @@ class Connection {
                                        std::to_string(kSchemaVersion) +
                                        ". Upgrade recap to open it (the file was left as it is)")};
       }
-      const std::string mode = db_->execAndGet("PRAGMA journal_mode = WAL").getString();
+      const std::string mode = SwitchToWal();
       if (mode != "wal") {
         throw Abort{Status::IOError("recap sqlite store " + Quoted(path_) +
                                     ": SQLite could not switch the database to WAL mode (it is "
@@ -257,6 +258,30 @@ class Connection {
                                                  static_cast<int>(options_.busy_timeout_ms));
       }
     });
+  }
+
+  // Puts the database in WAL mode and returns the mode it is in. On a new file the switch writes
+  // the file's header with an exclusive lock, taken while this connection already reads it; when
+  // another connection holds a read lock then (another host opening the same new file), SQLite
+  // reports "database is locked" at once instead of waiting, since waiting while holding a lock
+  // could deadlock. The switch is tried again, a little later each time, for as long as
+  // busy_timeout_ms allows any lock to be waited for.
+  std::string SwitchToWal() {
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.busy_timeout_ms);
+    auto pause = std::chrono::microseconds(500);
+    for (;;) {
+      try {
+        return db_->execAndGet("PRAGMA journal_mode = WAL").getString();
+      } catch (const SQLite::Exception& e) {
+        if ((e.getErrorCode() & 0xFF) != SQLITE_BUSY ||
+            std::chrono::steady_clock::now() + pause > deadline) {
+          throw;
+        }
+      }
+      std::this_thread::sleep_for(pause);
+      pause = std::min<std::chrono::microseconds>(pause * 2, std::chrono::milliseconds(50));
+    }
   }
 
   // A database of someone else's (tables, no recap schema) is refused and left as it is.
