@@ -362,7 +362,10 @@ TEST_CASE(
     // Warm up: one compaction of session W runs and finishes; its worker is then idle.
     UntilStarted(*compactor, *store, "W");
     REQUIRE(provider->WaitStarted(1));
-    for (int i = 0; i < 500 && !Ok(compactor->PlanFor("W", {})).background_ready; ++i)
+    // Until W's compaction has finished (its worker swaps it in, or leaves it ready).
+    for (int i = 0; i < 500 && (provider->finished() < 1 ||
+                                Ok(compactor->PlanFor("W", {})).background_in_flight);
+         ++i)
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     // A and B just under their start, then one turn each, back to back.
@@ -745,7 +748,10 @@ TEST_CASE("R15.1 H4b many sessions starting at once run on as many workers as al
     auto compactor = Ok(Compactor::Create(Background(600000, 4), provider, store));
     UntilStarted(*compactor, *store, "W");
     REQUIRE(provider->WaitStarted(1));
-    for (int i = 0; i < 500 && !Ok(compactor->PlanFor("W", {})).background_ready; ++i)
+    // Until W's compaction has finished (its worker swaps it in, or leaves it ready).
+    for (int i = 0; i < 500 && (provider->finished() < 1 ||
+                                Ok(compactor->PlanFor("W", {})).background_in_flight);
+         ++i)
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     for (int s = 0; s < 6; ++s) {
@@ -771,7 +777,10 @@ TEST_CASE("R15.1 H4b many sessions starting at once run on as many workers as al
     go = true;
     for (auto& t : threads) t.join();
     REQUIRE(started_bg.load() == 6);
-    std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+    // Within a second, four run at once (the six hang): looked at every 2 ms.
+    const auto deadline = Clock::now() + std::chrono::milliseconds(1000);
+    while (provider->started() - 1 < 4 && Clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
     const int running = provider->started() - 1;  // less W's
     worst = std::min(worst, running);
     if (running < 4) ++short_runs;

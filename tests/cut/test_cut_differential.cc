@@ -44,8 +44,9 @@ using recap::Message;
 using recap::Transcript;
 
 constexpr std::uint64_t kRunSeeds[] = {11, 0xD1FF, 20240917};
-constexpr std::size_t kCasesPerRunSeed = 1000;  // + one random run seed: 4,000 cases
-// The sanitizer builds run the first fixed run seed and the random one: 2,000 cases.
+// 1,000 cases for each run seed, and one random run seed: 4,000 cases. The sanitizer builds
+// run the first fixed run seed and the random one, 500 cases each: 1,000 cases.
+constexpr std::size_t kCasesPerRunSeed = recap_test::kSlowBuild ? 500 : 1000;
 constexpr std::size_t kFixedRunSeeds = recap_test::kSlowBuild ? 1 : std::size(kRunSeeds);
 
 std::optional<std::uint64_t> ReplaySeed() {
@@ -440,8 +441,9 @@ TEST_CASE("R11.4 FindCut decides exactly as the full-scan reference, generated t
     for (const auto& [what, count] : stats.counts) {
       if (what.rfind("chunk_slice:", 0) == 0) chunk_slices += count;
     }
-    CHECK(stats.counts["built:closed/multi_chunk"] > 100);
-    CHECK(chunk_slices > 100);
+    // (About 9 and 16 in every 100 cases.)
+    CHECK(stats.counts["built:closed/multi_chunk"] > cases / 20);
+    CHECK(chunk_slices > cases / 20);
   }
   CHECK(failing == 0);
   stats.Print("generated");
