@@ -18,8 +18,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string_view input(reinterpret_cast<const char*>(data), size);
   // As the provider reads a body: JSON nested deeper than recap's limit is refused before it
   // is parsed (a depth bomb then costs one scan, not a million-level tree).
-  std::string too_deep;
-  const nlohmann::json body = http::ParseServerJson(input, &too_deep);
+  const nlohmann::json body = http::ParseServerJson(input);
   if (body.is_discarded()) return 0;
 
   for (const char* model : {"gpt-4o", "llama", "", "scripted-model"}) {

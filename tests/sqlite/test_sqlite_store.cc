@@ -1291,8 +1291,8 @@ TEST_CASE("R8 several connections opening one new file at once all open it and w
       threads.emplace_back([&, c] {
         ready.fetch_add(1);
         while (ready.load() < kConnections) std::this_thread::yield();
-        // Start apart by 0 to 2 ms, different every round, so every overlap of two openings
-        // comes up.
+        // Start apart by 0 to 0.4 ms, different every round, so every overlap of two
+        // openings comes up.
         std::this_thread::sleep_for(std::chrono::microseconds((round * 7919 + c * 104729) % 400));
         auto store = OpenSqliteSessionStore(path, {});
         if (!store.ok()) {
