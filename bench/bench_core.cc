@@ -16,13 +16,16 @@
 //                      loop reading every byte of every string MessageChars counts and counting
 //                      those that start a character. Budget: time ≤ 2 × the plain pass (speed
 //                      ≥ 50%). MessageChars alone, and Transcript(vector<Message>) (which also
-//                      checks UTF-8), are printed for reference.
+//                      checks UTF-8), are printed for reference. The two sides are measured in
+//                      pairs, back to back, each pair in turn starting with the other side, and
+//                      the budget is held to the median of the pairs' ratios (Paired): measured
+//                      apart, the plain pass moved by 30% between runs with the machine's load.
 //   R11.3  reduce      ReduceTail(W1, ReductionTarget(800000, 0))  vs  one copy of W1's bytes:
 //                      every string of every message copied into one buffer, mapped in advance.
 //                      Budget: ≤ 3×. Freeing either result is not timed. Both sides run with a
 //                      warm heap (see --recap_cold_heap): the reducer's allocations reuse
 //                      mapped pages as the copy's buffer does. A copy into a fresh buffer,
-//                      which pays the page faults, is printed for reference.
+//                      which pays the page faults, is printed for reference. Paired as R11.2.
 //   R11.4  cut         FindCut(W1, keep_turns 2). Budget: median < 1 ms.
 //   R11.6  memory      Peak resident memory while Prepare handles W1 with the default limits,
 //                      in a fresh process (this executable re-run with --recap_memory_child):
@@ -35,7 +38,9 @@
 //                      cut, reported (no budget of their own).
 //
 // Each timed figure is the median of every call timed (Google Benchmark's manual timing,
-// --recap_repetitions runs interleaved at random so drift hits both sides alike). After Google
+// --recap_repetitions runs interleaved at random so drift hits both sides alike); R11.2's and
+// R11.3's ratios are the medians of their pairs' ratios. bench/quick_budgets.py runs this
+// program (without W2) as scripts/test.sh's quick budgets. After Google
 // Benchmark's own output, one table: figure, measured, baseline, ratio, budget, PASS/FAIL.
 //
 // Flags (besides Google Benchmark's --benchmark_*):
@@ -283,21 +288,62 @@ void PrepareNothing(benchmark::State& state, std::size_t messages, const std::st
 
 // ---- R11.2: measuring ---------------------------------------------------------------------
 
-void MeasureTranscript(benchmark::State& state) {
-  Guarded(state, "measure/transcript", [&] {
+// One Transcript built from W1's shared messages: the measured side of R11.2.
+double TimeTranscript() {
+  const auto t0 = Clock::now();
+  {
+    Transcript t;
+    for (const auto& m : g.shared) t.Append(m);
+    benchmark::DoNotOptimize(t.chars());
+  }
+  return Seconds(t0, Clock::now());
+}
+
+// The plain pass over the same texts: R11.2's baseline.
+double TimePlain() {
+  const auto t0 = Clock::now();
+  std::size_t chars = 0;
+  for (const Message& m : g.w1) {
+    ForEachCountedText(m, [&](const std::string& s) { chars += PlainCount(s); });
+  }
+  benchmark::DoNotOptimize(chars);
+  return Seconds(t0, Clock::now());
+}
+
+// Runs `measured` and `baseline` back to back in each iteration, in turn first, and records
+// each one's time under its name and their ratio under `pair`: the budget is the median of
+// these ratios, each of two figures taken within milliseconds of each other, so that a change
+// in the machine's load or memory bandwidth between runs (another process, the page cache)
+// moves both sides of a ratio alike. Measured apart, the plain pass moved by 30% between runs.
+template <typename Measured, typename Baseline>
+void Paired(benchmark::State& state, const std::string& pair, const std::string& measured_name,
+            const std::string& baseline_name, Measured&& measured, Baseline&& baseline) {
+  Guarded(state, pair, [&] {
+    // One untimed round first: the heap and the caches as every timed round finds them.
+    measured();
+    baseline();
+    std::size_t k = 0;
     for (auto _ : state) {
-      const auto t0 = Clock::now();
-      {
-        Transcript t;
-        for (const auto& m : g.shared) t.Append(m);
-        benchmark::DoNotOptimize(t.chars());
+      double m = 0;
+      double b = 0;
+      if (k++ % 2 == 0) {
+        m = measured();
+        b = baseline();
+      } else {
+        b = baseline();
+        m = measured();
       }
-      const double dt = Seconds(t0, Clock::now());
-      state.SetIterationTime(dt);
-      Record("measure/transcript", dt);
+      state.SetIterationTime(m + b);
+      Record(measured_name, m);
+      Record(baseline_name, b);
+      if (b > 0) Record(pair, m / b);
     }
-    state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * g.w1_bytes));
+    state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * 2 * g.w1_bytes));
   });
+}
+
+void MeasurePair(benchmark::State& state) {
+  Paired(state, "measure/pair", "measure/transcript", "measure/plain", TimeTranscript, TimePlain);
 }
 
 void MeasureMessageChars(benchmark::State& state) {
@@ -330,66 +376,53 @@ void MeasureFromVector(benchmark::State& state) {
   });
 }
 
-void MeasurePlain(benchmark::State& state) {
-  for (auto _ : state) {
-    const auto t0 = Clock::now();
-    std::size_t chars = 0;
-    for (const Message& m : g.w1) {
-      ForEachCountedText(m, [&](const std::string& s) { chars += PlainCount(s); });
-    }
-    benchmark::DoNotOptimize(chars);
-    const double dt = Seconds(t0, Clock::now());
-    state.SetIterationTime(dt);
-    Record("measure/plain", dt);
-  }
-  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * g.w1_bytes));
-}
-
 // ---- R11.3: reducing ----------------------------------------------------------------------
 
-void Reduce(benchmark::State& state) {
-  Guarded(state, "reduce/reduce_tail", [&] {
-    const std::size_t target = recap::ReductionTarget(recap::LimitsConfig{}.max_context_chars, 0);
-    std::size_t clipped = 0;
-    int rounds = 0;
-    for (auto _ : state) {
-      const auto t0 = Clock::now();
-      std::optional<recap::ReduceResult> r(recap::ReduceTail(g.transcript, target));
-      const double dt = Seconds(t0, Clock::now());
-      clipped = r->clipped.size();
-      rounds = r->rounds;
-      if (clipped == 0) throw std::runtime_error("ReduceTail clipped nothing");
-      r.reset();  // freeing the result is not timed
-      state.SetIterationTime(dt);
-      Record("reduce/reduce_tail", dt);
-    }
-    state.counters["clipped"] = static_cast<double>(clipped);
-    state.counters["rounds"] = rounds;
-  });
+// ReduceTail of W1 to the default limit's target: the measured side of R11.3. Freeing the
+// result is not timed.
+double TimeReduce() {
+  static const std::size_t target =
+      recap::ReductionTarget(recap::LimitsConfig{}.max_context_chars, 0);
+  const auto t0 = Clock::now();
+  std::optional<recap::ReduceResult> r(recap::ReduceTail(g.transcript, target));
+  const double dt = Seconds(t0, Clock::now());
+  if (r->clipped.empty()) throw std::runtime_error("ReduceTail clipped nothing");
+  return dt;
 }
 
 // Copies every string of every message into one buffer. `fresh`: a new buffer, whose pages
 // the copy faults in (reference); otherwise the buffer of the set-up, already mapped (the
 // budget's baseline: the copy itself, with no page faults, as the reducer sees a warm heap).
-void CopyBytes(benchmark::State& state, bool fresh) {
-  const std::string name = fresh ? "reduce/copy_fresh" : "reduce/copy";
+double TimeCopy(bool fresh) {
+  const auto t0 = Clock::now();
+  std::unique_ptr<char[]> buffer(fresh ? new char[g.w1_bytes + 1] : nullptr);
+  char* out = fresh ? buffer.get() : g.copy_buffer.get();
+  char* const start = out;
+  for (const Message& m : g.w1) {
+    ForEachString(m, [&](const std::string& s) {
+      std::memcpy(out, s.data(), s.size());
+      out += s.size();
+    });
+  }
+  benchmark::DoNotOptimize(start);
+  benchmark::ClobberMemory();
+  const double dt = Seconds(t0, Clock::now());
+  buffer.reset();  // not timed
+  return dt;
+}
+
+// R11.3: the reducer against the copy into the mapped buffer, paired as R11.2 is.
+void ReducePair(benchmark::State& state) {
+  Paired(state, "reduce/pair", "reduce/reduce_tail", "reduce/copy", TimeReduce,
+         [] { return TimeCopy(false); });
+}
+
+// For reference: the copy into a fresh buffer, whose pages it faults in.
+void CopyFresh(benchmark::State& state) {
   for (auto _ : state) {
-    const auto t0 = Clock::now();
-    std::unique_ptr<char[]> buffer(fresh ? new char[g.w1_bytes + 1] : nullptr);
-    char* out = fresh ? buffer.get() : g.copy_buffer.get();
-    char* const start = out;
-    for (const Message& m : g.w1) {
-      ForEachString(m, [&](const std::string& s) {
-        std::memcpy(out, s.data(), s.size());
-        out += s.size();
-      });
-    }
-    benchmark::DoNotOptimize(start);
-    benchmark::ClobberMemory();
-    const double dt = Seconds(t0, Clock::now());
-    buffer.reset();  // not timed
+    const double dt = TimeCopy(true);
     state.SetIterationTime(dt);
-    Record(name, dt);
+    Record("reduce/copy_fresh", dt);
   }
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * g.w1_bytes));
 }
@@ -726,8 +759,12 @@ struct Budget {
   bool strict = false;  // value (or ratio) < limit; otherwise ≤
   bool ran() const { return value.has_value() && (!baseline_needed || baseline.has_value()); }
   bool baseline_needed = true;
+  // The median of the ratios of pairs measured back to back (Paired), when the figure is
+  // measured so; otherwise the ratio of the two medians.
+  std::optional<double> paired_ratio;
   std::optional<double> ratio() const {
     if (!baseline_needed || !value || !baseline || *baseline <= 0) return std::nullopt;
+    if (paired_ratio) return paired_ratio;
     return *value / *baseline;
   }
   bool pass() const {
@@ -912,28 +949,19 @@ int main(int argc, char** argv) {
                                        })
               ->Unit(benchmark::kMicrosecond),
           o.prepare_calls);
-    timed(benchmark::RegisterBenchmark("measure/transcript", MeasureTranscript)
-              ->Unit(benchmark::kMillisecond),
+    timed(benchmark::RegisterBenchmark("measure/pair", MeasurePair)->Unit(benchmark::kMillisecond),
           o.measure_iterations);
-    timed(
-        benchmark::RegisterBenchmark("measure/plain", MeasurePlain)->Unit(benchmark::kMillisecond),
-        o.measure_iterations);
     timed(benchmark::RegisterBenchmark("measure/message_chars", MeasureMessageChars)
               ->Unit(benchmark::kMillisecond),
           o.measure_iterations);
     timed(benchmark::RegisterBenchmark("measure/from_vector", MeasureFromVector)
               ->Unit(benchmark::kMillisecond),
           1);
-    timed(benchmark::RegisterBenchmark("reduce/reduce_tail", Reduce)->Unit(benchmark::kMillisecond),
+    timed(benchmark::RegisterBenchmark("reduce/pair", ReducePair)->Unit(benchmark::kMillisecond),
           o.reduce_iterations);
-    timed(benchmark::RegisterBenchmark("reduce/copy",
-                                       [](benchmark::State& s) { CopyBytes(s, false); })
-              ->Unit(benchmark::kMillisecond),
-          o.reduce_iterations);
-    timed(benchmark::RegisterBenchmark("reduce/copy_fresh",
-                                       [](benchmark::State& s) { CopyBytes(s, true); })
-              ->Unit(benchmark::kMillisecond),
-          o.reduce_iterations);
+    timed(
+        benchmark::RegisterBenchmark("reduce/copy_fresh", CopyFresh)->Unit(benchmark::kMillisecond),
+        o.reduce_iterations);
     timed(benchmark::RegisterBenchmark("reduce/clip_arguments", ClipAllArguments)
               ->Unit(benchmark::kMillisecond),
           o.reduce_iterations);
@@ -985,7 +1013,8 @@ int main(int argc, char** argv) {
                 grouped(g.transcript.chars()).c_str());
     std::printf(
         "each timed figure the median of every call timed over %d run%s, interleaved "
-        "at random\n",
+        "at random;\nR11.2's and R11.3's ratios the medians of the ratios of pairs measured back "
+        "to back\n",
         o.repetitions, o.repetitions == 1 ? "" : "s");
     if (o.smoke) std::printf("SMOKE RUN: tiny sizes, budgets not enforced\n");
 
@@ -1014,6 +1043,7 @@ int main(int argc, char** argv) {
       b.label = "measure W1 (Transcript) vs plain byte pass";
       b.value = MedianOf("measure/transcript");
       b.baseline = MedianOf("measure/plain");
+      b.paired_ratio = MedianOf("measure/pair");
       b.limit = 2.0;
       budgets.push_back(b);
     }
@@ -1023,6 +1053,7 @@ int main(int argc, char** argv) {
       b.label = "ReduceTail W1 to 800,000 vs one copy of it";
       b.value = MedianOf("reduce/reduce_tail");
       b.baseline = MedianOf("reduce/copy");
+      b.paired_ratio = MedianOf("reduce/pair");
       b.limit = 3.0;
       budgets.push_back(b);
     }

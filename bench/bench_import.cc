@@ -43,6 +43,7 @@
 
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 
 #include "bench_support.h"
@@ -75,11 +76,14 @@ struct Globals {
   std::size_t messages_bytes = 0, big_bytes = 0;
   // Peak resident memory of each figure's runs (the largest), in bytes.
   std::map<std::string, double> peak;
+  // CPU time (user + system) of each figure's runs, in seconds: the median is shown.
+  std::map<std::string, std::vector<double>> cpu;
 } g;
 
 // What one child run took.
 struct ChildRun {
   double seconds = 0;
+  double cpu_seconds = 0;  // user + system, all its threads (wait4's rusage)
   double peak_bytes = 0;
 };
 
@@ -108,6 +112,10 @@ ChildRun RunChild(const std::vector<std::string>& argv, const std::string& out) 
   ChildRun run;
   run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   run.peak_bytes = static_cast<double>(usage.ru_maxrss) * 1024.0;
+  const auto tv = [](const timeval& t) {
+    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) * 1e-6;
+  };
+  run.cpu_seconds = tv(usage.ru_utime) + tv(usage.ru_stime);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     std::string message = "`";
     for (const std::string& a : argv) message += a + " ";
@@ -179,7 +187,9 @@ void Record(benchmark::State& state, const std::string& name, const ChildRun& ru
   state.SetIterationTime(run.seconds);
   double& peak = g.peak[name];
   peak = std::max(peak, run.peak_bytes);
+  g.cpu[name].push_back(run.cpu_seconds);
   state.counters["peak_MB"] = run.peak_bytes / 1e6;
+  state.counters["cpu_s"] = run.cpu_seconds;
 }
 
 const std::string kCli = RECAP_CLI_PATH;
@@ -301,6 +311,14 @@ int PrintTable(const CollectingReporter& reporter) {
   const std::string n = Grouped(static_cast<double>(g.config.messages));
   row("R13.1/import_seconds", "import of " + n + " messages", "seconds", seconds("import/messages"),
       5);
+  const auto cpu = [&](const char* name) {
+    auto it = g.cpu.find(name);
+    if (it == g.cpu.end() || it->second.empty() || seconds(name) < 0) return -1.0;
+    std::vector<double> v = it->second;
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  row("", "  CPU time (user + system, every thread)", "seconds", cpu("import/messages"), 0);
   row("R13.1/import_peak", "  peak memory / file size", "ratio", peak("import/messages", file), 3);
   row("R13.1/export_history_seconds", "export --history of them", "seconds",
       seconds("export/history"), 5);

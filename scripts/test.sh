@@ -3,7 +3,10 @@
 #
 #   scripts/test.sh                  install missing Debian packages, check formatting
 #                                    (scripts/check_format.sh), then
-#                                      build/       Release (-O2), ctest
+#                                      build/       Release (-O2) with the benchmarks, ctest;
+#                                                   then the quick budgets alone (ctest label
+#                                                   `budgets`: bench/quick_budgets.py, about
+#                                                   two minutes; scripts/bench.sh is the full run)
 #                                      build-asan/  AddressSanitizer + UBSan, ctest
 #                                      build-tsan/  ThreadSanitizer: the store, plugin,
 #                                                   compactor and fault-sweep tests, and the
@@ -23,7 +26,7 @@ sanitize=1
 for arg in "$@"; do
   case "$arg" in
     --no-sanitize) sanitize=0 ;;
-    -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "scripts/test.sh: unknown argument '$arg' (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -116,10 +119,14 @@ gen_tsan=(); [[ -f build-tsan/CMakeCache.txt ]] || gen_tsan=(-G Ninja)
 # --- build/ ------------------------------------------------------------------------------------
 # -O2 without debug info: a third quicker to compile than RelWithDebInfo; the sanitizer build
 # below keeps -g for readable stack traces.
+# The benchmarks are built too: the quick budgets run them (the `bench.*_smoke` entries, tiny
+# runs of every benchmark, stay scripts/bench.sh's).
 if step configure cmake -S . -B build "${gen_build[@]}" -DCMAKE_BUILD_TYPE=Release \
-    -DCMAKE_CXX_FLAGS_RELEASE="-O2 -DNDEBUG"; then
+    -DCMAKE_CXX_FLAGS_RELEASE="-O2 -DNDEBUG" -DRECAP_BUILD_BENCH=ON; then
   if step build cmake --build build -j "$jobs"; then
-    step ctest run_ctest build --output-on-failure -j2 || true
+    step ctest run_ctest build --output-on-failure -j2 -LE '^(bench|budgets)$' || true
+    # Timings, so alone: after the other tests, before the sanitizer builds.
+    step budgets run_ctest build --output-on-failure -L '^budgets$' || true
   fi
 fi
 

@@ -509,7 +509,70 @@ std::string RandomBytes(Rng& rng) {
   return s;
 }
 
+// SPEC §1's count read byte by byte, from the table of well-formed sequences (Unicode 3.9,
+// table 3-7), written here apart from recap's own: a well-formed sequence is one character,
+// and so is every byte that starts none; the text is valid when there is no such byte.
+// CountCodePoints, IsValidUtf8 and ScanCodePoints share one vectorized pass; this is what they
+// are held to.
+struct ReferenceScan {
+  std::size_t count = 0;
+  bool valid = true;
+};
+ReferenceScan ReadByteByByte(const std::string& s) {
+  auto in = [&](std::size_t i, unsigned lo, unsigned hi) {
+    if (i >= s.size()) return false;
+    const auto b = static_cast<unsigned char>(s[i]);
+    return b >= lo && b <= hi;
+  };
+  ReferenceScan out;
+  std::size_t i = 0;
+  while (i < s.size()) {
+    const auto b = static_cast<unsigned char>(s[i]);
+    std::size_t len = 0;
+    if (b <= 0x7F) {
+      len = 1;
+    } else if (b >= 0xC2 && b <= 0xDF) {
+      len = in(i + 1, 0x80, 0xBF) ? 2 : 0;
+    } else if (b >= 0xE0 && b <= 0xEF) {
+      const unsigned lo = b == 0xE0 ? 0xA0 : 0x80;
+      const unsigned hi = b == 0xED ? 0x9F : 0xBF;
+      len = in(i + 1, lo, hi) && in(i + 2, 0x80, 0xBF) ? 3 : 0;
+    } else if (b >= 0xF0 && b <= 0xF4) {
+      const unsigned lo = b == 0xF0 ? 0x90 : 0x80;
+      const unsigned hi = b == 0xF4 ? 0x8F : 0xBF;
+      len = in(i + 1, lo, hi) && in(i + 2, 0x80, 0xBF) && in(i + 3, 0x80, 0xBF) ? 4 : 0;
+    }
+    if (len == 0) out.valid = false;
+    i += len == 0 ? 1 : len;
+    ++out.count;
+  }
+  return out;
+}
+
 }  // namespace
+
+TEST_CASE(
+    "CountCodePoints and IsValidUtf8 read as SPEC section 1 does byte by byte, at every offset") {
+  // The vectorized pass takes 64 ASCII bytes or 16 well-formed ones at a time: each text is
+  // also counted from every start within the first 70 bytes, so that every kind of byte
+  // falls at every place of a block.
+  ForEachSeed(0x5CA8u, 4000, [&](std::uint64_t seed) {
+    Rng rng(seed);
+    std::string text = RandomBytes(rng);
+    if (rng.OneIn(3)) text = std::string(rng.Size(0, 130), 'a') + text + std::string(64, 'z');
+    for (std::size_t from = 0; from < std::min<std::size_t>(text.size() + 1, 70); ++from) {
+      const std::string part = text.substr(from);
+      const std::size_t got = CountCodePoints(part);
+      const bool valid = IsValidUtf8(part);
+      const ReferenceScan want = ReadByteByByte(part);
+      if (got != want.count || valid != want.valid) {
+        FAIL("RECAP_SEED=" << seed << " from byte " << from << ": " << got << " code points (want "
+                           << want.count << "), valid " << valid << " (want " << want.valid
+                           << ")\ntext: " << Hex(part));
+      }
+    }
+  });
+}
 
 TEST_CASE("ScanCodePoints reads as CountCodePoints, PrefixBytesForCodePoints and IsValidUtf8 do") {
   ForEachSeed(0x5CA9u, 4000, [&](std::uint64_t seed) {

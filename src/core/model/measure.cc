@@ -9,41 +9,6 @@
 namespace recap {
 inline namespace v0 {
 
-std::size_t CountCodePoints(std::string_view text) noexcept {
-  const auto* p = reinterpret_cast<const unsigned char*>(text.data());
-  const std::size_t n = text.size();
-  std::size_t i = 0;
-  std::size_t count = 0;
-  while (i < n) {
-    // Most agent text is ASCII: take it eight bytes at a time.
-    if (i + 8 <= n && utf8::EightAscii(p + i)) {
-      i += 8;
-      count += 8;
-      continue;
-    }
-    const int len = utf8::SequenceLength(p + i, n - i);
-    i += len > 0 ? static_cast<std::size_t>(len) : 1;  // an invalid byte counts as one
-    ++count;
-  }
-  return count;
-}
-
-bool IsValidUtf8(std::string_view text) noexcept {
-  const auto* p = reinterpret_cast<const unsigned char*>(text.data());
-  const std::size_t n = text.size();
-  std::size_t i = 0;
-  while (i < n) {
-    if (i + 8 <= n && utf8::EightAscii(p + i)) {
-      i += 8;
-      continue;
-    }
-    const int len = utf8::SequenceLength(p + i, n - i);
-    if (len == 0) return false;
-    i += static_cast<std::size_t>(len);
-  }
-  return true;
-}
-
 std::string ToValidUtf8(std::string_view text) {
   if (IsValidUtf8(text)) return std::string(text);
   static constexpr char kReplacement[] = "\xEF\xBF\xBD";  // U+FFFD
@@ -149,10 +114,12 @@ std::size_t ResultItemChars(const ResultItem& item) noexcept {
   if (const auto* t = std::get_if<Text>(&item)) return CountCodePoints(t->text);
   return CountCodePoints(std::get<Opaque>(item).payload);
 }
-}  // namespace
 
-Utf8Scan ScanCodePoints(std::string_view text, std::size_t begin,
-                        std::size_t max_code_points) noexcept {
+// ScanCodePoints' one pass; kBounded false: no limit on the code points (CountCodePoints),
+// and no comparison with one in the loop.
+template <bool kBounded>
+inline Utf8Scan Scan(std::string_view text, std::size_t begin,
+                     std::size_t max_code_points) noexcept {
   const auto* p = reinterpret_cast<const unsigned char*>(text.data());
   const std::size_t n = text.size();
   std::size_t i = begin;
@@ -161,10 +128,10 @@ Utf8Scan ScanCodePoints(std::string_view text, std::size_t begin,
 #if defined(__SSE2__)
   std::size_t bytewise_until = 0;  // after a block the fast path did not take
 #endif
-  while (i < n && count < max_code_points) {
+  while (i < n && (!kBounded || count < max_code_points)) {
 #if defined(__SSE2__)
     if (i >= bytewise_until) {
-      if (i + 64 <= n && count + 64 <= max_code_points) {
+      if (i + 64 <= n && (!kBounded || count + 64 <= max_code_points)) {
         const auto* q = reinterpret_cast<const __m128i*>(p + i);
         const __m128i any =
             _mm_or_si128(_mm_or_si128(_mm_loadu_si128(q), _mm_loadu_si128(q + 1)),
@@ -180,7 +147,8 @@ Utf8Scan ScanCodePoints(std::string_view text, std::size_t begin,
         const auto high = static_cast<unsigned>(_mm_movemask_epi8(v));
         std::size_t len = 16;
         std::size_t cps = 16;
-        if ((high == 0 || ValidBlock(v, high, len, cps)) && count + cps <= max_code_points) {
+        if ((high == 0 || ValidBlock(v, high, len, cps)) &&
+            (!kBounded || count + cps <= max_code_points)) {
           i += len;
           count += cps;
           continue;
@@ -189,7 +157,7 @@ Utf8Scan ScanCodePoints(std::string_view text, std::size_t begin,
       }
     }
 #endif
-    if (i + 8 <= n && count + 8 <= max_code_points && utf8::EightAscii(p + i)) {
+    if (i + 8 <= n && (!kBounded || count + 8 <= max_code_points) && utf8::EightAscii(p + i)) {
       i += 8;
       count += 8;
       continue;
@@ -204,6 +172,19 @@ Utf8Scan ScanCodePoints(std::string_view text, std::size_t begin,
     ++count;
   }
   return {i, count, valid};
+}
+
+}  // namespace
+
+std::size_t CountCodePoints(std::string_view text) noexcept {
+  return Scan<false>(text, 0, 0).code_points;
+}
+
+bool IsValidUtf8(std::string_view text) noexcept { return Scan<false>(text, 0, 0).valid; }
+
+Utf8Scan ScanCodePoints(std::string_view text, std::size_t begin,
+                        std::size_t max_code_points) noexcept {
+  return Scan<true>(text, begin, max_code_points);
 }
 
 std::size_t MessageChars(const Message& m) noexcept {
