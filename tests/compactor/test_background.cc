@@ -15,6 +15,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -22,6 +23,7 @@
 
 #include "recap/compactor.h"
 #include "recap/config.h"
+#include "recap/log.h"
 
 #include "support/fake_provider.h"
 #include "support/generator.h"
@@ -117,6 +119,41 @@ class GatedProvider : public Provider {
   std::atomic<int> finished_{0};
   std::atomic<int> active_{0};
   std::atomic<int> max_active_{0};
+};
+
+// Captures recap's log at debug level while it lives, so that a test can wait for a step that
+// only the log shows (e.g. "Prepare waits for the background compaction in flight").
+class LogWatch {
+ public:
+  LogWatch() {
+    SetLogHandler(LogLevel::kDebug, [this](LogLevel, std::string_view line) {
+      std::lock_guard<std::mutex> lock(mu_);
+      lines_.emplace_back(line);
+    });
+  }
+  ~LogWatch() { SetLogHandler(LogLevel::kOff, {}); }
+  LogWatch(const LogWatch&) = delete;
+  LogWatch& operator=(const LogWatch&) = delete;
+
+  // Waits until a line contains `text`; false if none did within `timeout` (a hang guard).
+  bool WaitFor(const std::string& text,
+               std::chrono::milliseconds timeout = std::chrono::seconds(30)) const {
+    const auto give_up = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        for (const std::string& l : lines_) {
+          if (l.find(text) != std::string::npos) return true;
+        }
+      }
+      if (std::chrono::steady_clock::now() >= give_up) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<std::string> lines_;
 };
 
 // A window of 10,000 tokens: the trigger at 8,500 tokens (about 34,000 characters), a
@@ -541,14 +578,18 @@ TEST_CASE("R15.3 one compaction at a time, a Prepare waits only at the window, a
     Host h(Background());
     h.TurnsUntilStarted();
     h.Turn(20000);  // the request now reaches the window
+    // The summarizer is let go only once Prepare is seen waiting for it (its log says so): a
+    // Prepare that did not wait would return with the summarizer still held, not swapped in.
+    LogWatch log;
+    std::atomic<bool> seen_waiting{false};
     std::thread opener([&] {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      seen_waiting = log.WaitFor("Prepare waits for the background compaction in flight");
       h.provider->Open();
     });
     const Prepared p = h.Prepare();
     opener.join();
+    CHECK(seen_waiting);
     CHECK(p.waited_for_summarizer);
-    CHECK(p.background_wait_ms >= 50);
     CHECK(p.background_swapped);
     CHECK(h.provider->started() >= 1);
     CHECK(h.provider->max_active() == 1);

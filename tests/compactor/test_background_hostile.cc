@@ -282,7 +282,10 @@ TEST_CASE(
   const auto t0 = Clock::now();
   const Prepared p = Ok(compactor->Prepare("s", {}));
   const auto took = Clock::now() - t0;
-  CHECK(took < std::chrono::milliseconds(2000));  // maxWaitMs, then a short grace
+  // maxWaitMs (150 ms), then a grace of 200 ms: about 350 ms. Bounded is what counts (the
+  // summarizer hangs until opened below, so an unbounded wait would never return); the bound
+  // is a hang guard with room for a loaded machine, not a speed figure.
+  CHECK(took < std::chrono::milliseconds(10000));
   CHECK(p.compactions.empty());
   CHECK(p.background_in_flight);
   CHECK(p.waited_for_summarizer);
@@ -363,8 +366,8 @@ TEST_CASE(
     UntilStarted(*compactor, *store, "W");
     REQUIRE(provider->WaitStarted(1));
     // Until W's compaction has finished (its worker swaps it in, or leaves it ready).
-    for (int i = 0; i < 500 && (provider->finished() < 1 ||
-                                Ok(compactor->PlanFor("W", {})).background_in_flight);
+    for (int i = 0; i < 15000 && (provider->finished() < 1 ||
+                                  Ok(compactor->PlanFor("W", {})).background_in_flight);
          ++i)
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -381,12 +384,13 @@ TEST_CASE(
     INFO("A tokens " << a.before_tokens);
     REQUIRE(a.background_started);
     REQUIRE(b.background_started);
-    if (!provider->WaitStartedFor("B", 1, 1000)) ++stuck;
+    // A hang guard: B's summarizer starts in milliseconds unless it is held behind A.
+    if (!provider->WaitStartedFor("B", 1, 30000)) ++stuck;
     provider->Open();
     compactor.reset();
   }
   INFO(stuck << " of " << attempts
-             << " times B's summarizer was not called within 1 s (A hung, 4 workers allowed)");
+             << " times B's summarizer was not called within 30 s (A hung, 4 workers allowed)");
   CHECK(stuck == 0);
 }
 
@@ -490,18 +494,24 @@ TEST_CASE(
   auto compactor = Ok(Compactor::Create(Background(), provider, store, {}, {sink}));
   UntilStarted(*compactor, *store, "s");
   REQUIRE(provider->WaitStarted(1));
-  for (int w = 0; w < 500 && Ok(compactor->PlanFor("s", {})).background_in_flight; ++w)
+  // Until the failed one is no longer in flight (hang guards of 30 s, for what takes about
+  // the sink's 400 ms). The next one starts only then; its start is what the order below is
+  // about, so the test waits for its event rather than for a time.
+  const auto give_up = Clock::now() + std::chrono::seconds(30);
+  while (Ok(compactor->PlanFor("s", {})).background_in_flight && Clock::now() < give_up)
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  REQUIRE_FALSE(Ok(compactor->PlanFor("s", {})).background_in_flight);
   Turn(*store, "s");
   const Prepared p = Ok(compactor->Prepare("s", {}));
   CHECK(p.background_started);
-  std::this_thread::sleep_for(std::chrono::milliseconds(600));
-  compactor.reset();
-  std::vector<std::string> t;
-  {
+  auto recorded = [&sink] {
     std::lock_guard<std::mutex> lock(sink->mu);
-    t = sink->types;
-  }
+    return sink->types;
+  };
+  while (recorded().size() < 3 && Clock::now() < give_up)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  compactor.reset();
+  const std::vector<std::string> t = recorded();
   std::string joined;
   for (auto& x : t) joined += x + " ";
   INFO("events: " << joined);
@@ -749,8 +759,8 @@ TEST_CASE("R15.1 H4b many sessions starting at once run on as many workers as al
     UntilStarted(*compactor, *store, "W");
     REQUIRE(provider->WaitStarted(1));
     // Until W's compaction has finished (its worker swaps it in, or leaves it ready).
-    for (int i = 0; i < 500 && (provider->finished() < 1 ||
-                                Ok(compactor->PlanFor("W", {})).background_in_flight);
+    for (int i = 0; i < 15000 && (provider->finished() < 1 ||
+                                  Ok(compactor->PlanFor("W", {})).background_in_flight);
          ++i)
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -777,8 +787,9 @@ TEST_CASE("R15.1 H4b many sessions starting at once run on as many workers as al
     go = true;
     for (auto& t : threads) t.join();
     REQUIRE(started_bg.load() == 6);
-    // Within a second, four run at once (the six hang): looked at every 2 ms.
-    const auto deadline = Clock::now() + std::chrono::milliseconds(1000);
+    // Four run at once (the six hang): looked at every 2 ms. It takes milliseconds; the 30 s
+    // is a hang guard, so that a loaded machine does not count as a short round.
+    const auto deadline = Clock::now() + std::chrono::milliseconds(30000);
     while (provider->started() - 1 < 4 && Clock::now() < deadline)
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     const int running = provider->started() - 1;  // less W's

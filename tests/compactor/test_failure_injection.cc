@@ -201,18 +201,23 @@ TEST_CASE("R9.2 failure injection: a plugin that throws or hangs does not stop t
     CHECK(s.sink->OfType("compaction_completed").size() == 1);
   }
   SECTION("afterCompact hangs past the limit") {
+    // The afterCompact hangs until the gate opens; the limit is generous, so that the same
+    // hook's beforeCompact (which returns at once) succeeds on any machine. A Compact that
+    // waited for the hung hook would return only once the gate gave up, with it finished.
+    auto gate = std::make_shared<recap::testing::HookGate>();
+    recap::testing::OpenOnExit open_gate(gate);
     auto hook = std::make_shared<RecordingHook>("sleeper");
-    hook->after().sleep = std::chrono::milliseconds(2500);
-    Setup s({hook}, /*timeout_ms=*/100);
+    hook->after().hold = gate;
+    Setup s({hook}, /*timeout_ms=*/2000);
     s.provider->Push(ScriptedStep::Reply(R"({"goal": "g", "current_state": "s"})"));
-    const auto start = std::chrono::steady_clock::now();
     auto out = s.compactor->Compact(kS);
-    const auto took = std::chrono::steady_clock::now() - start;
     REQUIRE(out.ok());
     CHECK(out->compacted);
-    CHECK(took < std::chrono::milliseconds(1500));  // abandoned, not waited for
-    CHECK(s.sink->OfType("plugin_hook_failed").size() == 1);
-    CHECK(hook->finished() == 1);  // its beforeCompact; the afterCompact still sleeps
+    CHECK(hook->finished() == 1);  // its beforeCompact; the afterCompact is abandoned, held
+    const auto failed = s.sink->OfType("plugin_hook_failed");
+    REQUIRE(failed.size() == 1);
+    CHECK(failed[0].dump().find("afterCompact") != std::string::npos);
+    gate->Open();
     CHECK(hook->WaitForFinished(2, std::chrono::seconds(10)));  // and then ends
   }
 }

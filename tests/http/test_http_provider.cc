@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -457,7 +458,12 @@ TEST_CASE("issue 5 R5 a truncated body is kUnavailable, and retried") {
 TEST_CASE("issue 5 R5 a slow drip past timeout_ms is kDeadlineExceeded, not retried") {
   SecretWatch watch;
   HttpTestServer server;
-  server.Push(ScriptedHttpResponse::Drip(OpenAiReply("slow"), 5, milliseconds(100)));
+  // A byte every 100 ms: the whole body would take about 17 s, while no pause comes near
+  // timeout_ms. The call ends at timeout_ms; the bound only tells that from a call that ran
+  // until the body was whole.
+  const std::string body = OpenAiReply("slow");
+  REQUIRE(body.size() >= 150);
+  server.Push(ScriptedHttpResponse::Drip(body, 1, milliseconds(100)));
   HttpProviderOptions o = OpenAi(server);
   o.timeout_ms = 400;
   auto p = Make(o);
@@ -466,7 +472,7 @@ TEST_CASE("issue 5 R5 a slow drip past timeout_ms is kDeadlineExceeded, not retr
   REQUIRE_FALSE(r.ok());
   CHECK(r.status().code() == StatusCode::kDeadlineExceeded);
   CHECK(r.status().message().find("timeout_ms = 400") != std::string::npos);
-  CHECK(MsSince(t0) < 2000);
+  CHECK(MsSince(t0) < 10000);
   CHECK(server.request_count() == 1);
 }
 
@@ -488,43 +494,60 @@ TEST_CASE("issue 5 R5 connection refused is kUnavailable naming the URL, after t
 }
 
 TEST_CASE("issue 5 R5 cancellation ends a request within 100 ms") {
+  // The transfer loop looks at the token every 50 ms, so the call ends within about that of the
+  // cancel. The test cancels once the server has the request (the client is then waiting for
+  // the reply), and asks only that the call ends as kCancelled long before the server would
+  // have answered: a provider that noticed the cancel only when the reply came would not.
   SecretWatch watch;
   HttpTestServer server;
   ScriptedHttpResponse slow = ScriptedHttpResponse::Json(200, OpenAiReply("late"));
   slow.delay = milliseconds(5000);
   server.Push(slow);
   auto p = Make(OpenAi(server));
-  CancellationSource source;
-  std::atomic<long long> cancelled_at{0};
-  const auto t0 = Clock::now();
-  std::thread canceller([&] {
-    std::this_thread::sleep_for(milliseconds(300));
-    cancelled_at = MsSince(t0);
+  // Waits (as a hang guard, up to 30 s) for `ready`, then cancels `source`; returns when.
+  auto cancel_when = [](CancellationSource& source, const std::function<bool()>& ready,
+                        Clock::time_point* cancelled_at) {
+    const auto give_up = Clock::now() + std::chrono::seconds(30);
+    while (!ready() && Clock::now() < give_up) std::this_thread::sleep_for(milliseconds(1));
+    *cancelled_at = Clock::now();
     source.Cancel();
-  });
+  };
+  CancellationSource source;
+  Clock::time_point cancelled_at;
+  std::thread canceller(
+      cancel_when, std::ref(source), [&server] { return server.request_count() >= 1; },
+      &cancelled_at);
   auto r = Run(*p, watch, Request(), source.Token());
-  const long long done_at = MsSince(t0);
+  const auto done_at = Clock::now();
   canceller.join();
   REQUIRE_FALSE(r.ok());
   CHECK(r.status().code() == StatusCode::kCancelled);
-  // The transfer loop looks at the token every 50 ms, so the call ends well within 100 ms of
-  // the cancel on an idle machine; the bound here leaves room for a loaded CI machine running
-  // tests in parallel under a sanitizer, so that it checks the mechanism without flaking.
-  CHECK(done_at - cancelled_at.load() < 250);
+  CHECK(server.request_count() == 1);
+  CHECK(done_at - cancelled_at < milliseconds(4000));  // the reply was 5 s away
 
-  // Also while waiting to retry.
-  server.Push(ScriptedHttpResponse::Json(503, "{}", {{"Retry-After", "2"}}));
+  // Also while waiting to retry: cancelled once the provider has logged that it will retry in
+  // 10 s (the server's Retry-After; allowed here up to 20 s).
+  HttpProviderOptions patient = OpenAi(server);
+  patient.max_retry_delay_ms = 20000;
+  auto p2 = Make(patient);
+  server.Push(ScriptedHttpResponse::Json(503, "{}", {{"Retry-After", "10"}}));
   CancellationSource source2;
-  const auto t1 = Clock::now();
-  std::thread canceller2([&] {
-    std::this_thread::sleep_for(milliseconds(300));
-    source2.Cancel();
-  });
-  auto r2 = Run(*p, watch, Request(), source2.Token());
+  Clock::time_point cancelled_at2;
+  auto waiting_to_retry = [&watch] {
+    for (const std::string& line : watch.lines()) {
+      if (line.find("retry 1 of") != std::string::npos) return true;
+    }
+    return false;
+  };
+  std::thread canceller2(cancel_when, std::ref(source2), waiting_to_retry, &cancelled_at2);
+  auto r2 = Run(*p2, watch, Request(), source2.Token());
+  const auto done_at2 = Clock::now();
   canceller2.join();
   REQUIRE_FALSE(r2.ok());
   CHECK(r2.status().code() == StatusCode::kCancelled);
-  CHECK(MsSince(t1) < 500);
+  CHECK(r2.status().message().find("while waiting to retry") != std::string::npos);
+  CHECK(server.request_count() == 2);                    // not retried
+  CHECK(done_at2 - cancelled_at2 < milliseconds(5000));  // the retry was 10 s away
 }
 
 // --- streaming -------------------------------------------------------------------------------
@@ -833,13 +856,14 @@ TEST_CASE("issue 5 api_key_env and extra headers reach the server, secret header
 TEST_CASE("issue 5 one provider serves several threads at once") {
   SecretWatch watch;
   HttpTestServer server;
+  // The server holds every reply until it has all six requests: six calls that went one
+  // after another would never get there (the first hold gives up after 30 s, and is counted).
   ScriptedHttpResponse reply = ScriptedHttpResponse::Json(200, OpenAiReply("same"));
-  reply.delay = milliseconds(400);
+  reply.hold_until_requests = 6;
   server.SetDefault(reply);
   auto p = Make(OpenAi(server));
   std::atomic<int> ok{0};
   std::vector<std::thread> threads;
-  const auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < 6; ++i) {
     threads.emplace_back([&] {
       auto r = p->Complete(Request(), {});
@@ -847,11 +871,9 @@ TEST_CASE("issue 5 one provider serves several threads at once") {
     });
   }
   for (auto& t : threads) t.join();
-  const auto took = std::chrono::steady_clock::now() - t0;
   CHECK(ok == 6);
   CHECK(server.request_count() == 6);
-  // At once, not one after another: six calls in turn would take at least 2.4 s.
-  CHECK(took < milliseconds(1500));
+  CHECK(server.holds_given_up() == 0);  // all six were in flight at once
 }
 
 // --- the Compactor over the HTTP provider -----------------------------------------------------

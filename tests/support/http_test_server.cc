@@ -340,6 +340,22 @@ bool HttpTestServer::Wait(Connection& c, std::chrono::milliseconds d) const {
   }
 }
 
+bool HttpTestServer::Hold(Connection& c, const ScriptedHttpResponse& r) {
+  const auto until = Clock::now() + r.hold_limit;
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (requests_seen_ >= r.hold_until_requests) return true;
+    }
+    if (holds_given_up_.load() > 0) return true;
+    if (Clock::now() >= until) {
+      ++holds_given_up_;
+      return true;
+    }
+    if (!Wait(c, milliseconds(2))) return false;
+  }
+}
+
 bool HttpTestServer::SendAll(Connection& c, const std::string& data) const {
 #if RECAP_TEST_HAVE_TLS
   if (c.ssl != nullptr) {
@@ -443,6 +459,7 @@ void HttpTestServer::Serve(Connection& c) {
 
   const ScriptedHttpResponse r = Next(req);
   if (r.delay.count() > 0 && !Wait(c, r.delay)) return;
+  if (r.hold_until_requests > 0 && !Hold(c, r)) return;
 
   std::string head = "HTTP/1.1 " + std::to_string(r.status) + " " + Reason(r.status) + "\r\n";
   for (const auto& [k, v] : r.headers) head += k + ": " + v + "\r\n";

@@ -72,6 +72,12 @@ struct ScriptedHttpResponse {
   std::optional<std::size_t> close_after;
   // Waited before the status line.
   std::chrono::milliseconds delay{0};
+  // Then, when set: held until the server has received this many requests in all (this one
+  // included), so that a test can tell that requests were in flight together without timing
+  // them. A hang guard: a hold gives up after `hold_limit` (counted in holds_given_up(), and
+  // every later hold is then let through at once, so a failing test fails fast).
+  std::size_t hold_until_requests = 0;
+  std::chrono::milliseconds hold_limit{30000};
   // After the body (or its pieces): `repeat` sent again `repeat_times` times, `piece_delay`
   // apart; kForever sends it until the client goes away (a body or stream that never ends).
   static constexpr std::size_t kForever = static_cast<std::size_t>(-1);
@@ -135,6 +141,8 @@ class HttpTestServer {
   std::size_t connection_count() const;
   // Connections whose TLS handshake failed (the client refused the certificate).
   std::size_t tls_failures() const;
+  // Holds (ScriptedHttpResponse::hold_until_requests) that gave up waiting.
+  std::size_t holds_given_up() const { return holds_given_up_.load(); }
 
   // Stops accepting, ends every connection's waits and joins the threads. Idempotent.
   void Stop();
@@ -147,6 +155,8 @@ class HttpTestServer {
   ScriptedHttpResponse Next(const RecordedHttpRequest& request);
   // Waits up to `d`; false when the server stops or the peer has closed.
   bool Wait(Connection& c, std::chrono::milliseconds d) const;
+  // The hold of `r`; false when the server stops or the peer has closed.
+  bool Hold(Connection& c, const ScriptedHttpResponse& r);
   bool SendAll(Connection& c, const std::string& data) const;
   // Reads what is there (waiting at most ~20 ms): > 0 bytes read, 0 nothing yet, < 0 closed.
   long ReadSome(Connection& c, char* buffer, std::size_t size) const;
@@ -157,6 +167,7 @@ class HttpTestServer {
   void* tls_context_ = nullptr;  // SSL_CTX*, when serving HTTPS
   std::atomic<std::size_t> connections_accepted_{0};
   std::atomic<std::size_t> tls_failures_{0};
+  std::atomic<std::size_t> holds_given_up_{0};
   std::atomic<bool> stopping_{false};
   std::thread acceptor_;
 

@@ -1,11 +1,33 @@
 #include "support/recording_hook.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <thread>
 #include <utility>
 
 namespace recap {
 namespace testing {
+
+HookGate::HookGate(std::chrono::milliseconds give_up)
+    : give_up_at_(std::chrono::steady_clock::now() + give_up) {}
+
+void HookGate::Open() {
+  std::lock_guard<std::mutex> lock(mu_);
+  open_ = true;
+  cv_.notify_all();
+}
+
+bool HookGate::is_open() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return open_;
+}
+
+bool HookGate::WaitFor(std::chrono::milliseconds d) const {
+  std::unique_lock<std::mutex> lock(mu_);
+  const auto until = std::min(std::chrono::steady_clock::now() + d, give_up_at_);
+  cv_.wait_until(lock, until, [&] { return open_; });
+  return open_ || std::chrono::steady_clock::now() >= give_up_at_;
+}
 
 RecordingHook::RecordingHook(std::string name) : name_(std::move(name)) {}
 
@@ -27,6 +49,15 @@ Result<R> RecordingHook::Play(const HookScript<R>& script, const CancellationTok
       return Status::Cancelled("the recording hook was cancelled");
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  // Hold the gate by a shared_ptr of this thread's own: the script may outlive the test.
+  if (const std::shared_ptr<HookGate> gate = script.hold) {
+    while (!gate->WaitFor(std::chrono::milliseconds(2))) {
+      if (script.honour_cancel && cancel.IsCancelled()) {
+        finish(true);
+        return Status::Cancelled("the recording hook was cancelled");
+      }
+    }
   }
   const bool cancelled = cancel.IsCancelled();
   if (script.throw_std) {

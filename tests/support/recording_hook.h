@@ -13,6 +13,14 @@
 //   auto hook = std::make_shared<recap::testing::RecordingHook>("notes");
 //   hook->before().result.instructions = "Also list open questions.";
 //   hook->after().sleep = std::chrono::milliseconds(500);  // hangs past a 100 ms limit
+//
+// A hook that must time out whatever the machine's speed waits on a HookGate instead of a
+// sleep: it hangs until the test opens the gate (or the gate gives up, a hang guard far past
+// any limit a test sets), so "it was abandoned" is decided by what finished, not by a clock.
+//
+//   auto gate = std::make_shared<recap::testing::HookGate>();
+//   hook->after().hold = gate;  // hangs until gate->Open()
+//   ... run; CHECK(hook->finished() == 0); gate->Open(); hook->WaitForFinished(1, ...) ...
 #ifndef RECAP_TESTS_SUPPORT_RECORDING_HOOK_H_
 #define RECAP_TESTS_SUPPORT_RECORDING_HOOK_H_
 
@@ -22,6 +30,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "recap/plugin_hook.h"
@@ -29,7 +38,41 @@
 namespace recap {
 namespace testing {
 
-// How one hook behaves, checked in this order: sleep, throw, error, result.
+// A gate that hooks wait on until a test opens it. It opens itself after `give_up` (a hang
+// guard: a runner that wrongly waited for its hooks is then caught by what finished, instead
+// of hanging the test). OpenOnExit opens it when a test's scope ends, also on a failed REQUIRE.
+class HookGate {
+ public:
+  explicit HookGate(std::chrono::milliseconds give_up = std::chrono::seconds(30));
+  HookGate(const HookGate&) = delete;
+  HookGate& operator=(const HookGate&) = delete;
+
+  void Open();
+  bool is_open() const;
+  // Waits up to `d` for the gate to open (or give up); true when it is open.
+  bool WaitFor(std::chrono::milliseconds d) const;
+
+ private:
+  mutable std::mutex mu_;
+  mutable std::condition_variable cv_;
+  bool open_ = false;
+  const std::chrono::steady_clock::time_point give_up_at_;
+};
+
+// Opens a gate when it goes out of scope, so that a failing REQUIRE does not leave its hooks
+// hanging.
+class OpenOnExit {
+ public:
+  explicit OpenOnExit(std::shared_ptr<HookGate> gate) : gate_(std::move(gate)) {}
+  ~OpenOnExit() { gate_->Open(); }
+  OpenOnExit(const OpenOnExit&) = delete;
+  OpenOnExit& operator=(const OpenOnExit&) = delete;
+
+ private:
+  std::shared_ptr<HookGate> gate_;
+};
+
+// How one hook behaves, checked in this order: sleep, hold, throw, error, result.
 template <class R>
 struct HookScript {
   R result;
@@ -39,6 +82,8 @@ struct HookScript {
   std::string throw_what = "scripted hook failure";
   std::chrono::milliseconds sleep{0};
   bool honour_cancel = false;  // stop sleeping (and return kCancelled) once cancelled
+  // Set: after the sleep, wait until this gate opens (honour_cancel applies here too).
+  std::shared_ptr<HookGate> hold;
 };
 
 class RecordingHook : public PluginHook {

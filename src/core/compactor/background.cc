@@ -342,6 +342,7 @@ bool Compactor::Impl::PrepareBackground(const std::string& session, SessionCache
       return true;
     }
     out.waited_for_summarizer = true;
+    RECAP_LOG_DEBUG("session {}: Prepare waits for the background compaction in flight", session);
     bool finished = WaitForTask(task, MaxWait(), cancel, &out.background_wait_ms);
     if (!finished && !cancel.IsCancelled()) {
       // R15.3: bounded. Given up and cancelled; a summarizer that honours its token ends at
