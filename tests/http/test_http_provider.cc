@@ -256,7 +256,7 @@ TEST_CASE("issue 5 R5 a Retry-After longer than max_retry_delay_ms is not waited
   auto r = Run(*p, watch);
   REQUIRE_FALSE(r.ok());
   CHECK(r.status().code() == StatusCode::kUnavailable);
-  CHECK(MsSince(t0) < 1000);
+  CHECK(MsSince(t0) < 30000);  // not the hour it asked for (a hang guard: it takes ms)
   CHECK(r.status().message().find("HTTP 429") != std::string::npos);
   CHECK(r.status().message().find("max_retry_delay_ms") != std::string::npos);
   CHECK(server.request_count() == 1);
