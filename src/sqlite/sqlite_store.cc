@@ -120,13 +120,6 @@ Status FromSqlite(const std::string& path, const std::string& doing, int code,
 // and recap failures become a Status.
 class Connection {
  public:
-  // The page size of the files this store creates. recap's rows are mostly message bodies of a
-  // few hundred bytes to many kilobytes: with SQLite's default of 4 KiB, a body over about
-  // 4 KiB spills into a chain of overflow pages, and every page is two writes to the WAL and a
-  // read and a write at the checkpoint. 16 KiB pages hold four times as much each: the import
-  // of 1,000,000 messages spends a third less time in the kernel (docs/sqlite-store.md).
-  static constexpr int kPageSize = 16384;
-
   Connection(std::string path, SqliteStoreOptions options)
       : path_(std::move(path)), options_(options) {}
 
@@ -174,9 +167,6 @@ class Connection {
                                        std::to_string(kSchemaVersion) +
                                        ". Upgrade recap to open it (the file was left as it is)")};
       }
-      // A new file gets pages of kPageSize bytes (a file that exists keeps its own: SQLite sets
-      // a page size only when it writes a file's first page, which the switch to WAL does).
-      if (version == 0) db_->exec("PRAGMA page_size = " + std::to_string(kPageSize));
       const std::string mode = SwitchToWal();
       if (mode != "wal") {
         throw Abort{Status::IOError("recap sqlite store " + Quoted(path_) +
