@@ -109,7 +109,19 @@ def main():
     parser.add_argument("--json", help="also write every figure and its limits to this file")
     options = parser.parse_args()
 
-    tmp = tempfile.mkdtemp(prefix="recap-quick-budgets-", dir=options.dir)
+    for program, _ in PROGRAMS:
+        if not os.access(os.path.join(options.bin, program), os.X_OK):
+            print("quick budgets: %s is not in %s; build the benchmarks first (configure with "
+                  "-DRECAP_BUILD_BENCH=ON, then cmake --build) and pass their folder as --bin"
+                  % (program, options.bin))
+            return 2
+    try:
+        tmp = tempfile.mkdtemp(prefix="recap-quick-budgets-", dir=options.dir)
+    except OSError as e:
+        print("quick budgets: cannot create a temporary folder in %s (%s); pass a writable "
+              "folder on a real disk as --dir" % (options.dir or tempfile.gettempdir(),
+                                                   e.strerror))
+        return 2
     rows, failed = [], []
     try:
         for program, args in PROGRAMS:
@@ -154,8 +166,9 @@ def main():
         print("quick budgets: a benchmark failed (see ERROR above)")
         return 2
     if missed_any:
-        print("quick budgets: %d figure%s missed (measured twice); the full run is "
-              "scripts/bench.sh" % (missed_any, "" if missed_any == 1 else "s"))
+        print("quick budgets: %d figure%s missed (measured twice). These are timings: run them "
+              "with nothing else running (scripts/bench.sh is the full run; RECAP_QUICK_BUDGETS=0 "
+              "scripts/test.sh skips them)" % (missed_any, "" if missed_any == 1 else "s"))
         return 1
     print("quick budgets: every figure within its budget and its guard")
     return 0
