@@ -310,34 +310,20 @@ double TimePlain() {
   return Seconds(t0, Clock::now());
 }
 
-// Runs `measured` and `baseline` back to back in each iteration, in turn first, and records
-// each one's time under its name and their ratio under `pair`: the budget is the median of
-// these ratios, each of two figures taken within milliseconds of each other, so that a change
-// in the machine's load or memory bandwidth between runs (another process, the page cache)
-// moves both sides of a ratio alike. Measured apart, the plain pass moved by 30% between runs.
+// R11.2 and R11.3 in pairs (recap_bench::TimePairs): each side's time under its name, their
+// ratio under `pair`. One untimed round first: the heap and the caches as every timed round
+// finds them.
 template <typename Measured, typename Baseline>
 void Paired(benchmark::State& state, const std::string& pair, const std::string& measured_name,
             const std::string& baseline_name, Measured&& measured, Baseline&& baseline) {
   Guarded(state, pair, [&] {
-    // One untimed round first: the heap and the caches as every timed round finds them.
     measured();
     baseline();
-    std::size_t k = 0;
-    for (auto _ : state) {
-      double m = 0;
-      double b = 0;
-      if (k++ % 2 == 0) {
-        m = measured();
-        b = baseline();
-      } else {
-        b = baseline();
-        m = measured();
-      }
-      state.SetIterationTime(m + b);
+    recap_bench::TimePairs(state, measured, baseline, [&](double m, double b) {
       Record(measured_name, m);
       Record(baseline_name, b);
       if (b > 0) Record(pair, m / b);
-    }
+    });
     state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * 2 * g.w1_bytes));
   });
 }

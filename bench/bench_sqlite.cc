@@ -397,30 +397,27 @@ double TimeCompactionBare() {
   return dt;
 }
 
-// Paired samples, as the load's (below): the compaction's commit ends in an fsync, and the
-// disk's pace moved the two sides measured apart by a third between runs.
-std::mutex g_pair_mu;
-std::vector<double> g_compaction_store, g_compaction_bare, g_compaction_ratio;
+// The samples of a figure measured in pairs (recap_bench::TimePairs): each side's times and
+// the pairs' ratios; the budget is the median of the ratios.
+struct PairSamples {
+  std::vector<double> store, bare, ratio;
+  void Add(double s, double b) {
+    std::lock_guard<std::mutex> lock(mu);
+    store.push_back(s);
+    bare.push_back(b);
+    if (b > 0) ratio.push_back(s / b);
+  }
+  mutable std::mutex mu;
+};
+
+// The compaction's commit ends in an fsync: the disk's pace moved the two sides, measured
+// apart, by a third between runs.
+PairSamples g_compaction;
 
 void CompactionPair(benchmark::State& state) {
   Guarded(state, "compaction store vs bare", [&] {
-    std::size_t k = 0;
-    for (auto _ : state) {
-      double store = 0;
-      double bare = 0;
-      if (k++ % 2 == 0) {
-        store = TimeCompactionStore();
-        bare = TimeCompactionBare();
-      } else {
-        bare = TimeCompactionBare();
-        store = TimeCompactionStore();
-      }
-      state.SetIterationTime(store + bare);
-      std::lock_guard<std::mutex> lock(g_pair_mu);
-      g_compaction_store.push_back(store);
-      g_compaction_bare.push_back(bare);
-      if (bare > 0) g_compaction_ratio.push_back(store / bare);
-    }
+    recap_bench::TimePairs(state, TimeCompactionStore, TimeCompactionBare,
+                           [](double s, double b) { g_compaction.Add(s, b); });
     state.counters["rows"] = static_cast<double>(g.replaced.size());
   });
 }
@@ -488,31 +485,15 @@ double TimeLoadBare(bool copy) {
   return dt;
 }
 
-// The samples of the paired load figure: the store's Load and the bare read-and-copy measured
-// back to back in each iteration, each pair in turn starting with the other side, and their
-// ratio. The budget is the median of the ratios: the copy alone moved by 40% between runs (a
-// shared machine's memory bandwidth), which two figures taken milliseconds apart share.
-std::vector<double> g_load_store, g_load_copy, g_load_ratio;
+// The store's Load against the bare read-and-copy, in pairs: measured apart, the copy moved by
+// 40% between runs (a shared machine's memory bandwidth).
+PairSamples g_load;
 
 void LoadPair(benchmark::State& state) {
   Guarded(state, "load store vs bare+copy", [&] {
-    std::size_t k = 0;
-    for (auto _ : state) {
-      double store = 0;
-      double copy = 0;
-      if (k++ % 2 == 0) {
-        store = TimeLoadStore();
-        copy = TimeLoadBare(true);
-      } else {
-        copy = TimeLoadBare(true);
-        store = TimeLoadStore();
-      }
-      state.SetIterationTime(store + copy);
-      std::lock_guard<std::mutex> lock(g_pair_mu);
-      g_load_store.push_back(store);
-      g_load_copy.push_back(copy);
-      if (copy > 0) g_load_ratio.push_back(store / copy);
-    }
+    recap_bench::TimePairs(
+        state, TimeLoadStore, [] { return TimeLoadBare(true); },
+        [](double s, double b) { g_load.Add(s, b); });
     state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * 2 * g.w1_bytes));
   });
 }
@@ -601,9 +582,7 @@ struct Figure {
   double budget;  // rate: ratio ≥ budget; time: ratio ≤ budget
   // Measured in pairs (CompactionPair, LoadPair): the sides' medians, and the ratio the
   // median of the pairs' ratios.
-  const std::vector<double>* paired_store = nullptr;
-  const std::vector<double>* paired_bare = nullptr;
-  const std::vector<double>* paired_ratio = nullptr;
+  const PairSamples* paired = nullptr;
 };
 
 std::string Shown(double seconds, bool rate) {
@@ -642,11 +621,11 @@ int PrintTable(const CollectingReporter& reporter, const std::vector<Figure>& fi
     double store_seconds = 0;
     double bare_seconds = 0;
     double ratio = 0;
-    if (f.paired_ratio != nullptr) {
-      std::lock_guard<std::mutex> lock(g_pair_mu);
-      store_seconds = MedianOf(*f.paired_store);
-      bare_seconds = MedianOf(*f.paired_bare);
-      ratio = MedianOf(*f.paired_ratio);
+    if (f.paired != nullptr) {
+      std::lock_guard<std::mutex> lock(f.paired->mu);
+      store_seconds = MedianOf(f.paired->store);
+      bare_seconds = MedianOf(f.paired->bare);
+      ratio = MedianOf(f.paired->ratio);
     } else {
       auto s = reporter.seconds.find(f.store_name);
       auto b = reporter.seconds.find(f.bare_name);
@@ -676,13 +655,13 @@ int PrintTable(const CollectingReporter& reporter, const std::vector<Figure>& fi
                 budget, pass ? "PASS" : "FAIL");
   }
   auto bare = reporter.seconds.find("load/bare");
-  std::lock_guard<std::mutex> lock(g_pair_mu);
-  if (bare != reporter.seconds.end() && bare->second > 0 && !g_load_copy.empty()) {
+  std::lock_guard<std::mutex> lock(g_load.mu);
+  if (bare != reporter.seconds.end() && bare->second > 0 && !g_load.bare.empty()) {
     std::printf(
         "\nfor reference (no budget): the bare read that only touches each blob in place takes "
         "%.1f ms;\ncopying the rows into memory is %.2fx that, the store's load %.2fx.\n",
-        bare->second * 1e3, MedianOf(g_load_copy) / bare->second,
-        MedianOf(g_load_store) / bare->second);
+        bare->second * 1e3, MedianOf(g_load.bare) / bare->second,
+        MedianOf(g_load.store) / bare->second);
   }
   return missed;
 }
@@ -839,9 +818,8 @@ int main(int argc, char** argv) {
         {"R11.5/append_normal", "append, synchronous=NORMAL", "append_normal/store",
          "append_normal/bare", true, 0.70},
         {"R11.5/compaction", compaction_label, "compaction/pair", "compaction/pair", false, 3.0,
-         &g_compaction_store, &g_compaction_bare, &g_compaction_ratio},
-        {"R11.5/load", load_label, "load/pair", "load/pair", false, 2.0, &g_load_store,
-         &g_load_copy, &g_load_ratio},
+         &g_compaction},
+        {"R11.5/load", load_label, "load/pair", "load/pair", false, 2.0, &g_load},
     };
     const int missed = PrintTable(reporter, figures);
     std::printf("\n");

@@ -73,6 +73,30 @@ inline bool TakeFlag(const std::string& arg, const char* name, std::string* valu
   return false;
 }
 
+// Runs `measured` and `baseline` (each returns the seconds it timed) back to back in every
+// iteration, each pair in turn starting with the other, and hands each pair's two times to
+// `record`. A budget held to the median of the pairs' ratios compares two figures taken within
+// milliseconds of each other: a change in the machine's load or memory bandwidth between runs
+// moves both sides alike (measured as benchmarks of their own, a baseline moved by 30-40%).
+// The iteration's time is the pair's.
+template <typename Measured, typename Baseline, typename Record>
+void TimePairs(benchmark::State& state, Measured&& measured, Baseline&& baseline, Record&& record) {
+  std::size_t k = 0;
+  for (auto _ : state) {
+    double m = 0;
+    double b = 0;
+    if (k++ % 2 == 0) {
+      m = measured();
+      b = baseline();
+    } else {
+      b = baseline();
+      m = measured();
+    }
+    state.SetIterationTime(m + b);
+    record(m, b);
+  }
+}
+
 inline bool OnTmpfs(const std::string& path) {
   struct statfs s {};
   return ::statfs(path.c_str(), &s) == 0 && s.f_type == 0x01021994;  // TMPFS_MAGIC
