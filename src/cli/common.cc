@@ -103,11 +103,21 @@ bool ParseArgs(const std::vector<std::string>& words, const std::vector<OptionSp
   return true;
 }
 
+// The largest count an option takes: 18 digits, far past anything recap counts and within
+// 64 bits.
+constexpr std::size_t kMaxCount = 999999999999999999;
+
 bool ParseCount(const Args& args, const std::string& name, std::size_t* out, std::string* error) {
   const std::string text = args.Get(name);
-  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos ||
-      text.size() > 18) {
+  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos) {
     *error = "--" + name + " wants a non-negative whole number, not '" + text + "'";
+    return false;
+  }
+  const std::size_t digits = text.find_first_not_of('0') == std::string::npos
+                                 ? 1
+                                 : text.size() - text.find_first_not_of('0');
+  if (digits > 18) {
+    *error = "--" + name + " is at most " + std::to_string(kMaxCount) + ", not '" + text + "'";
     return false;
   }
   *out = static_cast<std::size_t>(std::strtoull(text.c_str(), nullptr, 10));
@@ -116,23 +126,34 @@ bool ParseCount(const Args& args, const std::string& name, std::size_t* out, std
 
 bool ParseBytes(const Args& args, const std::string& name, std::size_t* out, std::string* error) {
   std::string text = args.Get(name);
-  std::size_t scale = 1;
+  int shift = 0;
   if (!text.empty()) {
     const char unit = static_cast<char>(std::toupper(static_cast<unsigned char>(text.back())));
     if (unit == 'K' || unit == 'M' || unit == 'G') {
-      scale = std::size_t{1} << (unit == 'K' ? 10 : unit == 'M' ? 20 : 30);
+      shift = unit == 'K' ? 10 : unit == 'M' ? 20 : 30;
       text.pop_back();
     }
   }
-  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos ||
-      text.size() > 15 || std::strtoull(text.c_str(), nullptr, 10) == 0) {
-    *error = "--" + name +
-             " wants a number of bytes greater than 0 (e.g. 1048576, 512M or 2G), "
-             "not '" +
-             args.Get(name) + "'";
+  const auto refuse = [&](const std::string& why) {
+    *error = "--" + name + " " + why + " (e.g. 1048576, 512M or 2G), not '" + args.Get(name) + "'";
     return false;
+  };
+  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos) {
+    return refuse("wants a number of bytes greater than 0");
   }
-  *out = static_cast<std::size_t>(std::strtoull(text.c_str(), nullptr, 10)) * scale;
+  // What a byte count can hold: 2^64 - 1 bytes, so at most 17179869183G, 17592186044415M or
+  // 18014398509481983K (named in the unit the user wrote).
+  const std::size_t max_value = SIZE_MAX >> shift;
+  const char* unit = shift == 30 ? "G" : shift == 20 ? "M" : shift == 10 ? "K" : " bytes";
+  const std::string at_most = "is at most " + std::to_string(max_value) + unit +
+                              (shift == 30 ? "" : ", " + std::to_string(SIZE_MAX >> 30) + "G");
+  const std::size_t first = text.find_first_not_of('0');
+  if (first != std::string::npos && text.size() - first > 20) return refuse(at_most);
+  errno = 0;
+  const unsigned long long value = std::strtoull(text.c_str(), nullptr, 10);
+  if (errno == ERANGE || value > max_value) return refuse(at_most);
+  if (value == 0) return refuse("wants a number of bytes greater than 0");
+  *out = static_cast<std::size_t>(value) << shift;
   return true;
 }
 

@@ -632,6 +632,40 @@ TEST_CASE("R13.1 a depth bomb is refused by every import format, never a crash",
   }
 }
 
+TEST_CASE("R13.1 a size or count past what recap can hold is a usage error naming the maximum",
+          "[cli]") {
+  // issue 35: 17179869184G was 2^64 bytes, which wrapped to 0 ("larger than --max-input-bytes
+  // (0 bytes)"); one more G wrapped to 1 GiB, a limit the user never gave.
+  TempDir dir("recap-cli-sizes");
+  const std::string db = dir.File("s.db");
+  const std::string file = dir.File("t.json");
+  Write(file, ChatTranscript(4, "Z"));
+  int session = 0;
+  for (const std::string& too_big :
+       {"17179869184G", "17179869185G", "18014398509481984K", "99999999999999999999",
+        "18446744073709551616", "999999999999999999999999G"}) {
+    const Ran r =
+        Run(dir, {"import", "--format", "openai-chat", file, "--session",
+                  "s" + std::to_string(session++), "--db", db, "--max-input-bytes", too_big});
+    INFO(too_big << ": " << r.err);
+    CHECK(r.exit == 2);
+    CHECK_THAT(r.err, Catch::Matchers::Contains("--max-input-bytes is at most") &&
+                          Catch::Matchers::Contains("17179869183G"));
+  }
+  // The largest is taken as given.
+  Ran r = Run(dir, {"import", "--format", "openai-chat", file, "--session", "big", "--db", db,
+                    "--max-input-bytes", "17179869183G"});
+  INFO(r.err);
+  CHECK(r.exit == 0);
+  // A count past its maximum names the maximum too.
+  r = Run(dir, {"prepare", "--session", "big", "--db", db, "--format", "openai-chat",
+                "--max-context-chars", "800000", "--instructions-chars", "18446744073709551615"});
+  INFO(r.err);
+  CHECK(r.exit == 2);
+  CHECK_THAT(r.err, Catch::Matchers::Contains("--instructions-chars") &&
+                        Catch::Matchers::Contains("at most 999999999999999999"));
+}
+
 TEST_CASE(
     "R13.1 input over --max-input-bytes, an endless stream and a folder are refused with a message",
     "[cli]") {
