@@ -422,6 +422,92 @@ TEST_CASE(
   }
 }
 
+TEST_CASE(
+    "R8.2 a compaction that meets another writer's commit is retried, and after three tries is "
+    "a conflict, not a budget error",
+    "[R8.2][compactor]") {
+  // Issue 35 (1): the conflict of the compaction's commit was folded into
+  // ContextBudgetExceeded ("raise limits.maxContextChars"), so Prepare's retry never ran.
+  auto store = std::make_shared<FlakyChangesStore>(recap::testing::NewTestSessionStore());
+  Config config;
+  config.limits.max_context_chars = 4000;
+  config.compaction.keep_turns = 1;
+  auto provider = std::make_shared<GatedProvider>(0);
+  auto compactor = Ok(Compactor::Create(config, provider, store));
+  // Twelve turns of 900 characters: nothing to clip, so only a compaction brings the session
+  // under the limit.
+  for (int i = 0; i < 12; ++i) {
+    REQUIRE(store
+                ->AppendMessages("s", {Message::UserText("question " + std::to_string(i) + " " +
+                                                         std::string(400, 'q')),
+                                       Message::AssistantText(std::string(500, 'a'))})
+                .ok());
+  }
+  SECTION("once: the second try reads the other writer's message and compacts") {
+    store->interleave_before_commit = 1;
+    const Prepared p = Ok(compactor->Prepare("s", {}));
+    CHECK(store->interleaved == 1);
+    CHECK(provider->started() == 2);
+    REQUIRE(p.compactions.size() == 1);
+    CHECK(p.after_chars <= 4000);
+    CHECK(JoinedText(p.messages.back()) == "from another host");
+    CHECK(Ids(p.messages) == Ids(Ok(store->Load("s")).transcript));
+  }
+  SECTION("at every try: kConflict naming the other writer, nothing written by it") {
+    store->interleave_before_commit = 100;
+    auto p = compactor->Prepare("s", {});
+    REQUIRE_FALSE(p.ok());
+    INFO(p.status().ToString());
+    CHECK(p.status().code() == StatusCode::kConflict);
+    CHECK(p.status().message().find("changed since") != std::string::npos);
+    CHECK(p.status().message().find("maxContextChars") == std::string::npos);
+    CHECK(store->interleaved == 3);
+    const SessionState state = Ok(store->Load("s"));
+    CHECK(state.transcript.size() == 27);  // 24 messages and three appends, none replaced
+    CHECK_FALSE(state.transcript[0].summary);
+  }
+}
+
+TEST_CASE("R8.2 prepares beside a thread that appends never fail for the budget",
+          "[R8.2][compactor]") {
+  // The race of issue 35 (1) as a host meets it: one thread appends turns while another
+  // prepares at a tight limit. Whatever interleaving happens, each Prepare either returns a
+  // request under the limit or (three conflicts in a row) kConflict; never a budget error.
+  auto store = recap::testing::NewTestSessionStore();
+  Config config;
+  config.limits.max_context_chars = 4000;
+  config.compaction.keep_turns = 1;
+  auto compactor = Ok(Compactor::Create(config, std::make_shared<GatedProvider>(0), store));
+  REQUIRE(store->Append("s", Message::UserText("start")).ok());
+  std::atomic<bool> done{false};
+  std::thread appender([&] {
+    for (int i = 0; i < 1000 && !done; ++i) {
+      (void)store->AppendMessages(
+          "s", {Message::UserText("turn " + std::to_string(i) + " " + std::string(300, 'u')),
+                Message::AssistantText(std::string(300, 'a'))});
+    }
+  });
+  int budget_errors = 0, conflicts = 0, prepared = 0;
+  for (int i = 0; i < 1000; ++i) {
+    auto p = compactor->Prepare("s", {});
+    if (p.ok()) {
+      ++prepared;
+      CHECK(p->after_chars <= 4000);
+    } else if (p.status().code() == StatusCode::kConflict) {
+      ++conflicts;
+    } else {
+      INFO(p.status().ToString());
+      CHECK(p.status().code() != StatusCode::kContextBudgetExceeded);
+      ++budget_errors;
+    }
+  }
+  done = true;
+  appender.join();
+  INFO(prepared << " prepared, " << conflicts << " conflicts");
+  CHECK(budget_errors == 0);
+  CHECK(Ok(compactor->Prepare("s", {})).after_chars <= 4000);
+}
+
 TEST_CASE("R15.2 a worker that cannot read the session leaves the swap to the next Prepare",
           "[R15.2][compactor]") {
   auto store = std::make_shared<FlakyChangesStore>(recap::testing::NewTestSessionStore());

@@ -1,9 +1,19 @@
 #include "recap/compactor.h"
 
 #include "compactor/compactor_impl.h"
+#include "recap_internal/store_rules.h"
 
 namespace recap {
 inline namespace v0 {
+namespace {
+
+// A compaction whose commit the store refused because another writer committed to the session
+// since this call read it (kConflict): nothing of it was stored.
+bool LostToAnotherWriter(const Attempt& a) {
+  return a.kind == AttemptKind::kFailed && a.error.code() == StatusCode::kConflict;
+}
+
+}  // namespace
 
 const char* CompactionReasonName(CompactionReason reason) noexcept {
   switch (reason) {
@@ -141,6 +151,9 @@ Result<Prepared> Compactor::Impl::PrepareOnce(const std::string& session, const 
       if (still_over) {
         Attempt& last = attempts.emplace_back(
             RunCompaction(session, c, sizes, plan, *plan.reason, CutMode::kNormal, {}, cancel));
+        // R8.2: another writer committed since this call read the session. Nothing of the
+        // compaction is stored; Prepare reads the session again and decides again.
+        if (LostToAnotherWriter(last)) return last.error;
         if (last.kind == AttemptKind::kCommitted) {
           out.compactions.push_back(*plan.reason);
           // R2.5: two auto compactions in a row that each free < 10% pause auto compaction.
@@ -174,6 +187,7 @@ Result<Prepared> Compactor::Impl::PrepareOnce(const std::string& session, const 
       Attempt& budget = attempts.emplace_back(RunCompaction(
           session, c, sizes, now, CompactionReason::kBudget, CutMode::kBudget, {}, cancel));
       budget.budget_step = true;
+      if (LostToAnotherWriter(budget)) return budget.error;
       if (budget.kind == AttemptKind::kCommitted)
         out.compactions.push_back(CompactionReason::kBudget);
       if (reducible() > limit) {
@@ -217,9 +231,15 @@ Result<Prepared> Compactor::Prepare(const std::string& session, const RequestSiz
   // decides again, up to three times in all.
   for (int attempt = 1;; ++attempt) {
     Result<Prepared> prepared = impl_->PrepareOnce(session, sizes, cancel);
-    if (prepared.ok() || prepared.status().code() != StatusCode::kConflict || attempt == 3 ||
+    if (prepared.ok() || prepared.status().code() != StatusCode::kConflict ||
         cancel.IsCancelled()) {
       return prepared;
+    }
+    if (attempt == 3) {
+      return Status::Conflict(
+          "another writer changed session " + internal::QuotedName(session) +
+          " during each of Prepare's 3 tries to write it (last: " + prepared.status().message() +
+          "). What was stored is intact; call Prepare again once the other writer is done");
     }
     RECAP_LOG_INFO("session {}: another writer changed it during Prepare; reading it again ({})",
                    session, prepared.status().message());
