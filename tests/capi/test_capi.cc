@@ -898,3 +898,70 @@ TEST_CASE(
   }
 }
 #endif
+
+namespace {
+
+// Calls the compactor back from its own callback (a summarizer or the event function) and
+// keeps what recap_prepare and recap_plan answered.
+struct CallingBack {
+  recap_compactor* c = nullptr;
+  bool from_events = false;
+  std::vector<Call> got;
+
+  void CallBack() {
+    char* out = nullptr;
+    char* error = nullptr;
+    Call prepare;
+    prepare.code = recap_prepare(c, "s", "openai-chat", nullptr, &out, &error);
+    prepare.error = Take(error);
+    recap_free(out);
+    got.push_back(prepare);
+    error = nullptr;
+    Call plan;
+    plan.code = recap_plan(c, "s", nullptr, &out, &error);
+    plan.error = Take(error);
+    recap_free(out);
+    got.push_back(plan);
+  }
+  static void Summarize(void* user, const char*, recap_reply* reply) {
+    auto* self = static_cast<CallingBack*>(user);
+    if (!self->from_events) self->CallBack();
+    recap_reply_text(reply, R"({"goal":"g","currentState":"s"})", 0, 0, 0);
+  }
+  static void OnEvent(void* user, const char* json) {
+    auto* self = static_cast<CallingBack*>(user);
+    if (self->from_events && Json::parse(json)["type"] == "compaction_completed") {
+      self->CallBack();
+    }
+  }
+};
+
+}  // namespace
+
+TEST_CASE("R16.1 a callback that calls its compactor back is refused at once, not a hang",
+          "[R16.1]") {
+  // Issue 35 (2): recap_prepare from the summarizer or the event function of the same
+  // compactor waited forever for the session its own call held.
+  CallingBack calling;
+  SECTION("from the summarizer") { calling.from_events = false; }
+  SECTION("from the event function") { calling.from_events = true; }
+  recap_provider* p = nullptr;
+  REQUIRE(recap_provider_new_callback("calling-back", 0, &CallingBack::Summarize, &calling, nullptr,
+                                      &p, nullptr) == RECAP_OK);
+  {
+    Compactor c(kSmallWindow, p, nullptr, &CallingBack::OnEvent, &calling);
+    recap_provider_free(p);
+    calling.c = c.c;
+    for (int i = 0; i < 6; ++i) {
+      c.MustAppend("s", "openai-chat", "[" + UserTurn(i, 1500) + "," + AssistantTurn(i) + "]");
+    }
+    const Json out = c.Prepare("s", "openai-chat");
+    CHECK(out["compactions"] == Json::array({"auto"}));
+    REQUIRE(calling.got.size() == 2);
+    for (const Call& call : calling.got) {
+      INFO(call.error);
+      CHECK(call.code == RECAP_FAILED_PRECONDITION);
+      CHECK(call.error.find("from inside a callback") != std::string::npos);
+    }
+  }
+}

@@ -508,6 +508,53 @@ TEST_CASE("R8.2 prepares beside a thread that appends never fail for the budget"
   CHECK(Ok(compactor->Prepare("s", {})).after_chars <= 4000);
 }
 
+TEST_CASE(
+    "R15.2 a callback run by a background worker that calls back into its compactor is refused "
+    "at once",
+    "[R15.2][compactor]") {
+  // Issue 35 (2): the worker emits compaction_completed while it holds the session to swap the
+  // checkpoint in; a sink that called Prepare there waited for the worker itself, forever.
+  struct CallingBackSink : EventSink {
+    Compactor* compactor = nullptr;
+    std::mutex mu;
+    std::vector<Status> got;
+    void OnEvent(const Event& e) override {
+      if (e.type != "compaction_completed") return;
+      Status prepared = compactor->Prepare("s", {}).status();
+      Status planned = compactor->PlanFor("s", {}).status();
+      std::lock_guard<std::mutex> lock(mu);
+      got.push_back(prepared);
+      got.push_back(planned);
+    }
+  };
+  auto calling = std::make_shared<CallingBackSink>();
+  auto recording = std::make_shared<RecordingSink>();
+  auto provider = std::make_shared<GatedProvider>(0);
+  auto store = recap::testing::NewTestSessionStore();
+  auto compactor = Ok(Compactor::Create(Background(), provider, store, {}, {calling, recording}));
+  calling->compactor = compactor.get();
+  bool started = false;
+  for (int i = 0; i < 40 && !started; ++i) {
+    REQUIRE(store
+                ->AppendMessages("s", {Message::UserText("request " + std::to_string(i)),
+                                       Message::AssistantText(std::string(1900, 'a'))})
+                .ok());
+    started = Ok(compactor->Prepare("s", {})).background_started;
+  }
+  REQUIRE(started);
+  for (int i = 0; i < 5000 && recording->OfType("compaction_completed").empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  REQUIRE(recording->OfType("compaction_completed").size() == 1);
+  std::lock_guard<std::mutex> lock(calling->mu);
+  REQUIRE(calling->got.size() == 2);
+  for (const Status& s : calling->got) {
+    INFO(s.ToString());
+    CHECK(s.code() == StatusCode::kFailedPrecondition);
+    CHECK(s.message().find("from inside a callback") != std::string::npos);
+  }
+}
+
 TEST_CASE("R15.2 a worker that cannot read the session leaves the swap to the next Prepare",
           "[R15.2][compactor]") {
   auto store = std::make_shared<FlakyChangesStore>(recap::testing::NewTestSessionStore());

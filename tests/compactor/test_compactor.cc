@@ -888,3 +888,120 @@ TEST_CASE("issue 19 compaction.maxSummarizerInputTokens caps what one compaction
   CHECK(capped.first > 60000);
   CHECK(capped.second <= unlimited.second);
 }
+
+namespace {
+
+// What a callback got back from each call it made into the compactor that runs it.
+struct CallsBack {
+  Compactor* compactor = nullptr;
+  std::vector<Status> got;
+  int reports = 0;  // ReportOverflow / ReportPromptTokens made (they return nothing)
+
+  void CallAll() {
+    got.push_back(compactor->Prepare(kS, {}).status());
+    got.push_back(compactor->PlanFor(kS, {}).status());
+    got.push_back(compactor->Compact(kS).status());
+    got.push_back(compactor->Recover("another session", true).status());
+    compactor->ReportOverflow(kS);
+    compactor->ReportPromptTokens(kS, 5);
+    reports += 2;
+  }
+};
+
+// A summarizer that, while it writes the checkpoint, calls the compactor that asked for it.
+class CallingBackProvider : public Provider {
+ public:
+  explicit CallingBackProvider(CallsBack& calls) : calls_(calls) {}
+  Result<Completion> Complete(const CompletionRequest&, const CancellationToken&) override {
+    calls_.CallAll();
+    Completion c;
+    c.text = recap::testing::ValidCheckpointJson("Finish the task");
+    return c;
+  }
+  std::string Name() const override { return "calling-back"; }
+  std::optional<std::size_t> ContextWindow() override { return 100000; }
+
+ private:
+  CallsBack& calls_;
+};
+
+// An event sink that calls the compactor back on the compaction's completion.
+class CallingBackSink : public EventSink {
+ public:
+  explicit CallingBackSink(CallsBack& calls) : calls_(calls) {}
+  void OnEvent(const Event& e) override {
+    if (e.type == "compaction_completed") calls_.CallAll();
+  }
+
+ private:
+  CallsBack& calls_;
+};
+
+// A plugin hook that calls the compactor back before the summarizer runs (on the hook's own
+// thread, which recap starts for it).
+class CallingBackHook : public PluginHook {
+ public:
+  explicit CallingBackHook(CallsBack& calls) : calls_(calls) {}
+  std::string Name() const override { return "calling-back"; }
+  Result<BeforeCompactResult> BeforeCompact(const BeforeCompactContext&,
+                                            const CancellationToken&) override {
+    calls_.CallAll();
+    return BeforeCompactResult{};
+  }
+  Result<AfterCompactResult> AfterCompact(const AfterCompactContext&,
+                                          const CancellationToken&) override {
+    return AfterCompactResult{};
+  }
+
+ private:
+  CallsBack& calls_;
+};
+
+void CheckRefused(const CallsBack& calls) {
+  REQUIRE(calls.got.size() == 4);
+  for (const Status& s : calls.got) {
+    INFO(s.ToString());
+    CHECK(s.code() == StatusCode::kFailedPrecondition);
+    CHECK(s.message().find("from inside a callback") != std::string::npos);
+    CHECK(s.message().find("after that call has returned") != std::string::npos);
+  }
+}
+
+}  // namespace
+
+TEST_CASE(
+    "R13.1 a callback that calls back into its compactor is refused at once, and the call "
+    "that ran it completes",
+    "[R13.1][compactor]") {
+  // Issue 35 (2): each of these waited forever for the session its own call held.
+  CallsBack calls;
+  Config config = SmallConfig();
+  std::shared_ptr<Provider> provider = std::make_shared<ScriptedProvider>();
+  std::vector<std::shared_ptr<EventSink>> sinks;
+  SECTION("from the summarizer") { provider = std::make_shared<CallingBackProvider>(calls); }
+  std::vector<std::shared_ptr<PluginHook>> hooks;
+  SECTION("from an event sink") { sinks.push_back(std::make_shared<CallingBackSink>(calls)); }
+  SECTION("from a plugin hook, on its own thread") {
+    hooks.push_back(std::make_shared<CallingBackHook>(calls));
+    config.plugin_hooks.timeout_ms = 600000;  // a hook that waited would hold the test, not pass
+  }
+  auto store = recap::testing::NewTestSessionStore();
+  auto compactor = Compactor::Create(config, provider, store, hooks, sinks);
+  REQUIRE(compactor.ok());
+  calls.compactor = compactor->get();
+  for (int i = 0; i < 40; ++i) {
+    REQUIRE(store
+                ->Append(kS, Message::UserText("request " + std::to_string(i) + " " +
+                                               std::string(200, 'r')))
+                .ok());
+    REQUIRE(store->Append(kS, Message::AssistantText(std::string(200, 'a'))).ok());
+  }
+  auto compacted = (*compactor)->Compact(kS);
+  REQUIRE(compacted.ok());
+  CHECK(compacted->compacted);
+  CheckRefused(calls);
+  CHECK(calls.reports == 2);
+  // Outside any callback, the same calls work.
+  CHECK((*compactor)->Prepare(kS, {}).ok());
+  CHECK((*compactor)->PlanFor(kS, {}).ok());
+}

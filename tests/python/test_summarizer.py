@@ -221,6 +221,43 @@ def test_close_from_inside_a_callback_is_refused():
     holder.clear()
 
 
+@pytest.mark.parametrize("where", ["summarizer", "on_event"])
+def test_a_call_from_inside_a_callback_is_refused_not_a_hang(where):
+    # Issue 35 (2): prepare or plan from a callback of the same Compactor waited forever for
+    # the session its own call held.
+    holder = {}
+    errors = []
+
+    def call_back():
+        c = holder["c"]
+        for call in (lambda: c.prepare("s"), lambda: c.plan("s"), lambda: c.compact("s"),
+                     lambda: c.recover("other", acknowledge=True)):
+            try:
+                call()
+                errors.append(None)
+            except recap.FailedPrecondition as e:
+                errors.append(str(e))
+
+    def summarize(request):
+        if where == "summarizer":
+            call_back()
+        return checkpoint_text(request)
+
+    def on_event(event):
+        if where == "on_event" and event["type"] == "compaction_completed":
+            call_back()
+
+    with recap.Compactor(config=SMALL, summarizer=summarize, on_event=on_event) as c:
+        holder["c"] = c
+        c.append("s", chat_turns(8))
+        assert c.prepare("s").compactions == ["auto"]
+        assert c.plan("s") is not None  # outside the callback, it works
+    assert len(errors) == 4
+    for e in errors:
+        assert e is not None and "from inside a callback" in e
+    holder.clear()
+
+
 def test_close_from_another_thread_stops_a_foreground_summarizer_that_waits():
     started = threading.Event()
     outcome = []

@@ -52,6 +52,8 @@ void Compactor::Impl::WorkerLoop() {
     bg_queue.pop_front();
     task->state = BackgroundTask::State::kRunning;
     lock.unlock();
+    // The summarizer, plugin hooks and event sinks it runs may not call this Compactor back.
+    internal::CallScope scope(this);
     SummarizeJob(task->job, task->cancel.Token());
     // Read before Ran marks it done: from then on a Prepare holding the session may take it.
     const std::string session = task->job.session;

@@ -25,6 +25,15 @@ const char* CompactionReasonName(CompactionReason reason) noexcept {
   return "auto";
 }
 
+Status Compactor::Impl::Reentered(const std::string& call, const std::string& session) {
+  return Status::FailedPrecondition(
+      call + " for session " + internal::QuotedName(session) +
+      " was called from inside a callback that the same compactor is running on this thread (its "
+      "summarizer, an event sink or a plugin hook): the call running the callback holds its "
+      "session, so this one would wait for it forever. Nothing was done; make the call after "
+      "that call has returned");
+}
+
 Compactor::Compactor(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Compactor::~Compactor() = default;
 
@@ -225,6 +234,8 @@ Result<Prepared> Compactor::Impl::PrepareOnce(const std::string& session, const 
 
 Result<Prepared> Compactor::Prepare(const std::string& session, const RequestSizes& sizes,
                                     const CancellationToken& cancel) {
+  if (internal::CallScope::Inside(impl_.get())) return Impl::Reentered("Prepare", session);
+  internal::CallScope scope(impl_.get());
   // Another writer — another host of the fleet, another Compactor's background swap — may
   // commit between this call's read of the session and its own write; the store then refuses
   // the write (kConflict) and nothing of it is stored. The call reads the session again and
@@ -247,6 +258,8 @@ Result<Prepared> Compactor::Prepare(const std::string& session, const RequestSiz
 }
 
 Result<Plan> Compactor::PlanFor(const std::string& session, const RequestSizes& sizes) {
+  if (internal::CallScope::Inside(impl_.get())) return Impl::Reentered("Plan", session);
+  internal::CallScope scope(impl_.get());
   auto cache = impl_->Cache(session);
   SessionCache& c = *cache;
   std::lock_guard<std::mutex> lock(c.mu);
@@ -318,6 +331,8 @@ Result<Plan> Compactor::PlanFor(const std::string& session, const RequestSizes& 
 
 Result<CompactOutcome> Compactor::Compact(const std::string& session, const CompactOptions& options,
                                           const CancellationToken& cancel) {
+  if (internal::CallScope::Inside(impl_.get())) return Impl::Reentered("Compact", session);
+  internal::CallScope scope(impl_.get());
   auto cache = impl_->Cache(session);
   SessionCache& c = *cache;
   std::lock_guard<std::mutex> lock(c.mu);
@@ -356,6 +371,11 @@ Result<CompactOutcome> Compactor::Compact(const std::string& session, const Comp
 
 void Compactor::ReportOverflow(const std::string& session,
                                std::optional<std::size_t> rejected_tokens) {
+  if (internal::CallScope::Inside(impl_.get())) {
+    RECAP_LOG_WARN("{}", Impl::Reentered("ReportOverflow", session).message());
+    return;
+  }
+  internal::CallScope scope(impl_.get());
   auto cache = impl_->Cache(session);
   SessionCache& c = *cache;
   std::lock_guard<std::mutex> lock(c.mu);
@@ -371,6 +391,11 @@ void Compactor::ReportOverflow(const std::string& session,
 }
 
 void Compactor::ReportPromptTokens(const std::string& session, std::size_t prompt_tokens) {
+  if (internal::CallScope::Inside(impl_.get())) {
+    RECAP_LOG_WARN("{}", Impl::Reentered("ReportPromptTokens", session).message());
+    return;
+  }
+  internal::CallScope scope(impl_.get());
   auto cache = impl_->Cache(session);
   SessionCache& c = *cache;
   std::lock_guard<std::mutex> lock(c.mu);
@@ -389,6 +414,8 @@ void Compactor::ReportPromptTokens(const std::string& session, std::size_t promp
 }
 
 Result<RecoveryOutcome> Compactor::Recover(const std::string& session, bool acknowledge) {
+  if (internal::CallScope::Inside(impl_.get())) return Impl::Reentered("Recover", session);
+  internal::CallScope scope(impl_.get());
   auto cache = impl_->Cache(session);
   SessionCache& c = *cache;
   std::lock_guard<std::mutex> lock(c.mu);

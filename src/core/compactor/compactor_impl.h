@@ -18,6 +18,7 @@
 #include <mutex>
 #include <thread>
 #include <unordered_map>
+#include <vector>
 
 #include "recap/compactor.h"
 #include "recap/measure.h"
@@ -28,6 +29,7 @@
 #include "events/event_emitter.h"
 #include "model/transcript_access.h"
 #include "plugins/plugin_runner.h"
+#include "recap_internal/call_scope.h"
 #include "recap_internal/log_internal.h"
 #include "summarize/summarize.h"
 
@@ -186,6 +188,9 @@ struct RECAP_COMPACTOR_IMPL_HIDDEN Compactor::Impl {
   // The offline summarizer, known by what it is, never by its name: a host's provider that
   // calls itself "offline" is a model like any other (chunked requests, the fallback).
   static bool IsOffline(const Provider& p) { return internal::IsOfflineSummarizer(p); }
+
+  // kFailedPrecondition for `call` of `session` made inside a call of the same Compactor.
+  static Status Reentered(const std::string& call, const std::string& session);
 
   // A session's cache for one call: made when missing, marked most recently used; when the
   // call ends (CacheUse's destructor), its size is counted and the least recently used

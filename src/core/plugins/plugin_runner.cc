@@ -12,6 +12,7 @@
 #include "recap/measure.h"
 
 #include "json/json_util.h"
+#include "recap_internal/call_scope.h"
 
 namespace recap {
 inline namespace v0 {
@@ -76,7 +77,11 @@ HookOutcome<R> CallWithTimeout(std::shared_ptr<PluginHook> plugin, Context conte
   HookOutcome<R> out;
   std::thread thread;
   try {
-    thread = std::thread([call] { RunOnThisThread(call); });
+    // The hook runs for the calls this thread is inside: it may not call them back either.
+    thread = std::thread([call, owners = CallScope::Current()] {
+      CallScope::Adopted adopted(owners);
+      RunOnThisThread(call);
+    });
   } catch (const std::system_error& e) {
     out.problem = std::string("could not be started on a thread of its own (") + e.what() + ")";
     return out;
