@@ -64,9 +64,19 @@ struct ParsedCheckpoint {
   std::map<std::string, std::string> plugin_fields;
   bool usable = false;   // false: nothing usable was written (R5.3)
   bool partial = false;  // the reply was cut and this is what could be recovered (R5.2)
+  // When not usable though not blank: what the reply is instead of a checkpoint, e.g. "an
+  // HTML page", "a refusal", "an empty JSON object" (docs/checkpoint-format.md). Empty
+  // otherwise, and for a reply cut before anything usable was written (R5.3).
+  std::string problem;
 };
 
-// Parses a summarizer reply. `truncated` says the reply was cut by the output limit.
+// Parses a summarizer reply. `truncated` says the reply was cut by the output limit. Prose
+// that is no checkpoint in the JSON form is kept as a text-only checkpoint (R4.3), except a
+// reply that carries no checkpoint at all: JSON with none of the sections filled (a scalar,
+// an empty object or array, unknown members only), text that starts like JSON but is not,
+// an HTML page, an HTTP error line, or a short refusal; that one is not usable and `problem`
+// says what it is. Members of a checkpoint object that are neither sections nor plugin fields
+// are kept as Discoveries ("name: text") when they hold text.
 RECAP_EXPORT ParsedCheckpoint ParseCheckpoint(std::string_view reply, bool truncated,
                                               const std::vector<OutputField>& plugin_fields = {});
 

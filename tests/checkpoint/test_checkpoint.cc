@@ -364,12 +364,20 @@ TEST_CASE("R4.2 snake_case spellings are accepted and camelCase wins when both a
   CHECK(p.checkpoint.current_state == "camel");
 }
 
-TEST_CASE("R4.2 unknown members are ignored and blank list items dropped") {
-  const auto p = Parse(R"({"goal": "g", "confidence": 0.9, "notes": {"a": 1},
-                           "accomplished": ["x", "", "  ", "y"]})");
+TEST_CASE("R4.2 unknown members that carry text are kept under Discoveries, blank items dropped") {
+  // Issue 35 (3): {"goal": …, "summary": …} lost its summary without a word.
+  const auto p = Parse(R"({"goal": "g", "summary": "The build passes; two tests fail.",
+                           "confidence": 0.9, "notes": {"a": 1}, "risks": ["disk", " "],
+                           "accomplished": ["x", "", "  ", "y"], "discoveries": ["d"]})");
+  REQUIRE(p.usable);
   REQUIRE(p.checkpoint.structured);
   CHECK(p.checkpoint.accomplished == std::vector<std::string>{"x", "y"});
+  // In the reply's order, after the summarizer's own discoveries; numbers and objects without
+  // text (confidence, notes) carry nothing to keep.
+  CHECK(p.checkpoint.discoveries ==
+        std::vector<std::string>{"d", "summary: The build passes; two tests fail.", "risks: disk"});
   CHECK(p.plugin_fields.empty());
+  CHECK(RenderCheckpoint(p.checkpoint).find("summary: The build passes") != std::string::npos);
 }
 
 TEST_CASE("R4.2 plugin fields are extracted as JSON text and never rendered") {
@@ -404,7 +412,6 @@ TEST_CASE("R4.2 invalid UTF-8 in a reply is repaired, not fatal") {
 
 TEST_CASE("R4.3 shapes with no clear meaning make a text-only checkpoint of the whole reply") {
   const std::vector<std::string> replies = {
-      R"({"goal": 42})",
       R"({"goal": {"text": "g"}})",
       R"({"goal": "g", "instructions": [1, 2]})",
       R"({"goal": "g", "instructions": [["nested"]]})",
@@ -415,10 +422,14 @@ TEST_CASE("R4.3 shapes with no clear meaning make a text-only checkpoint of the 
       R"({"goal": ["a", 1]})",
       R"([{"goal": "top-level array"}])",
       "```json\n[{\"goal\": \"array in a fence\"}]\n```",
-      R"({"answer": "no checkpoint member at all"})",
-      R"({"goal": "unterminated")",
       "{'goal': 'single quotes'}",
       "The session set up the build and fixed two tests.",
+      // Prose that only looks like what is refused below.
+      "<summary>The user asked for a parser; it is written and tested.</summary>",
+      "[Summary] The parser is written; two tests fail.",
+      "200 files were converted; the build passes.",
+      "I can't find the config file yet; the parser is written and its tests pass. " +
+          std::string(400, 'x'),
   };
   for (const auto& r : replies) {
     INFO(r);
@@ -429,6 +440,46 @@ TEST_CASE("R4.3 shapes with no clear meaning make a text-only checkpoint of the 
     CHECK(p.checkpoint.text == r);
     CHECK(p.plugin_fields.empty());
   }
+}
+
+TEST_CASE("R4.3 a reply that carries no checkpoint is not usable, and says what it is") {
+  // Issue 35 (3): each of these replaced the summarized span as a text-only checkpoint.
+  const std::vector<std::pair<std::string, std::string>> replies = {
+      {"null", "JSON null"},
+      {"true", "JSON true"},
+      {"5", "a JSON number"},
+      {R"("x")", "a JSON string"},
+      {"{}", "an empty JSON object"},
+      {"[]", "an empty JSON array"},
+      {"```json\n{}\n```", "an empty JSON object"},
+      {R"({"goal": 5})", "none of the checkpoint's sections"},
+      {R"({"goal": "", "nextSteps": []})", "none of the checkpoint's sections"},
+      {R"({"answer": "no checkpoint member at all"})", "none of the checkpoint's sections"},
+      {R"([1, 2, {"a": "b"}])", "a JSON array"},
+      {R"({"goal": "unterminated)", "not valid JSON"},
+      {std::string(200000, '['), "not valid JSON"},
+      {"<html><head><title>502 Bad Gateway</title></head><body><h1>502 Bad Gateway</h1>"
+       "</body></html>",
+       "an HTML page"},
+      {"<!DOCTYPE html>\n<html lang=\"en\"><body>Service Unavailable</body></html>",
+       "an HTML page"},
+      {"502 Bad Gateway", "an HTTP error"},
+      {"I cannot help with that.", "a refusal"},
+      {"I'm sorry, but I can't assist with that request.", "a refusal"},
+      {"I\u2019m sorry, I can\u2019t summarize this conversation.", "a refusal"},
+      {"Sorry, I am unable to comply.", "a refusal"},
+      {"As an AI language model, I cannot do that.", "a refusal"},
+  };
+  for (const auto& [reply, what] : replies) {
+    INFO(reply.substr(0, 200));
+    const auto p = Parse(reply);
+    CHECK_FALSE(p.usable);
+    CHECK(p.problem.find(what) != std::string::npos);
+    CHECK(p.checkpoint.empty());
+  }
+  // The same, cut by the output limit: still not a checkpoint (never a partial one).
+  CHECK_FALSE(Parse("<html><body><h1>502 Bad Gate", true).usable);
+  CHECK_FALSE(Parse("I'm sorry, but I can", true).usable);
 }
 
 TEST_CASE("R4.3 the text of a text-only checkpoint is the trimmed reply") {
@@ -656,7 +707,8 @@ TEST_CASE("R4.3 property: the parser never throws and always says something on g
     ParsedCheckpoint p;
     REQUIRE_NOTHROW(p = ParseCheckpoint(text, rng.OneIn(2)));
     const bool blank = text.find_first_not_of(" \t\r\n") == std::string::npos;
-    if (!p.partial) CHECK(p.usable == !blank);
+    // Not usable only when blank, cut, or with the reason said.
+    if (!p.usable) CHECK((blank || p.partial || !p.problem.empty()));
     if (p.usable && !p.checkpoint.structured) CHECK(!p.checkpoint.text.empty());
   }
 }

@@ -354,6 +354,46 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "R7.1 R12.3 a reply that carries no checkpoint is a failed compaction: nothing replaced, "
+    "counted like an error",
+    "[R7.1][R12.3]") {
+  // Issue 35 (3): each of these replaced the summarized span (`compacted`, not even partial).
+  const std::string reply =
+      GENERATE(std::string("I cannot help with that."), std::string("null"), std::string("{}"),
+               std::string("[]"), std::string(R"("x")"), std::string(R"({"goal": 5})"),
+               std::string("<html><body><h1>502 Bad Gateway</h1></body></html>"),
+               std::string(200000, '['), std::string(R"({"summary": "all done"})"));
+  INFO(reply.substr(0, 80));
+  auto clock = std::make_shared<ManualTime>();
+  Config c = Small(20000);  // trigger 17,000
+  Host h(c, clock);
+  h.provider->SetDefault(ScriptedStep::Reply(reply));
+  for (int i = 1; i <= 7; ++i) h.Turn("s", i, 2500);  // ~17,900 characters, over the trigger
+  const SessionState before = *h.store->Load("s");
+  int turn = 7;
+  for (int k = 0; k < 3; ++k) {
+    h.Turn("s", ++turn, 300);
+    auto p = h.compactor->Prepare("s", {});
+    REQUIRE(p.ok());
+    CHECK(p->compactions.empty());
+  }
+  const SessionState after = *h.store->Load("s");
+  CHECK(after.transcript.size() == before.transcript.size() + 3 * 4);
+  for (std::size_t i = 0; i < before.transcript.size(); ++i) {
+    CHECK(after.transcript[i].id == before.transcript[i].id);
+  }
+  const auto failed = h.sink->OfType("compaction_failed");
+  REQUIRE(failed.size() == 3);
+  CHECK(failed[0]["error"].get<std::string>().find("carries no checkpoint") != std::string::npos);
+  CHECK(h.sink->OfType("compaction_completed").empty());
+  // Three in a row: the breaker opens as for a summarizer that errs (R12.3).
+  h.Turn("s", ++turn, 300);
+  REQUIRE(h.compactor->Prepare("s", {}).ok());
+  CHECK(h.provider->calls() == 3);
+  CHECK(h.sink->OfType("compaction_skipped").size() == 1);
+}
+
+TEST_CASE(
     "R12.3 a down summarizer does not tax every turn, after 3 failed auto compactions it is left "
     "alone, 30 s doubling, the hard limit still applies, a manual compaction still tries") {
   auto clock = std::make_shared<ManualTime>();

@@ -30,6 +30,7 @@ Checkpoint Offline(const Transcript& span) {
   auto reply = offline->Complete(request, CancellationToken());
   REQUIRE(reply.ok());
   const ParsedCheckpoint p = ParseCheckpoint(reply->text, false);
+  INFO(reply->text << "\n" << p.problem);
   REQUIRE(p.usable);
   return p.checkpoint;
 }

@@ -104,17 +104,68 @@ const Json* FindSection(const Json& obj, const Section& s) {
   return nullptr;
 }
 
+bool IsSectionKey(const std::string& key) {
+  return std::any_of(kSections.begin(), kSections.end(),
+                     [&](const Section& s) { return key == s.key || key == s.alt_key; });
+}
+
+// True when `v` holds a string that is not blank, at any depth.
+bool CarriesText(const Json& v) {
+  if (v.is_string()) return !IsBlank(v.get_ref<const std::string&>());
+  if (v.is_array() || v.is_object()) {
+    return std::any_of(v.begin(), v.end(), [](const Json& e) { return CarriesText(e); });
+  }
+  return false;
+}
+
+// True when `v` is an object with a section holding text (whatever its shape), or an array
+// holding such an object: a checkpoint, however badly written, whose text is worth keeping.
+bool HasFilledSection(const Json& v) {
+  if (v.is_array()) {
+    return std::any_of(v.begin(), v.end(), [](const Json& e) { return HasFilledSection(e); });
+  }
+  if (!v.is_object()) return false;
+  return std::any_of(kSections.begin(), kSections.end(), [&](const Section& s) {
+    const Json* member = FindSection(v, s);
+    return member != nullptr && CarriesText(*member);
+  });
+}
+
+// The members of a checkpoint object that are neither sections nor plugin fields, as
+// Discoveries: "name: text" for each string (of a list, each item), "name: <JSON>" for any
+// other value with text in it; values without text (a confidence, a flag) carry nothing.
+void KeepUnknownMembers(const Json& obj, const std::vector<OutputField>& plugin_fields,
+                        std::vector<std::string>* into) {
+  const auto keep = [&](const std::string& name, const Json& v) {
+    if (!CarriesText(v)) return;
+    into->push_back(name + ": " +
+                    (v.is_string() ? v.get<std::string>()
+                                   : v.dump(-1, ' ', false, Json::error_handler_t::replace)));
+  };
+  for (auto it = obj.begin(); it != obj.end(); ++it) {
+    const std::string& name = it.key();
+    if (IsSectionKey(name)) continue;
+    if (std::any_of(plugin_fields.begin(), plugin_fields.end(),
+                    [&](const OutputField& f) { return f.name == name; })) {
+      continue;
+    }
+    if (it->is_array()) {
+      for (const Json& e : *it) keep(name, e);
+    } else {
+      keep(name, *it);
+    }
+  }
+}
+
 // Fills `out` from `obj`. False when the object is not a checkpoint: a member of a shape with
-// no clear meaning, or not a single member the summarizer was asked for.
+// no clear meaning, or no section filled and no plugin field.
 bool FromJson(const Json& obj, const std::vector<OutputField>& plugin_fields, bool salvaged,
               ParsedCheckpoint* out) {
   if (!obj.is_object()) return false;
-  bool any = false;
   Checkpoint c;
   for (std::size_t i = 0; i < kSections.size(); ++i) {
     const Json* v = FindSection(obj, kSections[i]);
     if (v == nullptr) continue;
-    any = true;
     bool ok = false;
     switch (kSections[i].kind) {
       case Kind::kString: ok = ToText(*v, StringField(c, i)); break;
@@ -127,13 +178,116 @@ bool FromJson(const Json& obj, const std::vector<OutputField>& plugin_fields, bo
   for (const auto& f : plugin_fields) {
     if (auto it = obj.find(f.name); it != obj.end()) {
       plugins[f.name] = it->dump(-1, ' ', false, Json::error_handler_t::replace);
-      any = true;
     }
   }
-  if (!any) return false;
+  // Sections all empty and no plugin field: nothing was written (an object of unknown
+  // members only is no checkpoint either, however much text it holds).
+  if (c.empty() && plugins.empty()) return false;
+  KeepUnknownMembers(obj, plugin_fields, &c.discoveries);
   out->checkpoint = std::move(c);
   out->plugin_fields = std::move(plugins);
   return true;
+}
+
+// ---------------------------------------------------------------------------------------------
+// A reply that carries no checkpoint (docs/checkpoint-format.md).
+
+// `text` lowercased (ASCII), with the typographic apostrophe read as "'".
+std::string Folded(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text.compare(i, 3, "\xE2\x80\x99") == 0) {
+      out += '\'';
+      i += 2;
+      continue;
+    }
+    const char ch = text[i];
+    out += ch >= 'A' && ch <= 'Z' ? static_cast<char>(ch - 'A' + 'a') : ch;
+  }
+  return out;
+}
+
+// True when `region` (trimmed) opens as a JSON object or array would: a bracket followed by
+// what JSON allows there. "[Summary] …" and "{'goal': …}" are prose, not broken JSON.
+bool LooksLikeJson(std::string_view region) {
+  if (region.empty() || (region.front() != '{' && region.front() != '[')) return false;
+  const std::string_view rest = Trim(region.substr(1));
+  if (rest.empty()) return true;
+  const char ch = rest.front();
+  if (region.front() == '{') return ch == '"' || ch == '}';
+  return ch == '[' || ch == '{' || ch == ']' || ch == '"' || ch == '-' ||
+         (ch >= '0' && ch <= '9') || StartsWith(rest, "true") || StartsWith(rest, "false") ||
+         StartsWith(rest, "null");
+}
+
+// True when `region` (trimmed) may be a JSON scalar (the parse decides): a string, a number,
+// true, false or null.
+bool MayBeJsonScalar(std::string_view region) {
+  if (region.empty()) return false;
+  const char ch = region.front();
+  return ch == '"' || ch == '-' || (ch >= '0' && ch <= '9') || region == "true" ||
+         region == "false" || region == "null";
+}
+
+// What a parsed JSON reply is, when it is no checkpoint; empty when it holds a filled section
+// (then its text is kept, R4.3).
+std::string JsonNoCheckpoint(const Json& doc) {
+  if (doc.is_null()) return "JSON null";
+  if (doc.is_boolean()) return doc.get<bool>() ? "JSON true" : "JSON false";
+  if (doc.is_number()) return "a JSON number";
+  if (doc.is_string()) return "a JSON string, not an object";
+  if (HasFilledSection(doc)) return {};
+  if (doc.is_array())
+    return doc.empty() ? "an empty JSON array" : "a JSON array with no checkpoint in it";
+  if (doc.empty()) return "an empty JSON object";
+  std::string members;
+  std::size_t n = 0;
+  for (auto it = doc.begin(); it != doc.end(); ++it, ++n) {
+    if (n == 5) {
+      members += ", …";
+      break;
+    }
+    members += (n ? ", " : "") + ToValidUtf8(it.key());
+  }
+  return "a JSON object with none of the checkpoint's sections filled (its members: " + members +
+         ")";
+}
+
+// What a reply that is prose, not JSON, is when it is plainly no summary; empty otherwise.
+std::string ProseNoCheckpoint(std::string_view trimmed) {
+  const std::string head = Folded(trimmed.substr(0, 1024));
+  if (!head.empty() && head.front() == '<' &&
+      (head.find("<html") != std::string::npos ||
+       head.find("<!doctype html") != std::string::npos ||
+       head.find("<body") != std::string::npos || head.find("<head") != std::string::npos)) {
+    return "an HTML page, not a summary (an error page from a proxy or gateway?)";
+  }
+  // The short replies below are all a reply is; a summary that merely starts alike is longer.
+  if (CountCodePoints(trimmed) > 400) return {};
+  static constexpr std::string_view kStatuses[] = {
+      "bad request", "unauthorized",        "forbidden",
+      "not found",   "too many requests",   "internal server error",
+      "bad gateway", "service unavailable", "gateway timeout"};
+  if (head.size() > 4 && head[0] >= '1' && head[0] <= '5' && head[1] >= '0' && head[1] <= '9' &&
+      head[2] >= '0' && head[2] <= '9' && head[3] == ' ') {
+    for (std::string_view status : kStatuses) {
+      if (StartsWith(std::string_view(head).substr(4), status)) {
+        return "an HTTP error, not a summary";
+      }
+    }
+  }
+  static constexpr std::string_view kRefusals[] = {
+      "i cannot",   "i can't",     "i can not",   "i'm sorry",       "i am sorry",    "sorry, i",
+      "sorry, but", "i'm unable",  "i am unable", "i'm not able",    "i am not able", "i won't",
+      "i will not", "i apologize", "as an ai",    "unfortunately, i"};
+  for (std::string_view refusal : kRefusals) {
+    if (!StartsWith(head, refusal)) continue;
+    // "I can't find the config yet; …" in a short summary: a refusal says nothing more than
+    // that it will not, so it names no file, command or step.
+    return "a refusal, not a summary";
+  }
+  return {};
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -243,6 +397,30 @@ ParsedCheckpoint ParseCheckpoint(std::string_view reply, bool truncated,
     if (trimmed.front() == '{' || StartsWith(trimmed, "```") || StartsWith("```", trimmed)) {
       return result;
     }
+  }
+
+  // Not blank, and no checkpoint in the JSON form: prose is a text-only checkpoint (R4.3),
+  // unless the reply carries none at all.
+  std::string problem;
+  const bool bracketed =
+      !region_trimmed.empty() && (region_trimmed.front() == '{' || region_trimmed.front() == '[');
+  if (bracketed ? LooksLikeJson(region_trimmed) : MayBeJsonScalar(region_trimmed)) {
+    Json whole;
+    if (jsonutil::Parse(region_trimmed, "the summarizer's reply", &whole).ok()) {
+      problem = JsonNoCheckpoint(whole);
+    } else if (bracketed) {
+      problem = "text that starts like JSON but is not valid JSON";
+    } else {
+      problem = ProseNoCheckpoint(trimmed);  // "502 Bad Gateway", "200 files were …"
+    }
+  } else if (!bracketed) {
+    problem = ProseNoCheckpoint(trimmed);
+  }
+  if (!problem.empty()) {
+    result = ParsedCheckpoint{};
+    result.partial = truncated;
+    result.problem = std::move(problem);
+    return result;
   }
 
   result.checkpoint = Checkpoint{};

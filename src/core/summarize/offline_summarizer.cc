@@ -809,6 +809,14 @@ class OfflineSummarizer final : public Provider {
           "provider or as its fallback, not as a general-purpose model.");
     }
     Checkpoint cp = Build(*request.source);
+    if (!ParseCheckpoint(CheckpointToJson(cp), false).usable) {
+      // A span of nothing recap can read (harness noise, empty turns; blank items are dropped
+      // when read): said so, since a reply with every section empty is no checkpoint
+      // (ParseCheckpoint) and would fail the compaction every time.
+      cp.current_state = "The " + std::to_string(request.source->span->size()) +
+                         " summarized messages held nothing to keep: no request, file, command "
+                         "or result that recap could read.";
+    }
     Completion c;
     c.finish_reason = FinishReason::kStop;
     // R5.1: the reply stays within max_output_tokens, as a model's would. The lists give way

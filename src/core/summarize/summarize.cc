@@ -349,6 +349,24 @@ std::string OverBudgetMessage(std::size_t max_output_tokens, std::size_t budget_
          "compaction.maxOutputTokens and compact again.";
 }
 
+// A reply that carries no checkpoint (ParsedCheckpoint::problem): a failure of the summarizer,
+// like an error it returned, so that nothing is replaced and R12.3 counts it.
+Status NoCheckpointStatus(const std::string& context, const ParsedCheckpoint& parsed,
+                          std::string_view reply) {
+  // The reply's start, on one line, so that a person sees what came back.
+  std::string start;
+  for (char ch : reply.substr(0, PrefixBytesForCodePoints(reply, 80))) {
+    const auto byte = static_cast<unsigned char>(ch);
+    start += byte < 0x20 || byte == 0x7F ? ' ' : ch;  // no line breaks or terminal controls
+  }
+  if (start.size() < reply.size()) start += "\xE2\x80\xA6";
+  return Status::Unavailable(
+      context + ": the reply carries no checkpoint: it is " + parsed.problem + " (it began \"" +
+      start +
+      "\"). Nothing was replaced. Check the summarizer's model and endpoint; recap tries again at "
+      "the next trigger");
+}
+
 struct Call {
   std::string user_text;
   const Transcript* span = nullptr;
@@ -414,6 +432,9 @@ Status CallOnce(Provider& provider, const SummarizeInput& in, const std::string&
   }
   if (c.finish_reason == FinishReason::kLength || over_budget || too_deep) {
     *parsed = ParseCheckpoint(text, /*truncated=*/true, in.plugin_fields);
+    if (!parsed->usable && !parsed->problem.empty()) {
+      return NoCheckpointStatus(context, *parsed, text);
+    }
     if (!parsed->usable) {
       return Status::ResourceExhausted(over_budget ? OverBudgetMessage(in.max_output_tokens, budget)
                                                    : TruncatedMessage(in.max_output_tokens));
@@ -423,6 +444,7 @@ Status CallOnce(Provider& provider, const SummarizeInput& in, const std::string&
   }
   if (Trim(text).empty()) return Status::Unavailable("the summarizer returned an empty reply");
   *parsed = ParseCheckpoint(text, /*truncated=*/false, in.plugin_fields);
+  if (!parsed->usable) return NoCheckpointStatus(context, *parsed, text);
   return Status::OK();
 }
 
