@@ -193,7 +193,7 @@ int RunAppend(const std::vector<std::string>& words) {
         return Failure(
             args,
             InputName(path) + " begins with instructions (a leading system message, or " +
-                "the input's `system` or `instructions`), and session '" + session + "' " +
+                "the input's `system` or `instructions`), and session '" + Shown(session) + "' " +
                 (*stored ? "has other instructions" : "exists without instructions") +
                 ". A session's instructions are set when it is created (by its first append or "
                 "its import) and do not change: leave them out of this input (or repeat them "
@@ -204,8 +204,8 @@ int RunAppend(const std::vector<std::string>& words) {
     recap::Result<std::uint64_t> appended = (*store)->AppendMessages(session, input.messages);
     if (!appended.ok()) {
       return Failure(
-          args, NothingWritten(appended.status().WithContext("cannot append " + InputName(path) +
-                                                             " to session '" + session + "'")));
+          args, NothingWritten(appended.status().WithContext(
+                    "cannot append " + InputName(path) + " to session '" + Shown(session) + "'")));
     }
     created = state->version == 0;
     version = *appended;

@@ -134,6 +134,11 @@ std::string ShownDb(const std::string& db);
 // the commands that messages suggest).
 std::string QuotedForShell(const std::string& word);
 
+// `text` (a session id, a call id, stored text) as it may be printed for a person: valid UTF-8
+// with every control character written as an escape ("\x1b", "\n", "\u009b"), so that no id
+// or message can drive the terminal or forge a line (recap::internal::Printable).
+std::string Shown(const std::string& text);
+
 // Whether this build can open `db`: false (and `error`, a usage error) for a PostgreSQL URL
 // when recap was built without its PostgreSQL component.
 bool CheckDb(const std::string& db, std::string* error);

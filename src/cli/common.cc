@@ -22,6 +22,7 @@
 
 #include "cli.h"
 #include "progress.h"
+#include "recap_internal/printable.h"
 #if RECAP_CLI_HAVE_POSTGRES
 #include "recap/postgres/postgres_store.h"
 #endif
@@ -259,7 +260,7 @@ bool ReadBounded(const std::string& path, std::size_t max_bytes, const std::stri
 
 int UsageError(const Args& args, const std::string& message) {
   FinishActiveProgress();
-  std::cerr << "recap " << args.command << ": " << message << "\n"
+  std::cerr << "recap " << args.command << ": " << recap::internal::Printable(message, true) << "\n"
             << "Run `recap " << args.command << " --help` for the options.\n";
   if (args.json()) {
     PrintJson(Json{{"error", {{"kind", "usage"}, {"message", message}}}});
@@ -324,7 +325,8 @@ std::string InStoreWords(std::string m) {
 int Failure(const Args& args, const std::string& text) {
   FinishActiveProgress();
   const std::string message = InStoreWords(text);
-  std::cerr << "recap " << args.command << ": " << message << "\n";
+  std::cerr << "recap " << args.command << ": " << recap::internal::Printable(message, true)
+            << "\n";
   if (args.json()) {
     PrintJson(Json{{"error", {{"kind", "failed"}, {"message", message}}}});
   }
@@ -334,7 +336,8 @@ int Failure(const Args& args, const std::string& text) {
 int Failure(const Args& args, const recap::Status& status) {
   FinishActiveProgress();
   const std::string message = InStoreWords(status.message());
-  std::cerr << "recap " << args.command << ": " << message << "\n";
+  std::cerr << "recap " << args.command << ": " << recap::internal::Printable(message, true)
+            << "\n";
   if (args.json()) {
     PrintJson(Json{{"error",
                     {{"kind", "failed"},
@@ -388,6 +391,7 @@ std::string Preview(const recap::Message& m, std::size_t width) {
   for (char& c : text) {
     if (c == '\n' || c == '\r' || c == '\t') c = ' ';
   }
+  text = Shown(text);  // other controls escaped
   const std::size_t bytes = recap::PrefixBytesForCodePoints(text, width);
   if (bytes < text.size())
     text = text.substr(0, recap::PrefixBytesForCodePoints(text, width - 3)) + "...";
@@ -469,11 +473,21 @@ std::string Redacted(const std::string& db, std::vector<std::string>* secrets) {
 
 std::string ShownDb(const std::string& db) { return Redacted(db, nullptr); }
 
+std::string Shown(const std::string& text) { return recap::internal::Printable(text); }
+
 std::string QuotedForShell(const std::string& word) {
   const bool plain = !word.empty() && word.find_first_not_of(
                                           "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
                                           "0123456789_./:@%+=,-") == std::string::npos;
   if (plain) return word;
+  // A word with control characters: bash's $'…', whose escapes are Printable's, so that the
+  // line shown can be pasted as it is and the terminal sees no control.
+  const std::string shown = Shown(word);
+  if (shown != word) {
+    std::string q = "$'";
+    for (char c : shown) q += c == '\'' ? std::string("\\'") : std::string(1, c);
+    return q + "'";
+  }
   std::string q = "'";
   for (char c : word) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return q + "'";
@@ -597,7 +611,7 @@ recap::Result<recap::SessionState> LoadExisting(recap::SessionStore& store, cons
     const std::string shown = ShownDb(db);
     return recap::Status::NotFound(
         std::string(IsPostgresUrl(db) ? "the PostgreSQL database " : "the database ") + "'" +
-        shown + "' has no session '" + session + "'. `recap sessions list --db " +
+        shown + "' has no session '" + Shown(session) + "'. `recap sessions list --db " +
         QuotedForShell(shown) + "` lists the sessions it holds");
   }
   return state;

@@ -156,7 +156,7 @@ int RunCompact(const std::vector<std::string>& words) {
       skipped = recap::SkipReasonName(outcome->skipped);
       result["skipped"] = skipped;
       if (outcome->skipped == recap::SkipReason::kUncertainToolResults) {
-        return Failure(args, "session '" + session +
+        return Failure(args, "session '" + Shown(session) +
                                  "' has tool calls without a result, so it cannot be compacted "
                                  "(recap never separates a call from its result). Record them "
                                  "as not repeated with `recap sessions recover " +
@@ -195,8 +195,8 @@ int RunCompact(const std::vector<std::string>& words) {
     return kExitOk;
   }
 
-  std::printf("%s of session '%s' in %s\n", automatic ? "prepare" : "compaction", session.c_str(),
-              ShownDb(db).c_str());
+  std::printf("%s of session '%s' in %s\n", automatic ? "prepare" : "compaction",
+              Shown(session).c_str(), ShownDb(db).c_str());
   if (!compacted && !automatic) {
     std::printf("  nothing compacted: %s\n", skipped.c_str());
     if (skipped == "nothing_to_summarize") {
@@ -216,7 +216,8 @@ int RunCompact(const std::vector<std::string>& words) {
                 Num(result["reduced_messages"].get<std::size_t>()).c_str());
   } else if (compacted) {
     std::printf("  %s messages summarized by the %s summarizer%s\n",
-                Num(result["summarized_messages"].get<std::size_t>()).c_str(), writer.c_str(),
+                Num(result["summarized_messages"].get<std::size_t>()).c_str(),
+                Shown(writer).c_str(),
                 result["partial"].get<bool>() ? " (partial: the reply was cut)" : "");
   }
   if (result.value("provider_retired_messages", std::size_t{0}) > 0) {
@@ -227,11 +228,11 @@ int RunCompact(const std::vector<std::string>& words) {
     std::printf("\nthe checkpoint\n");
     std::istringstream lines(recap::RenderCheckpoint(checkpoint));
     std::string line;
-    while (std::getline(lines, line)) std::printf("  | %s\n", line.c_str());
+    while (std::getline(lines, line)) std::printf("  | %s\n", Shown(line).c_str());
   }
   const std::vector<recap::Event> events = collecting->events();
   std::printf("\nevents (%zu)\n", events.size());
-  for (const recap::Event& e : events) std::printf("  %s\n", e.json.c_str());
+  for (const recap::Event& e : events) std::printf("  %s\n", Shown(e.json).c_str());
   return kExitOk;
 }
 

@@ -288,8 +288,8 @@ int RunExport(const std::vector<std::string>& words) {
     conv.messages = state->transcript.ToVector();
     recap::Result<std::string> doc = Document(format, conv);
     if (!doc.ok()) {
-      return Failure(args, "session '" + session + "' cannot be written as " + format + ": " +
-                               Sentence(doc.status().message()) + hint);
+      return Failure(args, "session '" + Shown(session) + "' cannot be written as " + format +
+                               ": " + Sentence(doc.status().message()) + hint);
     }
     WriteJsonText(*doc, !args.json());
     return kExitOk;
@@ -304,8 +304,8 @@ int RunExport(const std::vector<std::string>& words) {
     if (format == "anthropic" || format == "openai-responses") {
       recap::Result<std::string> text = InstructionsText(format, **instructions);
       if (!text.ok()) {
-        return Failure(args, "session '" + session + "' cannot be written as " + format + ": " +
-                                 Sentence(text.status().message()) + hint);
+        return Failure(args, "session '" + Shown(session) + "' cannot be written as " + format +
+                                 ": " + Sentence(text.status().message()) + hint);
       }
       instructions_json = JsonString(*text);
     } else {
@@ -332,7 +332,7 @@ int RunExport(const std::vector<std::string>& words) {
         one.messages.push_back(std::move(e.message));
         recap::Result<std::string> text = Encode(format, one);
         if (!text.ok()) {
-          failed = "history entry " + std::to_string(e.seq) + " of session '" + session +
+          failed = "history entry " + std::to_string(e.seq) + " of session '" + Shown(session) +
                    "' cannot be written as " + format + ": " + Sentence(text.status().message()) +
                    hint;
           return recap::Status::Cancelled(failed);
@@ -355,9 +355,9 @@ int RunExport(const std::vector<std::string>& words) {
     writer.Discard();
     if (walked.ok()) {  // no entry: the session was never written
       recap::Result<recap::SessionState> none = LoadExisting(**store, db, session);
-      return Failure(args, none.ok()
-                               ? recap::Status::NotFound("session '" + session + "' has no history")
-                               : none.status());
+      return Failure(args, none.ok() ? recap::Status::NotFound("session '" + Shown(session) +
+                                                               "' has no history")
+                                     : none.status());
     }
     if (!std::cout.good()) return kExitOk;  // main reports the failed write, and fails
     std::string why = failed.empty() ? walked.message() : failed;

@@ -1205,7 +1205,8 @@ int RunImport(const std::vector<std::string>& words) {
     const std::string& input_error = streamed ? streamed->input_error() : whole->input_error();
     if (!input_error.empty()) return Failure(args, input_error);
     if (created.status().code() == recap::StatusCode::kConflict) {
-      return Failure(args, "the database '" + shown_db + "' already has a session '" + session +
+      return Failure(args, "the database '" + shown_db + "' already has a session '" +
+                               Shown(session) +
                                "'; import into a new session (another --session ID). "
                                "Nothing was written");
     }
@@ -1232,7 +1233,8 @@ int RunImport(const std::vector<std::string>& words) {
     PrintJson(out);
   } else {
     std::cout << "imported " << Num(message_count) << " messages (" << Num(chars) << " chars, ~"
-              << Num(tokens) << " tokens) into session '" << session << "' of " << shown_db << "\n";
+              << Num(tokens) << " tokens) into session '" << Shown(session) << "' of " << shown_db
+              << "\n";
     if (!decoded.first->note.empty())
       std::cout << "  source        " << decoded.first->note << "\n";
     if (conversation.instructions) {

@@ -114,7 +114,7 @@ int RunPrepare(const std::vector<std::string>& words) {
     sizes.instructions_chars = recap::MessageChars(*run.instructions);
   }
 
-  Progress progress("preparing session '" + session + "'");
+  Progress progress("preparing session '" + Shown(session) + "'");
   // Without --json the events are not printed: the progress sink still reads them.
   std::shared_ptr<recap::EventSink> sink =
       NewProgressSink(&progress, args.json() ? recap::NewJsonlSink(std::cout)
@@ -145,7 +145,7 @@ int RunPrepare(const std::vector<std::string>& words) {
                        prepared->cleared_tool_result_messages > 0 ||
                        prepared->provider_retired_messages > 0;
   if (!doc.ok()) {
-    return Failure(args, "session '" + session + "' cannot be written as " + format + ": " +
+    return Failure(args, "session '" + Shown(session) + "' cannot be written as " + format + ": " +
                              doc.status().message() +
                              (changed ? " (what prepare committed stays)" : "") +
                              "; prepare with --format recap, which keeps everything");
@@ -167,7 +167,7 @@ int RunPrepare(const std::vector<std::string>& words) {
     add(prepared->reduced_messages, " messages clipped");
     add(prepared->cleared_tool_result_messages, " messages' old tool results cleared");
     add(prepared->provider_retired_messages, " messages retired before a provider's checkpoint");
-    std::cerr << "recap prepare: session '" << session << "': " << what << "; ~"
+    std::cerr << "recap prepare: session '" << Shown(session) << "': " << what << "; ~"
               << Num(prepared->before_tokens) << " -> ~" << Num(prepared->after_tokens)
               << " tokens; version " << prepared->version << "\n";
   }

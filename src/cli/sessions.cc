@@ -24,8 +24,12 @@ const char* const kHelp =
     "            recap never re-runs a tool. Without --acknowledge it only lists those calls\n"
     "            and exits with 1.\n"
     "\n"
+    "Session ids and texts are printed with their control characters escaped (\\x1b, \\n);\n"
+    "--json gives them exactly.\n"
+    "\n"
     "options:\n"
     "  --db DB           the database file (default ./recap.db) or a postgresql:// URL\n"
+    "  --session ID      the session, as the other commands take it (instead of ID)\n"
     "  --acknowledge     (recover) confirm that the calls' results are to be recorded as unknown\n"
     "  --json            machine-readable output: one JSON object\n"
     "  --help            this text\n";
@@ -58,7 +62,7 @@ int List(const Args& args, recap::SessionStore& store) {
   std::printf("%-40s %10s %14s %10s %10s\n", "session", "messages", "chars", "history", "version");
   for (const Json& s : sessions) {
     std::printf(
-        "%-40s %10s %14s %10s %10s\n", s["session"].get<std::string>().c_str(),
+        "%-40s %10s %14s %10s %10s\n", Shown(s["session"].get<std::string>()).c_str(),
         Num(s["messages"].get<std::size_t>()).c_str(), Num(s["chars"].get<std::size_t>()).c_str(),
         s.contains("history_entries") ? Num(s["history_entries"].get<std::size_t>()).c_str() : "?",
         Num(s["version"].get<std::size_t>()).c_str());
@@ -144,11 +148,11 @@ int Recover(const Args& args, std::shared_ptr<recap::SessionStore> store, const 
     if (!open.empty()) {
       std::string list;
       for (std::size_t k = 0; k < open.size() && k < 5; ++k) {
-        list += (k ? ", " : "") + open[k].call_id +
+        list += (k ? ", " : "") + Shown(open[k].call_id) +
                 (open[k].name.empty() ? "" : " (" + open[k].name + ")");
       }
       if (open.size() > 5) list += ", and " + std::to_string(open.size() - 5) + " more";
-      return Failure(args, "session '" + session + "' has " + std::to_string(open.size()) +
+      return Failure(args, "session '" + Shown(session) + "' has " + std::to_string(open.size()) +
                                " tool call(s) with no recorded result: " + list +
                                ". recap never re-runs a tool. Check what these calls did, then "
                                "record each missing result as unknown with `recap sessions "
@@ -169,16 +173,17 @@ int Recover(const Args& args, std::shared_ptr<recap::SessionStore> store, const 
   }
   if (outcome->recovered.empty()) {
     std::printf("session '%s' has no tool call without a result; nothing to recover\n",
-                session.c_str());
+                Shown(session).c_str());
     return kExitOk;
   }
   std::printf(
       "recorded %zu tool call(s) of session '%s' as not repeated, outcome unknown "
       "(version %s):\n",
-      outcome->recovered.size(), session.c_str(), Num(outcome->version).c_str());
+      outcome->recovered.size(), Shown(session).c_str(), Num(outcome->version).c_str());
   for (const recap::UncertainCall& u : outcome->recovered) {
     std::printf("  message #%zu: %s (%s)\n", u.message,
-                u.name.empty() ? "an opaque call" : u.name.c_str(), u.call_id.c_str());
+                u.name.empty() ? "an opaque call" : Shown(u.name).c_str(),
+                Shown(u.call_id).c_str());
   }
   return kExitOk;
 }
@@ -189,7 +194,7 @@ int RunSessions(const std::vector<std::string>& words) {
   Args args;
   args.command = "sessions";
   std::string error;
-  if (!ParseArgs(words, {{"db", true}, {"acknowledge", false}}, &args, &error)) {
+  if (!ParseArgs(words, {{"db", true}, {"acknowledge", false}, {"session", true}}, &args, &error)) {
     return UsageError(args, error);
   }
   if (args.flags.count("help")) {
@@ -208,11 +213,25 @@ int RunSessions(const std::vector<std::string>& words) {
     return UsageError(args, "unknown sessions command '" + what +
                                 "'; use list, show ID, history ID or recover ID");
   }
+  // The id as every other command takes it (--session ID) or after the subcommand.
+  if (takes_id && args.Has("session")) {
+    if (args.positional.size() != 1) {
+      return UsageError(args, "give the session id once: recap sessions " + what +
+                                  " ID, or recap sessions " + what + " --session ID");
+    }
+    args.positional.push_back(args.Get("session", ""));
+  }
   if (takes_id && args.positional.size() != 2) {
-    return UsageError(args, "give the session id: recap sessions " + what + " ID");
+    return UsageError(args,
+                      "give the session id: recap sessions " + what + " ID (or --session ID)");
   }
   if (!takes_id && args.positional.size() != 1) {
     return UsageError(args, "`sessions list` takes no argument");
+  }
+  if (!takes_id && args.Has("session")) {
+    return UsageError(args,
+                      "`sessions list` lists every session; --session is for show, "
+                      "history and recover");
   }
   if (what != "recover" && args.flags.count("acknowledge")) {
     return UsageError(args, "--acknowledge is for `recap sessions recover`");

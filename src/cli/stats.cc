@@ -121,7 +121,7 @@ Json SessionStatsJson(recap::SessionStore& store, const std::string& session,
 }
 
 void PrintSessionStats(const Json& s) {
-  std::printf("session '%s' (version %s)\n", s["session"].get<std::string>().c_str(),
+  std::printf("session '%s' (version %s)\n", Shown(s["session"].get<std::string>()).c_str(),
               Num(s["version"].get<std::size_t>()).c_str());
   Row("messages", Num(s["messages"].get<std::size_t>()));
   Row("characters", Num(s["chars"].get<std::size_t>()), "Unicode code points");
@@ -272,7 +272,7 @@ int RunPlan(const std::vector<std::string>& words) {
   }
 
   std::printf("plan for session '%s' (%s messages; keepTurns %d, maxContextChars %s)\n",
-              session.c_str(), Num(t.size()).c_str(), config->compaction.keep_turns,
+              Shown(session).c_str(), Num(t.size()).c_str(), config->compaction.keep_turns,
               Num(config->limits.max_context_chars).c_str());
   Row("conversation", Num(plan->reducible_chars), "chars: instructions + transcript");
   if (config->compaction.clear_tool_results.enabled) {
@@ -335,10 +335,11 @@ int RunPlan(const std::vector<std::string>& words) {
         std::printf(
             "  %s tool call(s) have no result; run `recap sessions recover %s "
             "--acknowledge` first\n",
-            Num(cut.uncertain.size()).c_str(), session.c_str());
+            Num(cut.uncertain.size()).c_str(), Shown(session).c_str());
         for (const recap::UncertainCall& u : cut.uncertain) {
           std::printf("    message #%zu: %s (%s)\n", u.message,
-                      u.name.empty() ? "an opaque call" : u.name.c_str(), u.call_id.c_str());
+                      u.name.empty() ? "an opaque call" : Shown(u.name).c_str(),
+                      Shown(u.call_id).c_str());
         }
         break;
       default: break;

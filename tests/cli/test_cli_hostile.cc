@@ -848,3 +848,62 @@ TEST_CASE("R13 messages say what is wrong and what to type", "[cli]") {
     CHECK(lower.find("nothing was written", first + 1) == std::string::npos);
   }
 }
+
+TEST_CASE("R13.1 a session id or stored text with terminal controls is printed escaped, never raw",
+          "[cli]") {
+  // Issue 35 (7): `sessions list`, `sessions show` and prepare's stderr line printed ESC, CR
+  // and LF of a session id as they were: a title change, a cleared screen, a forged line.
+  TempDir dir("recap-cli-controls");
+  const std::string db = dir.File("s.db");
+  const std::string evil =
+      "evil\x1b]0;pwned\x07\x1b[2J\rfake\nline\xc2\x9b"
+      "31m";
+  Json messages = Json::parse(ChatTranscript(120, "\x1b[31mred\x1b[0m"));
+  Write(dir.File("t.json"), messages.dump());
+  Import(dir, db, dir.File("t.json"), evil);
+  const std::vector<std::vector<std::string>> commands = {
+      {"sessions", "list", "--db", db},
+      {"sessions", "show", evil, "--db", db},
+      {"sessions", "history", evil, "--db", db},
+      {"sessions", "recover", evil, "--db", db},
+      {"stats", "--session", evil, "--db", db},
+      {"plan", "--session", evil, "--db", db, "--max-context-chars", "4000"},
+      {"prepare", "--session", evil, "--db", db, "--max-context-chars", "4000", "--format",
+       "openai-chat"},
+      {"compact", "--session", evil, "--db", db},
+      {"export", "--session", evil, "--db", db, "--format", "anthropic"},
+      {"export", "--session", evil + "x", "--db", db},
+      {"import", "--format", "openai-chat", dir.File("t.json"), "--session", evil, "--db", db},
+  };
+  for (const auto& args : commands) {
+    Ran r = Run(dir, args);
+    INFO(args[0] << " " << args[1] << " exit " << r.exit << "\nout: " << r.out.substr(0, 2000)
+                 << "\nerr: " << r.err);
+    // (what prepare and export print on stdout is the JSON of the request, escaped as JSON)
+    const std::string shown = args[0] == "prepare" || args[0] == "export" ? r.err : r.out + r.err;
+    if (args[0] == "prepare") CHECK(r.err.find("compacted") != std::string::npos);
+    CHECK(shown.find('\x1b') == std::string::npos);
+    CHECK(shown.find('\r') == std::string::npos);
+    CHECK(shown.find('\x07') == std::string::npos);
+    CHECK(shown.find("\xc2\x9b") == std::string::npos);
+    CHECK(shown.find("fake\nline") == std::string::npos);
+  }
+  // Where the id is shown, it is shown escaped.
+  const Ran list = Run(dir, {"sessions", "list", "--db", db});
+  CHECK(list.out.find("evil\\x1b]0;pwned\\x07\\x1b[2J\\rfake\\nline\\u009b31m") !=
+        std::string::npos);
+  // Every sessions subcommand that takes an id takes it as --session too (issue 35's rough
+  // edge: only the positional form was accepted), with the same output.
+  for (const std::string what : {"show", "history"}) {
+    const Ran positional = Run(dir, {"sessions", what, evil, "--db", db, "--json"});
+    const Ran option = Run(dir, {"sessions", what, "--session", evil, "--db", db, "--json"});
+    INFO(what << ": " << option.err);
+    CHECK(option.exit == 0);
+    CHECK(option.out == positional.out);
+  }
+  CHECK(Run(dir, {"sessions", "show", evil, "--session", evil, "--db", db}).exit == 2);
+  // JSON output carries the id exactly (JSON escapes it).
+  const Ran json = Run(dir, {"sessions", "list", "--db", db, "--json"});
+  REQUIRE(json.exit == 0);
+  CHECK(json.out.find(Json(evil).dump()) != std::string::npos);
+}

@@ -6,6 +6,8 @@
 #include <spdlog/logger.h>
 #include <spdlog/sinks/base_sink.h>
 
+#include "recap_internal/printable.h"
+
 namespace recap {
 inline namespace v0 {
 
@@ -76,8 +78,11 @@ void Log(LogLevel level, std::string_view message) {
   if (level >= LogLevel::kOff) return;
   spdlog::logger& logger = State().logger;
   const spdlog::level::level_enum spd = ToSpd(level);
-  if (logger.should_log(spd))
-    logger.log(spd, spdlog::string_view_t(message.data(), message.size()));
+  if (!logger.should_log(spd)) return;
+  // One record, one line, nothing a terminal acts on: a session id or a reply quoted in the
+  // text has its control characters escaped (internal::Printable).
+  const std::string line = internal::Printable(message);
+  logger.log(spd, spdlog::string_view_t(line.data(), line.size()));
 }
 
 void SetLogHandler(LogLevel level, LogHandler handler) {

@@ -346,8 +346,8 @@ Result<CompactOutcome> Compactor::Compact(const std::string& session, const Comp
       if (!impl_->WaitForTask(running, impl_->MaxWait(), cancel, nullptr)) {
         if (cancel.IsCancelled()) return Status::Cancelled("compaction was cancelled");
         return Status::Unavailable(
-            "session \"" + session +
-            "\": a compaction of it running in the background was cancelled and has not stopped "
+            "session " + internal::QuotedName(session) +
+            ": a compaction of it running in the background was cancelled and has not stopped "
             "within compaction.background.maxWaitMs (" +
             std::to_string(max_wait) +
             " ms; its summarizer does not answer). Nothing was changed; compact again later.");
@@ -436,7 +436,7 @@ Result<RecoveryOutcome> Compactor::Recover(const std::string& session, bool ackn
     }
     if (uncertain.size() > 5) list += ", and " + std::to_string(uncertain.size() - 5) + " more";
     return Status::FailedPrecondition(
-        "session \"" + session + "\" has " + std::to_string(uncertain.size()) +
+        "session " + internal::QuotedName(session) + " has " + std::to_string(uncertain.size()) +
         " tool call(s) with no recorded result: " + list +
         ". recap never re-runs a tool. Check what these calls did, then recover with "
         "acknowledgement (Compactor::Recover(session, true), or `recap sessions recover " +
@@ -498,8 +498,9 @@ Result<RecoveryOutcome> Compactor::Recover(const std::string& session, bool ackn
       }
       if (still.size() > 5) list += ", and " + std::to_string(still.size() - 5) + " more";
       return Status::FailedPrecondition(
-          "session \"" + session + "\" cannot be recovered by recording results: " +
-          std::to_string(still.size()) + " tool call(s) share their id with a later call (" + list +
+          "session " + internal::QuotedName(session) +
+          " cannot be recovered by recording results: " + std::to_string(still.size()) +
+          " tool call(s) share their id with a later call (" + list +
           "), so a recorded result would answer the later call and these would stay "
           "open. Nothing was recorded. The session's messages need distinct call ids: store a "
           "corrected copy as a new session");

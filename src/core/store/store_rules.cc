@@ -7,12 +7,13 @@
 #include "recap/transcript.h"
 
 #include "model/transcript_access.h"
+#include "recap_internal/printable.h"
 
 namespace recap {
 inline namespace v0 {
 namespace internal {
 
-std::string QuotedName(const std::string& s) { return "\"" + ToValidUtf8(s) + "\""; }
+std::string QuotedName(const std::string& s) { return "\"" + Printable(s) + "\""; }
 
 Status CheckSessionName(const std::string& session) {
   if (session.empty()) {
