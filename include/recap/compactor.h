@@ -125,6 +125,13 @@ struct Prepared {
   // The rule of R2 that fired at the start of this call ("window", "fallback", "chars",
   // "overflow"), or empty when none did.
   std::string trigger_rule;
+  // The request goes out larger than the known window: after_tokens (the estimate of
+  // instructions, transcript and tool catalog) exceeds window_tokens (never the fallback).
+  // Nothing recap may do brings it under — the instructions and tool catalog alone reach it
+  // (R12.4), or compaction and the reducer are at their floor — and the model is likely to
+  // refuse it: shorten the instructions or the tool catalog, or use a larger window. Recap's
+  // log says it too (a warning).
+  bool over_window = false;
 };
 
 // What Prepare would do now, without calling the model or writing anything (R7.3).

@@ -607,7 +607,9 @@ class Prepared:
     ``background_started``, ``background_swapped``, ``background_discarded``,
     ``background_in_flight``, ``background_wait_ms``, ``waited_for_summarizer``,
     ``window_tokens`` (None when unknown), ``window_source``, ``fallback_window_tokens``,
-    ``trigger_rule``; and all of them as the dict ``figures``."""
+    ``trigger_rule``, ``over_window`` (True when the request exceeds the known window: the
+    model will likely refuse it; shorten the instructions or tool catalog); and all of them as
+    the dict ``figures``."""
 
     def __init__(self, messages_bytes, system, figures, format):
         self.messages_bytes = messages_bytes

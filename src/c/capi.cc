@@ -277,7 +277,8 @@ Json PreparedFigures(const recap::Prepared& p) {
               {"window_tokens", OptionalSize(p.window_tokens)},
               {"window_source", p.window_source},
               {"fallback_window_tokens", p.fallback_window_tokens},
-              {"trigger_rule", p.trigger_rule}};
+              {"trigger_rule", p.trigger_rule},
+              {"over_window", p.over_window}};
 }
 
 Json PlanJson(const recap::Plan& p) {

@@ -171,6 +171,18 @@ int RunPrepare(const std::vector<std::string>& words) {
               << Num(prepared->before_tokens) << " -> ~" << Num(prepared->after_tokens)
               << " tokens; version " << prepared->version << "\n";
   }
+  if (prepared->over_window) {
+    // Said even when nothing changed: the host is about to send what the model will refuse.
+    const std::size_t fixed_tokens =
+        recap::EstimateTokens(sizes.instructions_chars + sizes.tool_catalog_chars);
+    std::cerr << "recap prepare: session '" << Shown(session) << "': the request is ~"
+              << Num(prepared->after_tokens) << " tokens, over the model's window of "
+              << Num(*prepared->window_tokens) << " tokens (" << prepared->window_source
+              << "); the model will likely refuse it. The instructions ("
+              << Num(sizes.instructions_chars) << " characters) and the tool catalog ("
+              << Num(sizes.tool_catalog_chars) << ") alone are ~" << Num(fixed_tokens)
+              << " tokens: shorten them, or use a model with a larger window\n";
+  }
   if (!args.json()) {
     WriteJsonText(*doc, true);
     return kExitOk;
@@ -191,7 +203,8 @@ int RunPrepare(const std::vector<std::string>& words) {
       {"cleared_tool_result_messages", prepared->cleared_tool_result_messages},
       {"provider_retired_messages", prepared->provider_retired_messages},
       {"before", {{"chars", prepared->before_chars}, {"tokens", prepared->before_tokens}}},
-      {"after", {{"chars", prepared->after_chars}, {"tokens", prepared->after_tokens}}}};
+      {"after", {{"chars", prepared->after_chars}, {"tokens", prepared->after_tokens}}},
+      {"over_window", prepared->over_window}};
   // The document goes in as the codecs wrote it, not parsed again (numbers stay as written,
   // R13.2): the result's text without its closing brace, then the document.
   std::string line = result.dump(-1, ' ', false, Json::error_handler_t::replace);

@@ -907,3 +907,32 @@ TEST_CASE("R13.1 a session id or stored text with terminal controls is printed e
   REQUIRE(json.exit == 0);
   CHECK(json.out.find(Json(evil).dump()) != std::string::npos);
 }
+
+TEST_CASE("R12.4 a request over the model's known window is said on stderr, not sent silently",
+          "[cli]") {
+  // Issue 35 (8): contextWindow 8000 and a 40,000-character tool catalog: prepare exited 0,
+  // printed nothing and the host sent ~10,000 tokens to a model that takes 8,000.
+  TempDir dir("recap-cli-over-window");
+  const std::string db = dir.File("s.db");
+  Write(dir.File("t.json"), ChatTranscript(3, "w"));
+  Write(dir.File("config.json"), R"({"provider": {"contextWindow": 8000}})");
+  Import(dir, db, dir.File("t.json"), "s");
+  const std::vector<std::string> base = {
+      "prepare",  "--session",  "s", "--db", db, "--config", dir.File("config.json"),
+      "--format", "openai-chat"};
+  std::vector<std::string> over = base;
+  over.insert(over.end(), {"--tool-catalog-chars", "40000"});
+  Ran r = Run(dir, over);
+  INFO(r.err);
+  CHECK(r.exit == 0);
+  CHECK(r.err.find("over the model's window of 8,000 tokens (config)") != std::string::npos);
+  CHECK(r.err.find("tool catalog") != std::string::npos);
+  over.push_back("--json");
+  Ran json = Run(dir, over);
+  REQUIRE(json.exit == 0);
+  CHECK(LastJsonLine(json.out).at("over_window") == true);
+  // Under the window: nothing said.
+  Ran fine = Run(dir, base);
+  CHECK(fine.exit == 0);
+  CHECK(fine.err.find("window") == std::string::npos);
+}

@@ -1005,3 +1005,34 @@ TEST_CASE(
   CHECK((*compactor)->Prepare(kS, {}).ok());
   CHECK((*compactor)->PlanFor(kS, {}).ok());
 }
+
+TEST_CASE("R12.4 Prepared says when the request goes out over the known window",
+          "[R12.4][compactor]") {
+  // Issue 35 (8): a 40,000-character tool catalog and a window of 8,000 tokens: Prepare
+  // returned OK and nothing told the host that the model would refuse what it was sent.
+  Config config;
+  config.provider.context_window = 8000;
+  auto compactor = Compactor::Create(config, std::make_shared<ScriptedProvider>(),
+                                     recap::testing::NewTestSessionStore());
+  REQUIRE(compactor.ok());
+  REQUIRE((*compactor)->store().Append(kS, Message::UserText("hello")).ok());
+  RequestSizes sizes;
+  sizes.tool_catalog_chars = 40000;
+  auto over = (*compactor)->Prepare(kS, sizes);
+  REQUIRE(over.ok());
+  CHECK(over->over_window);
+  CHECK(over->after_tokens > 8000);
+  sizes.tool_catalog_chars = 4000;
+  auto fine = (*compactor)->Prepare(kS, sizes);
+  REQUIRE(fine.ok());
+  CHECK_FALSE(fine->over_window);
+  // No window known: the fallback is no model's limit, so nothing is claimed.
+  auto unknown = Compactor::Create(Config{}, std::make_shared<ScriptedProvider>(),
+                                   recap::testing::NewTestSessionStore());
+  REQUIRE(unknown.ok());
+  REQUIRE((*unknown)->store().Append(kS, Message::UserText("hello")).ok());
+  sizes.tool_catalog_chars = 400000;
+  auto no_window = (*unknown)->Prepare(kS, sizes);
+  REQUIRE(no_window.ok());
+  CHECK_FALSE(no_window->over_window);
+}

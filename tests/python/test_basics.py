@@ -322,3 +322,11 @@ def test_messages_json_is_cut_out_whatever_the_text_holds(compactor):
     assert [m["content"] for m in anthropic.messages] == [t for t in tricky for _ in (0, 1)]
     assert anthropic.figures["version"] == chat.version
     assert json.loads(anthropic.messages_bytes) == anthropic.messages
+
+
+def test_prepared_says_when_the_request_is_over_the_known_window():
+    # Issue 35 (8): the host learns that what it is about to send exceeds the model's window.
+    with recap.Compactor(config={"provider": {"contextWindow": 8000}}) as c:
+        c.append("s", [{"role": "user", "content": "hello"}])
+        assert c.prepare("s", tool_catalog_chars=40000).over_window is True
+        assert c.prepare("s", tool_catalog_chars=4000).over_window is False

@@ -226,6 +226,14 @@ Result<Prepared> Compactor::Impl::PrepareOnce(const std::string& session, const 
   out.version = c.version;
   out.after_chars = reducible();
   out.after_tokens = EstimateTokens(out.after_chars + sizes.tool_catalog_chars);
+  out.over_window = out.window_tokens && out.after_tokens > *out.window_tokens;
+  if (out.over_window) {
+    RECAP_LOG_WARN(
+        "session {}: the request is ~{} tokens, over the model's window of {} tokens ({}); "
+        "instructions {} and tool catalog {} characters",
+        internal::QuotedName(session), out.after_tokens, *out.window_tokens, out.window_source,
+        sizes.instructions_chars, sizes.tool_catalog_chars);
+  }
   c.last_full_tokens = out.after_tokens;
   c.chars_at_last_prepare = c.transcript.chars();
   c.rewritten_since_prepare = false;
