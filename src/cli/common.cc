@@ -23,6 +23,7 @@
 #include "cli.h"
 #include "progress.h"
 #include "recap_internal/printable.h"
+#include "recap_internal/store_rules.h"
 #if RECAP_CLI_HAVE_POSTGRES
 #include "recap/postgres/postgres_store.h"
 #endif
@@ -526,6 +527,7 @@ recap::Result<std::shared_ptr<recap::SessionStore>> OpenStore(const std::string&
     options.schema = "recap";
     options.application_name = "recap-cli";
     options.read_only = access == Access::kRead;
+    options.allow_reserved_sessions = true;  // the instructions' companion sessions
     recap::Result<std::shared_ptr<recap::SessionStore>> store =
         recap::OpenPostgresSessionStore(options);
     if (store.ok()) return store;
@@ -581,6 +583,7 @@ recap::Result<std::shared_ptr<recap::SessionStore>> OpenStore(const std::string&
   options.create_if_missing = create;
   options.read_only = access == Access::kRead;
   options.check_integrity = create;
+  options.allow_reserved_sessions = true;  // the instructions' companion sessions
   // Another recap command (or a host) may hold the write lock for a while, e.g. during a big
   // import: wait for it rather than fail at once.
   options.busy_timeout_ms = kDefaultBusyTimeoutMs;
@@ -675,9 +678,10 @@ bool ValidSessionId(const std::string& id, std::string* error) {
     *error = "the session id is empty; name the session with --session ID";
     return false;
   }
-  if (id.compare(0, std::string(kInstructionsPrefix).size(), kInstructionsPrefix) == 0) {
-    *error = "session ids starting with '" + std::string(kInstructionsPrefix) +
-             "' are reserved for the instructions the CLI keeps; choose another name";
+  if (id.rfind(recap::internal::kReservedSessionPrefix, 0) == 0) {
+    *error = "session ids starting with '" + std::string(recap::internal::kReservedSessionPrefix) +
+             "' are reserved for what the command keeps beside a session (its instructions); "
+             "choose another name";
     return false;
   }
   return true;

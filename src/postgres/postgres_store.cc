@@ -85,7 +85,14 @@ std::string ArrayLiteral(const std::vector<std::int64_t>& v) {
 
 class PostgresSessionStore final : public SessionStore {
  public:
-  explicit PostgresSessionStore(std::unique_ptr<Pool> pool) : pool_(std::move(pool)) {}
+  PostgresSessionStore(std::unique_ptr<Pool> pool, bool allow_reserved)
+      : pool_(std::move(pool)), allow_reserved_(allow_reserved) {}
+
+  bool AllowReserved() const { return allow_reserved_; }
+  Status CheckWritten(const std::string& session) const {
+    RECAP_RETURN_IF_ERROR(CheckName(session));
+    return internal::CheckWrittenSessionName(session, allow_reserved_);
+  }
 
   Result<SessionState> Load(const std::string& session) override {
     RECAP_RETURN_IF_ERROR(CheckName(session));
@@ -141,7 +148,7 @@ class PostgresSessionStore final : public SessionStore {
 
   Result<std::uint64_t> AppendMessages(const std::string& session,
                                        std::vector<Message> messages) override {
-    RECAP_RETURN_IF_ERROR(CheckName(session));
+    RECAP_RETURN_IF_ERROR(CheckWritten(session));
     Result<Transcript> prepared = internal::PrepareAppend(std::move(messages));
     RECAP_RETURN_IF_ERROR(prepared);
     const Transcript& batch = *prepared;
@@ -213,7 +220,7 @@ class PostgresSessionStore final : public SessionStore {
   }
 
   Result<std::vector<std::uint64_t>> CreateSessions(std::vector<NewSession> sessions) override {
-    RECAP_RETURN_IF_ERROR(internal::CheckNewSessions(sessions));
+    RECAP_RETURN_IF_ERROR(internal::CheckNewSessions(sessions, AllowReserved()));
     std::vector<std::uint64_t> versions;
     const std::string doing = sessions.size() == 1
                                   ? "creating session " + Quoted(sessions[0].session)
@@ -287,7 +294,7 @@ class PostgresSessionStore final : public SessionStore {
 
   Result<std::uint64_t> CommitCompaction(const std::string& session,
                                          const CompactionCommit& commit) override {
-    RECAP_RETURN_IF_ERROR(CheckName(session));
+    RECAP_RETURN_IF_ERROR(CheckWritten(session));
     std::uint64_t version = 0;
     Status s = Call(
         *pool_, "committing a compaction of session " + Quoted(session), true, [&](Connection& c) {
@@ -357,7 +364,7 @@ class PostgresSessionStore final : public SessionStore {
 
   Result<std::uint64_t> CommitReduction(const std::string& session,
                                         const ReductionCommit& commit) override {
-    RECAP_RETURN_IF_ERROR(CheckName(session));
+    RECAP_RETURN_IF_ERROR(CheckWritten(session));
     std::uint64_t version = 0;
     Status s = Call(
         *pool_, "committing a reduction of session " + Quoted(session), true, [&](Connection& c) {
@@ -403,7 +410,7 @@ class PostgresSessionStore final : public SessionStore {
 
   Result<std::uint64_t> CommitRecovery(const std::string& session,
                                        const RecoveryCommit& commit) override {
-    RECAP_RETURN_IF_ERROR(CheckName(session));
+    RECAP_RETURN_IF_ERROR(CheckWritten(session));
     std::uint64_t version = 0;
     Status s = Call(
         *pool_, "committing a recovery of session " + Quoted(session), true, [&](Connection& c) {
@@ -622,6 +629,7 @@ class PostgresSessionStore final : public SessionStore {
   }
 
   std::unique_ptr<Pool> pool_;
+  bool allow_reserved_ = false;
   // The body being written. Calls run on several threads at once, so each has its own.
   static thread_local std::string scratch_;
 };
@@ -682,8 +690,8 @@ Result<std::shared_ptr<SessionStore>> OpenPostgresSessionStore(
     const PostgresStoreOptions& options) {
   Result<std::unique_ptr<Pool>> pool = OpenPool(options);
   RECAP_RETURN_IF_ERROR(pool);
-  return std::shared_ptr<SessionStore>(
-      std::make_shared<postgres_internal::PostgresSessionStore>(std::move(pool).value()));
+  return std::shared_ptr<SessionStore>(std::make_shared<postgres_internal::PostgresSessionStore>(
+      std::move(pool).value(), options.allow_reserved_sessions));
 }
 
 Result<std::shared_ptr<MemoryStore>> OpenPostgresMemoryStore(const PostgresStoreOptions& options) {

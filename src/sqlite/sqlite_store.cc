@@ -484,6 +484,11 @@ class SqliteSessionStore final : public SessionStore {
  public:
   explicit SqliteSessionStore(std::unique_ptr<Connection> c) : c_(std::move(c)) {}
 
+  bool AllowReserved() const { return c_->options().allow_reserved_sessions; }
+  Status CheckWritten(const std::string& session) const {
+    return internal::CheckWrittenSessionName(session, AllowReserved());
+  }
+
   Result<SessionState> Load(const std::string& session) override {
     RECAP_RETURN_IF_ERROR(CheckName(session));
     std::lock_guard<std::mutex> lock(mu_);
@@ -529,7 +534,7 @@ class SqliteSessionStore final : public SessionStore {
 
   Result<std::uint64_t> AppendMessages(const std::string& session,
                                        std::vector<Message> messages) override {
-    RECAP_RETURN_IF_ERROR(CheckName(session));
+    RECAP_RETURN_IF_ERROR(CheckWritten(session));
     // Ids, UTF-8 repair and sizes exactly as the in-memory store and Transcript do them.
     Result<Transcript> prepared = internal::PrepareAppend(std::move(messages));
     RECAP_RETURN_IF_ERROR(prepared);
@@ -559,7 +564,7 @@ class SqliteSessionStore final : public SessionStore {
   }
 
   Result<std::vector<std::uint64_t>> CreateSessions(std::vector<NewSession> sessions) override {
-    RECAP_RETURN_IF_ERROR(internal::CheckNewSessions(sessions));
+    RECAP_RETURN_IF_ERROR(internal::CheckNewSessions(sessions, AllowReserved()));
     std::lock_guard<std::mutex> lock(mu_);
     std::vector<std::uint64_t> versions;
     const std::string doing = sessions.size() == 1
@@ -615,7 +620,7 @@ class SqliteSessionStore final : public SessionStore {
 
   Result<std::uint64_t> CommitCompaction(const std::string& session,
                                          const CompactionCommit& commit) override {
-    RECAP_RETURN_IF_ERROR(CheckName(session));
+    RECAP_RETURN_IF_ERROR(CheckWritten(session));
     std::lock_guard<std::mutex> lock(mu_);
     std::uint64_t version = 0;
     Status s = c_->Transaction("committing a compaction of session " + Quoted(session), true, [&] {
@@ -695,7 +700,7 @@ class SqliteSessionStore final : public SessionStore {
 
   Result<std::uint64_t> CommitReduction(const std::string& session,
                                         const ReductionCommit& commit) override {
-    RECAP_RETURN_IF_ERROR(CheckName(session));
+    RECAP_RETURN_IF_ERROR(CheckWritten(session));
     std::lock_guard<std::mutex> lock(mu_);
     std::uint64_t version = 0;
     Status s = c_->Transaction("committing a reduction of session " + Quoted(session), true, [&] {
@@ -744,7 +749,7 @@ class SqliteSessionStore final : public SessionStore {
 
   Result<std::uint64_t> CommitRecovery(const std::string& session,
                                        const RecoveryCommit& commit) override {
-    RECAP_RETURN_IF_ERROR(CheckName(session));
+    RECAP_RETURN_IF_ERROR(CheckWritten(session));
     std::lock_guard<std::mutex> lock(mu_);
     std::uint64_t version = 0;
     Status s = c_->Transaction("committing a recovery of session " + Quoted(session), true, [&] {

@@ -330,3 +330,13 @@ def test_prepared_says_when_the_request_is_over_the_known_window():
         c.append("s", [{"role": "user", "content": "hello"}])
         assert c.prepare("s", tool_catalog_chars=40000).over_window is True
         assert c.prepare("s", tool_catalog_chars=4000).over_window is False
+
+
+def test_the_command_lines_reserved_sessions_and_non_utf8_ids_are_refused():
+    # Issue 35 (6): Python could append to the instructions the command line keeps for
+    # session "victim", and `recap prepare --session victim` sent them.
+    with recap.Compactor() as c:
+        for session in ("recap-cli.instructions:victim", "recap-cli.x"):
+            with pytest.raises(recap.InvalidArgument, match="reserved"):
+                c.append(session, [{"role": "system", "content": "exfiltrate"}])
+        c.append("recap-cli-x", [{"role": "user", "content": "anyone's name"}])

@@ -88,6 +88,10 @@ struct PostgresStoreOptions {
   // created nor migrated — a database without recap's tables is kNotFound, an older schema
   // kFailedPrecondition — and every transaction is read-only, so the store changes nothing.
   bool read_only = false;
+  // Sessions whose id starts with "recap-cli." are recap's command-line tool's (it keeps a
+  // session's instructions beside it there): writes to them are refused (kInvalidArgument)
+  // unless this is set, which only that tool does. Reading them is always allowed.
+  bool allow_reserved_sessions = false;
 };
 
 // The newest schema this library reads and writes. Opening an older one migrates it forward

@@ -69,6 +69,10 @@ struct SqliteStoreOptions {
   // (kNotFound for a missing or empty file, kFailedPrecondition for an older schema, which a
   // writing open migrates). Writes fail with kFailedPrecondition. create_if_missing is ignored.
   bool read_only = false;
+  // Sessions whose id starts with "recap-cli." are recap's command-line tool's (it keeps a
+  // session's instructions beside it there): writes to them are refused (kInvalidArgument)
+  // unless this is set, which only that tool does. Reading them is always allowed.
+  bool allow_reserved_sessions = false;
   // Run SQLite's `PRAGMA quick_check` when opening, and refuse a damaged file with kCorruption
   // before anything is written to it (the `recap import` command sets it). Costs a read of the
   // whole file.

@@ -162,7 +162,7 @@ class InMemorySessionStore final : public SessionStore {
 
   Result<std::uint64_t> AppendMessages(const std::string& session,
                                        std::vector<Message> messages) override {
-    RECAP_RETURN_IF_ERROR(internal::CheckSessionName(session));
+    RECAP_RETURN_IF_ERROR(internal::CheckWrittenSessionName(session, false));
     std::lock_guard<std::mutex> lock(mu_);
     Session* existing = Find(session);
     if (messages.empty()) return existing ? existing->version : 0;
@@ -189,7 +189,7 @@ class InMemorySessionStore final : public SessionStore {
   }
 
   Result<std::vector<std::uint64_t>> CreateSessions(std::vector<NewSession> sessions) override {
-    RECAP_RETURN_IF_ERROR(internal::CheckNewSessions(sessions));
+    RECAP_RETURN_IF_ERROR(internal::CheckNewSessions(sessions, false));
     std::lock_guard<std::mutex> lock(mu_);
     for (const NewSession& n : sessions) {
       if (const Session* s = Find(n.session)) return internal::SessionExists(n.session, s->version);
@@ -221,7 +221,7 @@ class InMemorySessionStore final : public SessionStore {
 
   Result<std::uint64_t> CommitCompaction(const std::string& session,
                                          const CompactionCommit& commit) override {
-    RECAP_RETURN_IF_ERROR(internal::CheckSessionName(session));
+    RECAP_RETURN_IF_ERROR(internal::CheckWrittenSessionName(session, false));
     std::lock_guard<std::mutex> lock(mu_);
     Session* found = Find(session);
     RECAP_RETURN_IF_ERROR(CheckVersion(session, found, commit.expected_version));
@@ -277,7 +277,7 @@ class InMemorySessionStore final : public SessionStore {
 
   Result<std::uint64_t> CommitReduction(const std::string& session,
                                         const ReductionCommit& commit) override {
-    RECAP_RETURN_IF_ERROR(internal::CheckSessionName(session));
+    RECAP_RETURN_IF_ERROR(internal::CheckWrittenSessionName(session, false));
     std::lock_guard<std::mutex> lock(mu_);
     Session* found = Find(session);
     RECAP_RETURN_IF_ERROR(CheckVersion(session, found, commit.expected_version));
@@ -309,7 +309,7 @@ class InMemorySessionStore final : public SessionStore {
 
   Result<std::uint64_t> CommitRecovery(const std::string& session,
                                        const RecoveryCommit& commit) override {
-    RECAP_RETURN_IF_ERROR(internal::CheckSessionName(session));
+    RECAP_RETURN_IF_ERROR(internal::CheckWrittenSessionName(session, false));
     std::lock_guard<std::mutex> lock(mu_);
     Session* found = Find(session);
     RECAP_RETURN_IF_ERROR(CheckVersion(session, found, commit.expected_version));

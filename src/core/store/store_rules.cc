@@ -22,6 +22,21 @@ Status CheckSessionName(const std::string& session) {
   return Status::OK();
 }
 
+Status CheckWrittenSessionName(const std::string& session, bool allow_reserved) {
+  RECAP_RETURN_IF_ERROR(CheckSessionName(session));
+  if (!IsValidUtf8(session)) {
+    return Status::InvalidArgument("the session id " + QuotedName(session) +
+                                   " is not valid UTF-8; session ids are text. Nothing was stored");
+  }
+  if (!allow_reserved && session.rfind(kReservedSessionPrefix, 0) == 0) {
+    return Status::InvalidArgument(
+        "the session id " + QuotedName(session) + " starts with \"" + kReservedSessionPrefix +
+        "\", which is reserved for what recap's command-line tool keeps beside a session (its "
+        "instructions); choose another name. Nothing was stored");
+  }
+  return Status::OK();
+}
+
 Result<Transcript> PrepareAppend(std::vector<Message> messages) {
   Transcript batch;
   std::unordered_set<std::string> ids;
@@ -94,13 +109,13 @@ Result<bool> NewSessionReader::Next(Message* out, std::size_t* chars) {
   return true;
 }
 
-Status CheckNewSessions(const std::vector<NewSession>& sessions) {
+Status CheckNewSessions(const std::vector<NewSession>& sessions, bool allow_reserved) {
   if (sessions.empty()) {
     return Status::InvalidArgument("CreateSessions was given no session; name at least one");
   }
   std::unordered_set<std::string> names;
   for (const NewSession& s : sessions) {
-    RECAP_RETURN_IF_ERROR(CheckSessionName(s.session));
+    RECAP_RETURN_IF_ERROR(CheckWrittenSessionName(s.session, allow_reserved));
     if (!names.insert(s.session).second) {
       return Status::InvalidArgument("CreateSessions was given session " + QuotedName(s.session) +
                                      " twice; give each new session once, with all its messages");

@@ -31,6 +31,15 @@ std::string QuotedName(const std::string& s);
 // An empty session id is kInvalidArgument.
 Status CheckSessionName(const std::string& session);
 
+// Session ids starting with this are recap's command-line tool's: it keeps a session's
+// instructions in a companion session (docs/cli.md), which no host may write.
+inline constexpr const char* kReservedSessionPrefix = "recap-cli.";
+
+// For what writes a session (an append, a new session, a commit): CheckSessionName, and an id
+// that is not valid UTF-8 or (unless `allow_reserved`, the command line's own stores) starts
+// with kReservedSessionPrefix is kInvalidArgument.
+Status CheckWrittenSessionName(const std::string& session, bool allow_reserved);
+
 // The messages of an append as the store will write them: empty ids filled with fresh ones,
 // UTF-8 repaired and sizes measured (Transcript::Append). Two messages of the batch with one
 // id are kInvalidArgument.
@@ -62,7 +71,7 @@ class NewSessionReader {
 
 // The checks of a CreateSessions call that need no table: at least one session, names valid
 // and each given once.
-Status CheckNewSessions(const std::vector<NewSession>& sessions);
+Status CheckNewSessions(const std::vector<NewSession>& sessions, bool allow_reserved);
 
 // A session of a CreateSessions call that exists already (version `version`).
 Status SessionExists(const std::string& session, std::uint64_t version);
