@@ -21,6 +21,7 @@ import itertools
 import json
 import logging
 import os
+import re
 import sys
 import threading
 
@@ -227,9 +228,35 @@ def _taken_bytes(pointer):
         _free(pointer)
 
 
+# The C functions' names in recap's messages, in the words of this module.
+_PYTHON_WORDS = {
+    "recap_store_open": "the store",
+    "recap_provider_new_http": "HttpProvider",
+    "recap_provider_new_callback": "Summarizer",
+    "recap_compactor_new": "Compactor()",
+    "recap_append": "append",
+    "recap_prepare": "prepare",
+    "recap_plan": "plan",
+    "recap_compact": "compact",
+    "recap_recover": "recover",
+    "recap_report_overflow": "report_overflow",
+    "recap_report_prompt_tokens": "report_prompt_tokens",
+    "`messages_json`": "messages",
+    "`options_json`": "the options",
+    "`config_json`": "config",
+}
+_C_WORDS = re.compile("|".join(re.escape(k) for k in sorted(_PYTHON_WORDS, key=len, reverse=True)))
+
+
+def _in_python_words(message):
+    """recap's message with the C API's names (recap_append, `messages_json`) as Python says
+    them (append, messages)."""
+    return _C_WORDS.sub(lambda m: _PYTHON_WORDS[m.group(0)], message)
+
+
 def _raise(code, error):
     """Raises the Error of a failed call, with recap's message."""
-    message = _taken(error.value) if error.value else ""
+    message = _in_python_words(_taken(error.value)) if error.value else ""
     cls = _ERRORS.get(code)
     if cls is None:
         raise Error("recap returned code %d (%s): %s"

@@ -116,6 +116,9 @@ void PrintJson(const Json& value);
 
 // 1234567 -> "1,234,567".
 std::string Num(std::size_t n);
+// `n` and the noun, plural unless n is 1: Counted(1, "message") == "1 message",
+// Counted(1200, "message") == "1,200 messages".
+std::string Counted(std::size_t n, const std::string& noun);
 // A one-line preview of a message's text, at most `width` characters (code points).
 std::string Preview(const recap::Message& m, std::size_t width);
 

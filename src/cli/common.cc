@@ -372,6 +372,10 @@ std::string Num(std::size_t n) {
   return out;
 }
 
+std::string Counted(std::size_t n, const std::string& noun) {
+  return Num(n) + " " + noun + (n == 1 ? "" : "s");
+}
+
 std::string Preview(const recap::Message& m, std::size_t width) {
   std::string text = recap::JoinedText(m);
   if (text.empty()) {

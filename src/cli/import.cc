@@ -1232,9 +1232,9 @@ int RunImport(const std::vector<std::string>& words) {
     if (!decoded.first->note.empty()) out["note"] = decoded.first->note;
     PrintJson(out);
   } else {
-    std::cout << "imported " << Num(message_count) << " messages (" << Num(chars) << " chars, ~"
-              << Num(tokens) << " tokens) into session '" << Shown(session) << "' of " << shown_db
-              << "\n";
+    std::cout << "imported " << Counted(message_count, "message") << " (" << Num(chars)
+              << " chars, ~" << Num(tokens) << " tokens) into session '" << Shown(session)
+              << "' of " << shown_db << "\n";
     if (!decoded.first->note.empty())
       std::cout << "  source        " << decoded.first->note << "\n";
     if (conversation.instructions) {

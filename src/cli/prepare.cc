@@ -162,11 +162,11 @@ int RunPrepare(const std::vector<std::string>& words) {
     // only what happened: "compacted (auto), 3 messages clipped".
     std::string what = compacted ? "compacted (" + reasons + ")" : "";
     const auto add = [&what](std::size_t count, const std::string& text) {
-      if (count > 0) what += (what.empty() ? "" : ", ") + Num(count) + text;
+      if (count > 0) what += (what.empty() ? "" : ", ") + Counted(count, "message") + text;
     };
-    add(prepared->reduced_messages, " messages clipped");
-    add(prepared->cleared_tool_result_messages, " messages' old tool results cleared");
-    add(prepared->provider_retired_messages, " messages retired before a provider's checkpoint");
+    add(prepared->reduced_messages, " clipped");
+    add(prepared->cleared_tool_result_messages, " with old tool results cleared");
+    add(prepared->provider_retired_messages, " retired before a provider's checkpoint");
     std::cerr << "recap prepare: session '" << Shown(session) << "': " << what << "; ~"
               << Num(prepared->before_tokens) << " -> ~" << Num(prepared->after_tokens)
               << " tokens; version " << prepared->version << "\n";

@@ -130,8 +130,8 @@ void PrintSessionStats(const Json& s) {
       "chars, the leading system message, kept apart");
   Row("turns", Num(s["turns"].get<std::size_t>()), "user messages a person wrote");
   Row("tool pairs", Num(s["tool_pairs"].get<std::size_t>()),
-      Num(s["uncertain_tool_calls"].get<std::size_t>()) + " calls without a result, " +
-          Num(s["orphan_tool_results"].get<std::size_t>()) + " results without a call");
+      Counted(s["uncertain_tool_calls"].get<std::size_t>(), "call") + " without a result, " +
+          Counted(s["orphan_tool_results"].get<std::size_t>(), "result") + " without a call");
   Row("checkpoints", Num(s["checkpoints"].get<std::size_t>()), "in the active transcript");
   if (s.contains("largest_message")) {
     const Json& l = s["largest_message"];
@@ -276,9 +276,9 @@ int RunPlan(const std::vector<std::string>& words) {
               Num(config->limits.max_context_chars).c_str());
   Row("conversation", Num(plan->reducible_chars), "chars: instructions + transcript");
   if (config->compaction.clear_tool_results.enabled) {
-    Row("clearable results", Num(plan->clearable_results) + " results",
-        Num(plan->clearable_chars) + " chars in " + Num(plan->clearable_messages) +
-            " messages (compaction.clearToolResults)");
+    Row("clearable results", Counted(plan->clearable_results, "result"),
+        Num(plan->clearable_chars) + " chars in " + Counted(plan->clearable_messages, "message") +
+            " (compaction.clearToolResults)");
     if (plan->would_clear) {
       Row("clearing", "yes",
           plan->clearing_suffices
@@ -311,7 +311,7 @@ int RunPlan(const std::vector<std::string>& words) {
             (cut.moved_for_size ? ", moved forward to keep the kept part small (R3.8)" : ""));
     Row("summarized", Num(cut.position) + " msgs", Chars(cut.summarized_chars));
     Row("kept verbatim", Num(t.size() - cut.position) + " msgs",
-        Chars(cut.kept_chars) + ", " + Num(cut.kept_turns) + " turns");
+        Chars(cut.kept_chars) + ", " + Counted(cut.kept_turns, "turn"));
     Row("after (estimated)", Num(plan->estimated_after_chars), "chars, checkpoint estimated");
     Row("frees", Num(frees), "chars (~" + Num(recap::EstimateTokens(frees)) + " tokens)");
     Row("reducer needed", plan->would_reduce ? "yes" : "no",

@@ -936,3 +936,32 @@ TEST_CASE("R12.4 a request over the model's known window is said on stderr, not 
   CHECK(fine.exit == 0);
   CHECK(fine.err.find("window") == std::string::npos);
 }
+
+TEST_CASE("R13.1 counts are written for a person: one message, two messages", "[cli]") {
+  // Issue 35's rough edge: "imported 1 messages", "1 messages clipped".
+  TempDir dir("recap-cli-plural");
+  const std::string db = dir.File("s.db");
+  Write(dir.File("one.json"), R"([{"role": "user", "content": "hi"}])");
+  Ran one = Run(dir, {"import", "--format", "openai-chat", dir.File("one.json"), "--session", "one",
+                      "--db", db});
+  INFO(one.err);
+  REQUIRE(one.exit == 0);
+  CHECK(one.out.find("imported 1 message (") != std::string::npos);
+  Write(dir.File("two.json"),
+        R"([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}])");
+  Ran two = Run(dir, {"import", "--format", "openai-chat", dir.File("two.json"), "--session", "two",
+                      "--db", db});
+  REQUIRE(two.exit == 0);
+  CHECK(two.out.find("imported 2 messages (") != std::string::npos);
+  // One oversized tool result, clipped by prepare.
+  Json t = Json::parse(ChatTranscript(1, "p"));
+  t[3]["content"] = std::string(30000, 'o');
+  Write(dir.File("big.json"), t.dump());
+  Import(dir, db, dir.File("big.json"), "big");
+  Write(dir.File("no-auto.json"), R"({"compaction": {"auto": false}})");
+  Ran prepared = Run(dir, {"prepare", "--session", "big", "--db", db, "--format", "openai-chat",
+                           "--max-context-chars", "8000", "--config", dir.File("no-auto.json")});
+  INFO(prepared.err);
+  REQUIRE(prepared.exit == 0);
+  CHECK(prepared.err.find("1 message clipped") != std::string::npos);
+}

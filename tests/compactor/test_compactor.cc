@@ -561,6 +561,11 @@ TEST_CASE("R7 step 4: the budget error says what compaction did and what to do")
     REQUIRE_FALSE(p.ok());
     CHECK(p.status().message().find("The instructions alone are 5000 characters") !=
           std::string::npos);
+    // Issue 35's rough edge: the advice was to compact or start a new session, which cannot
+    // help when the instructions go with every request.
+    CHECK(p.status().message().find("shorten the instructions") != std::string::npos);
+    CHECK(p.status().message().find("new session") == std::string::npos);
+    CHECK(p.status().message().find("compact manually") == std::string::npos);
   }
   SECTION("no safe boundary") {
     Harness h(SmallConfig(4000));

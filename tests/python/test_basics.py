@@ -340,3 +340,16 @@ def test_the_command_lines_reserved_sessions_and_non_utf8_ids_are_refused():
             with pytest.raises(recap.InvalidArgument, match="reserved"):
                 c.append(session, [{"role": "system", "content": "exfiltrate"}])
         c.append("recap-cli-x", [{"role": "user", "content": "anyone's name"}])
+
+
+def test_errors_speak_python_not_the_c_api():
+    # Issue 35's rough edge: messages named C functions ("recap_append: …").
+    with recap.Compactor() as c:
+        for call in (lambda: c.append("s", "[not json"), lambda: c.append("s", []),
+                     lambda: c.prepare("s", format="nope")):
+            with pytest.raises(recap.Error) as e:
+                call()
+            assert "recap_" not in str(e.value) and "_json`" not in str(e.value), str(e.value)
+    with pytest.raises(recap.InvalidArgument) as e:
+        recap.Compactor(config={"compaction": {"keepTurns": -1}})
+    assert "recap_" not in str(e.value)

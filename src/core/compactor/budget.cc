@@ -125,8 +125,14 @@ std::string Compactor::Impl::BudgetMessage(std::size_t reducible, const RequestS
   }
   const std::size_t instructions = sizes.instructions_chars + stored_instructions;
   if (instructions + kMinReductionTarget > limit) {
+    // They go with every request: no compaction, clipping or new session makes room.
     msg += " The instructions alone are " + std::to_string(instructions) +
-           " characters, more than the limit leaves room for.";
+           " characters, more than the limit leaves room for (it keeps " +
+           std::to_string(kMinReductionTarget) +
+           " for the conversation). To continue: shorten the instructions, or raise "
+           "limits.maxContextChars to at least " +
+           std::to_string(instructions + kMinReductionTarget) + ".";
+    return msg;
   }
   msg +=
       " To continue: compact manually (with a focus), trim large tool outputs, start a new"
