@@ -1041,3 +1041,17 @@ TEST_CASE("R12.4 Prepared says when the request goes out over the known window",
   REQUIRE(no_window.ok());
   CHECK_FALSE(no_window->over_window);
 }
+
+TEST_CASE("R7.2 Prepare of a session never written is kNotFound, not an empty conversation",
+          "[R7.2][compactor]") {
+  // Issue 35's rough edge: C++, C and Python returned OK with no messages (a typo in the id
+  // sent an empty conversation); the command line called it an error. Now all say kNotFound.
+  Harness h;
+  auto p = h.compactor->Prepare("sesion-1", {});
+  REQUIRE_FALSE(p.ok());
+  CHECK(p.status().code() == StatusCode::kNotFound);
+  CHECK(p.status().message().find("append its first messages") != std::string::npos);
+  CHECK(h.sink->types().empty());
+  h.Append(Message::UserText("hi"));
+  CHECK(h.compactor->Prepare(kS, {}).ok());
+}

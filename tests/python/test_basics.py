@@ -353,3 +353,10 @@ def test_errors_speak_python_not_the_c_api():
     with pytest.raises(recap.InvalidArgument) as e:
         recap.Compactor(config={"compaction": {"keepTurns": -1}})
     assert "recap_" not in str(e.value)
+
+
+def test_prepare_of_a_session_never_written_is_not_found():
+    # Issue 35's rough edge: a typo in the session id sent an empty conversation.
+    with recap.Compactor() as c:
+        with pytest.raises(recap.NotFound, match="append its first messages"):
+            c.prepare("nobody")

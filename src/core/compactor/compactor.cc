@@ -63,6 +63,12 @@ Result<Prepared> Compactor::Impl::PrepareOnce(const std::string& session, const 
   std::lock_guard<std::mutex> lock(c.mu);
   Status synced = Sync(session, c);
   RECAP_RETURN_IF_ERROR(synced);
+  if (c.version == 0) {
+    // Never written: a typo in the id would otherwise send an empty conversation.
+    return Status::NotFound("session " + internal::QuotedName(session) +
+                            " has no messages in the store: append its first messages before "
+                            "preparing it (or check the session id)");
+  }
 
   const Config& cfg = config;
   Prepared out;
