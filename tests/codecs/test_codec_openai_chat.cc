@@ -243,6 +243,29 @@ TEST_CASE("openai_chat rejects an unknown part type unless keep_unknown_blocks i
   RequireRoundTrip(json, keep);
 }
 
+TEST_CASE("openai_chat refuses another format's tool call or result as a content part, even kept",
+          "[openai_chat][R14.1]") {
+  // Issue 35 (4): [{"type":"tool_use",…}] in an assistant message was kept opaque, and
+  // `prepare --format anthropic` then sent it as a real tool_use that no result answers.
+  recap::DecodeOptions keep;
+  keep.keep_unknown_blocks = true;
+  for (const std::string part :
+       {R"({"type":"tool_use","id":"t1","name":"ls","input":{}})",
+        R"({"type":"tool_result","tool_use_id":"t1","content":"a"})",
+        R"({"type":"function_call","call_id":"c1","name":"ls","arguments":"{}"})",
+        R"({"type":"function_call_output","call_id":"c1","output":"a"})",
+        R"({"type":"server_tool_use","id":"s1","name":"web_search","input":{}})",
+        R"({"type":"web_search_tool_result","tool_use_id":"s1","content":[]})",
+        R"({"type":"custom_tool_call","call_id":"c2","name":"x","input":""})"}) {
+    const std::string json = R"([{"role":"assistant","content":[)" + part + "]}]";
+    INFO(json);
+    auto conv = recap::openai_chat::DecodeMessages(json, keep);
+    REQUIRE_FALSE(conv.ok());
+    CHECK_THAT(conv.status().message(), Catch::Contains("`messages[0].content[0].type`"));
+    CHECK_THAT(conv.status().message(), Catch::Contains("tool_calls"));
+  }
+}
+
 TEST_CASE("openai_chat errors name the JSON path and what is accepted", "[openai_chat]") {
   SECTION("unknown role") {
     const std::string msg = DecodeError(R"([{"role":"user","content":"a"},{"role":"robot"}])");

@@ -449,3 +449,18 @@ TEST_CASE("issue 9 R4.5 R6.4 Responses round trip and compaction on generated it
     CheckCompacted(items, 1 + static_cast<int>(seed % 2), what);
   }
 }
+
+TEST_CASE("openai_responses refuses a tool call or result as a message's content part, even kept",
+          "[openai_responses][R14.1]") {
+  // Issue 35 (4): kept opaque, it would reach another format as a call no result answers.
+  recap::DecodeOptions keep;
+  keep.keep_unknown_blocks = true;
+  for (const std::string part : {R"({"type":"tool_use","id":"t1","name":"ls","input":{}})",
+                                 R"({"type":"function_call","call_id":"c1","name":"ls"})"}) {
+    const std::string json = R"([{"type":"message","role":"assistant","content":[)" + part + "]}]";
+    INFO(json);
+    auto conv = recap::openai_responses::DecodeMessages(json, keep);
+    REQUIRE_FALSE(conv.ok());
+    CHECK_THAT(conv.status().message(), Catch::Contains("an input item of its own"));
+  }
+}

@@ -53,6 +53,14 @@ Status DecodePart(Json& part, const JsonPath& path, const DecodeOptions& options
     *out = std::move(t);
     return Status::OK();
   }
+  if (codec_shell::IsToolShapedPartType(type)) {
+    return Status::InvalidArgument(
+        Where(type_path) + " is " + jsonutil::Quote(type) +
+        ", a tool call or result in another format's shape. In OpenAI chat a call goes in the "
+        "assistant message's `tool_calls` and its result in a `tool` message with its "
+        "`tool_call_id`; give the messages in that form (or decode them with the format they "
+        "were written in)");
+  }
   // Media and refusals are carried, not read: recap has nothing to do with their insides.
   const bool known =
       type == "image_url" || type == "input_audio" || type == "file" || type == "refusal";

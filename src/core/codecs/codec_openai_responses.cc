@@ -92,6 +92,14 @@ Status DecodePart(Json& part, const JsonPath& path, const char* text_type,
     *out = std::move(t);
     return Status::OK();
   }
+  if (codec_shell::IsToolShapedPartType(type)) {
+    return Status::InvalidArgument(
+        Where(type_path) + " is " + jsonutil::Quote(type) +
+        ", a tool call or result inside a message's content. In OpenAI Responses a call is an "
+        "input item of its own (`function_call`, with its `call_id`) and its result another "
+        "(`function_call_output`); give them as items (or decode the messages with the format "
+        "they were written in)");
+  }
   const bool known =
       type == "refusal" || type == "input_image" || type == "input_file" || type == "input_audio";
   if (!known && !options.keep_unknown_blocks) {

@@ -19,6 +19,20 @@ namespace recap {
 inline namespace v0 {
 namespace codec_shell {
 
+// True for a content part type that is a tool call or a tool result in some provider's shape
+// ("tool_use", "function_call_output", "web_search_tool_result", …). Where a format carries its
+// calls elsewhere (OpenAI chat's `tool_calls`, Responses' items), such a part is refused even
+// with keep_unknown_blocks: kept opaque, it would be sent to another format as a call that no
+// result answers, or a result of no call (R14.1).
+inline bool IsToolShapedPartType(std::string_view type) {
+  const auto ends = [&](std::string_view suffix) {
+    return type.size() >= suffix.size() &&
+           type.compare(type.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  return type == "tool_use" || type == "tool_result" || type == "tool_call" || type == "function" ||
+         ends("_tool_use") || ends("_tool_result") || ends("_call") || ends("_call_output");
+}
+
 // Runs `body` (returning a Status or a Result<T>). An nlohmann exception escaping it is a bug —
 // the readers check the input before any tree is touched — and becomes kInternal naming what
 // was being done (`doing`: "decoding Anthropic messages").
