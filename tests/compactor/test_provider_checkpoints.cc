@@ -163,12 +163,27 @@ TEST_CASE("R14.1 a compaction block decodes, a malformed one is carried but no c
   CHECK(m.summary);
   CHECK(FindProviderCheckpoint(m)->text == "the summary");
   // Carried, but not a checkpoint: content of another type, an item without either member.
-  for (const char* block : {R"({"type":"compaction","content":42})", R"({"type":"compaction"})"}) {
+  // Issue 35 (4): wrong types, both providers' members at once, an empty summary.
+  for (const char* block : {R"({"type":"compaction","content":42})", R"({"type":"compaction"})",
+                            R"({"type":"compaction","id":7,"encrypted_content":[1]})",
+                            R"({"type":"compaction","encrypted_content":""})",
+                            R"({"type":"compaction","content":"  "})"}) {
     const Message odd = Ok(
         anthropic::DecodeMessage(std::string(R"({"role":"assistant","content":[)") + block + "]}"));
+    INFO(block);
     CHECK_FALSE(odd.summary);
     CHECK_FALSE(FindProviderCheckpoint(odd));
     CHECK(OpaquePayloads(odd) == std::string(block) + "\n");
+  }
+  // The same as OpenAI Responses items: an item with wrong types retired everything before it.
+  for (const char* item : {R"({"type":"compaction","id":7,"encrypted_content":[1]})",
+                           R"({"type":"compaction","id":"c","encrypted_content":""})"}) {
+    INFO(item);
+    const Conversation c = Ok(openai_responses::DecodeMessages(
+        std::string(R"([{"type":"message","role":"user","content":"hi"},)") + item + "]"));
+    REQUIRE(c.messages.size() == 2);
+    CHECK_FALSE(c.messages[1].summary);
+    CHECK_FALSE(FindProviderCheckpoint(c.messages[1]));
   }
 }
 
