@@ -126,11 +126,11 @@ struct Prepared {
   // "overflow"), or empty when none did.
   std::string trigger_rule;
   // The request goes out larger than the known window: after_tokens (the estimate of
-  // instructions, transcript and tool catalog) exceeds window_tokens (never the fallback).
-  // Nothing recap may do brings it under — the instructions and tool catalog alone reach it
-  // (R12.4), or compaction and the reducer are at their floor — and the model is likely to
-  // refuse it: shorten the instructions or the tool catalog, or use a larger window. Recap's
-  // log says it too (a warning).
+  // instructions, transcript and tool catalog) exceeds window_tokens (never the fallback),
+  // after everything this call did — because the instructions and tool catalog alone reach it
+  // (R12.4), a compaction failed or was skipped, or limits.maxContextChars is above the window.
+  // The model is likely to refuse it: shorten the instructions or the tool catalog, fix the
+  // summarizer, or use a larger window. Recap's log says it too (a warning).
   bool over_window = false;
 };
 
