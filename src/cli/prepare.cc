@@ -178,10 +178,16 @@ int RunPrepare(const std::vector<std::string>& words) {
     std::cerr << "recap prepare: session '" << Shown(session) << "': the request is ~"
               << Num(prepared->after_tokens) << " tokens, over the model's window of "
               << Num(*prepared->window_tokens) << " tokens (" << prepared->window_source
-              << "); the model will likely refuse it. The instructions ("
-              << Num(sizes.instructions_chars) << " characters) and the tool catalog ("
-              << Num(sizes.tool_catalog_chars) << ") alone are ~" << Num(fixed_tokens)
-              << " tokens: shorten them, or use a model with a larger window\n";
+              << "); the model will likely refuse it. ";
+    if (fixed_tokens >= *prepared->window_tokens) {
+      std::cerr << "The instructions (" << Num(sizes.instructions_chars)
+                << " characters) and the tool catalog (" << Num(sizes.tool_catalog_chars)
+                << ") alone are ~" << Num(fixed_tokens)
+                << " tokens: shorten them, or use a model with a larger window\n";
+    } else {
+      std::cerr << "Compaction could not bring it under (--json shows its events; `recap plan` "
+                   "what it would do): check the summarizer, or lower --max-context-chars\n";
+    }
   }
   if (!args.json()) {
     WriteJsonText(*doc, true);

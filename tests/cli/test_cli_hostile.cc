@@ -935,6 +935,18 @@ TEST_CASE("R12.4 a request over the model's known window is said on stderr, not 
   Ran fine = Run(dir, base);
   CHECK(fine.exit == 0);
   CHECK(fine.err.find("window") == std::string::npos);
+  // Over it because nothing compacted (here: compaction off): the advice is not about the
+  // instructions, which are small.
+  Write(dir.File("long.json"), ChatTranscript(150, "long"));
+  Import(dir, db, dir.File("long.json"), "long");
+  Write(dir.File("off.json"),
+        R"({"provider": {"contextWindow": 1000}, "compaction": {"auto": false}})");
+  Ran off = Run(dir, {"prepare", "--session", "long", "--db", db, "--config", dir.File("off.json"),
+                      "--max-context-chars", "100000", "--format", "openai-chat"});
+  INFO(off.err);
+  CHECK(off.exit == 0);
+  CHECK(off.err.find("over the model's window of 1,000 tokens (config)") != std::string::npos);
+  CHECK(off.err.find("Compaction could not bring it under") != std::string::npos);
 }
 
 TEST_CASE("R13.1 counts are written for a person: one message, two messages", "[cli]") {
