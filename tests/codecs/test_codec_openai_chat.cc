@@ -243,7 +243,7 @@ TEST_CASE("openai_chat rejects an unknown part type unless keep_unknown_blocks i
   RequireRoundTrip(json, keep);
 }
 
-TEST_CASE("openai_chat refuses another format's tool call or result as a content part, even kept",
+TEST_CASE("R14.1 openai_chat refuses a tool call or result as a content part, even kept",
           "[openai_chat][R14.1]") {
   // Issue 35 (4): [{"type":"tool_use",…}] in an assistant message was kept opaque, and
   // `prepare --format anthropic` then sent it as a real tool_use that no result answers.

@@ -450,7 +450,7 @@ TEST_CASE("issue 9 R4.5 R6.4 Responses round trip and compaction on generated it
   }
 }
 
-TEST_CASE("openai_responses refuses a tool call or result as a message's content part, even kept",
+TEST_CASE("R14.1 openai_responses refuses a tool call or result as a content part, even kept",
           "[openai_responses][R14.1]") {
   // Issue 35 (4): kept opaque, it would reach another format as a call no result answers.
   recap::DecodeOptions keep;
@@ -462,5 +462,6 @@ TEST_CASE("openai_responses refuses a tool call or result as a message's content
     auto conv = recap::openai_responses::DecodeMessages(json, keep);
     REQUIRE_FALSE(conv.ok());
     CHECK_THAT(conv.status().message(), Catch::Contains("an input item of its own"));
+    CHECK_THAT(conv.status().message(), Catch::Contains("`input[0].content[0].type`"));
   }
 }

@@ -54,12 +54,10 @@ Status DecodePart(Json& part, const JsonPath& path, const DecodeOptions& options
     return Status::OK();
   }
   if (codec_shell::IsToolShapedPartType(type)) {
-    return Status::InvalidArgument(
-        Where(type_path) + " is " + jsonutil::Quote(type) +
-        ", a tool call or result in another format's shape. In OpenAI chat a call goes in the "
-        "assistant message's `tool_calls` and its result in a `tool` message with its "
-        "`tool_call_id`; give the messages in that form (or decode them with the format they "
-        "were written in)");
+    return codec_shell::ToolShapedPartRefused(
+        Where(type_path), type,
+        "In OpenAI chat a call goes in the assistant message's `tool_calls` and its result in a "
+        "`tool` message with its `tool_call_id`");
   }
   // Media and refusals are carried, not read: recap has nothing to do with their insides.
   const bool known =

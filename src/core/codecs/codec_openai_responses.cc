@@ -93,12 +93,10 @@ Status DecodePart(Json& part, const JsonPath& path, const char* text_type,
     return Status::OK();
   }
   if (codec_shell::IsToolShapedPartType(type)) {
-    return Status::InvalidArgument(
-        Where(type_path) + " is " + jsonutil::Quote(type) +
-        ", a tool call or result inside a message's content. In OpenAI Responses a call is an "
-        "input item of its own (`function_call`, with its `call_id`) and its result another "
-        "(`function_call_output`); give them as items (or decode the messages with the format "
-        "they were written in)");
+    return codec_shell::ToolShapedPartRefused(
+        Where(type_path), type,
+        "In OpenAI Responses a call is an input item of its own (`function_call`, with its "
+        "`call_id`) and its result another (`function_call_output`)");
   }
   const bool known =
       type == "refusal" || type == "input_image" || type == "input_file" || type == "input_audio";

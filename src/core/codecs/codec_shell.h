@@ -33,6 +33,16 @@ inline bool IsToolShapedPartType(std::string_view type) {
          ends("_tool_use") || ends("_tool_result") || ends("_call") || ends("_call_output");
 }
 
+// The refusal of such a part at `where` (the JSON path of its `type`); `carried` says where the
+// format carries its calls instead.
+inline Status ToolShapedPartRefused(const std::string& where, const std::string& type,
+                                    const char* carried) {
+  return Status::InvalidArgument(where + " is " + jsonutil::Quote(type) +
+                                 ", a tool call or result inside a message's content. " + carried +
+                                 "; give them in that form (or decode the messages with the "
+                                 "format they were written in)");
+}
+
 // Runs `body` (returning a Status or a Result<T>). An nlohmann exception escaping it is a bug —
 // the readers check the input before any tree is touched — and becomes kInternal naming what
 // was being done (`doing`: "decoding Anthropic messages").

@@ -396,6 +396,20 @@ bool ApplyTodoCall(std::string_view tool, const Json& doc, std::string_view resu
 
 // The checkpoint, in time linear in the span: one pass pairs results with calls and collects
 // paths; the lists are then gathered newest first and stop at their caps.
+// True when every section of `cp` is blank (blank items are dropped when a reply is read), so
+// that as a reply it would carry no checkpoint (ParseCheckpoint).
+bool NothingWritten(const Checkpoint& cp) {
+  const auto blank = [](const std::string& s) { return Trim(s).empty(); };
+  const auto all_blank = [&](const std::vector<std::string>& list) {
+    return std::all_of(list.begin(), list.end(), blank);
+  };
+  return blank(cp.goal) && blank(cp.current_state) && blank(cp.text) &&
+         all_blank(cp.instructions) && all_blank(cp.discoveries) && all_blank(cp.accomplished) &&
+         all_blank(cp.next_steps) &&
+         std::all_of(cp.relevant_files.begin(), cp.relevant_files.end(),
+                     [&](const RelevantFile& f) { return blank(f.path); });
+}
+
 Checkpoint Build(const SummarySource& source) {
   const Transcript& span = *source.span;
 
@@ -809,7 +823,7 @@ class OfflineSummarizer final : public Provider {
           "provider or as its fallback, not as a general-purpose model.");
     }
     Checkpoint cp = Build(*request.source);
-    if (!ParseCheckpoint(CheckpointToJson(cp), false).usable) {
+    if (NothingWritten(cp)) {
       // A span of nothing recap can read (harness noise, empty turns; blank items are dropped
       // when read): said so, since a reply with every section empty is no checkpoint
       // (ParseCheckpoint) and would fail the compaction every time.
