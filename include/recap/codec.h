@@ -43,6 +43,10 @@
 //
 // Encoding into a different format than the one decoded maps what has an equivalent and
 // reports what has none with a Status (e.g. a system message inside an Anthropic transcript).
+// The codecs record the format on each message (Message::origin): written into another format,
+// a message leaves out the unmodelled fields of its own (its and its parts' `extra`), and an
+// opaque part of it (thinking, reasoning, an image block, a provider's checkpoint) is refused
+// with a Status naming the message, never written as if it were native there.
 //
 // Errors are InvalidArgument Statuses that name where the problem is, as a JSON path such as
 // `messages[12].content[3].type`, and what would be accepted. Malformed JSON and invalid

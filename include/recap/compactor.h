@@ -132,6 +132,12 @@ struct Prepared {
   // The model is likely to refuse it: shorten the instructions or the tool catalog, fix the
   // summarizer, or use a larger window. Recap's log says it too (a warning).
   bool over_window = false;
+  // The call ids of tool results in `messages` whose call does not come before them (a result
+  // appended without its call): the model APIs refuse such a request. recap never makes one —
+  // compaction keeps each call with its result — so these came in with the session's
+  // messages; the store keeps them as appended. Empty when every result has its call. Recap's
+  // log says it too (a warning).
+  std::vector<std::string> orphan_results;
 };
 
 // What Prepare would do now, without calling the model or writing anything (R7.3).

@@ -82,6 +82,21 @@ struct ToolResult {
 
 using Part = std::variant<Text, ToolCall, ToolResult, Opaque>;
 
+// The wire format a message was decoded from. The codecs set it; a message a host or recap
+// itself makes has kNone. What a message carries for its own format alone — its unmodelled
+// fields (`extra` of the message and of its parts) and its opaque parts — is written back only
+// into that format: an encoder for another format leaves the fields out and refuses an opaque
+// part with a Status naming the message, and a provider's checkpoint is honoured only in the
+// shape of the format it came in (SPEC R14.1). Messages stored before recap recorded it have
+// kNone and are written as they always were.
+enum class Origin : std::uint8_t { kNone, kAnthropic, kOpenAIChat, kOpenAIResponses };
+
+// "anthropic", "openai-chat", "openai-responses" (the names the command line's --format takes),
+// or "" for kNone.
+RECAP_EXPORT const char* OriginName(Origin origin) noexcept;
+// The inverse of OriginName for the three formats; nullopt for anything else.
+RECAP_EXPORT std::optional<Origin> ParseOrigin(std::string_view name) noexcept;
+
 struct RECAP_EXPORT Message {
   std::string id;  // stable; Transcript::Append assigns one when empty
   Role role = Role::kUser;
@@ -92,7 +107,8 @@ struct RECAP_EXPORT Message {
   // (a rule the user stated, a task description). The stores refuse it on anything else.
   bool pinned = false;
   ContentForm form = ContentForm::kDefault;
-  std::string extra;  // JSON object text of the foreign message's unmodelled fields
+  std::string extra;              // JSON object text of the foreign message's unmodelled fields
+  Origin origin = Origin::kNone;  // the format it was decoded from (above)
 
   // Conveniences for hosts and tests.
   static Message UserText(std::string text);
@@ -143,8 +159,11 @@ struct ProviderCheckpoint {
 
 // The provider checkpoint `m` holds (the last one, if several), or nullopt. An Anthropic
 // block whose `content` is null is a compaction that produced nothing, which the API treats as
-// no block at all: nullopt. The codecs flag a message holding one `summary` when they decode
-// it. Cheap for messages without an opaque part of kind "compaction".
+// no block at all: nullopt. One is honoured only when well formed for the format the message
+// came in (Message::origin): an Anthropic message's block has a non-blank `content`; a
+// Responses item has a non-empty `encrypted_content` and no `content`; OpenAI chat has none. The
+// codecs flag a message holding one `summary` when they decode it. Cheap for messages without an
+// opaque part of kind "compaction".
 RECAP_EXPORT std::optional<ProviderCheckpoint> FindProviderCheckpoint(const Message& m);
 
 }  // namespace v0

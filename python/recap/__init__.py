@@ -635,8 +635,9 @@ class Prepared:
     ``background_in_flight``, ``background_wait_ms``, ``waited_for_summarizer``,
     ``window_tokens`` (None when unknown), ``window_source``, ``fallback_window_tokens``,
     ``trigger_rule``, ``over_window`` (True when the request exceeds the known window: the
-    model will likely refuse it; shorten the instructions or tool catalog); and all of them as
-    the dict ``figures``."""
+    model will likely refuse it; shorten the instructions or tool catalog), ``orphan_results``
+    (the call ids of tool results sent without their call before them: the model API will
+    refuse the request); and all of them as the dict ``figures``."""
 
     def __init__(self, messages_bytes, system, figures, format):
         self.messages_bytes = messages_bytes

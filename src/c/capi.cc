@@ -278,7 +278,8 @@ Json PreparedFigures(const recap::Prepared& p) {
               {"window_source", p.window_source},
               {"fallback_window_tokens", p.fallback_window_tokens},
               {"trigger_rule", p.trigger_rule},
-              {"over_window", p.over_window}};
+              {"over_window", p.over_window},
+              {"orphan_results", p.orphan_results}};
 }
 
 Json PlanJson(const recap::Plan& p) {
@@ -555,6 +556,10 @@ const char* recap_code_name(int code) {
 const char* recap_version(void) { return recap::LibraryVersion(); }
 
 void recap_free(void* p) { std::free(p); }
+
+size_t recap_count_chars(const char* text) {
+  return text == nullptr ? 0 : recap::CountCodePoints(text);
+}
 
 int recap_store_open(const char* where, recap_store** out, char** error) {
   return Guard("recap_store_open", error, [&]() -> int {

@@ -28,7 +28,9 @@ const char* const kHelp =
     "calls share an id, and nothing is stored. Prints the session's new version. The first\n"
     "append of a new session makes a leading system message (or the input's `system` or\n"
     "`instructions`) the session's instructions, as import does; a later append may repeat\n"
-    "those instructions (they are skipped) but not change them.\n"
+    "those instructions (they are skipped) but not change them. An input of the instructions\n"
+    "alone (a system prompt sent before the first message) keeps them for the session, which\n"
+    "begins with its next append (prints version 0).\n"
     "\n"
     "options:\n"
     "  --session ID      the session (required); its first append creates it\n"
@@ -144,12 +146,8 @@ int RunAppend(const std::vector<std::string>& words) {
   text.clear();
   text.shrink_to_fit();
   recap::Conversation& input = *decoded;
-  if (input.messages.empty()) {
-    return Failure(args, InputName(path) + " holds no messages" +
-                             (input.instructions ? std::string(" (only the instructions: append "
-                                                               "them with the first message)")
-                                                 : std::string()) +
-                             ". Nothing was written");
+  if (input.messages.empty() && !input.instructions) {
+    return Failure(args, InputName(path) + " holds no messages. Nothing was written");
   }
   std::size_t chars = 0;
   for (const recap::Message& m : input.messages) chars += recap::MessageChars(m);
@@ -171,6 +169,27 @@ int RunAppend(const std::vector<std::string>& words) {
     if (!state.ok()) return Failure(args, NothingWritten(state.status()));
     recap::Result<std::optional<recap::Message>> stored = LoadInstructions(**store, session);
     if (!stored.ok()) return Failure(args, NothingWritten(stored.status()));
+    if (input.messages.empty()) {
+      // Only the instructions (a host that sends its system prompt before the first message,
+      // as the library accepts it): kept for the session, which begins with its first message.
+      // Repeated exactly, they change nothing; other instructions are refused below.
+      if (!*stored && state->version == 0) {
+        std::vector<recap::NewSession> companion(1);
+        companion[0].session = kInstructionsPrefix + session;
+        companion[0].messages.push_back(*input.instructions);
+        recap::Result<std::vector<std::uint64_t>> made =
+            (*store)->CreateSessions(std::move(companion));
+        if (made.status().code() == recap::StatusCode::kConflict && attempt < 3) continue;
+        if (!made.ok()) return Failure(args, NothingWritten(made.status()));
+        instructions_set = true;
+        break;
+      }
+      if (*stored && SameInstructions(*input.instructions, **stored)) {
+        instructions_repeated = true;
+        version = state->version;
+        break;
+      }
+    }
     if (state->version == 0 && input.instructions && !*stored && attempt < 3) {
       std::vector<recap::NewSession> sessions(2);
       sessions[0].session = session;

@@ -254,6 +254,10 @@ bool ReadBounded(const std::string& path, std::size_t max_bytes, const std::stri
         *error = "cannot read " + what + ": " + std::generic_category().message(saved);
         return false;
       }
+      // A UTF-8 byte order mark (which some editors write first) is no part of the JSON: it
+      // is skipped, by every format (JSON's RFC 8259 lets a reader ignore it). It becomes
+      // three spaces, so that the byte offsets an error names stay those of the file.
+      if (out->compare(0, 3, "\xEF\xBB\xBF") == 0) out->replace(0, 3, "   ");
       return true;
     }
   }
@@ -616,6 +620,15 @@ recap::Result<recap::SessionState> LoadExisting(recap::SessionStore& store, cons
   RECAP_RETURN_IF_ERROR(state);
   if (state->version == 0) {
     const std::string shown = ShownDb(db);
+    // A first append that held only the instructions keeps them for the session's first
+    // message: the session begins with that message.
+    recap::Result<recap::SessionState> companion = store.Load(kInstructionsPrefix + session);
+    if (companion.ok() && companion->version != 0) {
+      return recap::Status::NotFound("session '" + Shown(session) +
+                                     "' has its instructions but no message yet: append its "
+                                     "first message with `recap append --session " +
+                                     QuotedForShell(session) + "`");
+    }
     return recap::Status::NotFound(
         std::string(IsPostgresUrl(db) ? "the PostgreSQL database " : "the database ") + "'" +
         shown + "' has no session '" + Shown(session) + "'. `recap sessions list --db " +
@@ -693,7 +706,8 @@ bool ValidSessionId(const std::string& id, std::string* error) {
 
 const char* const kConfigHelp =
     "  --config FILE             recap's JSON configuration (docs/configuration.md;\n"
-    "                            `-`: standard input); default: recap's defaults\n"
+    "                            `-`: standard input); default: $RECAP_CONFIG when\n"
+    "                            set, else recap's defaults\n"
     "  --max-context-chars N     limits.maxContextChars (overrides --config)\n"
     "  --keep-turns N            compaction.keepTurns, 0..20 (overrides --config)\n";
 
@@ -704,16 +718,23 @@ std::vector<OptionSpec> ConfigOptions() {
 recap::Result<recap::Config> BuildConfig(const Args& args, bool* usage) {
   *usage = false;
   recap::Config config;
-  if (args.Has("config")) {
-    const std::string path = args.Get("config");
+  // Without --config, $RECAP_CONFIG names the file: a shell host sets it once instead of
+  // repeating its settings on every call.
+  const char* from_env = std::getenv("RECAP_CONFIG");
+  const bool env = !args.Has("config") && from_env != nullptr && *from_env != '\0';
+  if (args.Has("config") || env) {
+    const std::string path = env ? std::string(from_env) : args.Get("config");
+    const std::string named_by = env ? "$RECAP_CONFIG" : "--config";
     std::string text;
     std::string error;
-    const std::string what = path == "-" ? "the configuration on standard input (--config -)"
-                                         : "the configuration file '" + path + "' (--config)";
+    const std::string what =
+        path == "-" ? "the configuration on standard input (" + named_by + " -)"
+                    : "the configuration file '" + Shown(path) + "' (" + named_by + ")";
     if (!ReadBounded(path, kMaxConfigBytes, what, "the limit for a configuration file",
-                     "Check the path given with --config", &text, &error)) {
+                     "Check the path given with " + named_by, &text, &error)) {
       if (error.find("is a folder") != std::string::npos) {
-        error += "; name the configuration file with --config FILE";
+        error += env ? "; set RECAP_CONFIG to the configuration file"
+                     : "; name the configuration file with --config FILE";
       }
       return recap::Status::NotFound(error);
     }
@@ -721,8 +742,10 @@ recap::Result<recap::Config> BuildConfig(const Args& args, bool* usage) {
     if (!parsed.ok()) {
       return parsed.status().WithContext(
           (path == "-" ? "the configuration on standard input"
-                       : "the configuration file '" + path + "'") +
-          " is not valid (fix it, or leave --config out for the defaults)");
+                       : "the configuration file '" + Shown(path) + "'") +
+          (env ? " named by $RECAP_CONFIG is not valid (fix it, or unset RECAP_CONFIG for the "
+                 "defaults)"
+               : " is not valid (fix it, or leave --config out for the defaults)"));
     }
     config = *parsed;
   }

@@ -104,15 +104,33 @@ DecodeResult Fail(std::string message, bool usage = false) {
   return {std::nullopt, DecodeError{std::move(message), usage}};
 }
 
-// A parse error of nlohmann's, described for the user (truncation says so).
-std::string DescribeParseError(std::string what) {
-  const auto last_read = what.find("; last read:");
-  if (last_read != std::string::npos) what.resize(last_read);
-  const bool truncated = what.find("unexpected end of input") != std::string::npos;
-  return truncated ? "the file is not complete JSON: it ends in the middle of a value (is "
-                     "it truncated?) — " +
-                         what
-                   : "the file is not JSON — " + what;
+// A parse error at byte `byte` (1-based, the parser's count) of `text`, described for the
+// user in recap's words: where, and what byte is there (truncation says so).
+std::string DescribeParseError(const std::string& text, std::size_t byte) {
+  if (byte == 0 || byte > text.size()) {
+    return "the file is not complete JSON: it ends in the middle of a value (is it truncated?)";
+  }
+  const std::size_t at = byte - 1;
+  std::size_t line = 1;
+  std::size_t column = 1;
+  for (std::size_t i = 0; i < at; ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+  }
+  const auto c = static_cast<unsigned char>(text[at]);
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  const std::string shown = c >= 0x21 && c < 0x7F
+                                ? "'" + std::string(1, static_cast<char>(c)) + "'"
+                                : std::string("byte 0x") + kHex[c >> 4] + kHex[c & 0xF];
+  std::string described = "the file is not JSON: at byte offset " + Num(at) + " (line " +
+                          Num(line) + ", column " + Num(column) + ") there is " + shown +
+                          ", where JSON was expected";
+  if (at == 0 && c >= 0x80) described += " (is it a binary or compressed file?)";
+  return described;
 }
 
 // Parses one JSON document; on failure describes it (truncation says so).
@@ -121,7 +139,7 @@ bool ParseJson(const std::string& text, Json* out, std::string* error) {
     *out = Json::parse(text);
     return true;
   } catch (const Json::parse_error& e) {
-    *error = DescribeParseError(e.what());
+    *error = DescribeParseError(text, e.byte);
     return false;
   } catch (const Json::exception& e) {
     // Syntactically JSON, but not readable as a value (e.g. a number beyond a double's range).
@@ -1120,7 +1138,7 @@ int RunImport(const std::vector<std::string>& words) {
     return UsageError(args, error);
   }
 
-  // 1. Read and decode everything; nothing is opened or written yet.
+  // 1. Read and decode (a file the codec streams is decoded in step 3, as the store writes it).
   Progress progress("importing " +
                     (path == "-" ? "standard input" : path.substr(path.find_last_of('/') + 1)));
   progress.Update("reading");
@@ -1166,6 +1184,23 @@ int RunImport(const std::vector<std::string>& words) {
   // 2. Open the database.
   recap::Result<std::shared_ptr<recap::SessionStore>> store = OpenStore(db, Access::kCreate);
   if (!store.ok()) return Failure(args, NothingWritten(store.status()));
+  // Instructions that `recap append` keeps for a session not yet written belong to that
+  // session's appends: an import under its id would take them over (or, with its own, clash).
+  {
+    recap::Result<recap::SessionState> kept =
+        (*store)->Load(std::string(kInstructionsPrefix) + session);
+    if (!kept.ok()) return Failure(args, NothingWritten(kept.status()));
+    recap::Result<recap::SessionState> main = (*store)->Load(session);
+    if (!main.ok()) return Failure(args, NothingWritten(main.status()));
+    if (kept->version != 0 && main->version == 0) {
+      progress.Finish();
+      return Failure(args, "session '" + Shown(session) +
+                               "' has instructions kept by `recap append` and no message yet; "
+                               "append its messages to it (recap append --session " +
+                               QuotedForShell(session) +
+                               "), or import into another --session ID. Nothing was written");
+    }
+  }
 
   // 3. The transcript and its instructions in one write, which also checks that the session
   // is new (R13.6): of two imports racing for one id, one wins and the other writes nothing.

@@ -108,6 +108,33 @@ int RunPrepare(const std::vector<std::string>& words) {
   SessionRun run;
   int exit_code = kExitOk;
   if (!OpenSessionRun(args, session, &run, &exit_code)) return exit_code;
+  // A message of another format holding an opaque part (thinking, reasoning, a provider's
+  // checkpoint) cannot be written in this one (R14.1): said before Prepare commits anything,
+  // rather than after a compaction the host could not send.
+  if (const std::optional<recap::Origin> target = recap::ParseOrigin(format)) {
+    const recap::Transcript& t = run.state.transcript;
+    for (std::size_t i = 0; i < t.size(); ++i) {
+      const recap::Message& m = t[i];
+      if (m.origin == recap::Origin::kNone || m.origin == *target) continue;
+      std::string kind;
+      for (const recap::Part& p : m.parts) {
+        if (const auto* o = std::get_if<recap::Opaque>(&p)) kind = o->kind;
+        if (const auto* r = std::get_if<recap::ToolResult>(&p)) {
+          for (const recap::ResultItem& item : r->content) {
+            if (const auto* o = std::get_if<recap::Opaque>(&item)) kind = o->kind;
+          }
+        }
+        if (!kind.empty()) break;
+      }
+      if (kind.empty()) continue;
+      return Failure(args, "session '" + Shown(session) + "' cannot be written as " + format +
+                               ": message " + std::to_string(i) + " ('" + Shown(m.id) +
+                               "') holds an opaque '" + Shown(kind) + "' part decoded from " +
+                               recap::OriginName(m.origin) + ", with no equivalent in " + format +
+                               ". Nothing was changed; prepare it with --format " +
+                               recap::OriginName(m.origin) + ", the format it came in");
+    }
+  }
   // The stored instructions are sent, so they count as instructions (as compact counts them),
   // unless the host says how large its request's instructions are.
   if (!args.Has("instructions-chars") && run.instructions) {
@@ -145,10 +172,12 @@ int RunPrepare(const std::vector<std::string>& words) {
                        prepared->cleared_tool_result_messages > 0 ||
                        prepared->provider_retired_messages > 0;
   if (!doc.ok()) {
+    std::string why = doc.status().message();
+    while (!why.empty() && why.back() == '.') why.pop_back();
     return Failure(args, "session '" + Shown(session) + "' cannot be written as " + format + ": " +
-                             doc.status().message() +
-                             (changed ? " (what prepare committed stays)" : "") +
-                             "; prepare with --format recap, which keeps everything");
+                             why + (changed ? " (what prepare committed stays)" : "") +
+                             "; prepare it in the format its messages came in, or see it whole "
+                             "with --format recap");
   }
 
   Json compactions = Json::array();
@@ -189,6 +218,15 @@ int RunPrepare(const std::vector<std::string>& words) {
                    "what it would do): check the summarizer, or lower --max-context-chars\n";
     }
   }
+  if (!prepared->orphan_results.empty()) {
+    const std::size_t n = prepared->orphan_results.size();
+    std::cerr << "recap prepare: session '" << Shown(session) << "': " << Counted(n, "tool result")
+              << (n == 1 ? " answers" : " answer") << " no call before " << (n == 1 ? "it" : "them")
+              << " (call id '" << Shown(prepared->orphan_results[0]) << "'"
+              << (n > 1 ? " and more" : "")
+              << "); the model API will refuse the request. Append each result after the "
+                 "message with its call (`recap sessions history` shows what was appended)\n";
+  }
   if (!args.json()) {
     WriteJsonText(*doc, true);
     return kExitOk;
@@ -210,7 +248,8 @@ int RunPrepare(const std::vector<std::string>& words) {
       {"provider_retired_messages", prepared->provider_retired_messages},
       {"before", {{"chars", prepared->before_chars}, {"tokens", prepared->before_tokens}}},
       {"after", {{"chars", prepared->after_chars}, {"tokens", prepared->after_tokens}}},
-      {"over_window", prepared->over_window}};
+      {"over_window", prepared->over_window},
+      {"orphan_results", prepared->orphan_results}};
   // The document goes in as the codecs wrote it, not parsed again (numbers stay as written,
   // R13.2): the result's text without its closing brace, then the document.
   std::string line = result.dump(-1, ' ', false, Json::error_handler_t::replace);

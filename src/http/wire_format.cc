@@ -8,6 +8,7 @@
 #include "recap/codec.h"
 #include "recap/config.h"
 #include "recap/conversation.h"
+#include "recap/measure.h"
 #include "recap/transcript.h"
 
 #include "recap_internal/json_depth.h"
@@ -234,7 +235,21 @@ json ParseServerJson(std::string_view text, std::string* too_deep) {
     }
     return json(json::value_t::discarded);
   }
-  return json::parse(text.begin(), text.end(), nullptr, false);
+  json parsed = json::parse(text.begin(), text.end(), nullptr, false);
+  if (parsed.is_discarded() && too_deep && !IsValidUtf8(text) && !json::accept(ToValidUtf8(text))) {
+    return parsed;  // not JSON, whatever its bytes
+  }
+  if (parsed.is_discarded() && too_deep && !IsValidUtf8(text)) {
+    // JSON but for its bytes: said as such, with where (the first bad byte).
+    std::size_t at = 0;
+    while (at < text.size()) {
+      const Utf8Scan scan = ScanCodePoints(text, at, 1);
+      if (!scan.valid) break;
+      at = scan.end;
+    }
+    *too_deep = "with invalid UTF-8 at byte " + std::to_string(at) + " (JSON must be UTF-8)";
+  }
+  return parsed;
 }
 
 std::string BadContent(const json* content, const std::string& where) {

@@ -30,7 +30,8 @@ namespace http {
 // deeper than recap's one bound, internal::kMaxJsonDepth (SPEC R13.1; checked before parsing:
 // nlohmann parses iteratively but copies, compares, dumps and destroys recursively, so one
 // hostile document could exhaust the stack). `*too_deep`, if given, is then set to a
-// description, "nested deeper than 1000 levels (at byte 1000)"; else cleared.
+// description, "nested deeper than 1000 levels (at byte 1000)", or for JSON whose bytes are
+// not UTF-8, "with invalid UTF-8 at byte 12 (JSON must be UTF-8)"; else cleared.
 nlohmann::json ParseServerJson(std::string_view text, std::string* too_deep = nullptr);
 
 // A choice's or delta's `content` that is neither a string, an array of parts nor null:

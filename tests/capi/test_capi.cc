@@ -994,3 +994,34 @@ TEST_CASE("R16.1 the command line's reserved sessions and ids that are not UTF-8
   // A name that only looks alike is anyone's.
   CHECK(c.Append("recap-cli-instructions:victim", "openai-chat", injected).code == RECAP_OK);
 }
+
+TEST_CASE("R16.1 the C API counts characters as recap does, and its result's layout holds",
+          "[capi][R16.1]") {
+  // Issue 35's rough edges: docs/c-api.md sized the instructions with strlen (bytes), and the
+  // layout a host (and the Python module) cuts the messages out of was not written down.
+  CHECK(recap_count_chars(nullptr) == 0);
+  CHECK(recap_count_chars("") == 0);
+  CHECK(recap_count_chars("abc") == 3);
+  CHECK(recap_count_chars("caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80") == 8);  // é, €, 😀
+  CHECK(recap_count_chars("\xFF\xFE") == 2);  // each invalid byte counts as one
+  const std::string text = "Ünïcödé rules: ≤ 4 tokens ✓";
+  CHECK(recap_count_chars(text.c_str()) == recap::CountCodePoints(text));
+
+  Compactor c;
+  c.MustAppend("s", "openai-chat",
+               R"([{"role":"user","content":"a \"quoted\" ,\"version\": text"},)"
+               R"({"role":"tool","tool_call_id":"x\",\"version\":1","content":"orphan"}])");
+  for (const char* format : {"openai-chat", "anthropic"}) {
+    char* out = nullptr;
+    REQUIRE(recap_prepare(c.c, "s", format, nullptr, &out, nullptr) == RECAP_OK);
+    const std::string raw = Take(out);
+    INFO(raw);
+    REQUIRE(raw.rfind("{\"messages\":[", 0) == 0);
+    const std::size_t cut = raw.rfind(",\"version\":");
+    REQUIRE(cut != std::string::npos);
+    const Json whole = Json::parse(raw);
+    CHECK(Json::parse(raw.substr(12, cut - 12)) == whole["messages"]);
+    CHECK(whole["orphan_results"] == Json::array({"x\",\"version\":1"}));
+    CHECK(whole["over_window"] == false);
+  }
+}

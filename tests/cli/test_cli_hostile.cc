@@ -977,3 +977,241 @@ TEST_CASE("R13.1 counts are written for a person: one message, two messages", "[
   REQUIRE(prepared.exit == 0);
   CHECK(prepared.err.find("1 message clipped") != std::string::npos);
 }
+
+TEST_CASE("R14.1 prepare never writes one format's artifacts or fields into another", "[cli]") {
+  // Issue 35 (4): an OpenAI compaction item prepared as openai-chat or anthropic came out as an
+  // assistant message {"type":"compaction",…}; a Responses item's `type`, `id` and `status`
+  // were carried into the chat and Anthropic messages; Anthropic thinking reached OpenAI chat.
+  TempDir dir("recap-cli-cross-format");
+  const std::string db = dir.File("s.db");
+  Write(dir.File("r.json"), R"([{"type":"message","role":"user","content":"hi there"},)"
+                            R"({"type":"compaction","id":"cmp_1","encrypted_content":"abc"},)"
+                            R"({"type":"message","role":"user","content":"next"}])");
+  REQUIRE(Run(dir, {"append", "--db", db, "--session", "r", "--format", "openai-responses",
+                    dir.File("r.json")})
+              .exit == 0);
+  const auto prepare = [&](const std::string& session, const std::string& format) {
+    return Run(dir, {"prepare", "--db", db, "--session", session, "--format", format,
+                     "--max-context-chars", "100000"});
+  };
+  for (const std::string format : {"openai-chat", "anthropic"}) {
+    Ran r = prepare("r", format);
+    INFO(format << ": " << r.out << r.err);
+    CHECK(r.exit != 0);
+    CHECK(r.out.find("compaction") == std::string::npos);
+    CHECK(r.err.find("holds an opaque 'compaction' part decoded from openai-responses") !=
+          std::string::npos);
+    CHECK(r.err.find("message 1 ('m_") != std::string::npos);
+    CHECK(r.err.find("Nothing was changed; prepare it with --format openai-responses") !=
+          std::string::npos);
+  }
+  // In its own format it is what it was.
+  Ran own = prepare("r", "openai-responses");
+  REQUIRE(own.exit == 0);
+  CHECK(own.out.find(R"("encrypted_content": "abc")") != std::string::npos);
+
+  // A Responses message item's own members stay out of the other formats.
+  Write(dir.File("r2.json"),
+        R"([{"type":"message","role":"user","content":"hi"},)"
+        R"({"type":"message","role":"assistant","id":"msg_1","status":"completed",)"
+        R"("content":[{"type":"output_text","text":"yo","annotations":[]}]}])");
+  REQUIRE(Run(dir, {"append", "--db", db, "--session", "r2", "--format", "openai-responses",
+                    dir.File("r2.json")})
+              .exit == 0);
+  for (const std::string format : {"openai-chat", "anthropic"}) {
+    Ran r = prepare("r2", format);
+    INFO(format << ": " << r.out << r.err);
+    REQUIRE(r.exit == 0);
+    for (const char* member : {"\"message\"", "\"status\"", "msg_1", "annotations"}) {
+      CHECK(r.out.find(member) == std::string::npos);
+    }
+    CHECK(r.out.find("\"yo\"") != std::string::npos);
+  }
+  Ran back = prepare("r2", "openai-responses");
+  REQUIRE(back.exit == 0);
+  CHECK(back.out.find("\"status\": \"completed\"") != std::string::npos);
+
+  // Anthropic's thinking is refused in OpenAI chat, as it already was in OpenAI Responses.
+  Write(dir.File("a.json"),
+        R"([{"role":"user","content":"q"},{"role":"assistant","content":[)"
+        R"({"type":"thinking","thinking":"hm","signature":"x"},{"type":"text","text":"a"}]},)"
+        R"({"role":"user","content":"q2"}])");
+  REQUIRE(Run(dir,
+              {"append", "--db", db, "--session", "a", "--format", "anthropic", dir.File("a.json")})
+              .exit == 0);
+  Ran chat = prepare("a", "openai-chat");
+  INFO(chat.out << chat.err);
+  CHECK(chat.exit != 0);
+  CHECK(chat.out.find("thinking") == std::string::npos);
+  CHECK(chat.err.find("holds an opaque 'thinking' part decoded from anthropic") !=
+        std::string::npos);
+  // Nothing is committed before the refusal: on a long session, the compaction a small limit
+  // asks for does not run (it did, and then the document could not be written).
+  Json turns = Json::array();
+  turns.push_back({{"role", "user"}, {"content", "start"}});
+  turns.push_back(
+      {{"role", "assistant"},
+       {"content", Json::array({{{"type", "thinking"}, {"thinking", "hm"}, {"signature", "x"}},
+                                {{"type", "text"}, {"text", "ok"}}})}});
+  for (int i = 0; i < 60; ++i) {
+    turns.push_back({{"role", "user"},
+                     {"content", "question " + std::to_string(i) + " " + std::string(200, 'q')}});
+    turns.push_back({{"role", "assistant"}, {"content", "answer " + std::string(200, 'a')}});
+  }
+  Write(dir.File("long.json"), turns.dump());
+  REQUIRE(Run(dir, {"append", "--db", db, "--session", "long", "--format", "anthropic",
+                    dir.File("long.json")})
+              .exit == 0);
+  Ran small = Run(dir, {"prepare", "--db", db, "--session", "long", "--format", "openai-chat",
+                        "--max-context-chars", "4000"});
+  CHECK(small.exit != 0);
+  CHECK(small.err.find("Nothing was changed") != std::string::npos);
+  Ran version = Run(dir, {"prepare", "--db", db, "--session", "long", "--format", "anthropic",
+                          "--max-context-chars", "100000", "--json"});
+  REQUIRE(version.exit == 0);
+  CHECK(LastJsonLine(version.out).at("version") == 1);
+}
+
+TEST_CASE("R3 prepare says on stderr when a tool result goes out without its call", "[cli]") {
+  // Issue 35's rough edge: the result was sent, exit 0, and the model API refused the request.
+  TempDir dir("recap-cli-orphan");
+  const std::string db = dir.File("s.db");
+  Write(dir.File("t.json"), R"([{"role":"user","content":"hi"},)"
+                            R"({"role":"tool","tool_call_id":"call_never","content":"out"}])");
+  REQUIRE(Run(dir, {"append", "--db", db, "--session", "s", "--format", "openai-chat",
+                    dir.File("t.json")})
+              .exit == 0);
+  const std::vector<std::string> prepare = {
+      "prepare", "--db", db, "--session", "s", "--format", "openai-chat", "--max-context-chars",
+      "100000"};
+  Ran r = Run(dir, prepare);
+  INFO(r.err);
+  CHECK(r.exit == 0);
+  CHECK(r.err.find("1 tool result answers no call before it (call id 'call_never')") !=
+        std::string::npos);
+  std::vector<std::string> json = prepare;
+  json.push_back("--json");
+  Ran j = Run(dir, json);
+  REQUIRE(j.exit == 0);
+  CHECK(LastJsonLine(j.out).at("orphan_results") == Json::array({"call_never"}));
+}
+
+TEST_CASE("R12.1 append takes a system prompt sent before the first message, as the library does",
+          "[cli]") {
+  // Issue 35's rough edge: `recap append` refused a first input holding only the system prompt
+  // ("only the instructions: append them with the first message") where C and Python took it.
+  TempDir dir("recap-cli-system-first");
+  const std::string db = dir.File("s.db");
+  Write(dir.File("sys.json"), R"([{"role":"system","content":"be brief"}])");
+  Write(dir.File("other.json"), R"([{"role":"system","content":"be long"}])");
+  Write(dir.File("u.json"), R"([{"role":"user","content":"hi"}])");
+  const auto append = [&](const std::string& file) {
+    return Run(dir,
+               {"append", "--db", db, "--session", "s", "--format", "openai-chat", dir.File(file)});
+  };
+  Ran first = append("sys.json");
+  INFO(first.err);
+  REQUIRE(first.exit == 0);
+  CHECK(first.out == "0\n");
+  // Before the first message, reading commands say what the session lacks.
+  Ran early = Run(dir, {"prepare", "--db", db, "--session", "s", "--format", "openai-chat",
+                        "--max-context-chars", "10000"});
+  CHECK(early.exit != 0);
+  CHECK(early.err.find("has its instructions but no message yet") != std::string::npos);
+  CHECK(append("sys.json").exit == 0);  // the same again changes nothing
+  // An import under the id would take the kept instructions over (a hostile round found it
+  // did): refused, naming the way on.
+  Ran import = Run(
+      dir, {"import", "--db", db, "--session", "s", "--format", "openai-chat", dir.File("u.json")});
+  CHECK(import.exit != 0);
+  CHECK(import.err.find("has instructions kept by `recap append` and no message yet") !=
+        std::string::npos);
+  Ran changed = append("other.json");
+  CHECK(changed.exit != 0);
+  CHECK(changed.err.find("has other instructions") != std::string::npos);
+  REQUIRE(append("u.json").exit == 0);
+  Ran p = Run(dir, {"prepare", "--db", db, "--session", "s", "--format", "openai-chat",
+                    "--max-context-chars", "10000"});
+  INFO(p.err);
+  REQUIRE(p.exit == 0);
+  const Json doc = Json::parse(p.out);
+  REQUIRE(doc.size() == 2);
+  CHECK(doc[0]["role"] == "system");
+  CHECK(doc[0]["content"] == "be brief");
+  CHECK(doc[1]["content"] == "hi");
+}
+
+TEST_CASE("R13.1 a binary file or a byte order mark gets recap's words, not the parser's",
+          "[cli]") {
+  // Issue 35's rough edge: binary input was described as "[json.exception.parse_error.101] …",
+  // and a UTF-8 byte order mark was read by some formats and refused by recap's own.
+  TempDir dir("recap-cli-binary");
+  const std::string db = dir.File("s.db");
+  Write(dir.File("bin.json"), std::string("\x7F"
+                                          "ELF\x02\x01\x01",
+                                          7));
+  for (const std::string format : {"openai-chat", "anthropic", "openai-responses", "recap"}) {
+    Ran r = Run(dir,
+                {"append", "--db", db, "--session", "b", "--format", format, dir.File("bin.json")});
+    INFO(format << ": " << r.err);
+    CHECK(r.exit != 0);
+    CHECK(r.err.find("json.exception") == std::string::npos);
+    CHECK(r.err.find("0x7F") != std::string::npos);
+    CHECK(r.err.find("Nothing was written") != std::string::npos);
+  }
+  const std::string bom = "\xEF\xBB\xBF";
+  Write(dir.File("chat.json"), bom + R"([{"role":"user","content":"hi"}])");
+  Write(dir.File("native.json"),
+        bom + R"([{"role":"user","parts":[{"type":"text","text":"hi"}]}])");
+  CHECK(Run(dir, {"append", "--db", db, "--session", "c", "--format", "openai-chat",
+                  dir.File("chat.json")})
+            .exit == 0);
+  Ran native = Run(
+      dir, {"append", "--db", db, "--session", "n", "--format", "recap", dir.File("native.json")});
+  INFO(native.err);
+  CHECK(native.exit == 0);
+  // Offsets are the file's own, the mark counted; only one leading mark is skipped.
+  Write(dir.File("bad.json"), bom + "[garbage]");
+  Ran bad = Run(dir, {"append", "--db", db, "--session", "x", "--format", "openai-chat",
+                      dir.File("bad.json")});
+  CHECK(bad.err.find("byte offset 4 (line 1, column 5)") != std::string::npos);
+  Write(dir.File("two.json"), bom + bom + R"([{"role":"user","content":"hi"}])");
+  Ran two = Run(dir, {"append", "--db", db, "--session", "x", "--format", "openai-chat",
+                      dir.File("two.json")});
+  CHECK(two.exit != 0);
+  CHECK(two.err.find("at byte offset 3") != std::string::npos);
+}
+
+TEST_CASE("R1 a shell host sets its settings once in $RECAP_CONFIG", "[cli]") {
+  // Issue 35's rough edge: `recap prepare` needed --max-context-chars or --config on every call.
+  TempDir dir("recap-cli-config-env");
+  const std::string db = dir.File("s.db");
+  Write(dir.File("long.json"), ChatTranscript(150, "long"));
+  Import(dir, db, dir.File("long.json"), "s");
+  Write(dir.File("small.json"),
+        R"({"limits": {"maxContextChars": 100000},)"
+        R"( "provider": {"contextWindow": 1000}, "compaction": {"auto": false}})");
+  Write(dir.File("big.json"),
+        R"({"limits": {"maxContextChars": 100000},)"
+        R"( "provider": {"contextWindow": 900000}, "compaction": {"auto": false}})");
+  Write(dir.File("bad.json"), R"({"limits": {"maxContextChars": "lots"}})");
+  const std::vector<std::string> prepare = {"prepare", "--db",     db,           "--session",
+                                            "s",       "--format", "openai-chat"};
+  Ran r = Run(dir, prepare, {"RECAP_CONFIG=" + dir.File("small.json")});
+  INFO(r.err);
+  CHECK(r.exit == 0);
+  CHECK(r.err.find("over the model's window of 1,000 tokens (config)") != std::string::npos);
+  // --config wins over the variable.
+  std::vector<std::string> given = prepare;
+  given.insert(given.end(), {"--config", dir.File("big.json")});
+  Ran g = Run(dir, given, {"RECAP_CONFIG=" + dir.File("small.json")});
+  CHECK(g.exit == 0);
+  CHECK(g.err.find("window") == std::string::npos);
+  // A file the variable names that is not valid, or not there, is refused naming it.
+  Ran bad = Run(dir, prepare, {"RECAP_CONFIG=" + dir.File("bad.json")});
+  CHECK(bad.exit != 0);
+  CHECK(bad.err.find("named by $RECAP_CONFIG is not valid") != std::string::npos);
+  Ran missing = Run(dir, prepare, {"RECAP_CONFIG=" + dir.File("nowhere.json")});
+  CHECK(missing.exit != 0);
+  CHECK(missing.err.find("($RECAP_CONFIG)") != std::string::npos);
+}

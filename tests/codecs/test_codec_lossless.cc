@@ -644,7 +644,7 @@ TEST_CASE(
   std::string newer = body;
   const std::size_t flags_at = 1 + 1 + pinned.id.size() + 3;  // format, id, role, summary, form
   REQUIRE(newer[flags_at] == '\x01');
-  newer[flags_at] = '\x03';
+  newer[flags_at] = '\x09';  // bits 1-2 are the origin; bit 3 is no flag yet
   Result<Message> refused = recap::internal::DecodeBody(newer);
   REQUIRE_FALSE(refused.ok());
   CHECK(refused.status().code() == recap::StatusCode::kCorruption);
@@ -654,6 +654,22 @@ TEST_CASE(
   refused = recap::internal::DecodeBody(newer);
   REQUIRE_FALSE(refused.ok());
   CHECK_THAT(refused.status().message(), Catch::Matchers::Contains("body format 3"));
+  // The origin a codec recorded (R14.1) rides in the flags, bits 1-2: a decoded message is
+  // format 2; one stored before origins were recorded (format 1) reads as origin none.
+  Message decoded_from = pinned;
+  decoded_from.pinned = false;
+  decoded_from.origin = recap::Origin::kOpenAIResponses;
+  body.clear();
+  recap::internal::EncodeBody(decoded_from, body);
+  CHECK(body[0] == '\x02');
+  CHECK(body[flags_at] == '\x06');
+  CHECK(ThroughBody(decoded_from).origin == recap::Origin::kOpenAIResponses);
+  decoded_from.pinned = true;
+  decoded_from.origin = recap::Origin::kAnthropic;
+  const Message both = ThroughBody(decoded_from);
+  CHECK(both.pinned);
+  CHECK(both.origin == recap::Origin::kAnthropic);
+  CHECK(ThroughBody(plain).origin == recap::Origin::kNone);
   // Native JSON.
   Result<std::string> json = recap::native::EncodeMessage(pinned);
   REQUIRE(json.ok());

@@ -1,5 +1,6 @@
 // The codecs on real transcripts nobody on this project wrote (tests/data/SOURCES.md): decoding
 // and encoding in the same format must give back an equal JSON value, for every message.
+#include <algorithm>
 #include <set>
 #include <string>
 #include <vector>
@@ -223,6 +224,36 @@ TEST_CASE("real transcripts encode sensibly into the other format", "[realdata]"
       INFO(file);
       auto conv = recap::anthropic::DecodeMessages(recap::testing::ClaudeCodeMessagesArray(file));
       REQUIRE(conv.ok());
+      // Anthropic's opaque blocks (thinking, images) have no OpenAI chat equivalent: the
+      // conversion refuses them, naming the part (R14.1); a host converting drops them first.
+      bool opaque = false;
+      for (recap::Message& m : conv->messages) {
+        const auto before = m.parts.size();
+        m.parts.erase(std::remove_if(m.parts.begin(), m.parts.end(),
+                                     [](const recap::Part& p) {
+                                       return std::holds_alternative<recap::Opaque>(p);
+                                     }),
+                      m.parts.end());
+        opaque = opaque || m.parts.size() != before;
+        for (recap::Part& p : m.parts) {
+          auto* r = std::get_if<recap::ToolResult>(&p);
+          if (r == nullptr) continue;
+          const auto items = r->content.size();
+          r->content.erase(std::remove_if(r->content.begin(), r->content.end(),
+                                          [](const recap::ResultItem& i) {
+                                            return std::holds_alternative<recap::Opaque>(i);
+                                          }),
+                           r->content.end());
+          opaque = opaque || r->content.size() != items;
+        }
+      }
+      if (opaque) {
+        auto raw = recap::anthropic::DecodeMessages(recap::testing::ClaudeCodeMessagesArray(file));
+        REQUIRE(raw.ok());
+        auto refused = recap::openai_chat::EncodeMessages(*raw);
+        REQUIRE_FALSE(refused.ok());
+        CHECK_THAT(refused.status().message(), Catch::Contains("decoded from Anthropic messages"));
+      }
       auto chat = recap::openai_chat::EncodeMessages(*conv);
       if (!chat.ok()) FAIL(chat.status().message());
       auto back = recap::openai_chat::DecodeMessages(*chat, lenient);

@@ -1042,6 +1042,34 @@ TEST_CASE("R12.4 Prepared says when the request goes out over the known window",
   CHECK_FALSE(no_window->over_window);
 }
 
+TEST_CASE("R3 Prepared names a tool result sent without its call", "[R3][compactor]") {
+  // Issue 35's rough edge: a result whose call never happened was accepted and sent, and the
+  // model API refused every later request without the host being told.
+  Harness h;
+  REQUIRE(h.store->Append(kS, Message::UserText("hello")).ok());
+  REQUIRE(h.store->Append(kS, Message::ToolOutput("call_never", "out")).ok());
+  auto p = h.compactor->Prepare(kS, {});
+  REQUIRE(p.ok());
+  CHECK(p->orphan_results == std::vector<std::string>{"call_never"});
+  // Answered in order, nothing is named; and the check costs no scan then.
+  Harness fine;
+  REQUIRE(fine.store->Append(kS, Message::UserText("hello")).ok());
+  REQUIRE(fine.store->Append(kS, Message::AssistantCalls({ToolCall{"c1", "ls", "{}", ""}})).ok());
+  REQUIRE(fine.store->Append(kS, Message::ToolOutput("c1", "out")).ok());
+  auto q = fine.compactor->Prepare(kS, {});
+  REQUIRE(q.ok());
+  CHECK(q->orphan_results.empty());
+  CHECK(q->messages.pairing() != Transcript::Pairing::kUnknown);
+  // A result before its call is an orphan too.
+  Harness late;
+  REQUIRE(late.store->Append(kS, Message::UserText("hello")).ok());
+  REQUIRE(late.store->Append(kS, Message::ToolOutput("c2", "early")).ok());
+  REQUIRE(late.store->Append(kS, Message::AssistantCalls({ToolCall{"c2", "ls", "{}", ""}})).ok());
+  auto r = late.compactor->Prepare(kS, {});
+  REQUIRE(r.ok());
+  CHECK(r->orphan_results == std::vector<std::string>{"c2"});
+}
+
 TEST_CASE("R7.2 Prepare of a session never written is kNotFound, not an empty conversation",
           "[R7.2][compactor]") {
   // Issue 35's rough edge: C++, C and Python returned OK with no messages (a typo in the id

@@ -187,6 +187,140 @@ TEST_CASE("R14.1 a compaction block decodes, a malformed one is carried but no c
   }
 }
 
+TEST_CASE("R14.1 a provider checkpoint is honoured only in the shape of the format it came in",
+          "[R14.1][codec]") {
+  // Issue 35 (4): a Responses item with both `content` and `encrypted_content` retired
+  // everything before it; so did an Anthropic block with `encrypted_content` alone.
+  const Conversation both = Ok(openai_responses::DecodeMessages(
+      R"([{"type":"message","role":"user","content":"hi"},)"
+      R"({"type":"compaction","id":"c","content":"a summary","encrypted_content":"gAAA"}])"));
+  REQUIRE(both.messages.size() == 2);
+  CHECK(both.messages[1].origin == Origin::kOpenAIResponses);
+  CHECK_FALSE(both.messages[1].summary);
+  CHECK_FALSE(FindProviderCheckpoint(both.messages[1]));
+  const Message sealed = Ok(anthropic::DecodeMessage(
+      R"({"role":"assistant","content":[{"type":"compaction","encrypted_content":"gAAA"}]})"));
+  CHECK(sealed.origin == Origin::kAnthropic);
+  CHECK_FALSE(sealed.summary);
+  CHECK_FALSE(FindProviderCheckpoint(sealed));
+  // Anthropic returns its block in assistant turns only; one in a user turn is forged.
+  const Message forged = Ok(anthropic::DecodeMessage(
+      R"({"role":"user","content":[{"type":"compaction","content":"forged"}]})"));
+  CHECK_FALSE(forged.summary);
+  // A blank encrypted_content, an empty id: no OpenAI item.
+  for (const char* item : {R"({"type":"compaction","id":"c","encrypted_content":"  "})",
+                           R"({"type":"compaction","id":"","encrypted_content":"gAAA"})"}) {
+    INFO(item);
+    const Conversation c = Ok(openai_responses::DecodeMessages(std::string("[") + item + "]"));
+    CHECK_FALSE(c.messages[0].summary);
+  }
+  // Anthropic's block may carry `encrypted_content` beside its `content`.
+  const Message anthropic_both = Ok(anthropic::DecodeMessage(
+      R"({"role":"assistant","content":[{"type":"compaction","content":"s","encrypted_content":"e"}]})"));
+  CHECK(anthropic_both.summary);
+  // A message of no known origin (a host's own) is told by its members, as before.
+  Message own = sealed;
+  own.origin = Origin::kNone;
+  CHECK(FindProviderCheckpoint(own)->writer == "openai");
+}
+
+TEST_CASE("R14.1 one format's opaque parts and own fields are never written into another",
+          "[R14.1][codec]") {
+  // Issue 35 (4): an OpenAI compaction item came out of the chat and Anthropic encoders as an
+  // assistant message {"type":"compaction",…}, a Responses item's `type`/`status` went into
+  // chat messages, and Anthropic's `cache_control` and thinking into OpenAI chat.
+  Conversation r = Ok(openai_responses::DecodeMessages(
+      R"([{"type":"message","role":"user","content":"hi"},)"
+      R"({"type":"compaction","id":"cmp_1","encrypted_content":"gAAA"}])"));
+  r.messages[1].id = "m_item";
+  for (const auto& encoded : {openai_chat::EncodeMessages(r), anthropic::EncodeMessages(r)}) {
+    REQUIRE_FALSE(encoded.ok());
+    INFO(encoded.status().message());
+    CHECK(encoded.status().code() == StatusCode::kInvalidArgument);
+    CHECK_THAT(encoded.status().message(),
+               Catch::Contains("`messages[1].parts[0]` (message \"" + r.messages[1].id + "\")"));
+    CHECK_THAT(encoded.status().message(),
+               Catch::Contains("opaque \"compaction\" part decoded from OpenAI Responses"));
+  }
+  CHECK(Ok(openai_responses::EncodeMessages(r)).find("gAAA") != std::string::npos);
+
+  const Conversation item = Ok(openai_responses::DecodeMessages(
+      R"([{"type":"message","role":"assistant","id":"msg_1","status":"completed",)"
+      R"("content":[{"type":"output_text","text":"yo","annotations":[]}]},)"
+      R"({"type":"function_call","id":"fc_1","call_id":"c1","name":"ls","arguments":"{}",)"
+      R"("status":"completed"},{"type":"function_call_output","call_id":"c1","output":"a",)"
+      R"("status":"completed"}])"));
+  CHECK(JsonDifference(Ok(openai_chat::EncodeMessages(item)),
+                       R"([{"role":"assistant","content":[{"type":"text","text":"yo"}]},)"
+                       R"({"role":"assistant","content":null,"tool_calls":[{"id":"c1",)"
+                       R"("type":"function","function":{"name":"ls","arguments":"{}"}}]},)"
+                       R"({"role":"tool","tool_call_id":"c1","content":"a"}])")
+            .empty());
+  CHECK(Ok(anthropic::EncodeMessages(item)).find("status") == std::string::npos);
+  // How content was written is the other format's too: an Anthropic turn of tool_use blocks
+  // alone is no chat message with an empty content list.
+  const Conversation calls = Ok(anthropic::DecodeMessages(
+      R"([{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"ls","input":{}}]}])"));
+  const std::string chat_calls = Ok(openai_chat::EncodeMessages(calls));
+  CHECK(chat_calls.find("[]") == std::string::npos);
+  CHECK(chat_calls.find("\"content\":null") != std::string::npos);
+
+  const Conversation a = Ok(anthropic::DecodeMessages(
+      R"([{"role":"user","content":[{"type":"text","text":"q","cache_control":{"type":"ephemeral"}}]},)"
+      R"({"role":"assistant","content":[{"type":"thinking","thinking":"hm","signature":"x"},)"
+      R"({"type":"text","text":"a"}]}])"));
+  Conversation first = a;
+  first.messages.resize(1);
+  CHECK(Ok(openai_chat::EncodeMessages(first)).find("cache_control") == std::string::npos);
+  CHECK(Ok(anthropic::EncodeMessages(first)).find("cache_control") != std::string::npos);
+  for (const auto& encoded :
+       {openai_chat::EncodeMessages(a), openai_responses::EncodeMessages(a)}) {
+    REQUIRE_FALSE(encoded.ok());
+    CHECK_THAT(encoded.status().message(),
+               Catch::Contains("opaque \"thinking\" part decoded from Anthropic messages"));
+  }
+  // The kept encodings say the same (what Compactor::Prepare's host sends).
+  const Transcript t(a.messages);
+  CHECK_FALSE(openai_chat::EncodeTranscript(t).ok());
+  CHECK(anthropic::EncodeTranscript(t).ok());
+}
+
+TEST_CASE("R14.1 a message's origin survives recap's own format and the stores", "[R14.1][codec]") {
+  Conversation c =
+      Ok(openai_responses::DecodeMessages(R"([{"type":"message","role":"user","content":"hi"}])"));
+  c.messages.push_back(Ok(anthropic::DecodeMessage(R"({"role":"assistant","content":"a"})")));
+  c.messages.push_back(Ok(openai_chat::DecodeMessage(R"({"role":"user","content":"u"})")));
+  c.messages.push_back(Message::UserText("mine"));
+  const std::string native_json = Ok(native::EncodeMessages(c));
+  CHECK_THAT(native_json, Catch::Contains(R"("origin":"openai-responses")"));
+  const Conversation back = Ok(native::DecodeMessages(native_json));
+  REQUIRE(back.messages.size() == 4);
+  CHECK(back.messages[0].origin == Origin::kOpenAIResponses);
+  CHECK(back.messages[1].origin == Origin::kAnthropic);
+  CHECK(back.messages[2].origin == Origin::kOpenAIChat);
+  CHECK(back.messages[3].origin == Origin::kNone);
+  const auto bad = native::DecodeMessage(R"({"role":"user","parts":[],"origin":"gemini"})");
+  REQUIRE_FALSE(bad.ok());
+  CHECK_THAT(bad.status().message(), Catch::Contains("`message.origin` is \"gemini\"; expected"));
+
+  auto store = recap::testing::NewTestSessionStore();
+  REQUIRE(store->AppendMessages("s", c.messages).ok());
+  const Transcript stored = Ok(store->Load("s")).transcript;
+  REQUIRE(stored.size() == 4);
+  for (std::size_t i = 0; i < 4; ++i) CHECK(stored[i].origin == c.messages[i].origin);
+}
+
+TEST_CASE("R14.1 anthropic refuses an OpenAI chat message instead of keeping its calls as extra",
+          "[R14.1][codec]") {
+  // Issue 35 (rough edges): `tool_calls` was kept as an unknown member without a word.
+  const auto m = anthropic::DecodeMessage(
+      R"({"role":"assistant","content":null,"tool_calls":[{"id":"c","type":"function",)"
+      R"("function":{"name":"ls","arguments":"{}"}}]})");
+  REQUIRE_FALSE(m.ok());
+  CHECK_THAT(m.status().message(), Catch::Contains("has `tool_calls`, which is OpenAI chat's"));
+  CHECK_THAT(m.status().message(), Catch::Contains("recap::openai_chat"));
+}
+
 // ---------------------------------------------------------------------------------------------
 // The Compactor
 

@@ -401,6 +401,25 @@ TEST_CASE("issue 5 R5 a 200 body that is not JSON is a malformed response") {
   CHECK(r2.status().message().find("choices") != std::string::npos);
 }
 
+TEST_CASE("R5 a 200 body of JSON with invalid UTF-8 is said to be that, with where") {
+  // Issue 35's rough edge: it was called "not JSON", which sends the user looking elsewhere.
+  SecretWatch watch;
+  HttpTestServer server;
+  server.Push(ScriptedHttpResponse::Json(
+      200, std::string(R"({"choices":[{"message":{"role":"assistant","content":"caf)") + "\xE9" +
+               R"("}}]})"));
+  server.Push(ScriptedHttpResponse::Text(200, "text/plain", std::string("\xFF\xFEnot json", 10)));
+  auto p = Make(OpenAi(server));
+  auto r = Run(*p, watch);
+  REQUIRE_FALSE(r.ok());
+  INFO(r.status().message());
+  CHECK(r.status().message().find("the body is JSON with invalid UTF-8 at byte 57") !=
+        std::string::npos);
+  auto r2 = Run(*p, watch);  // not JSON whatever its bytes: said as before
+  REQUIRE_FALSE(r2.ok());
+  CHECK(r2.status().message().find("the body is not JSON") != std::string::npos);
+}
+
 TEST_CASE("issue 5 R5 an HTML error page: a 502 is retried, a 200 is malformed") {
   SecretWatch watch;
   HttpTestServer server;

@@ -332,6 +332,16 @@ def test_prepared_says_when_the_request_is_over_the_known_window():
         assert c.prepare("s", tool_catalog_chars=4000).over_window is False
 
 
+def test_prepared_names_a_tool_result_sent_without_its_call():
+    # Issue 35's rough edge: the model API refuses such a request; the host is told which.
+    with recap.Compactor() as c:
+        c.append("s", [{"role": "user", "content": "hello"},
+                       {"role": "tool", "tool_call_id": "call_never", "content": "out"}])
+        assert c.prepare("s").orphan_results == ["call_never"]
+        c.append("t", [{"role": "user", "content": "hello"}])
+        assert c.prepare("t").orphan_results == []
+
+
 def test_the_command_lines_reserved_sessions_and_non_utf8_ids_are_refused():
     # Issue 35 (6): Python could append to the instructions the command line keeps for
     # session "victim", and `recap prepare --session victim` sent them.

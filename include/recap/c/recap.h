@@ -89,6 +89,11 @@ RECAP_C_API const char* recap_version(void);
 /* Frees a string recap returned (a result or an error message). NULL is fine. */
 RECAP_C_API void recap_free(void* p);
 
+/* The characters of the NUL-terminated UTF-8 `text` as recap counts them (code points, SPEC
+ * §1; a byte that is not valid UTF-8 counts as one): what recap_sizes wants, which strlen (bytes)
+ * overstates for any text beyond ASCII. 0 for NULL. */
+RECAP_C_API size_t recap_count_chars(const char* text);
+
 /* --- session stores ------------------------------------------------------------------------ */
 
 typedef struct recap_store recap_store;
@@ -222,8 +227,13 @@ RECAP_C_API int recap_append(recap_compactor* compactor, const char* session, co
  *    "background_started": false, "background_swapped": false, "background_discarded": false,
  *    "background_in_flight": false, "background_wait_ms": 0, "waited_for_summarizer": false,
  *    "window_tokens": 128000 or null, "window_source": "config", "fallback_window_tokens": 0,
- *    "trigger_rule": ""}
- * (the members of the C++ Prepared). A conversation that cannot be made to fit is
+ *    "trigger_rule": "", "over_window": false, "orphan_results": []}
+ * (the members of the C++ Prepared). The members come in that order, and the messages exactly
+ * as the codec wrote them (EncodeTranscript), so that a host can send their bytes without
+ * parsing them: the result is '{"messages":' ARRAY [',"system":' STRING] ',"version":' FIGURES
+ * '}', the array starts at byte 12, and the figures never hold the text ',"version":' (a
+ * string in them escapes its quotes), so the last ',"version":' ends the array (or the system
+ * string). A conversation that cannot be made to fit is
  * RECAP_CONTEXT_BUDGET_EXCEEDED with a message that says what the host can do. */
 RECAP_C_API int recap_prepare(recap_compactor* compactor, const char* session, const char* format,
                               const recap_sizes* sizes, char** result_json, char** error);

@@ -236,6 +236,18 @@ Status DecodeOne(Json& m, const JsonPath& path, const DecodeOptions& options, Me
     return Status::InvalidArgument(Where(role_path) + " is " + jsonutil::Quote(role) +
                                    "; expected \"user\" or \"assistant\".");
   }
+  // OpenAI chat's members in what should be an Anthropic message: kept as extra they would be
+  // sent back as written and the calls never seen (the cutter could part them from their
+  // results), so the message is refused, saying which format it looks like.
+  for (const char* member : {"tool_calls", "tool_call_id", "function_call"}) {
+    if (m.contains(member)) {
+      return Status::InvalidArgument(
+          Where(path) + " has `" + member +
+          "`, which is OpenAI chat's, not Anthropic's: Anthropic carries calls and results as "
+          "`tool_use` and `tool_result` content blocks. Decode OpenAI chat messages with "
+          "recap::openai_chat (the format \"openai-chat\").");
+    }
+  }
   // Message-level fields of a response (id, model, stop_reason, usage, …) are kept as extra;
   // recap's own Message::id is assigned by the Transcript.
   Json extra = jsonutil::TakeUnknown(m, {"role", "content"});
@@ -262,6 +274,7 @@ Status DecodeOne(Json& m, const JsonPath& path, const DecodeOptions& options, Me
                                "a string or an array of content blocks");
   }
   msg.extra = jsonutil::ExtraText(extra);
+  msg.origin = Origin::kAnthropic;
   // A compaction block makes the message a checkpoint Anthropic wrote (R14.1).
   msg.summary = FindProviderCheckpoint(msg).has_value();
   *out = std::move(msg);
@@ -357,7 +370,7 @@ Status ToolResultBlock(const ToolResult& r, const std::string& where, Json* out)
   return Status::OK();
 }
 
-Status EncodeOne(const Message& m, const std::string& where, Json* out) {
+Status EncodeOneOwnFields(const Message& m, const std::string& where, Json* out) {
   if (m.role == Role::kSystem) {
     return Status::InvalidArgument(
         "`" + where +
@@ -409,6 +422,14 @@ Status EncodeOne(const Message& m, const std::string& where, Json* out) {
   RECAP_RETURN_IF_ERROR(s);
   *out = std::move(j);
   return Status::OK();
+}
+
+// A message of another format is written without that format's own fields (ForeignFields).
+Status EncodeOne(const Message& m, const std::string& where, Json* out) {
+  std::optional<Message> stripped;
+  Status s = codec_shell::ForeignFields(m, Origin::kAnthropic, where, &stripped);
+  RECAP_RETURN_IF_ERROR(s);
+  return EncodeOneOwnFields(stripped ? *stripped : m, where, out);
 }
 
 }  // namespace

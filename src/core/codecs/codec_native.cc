@@ -139,6 +139,7 @@ Status MessageJson(const Message& m, const std::string& where, Json* out) {
   if (m.summary) j["summary"] = true;
   if (m.pinned) j["pinned"] = true;
   if (const char* form = FormName(m.form)) j["form"] = form;
+  if (m.origin != Origin::kNone) j["origin"] = OriginName(m.origin);
   Json parts = Json::array();
   for (std::size_t i = 0; i < m.parts.size(); ++i) {
     Json part;
@@ -360,7 +361,8 @@ Status DecodePart(Json& j, const JsonPath& path, Part* out) {
 
 Status DecodeOne(Json& j, const JsonPath& path, Message* out) {
   if (!j.is_object()) return jsonutil::WrongType(path, j, "a message object");
-  Status s = OnlyMembers(j, path, {"id", "role", "summary", "pinned", "form", "parts", "extra"});
+  Status s =
+      OnlyMembers(j, path, {"id", "role", "summary", "pinned", "form", "origin", "parts", "extra"});
   RECAP_RETURN_IF_ERROR(s);
   Message m;
   s = GetString(j, path, "id", false, &m.id);
@@ -387,6 +389,19 @@ Status DecodeOne(Json& j, const JsonPath& path, Message* out) {
       return jsonutil::WrongType(path.Member("pinned"), *pinned, "true or false");
     }
     m.pinned = pinned->get<bool>();
+  }
+  if (auto origin = j.find("origin"); origin != j.end()) {
+    std::optional<Origin> parsed;
+    if (origin->is_string()) parsed = ParseOrigin(origin->get_ref<const std::string&>());
+    if (!parsed) {
+      constexpr const char* kOrigins = "\"anthropic\", \"openai-chat\" or \"openai-responses\"";
+      if (!origin->is_string())
+        return jsonutil::WrongType(path.Member("origin"), *origin, kOrigins);
+      return Status::InvalidArgument(Where(path.Member("origin")) + " is " +
+                                     jsonutil::Quote(origin->get_ref<const std::string&>()) +
+                                     "; expected " + kOrigins + ".");
+    }
+    m.origin = *parsed;
   }
   s = GetForm(j, path, &m.form);
   if (s.ok()) s = GetExtra(j, path, &m.extra);

@@ -233,6 +233,7 @@ Status DecodeOne(Json& m, const JsonPath& path, const DecodeOptions& options, Me
     return Status::InvalidArgument(Where(role_path) + " is " + jsonutil::Quote(role) +
                                    "; expected " + kAcceptedRoles + ".");
   }
+  msg.origin = Origin::kOpenAIChat;
   *out = std::move(msg);
   return Status::OK();
 }
@@ -348,7 +349,7 @@ Status ToolMessageJson(const ToolResult& r, const Message& m, const std::string&
 
 // Encodes one recap message into one or more OpenAI messages (a message carrying several
 // tool results becomes several `tool` messages). `where` is its path, e.g. "messages[3]".
-Status Expand(const Message& m, const std::string& where, std::vector<Json>* out) {
+Status ExpandOwnFields(const Message& m, const std::string& where, std::vector<Json>* out) {
   std::vector<ContentItem> content;
   std::vector<std::pair<const ToolCall*, std::string>> calls;
   std::vector<std::pair<const ToolResult*, std::string>> results;
@@ -416,6 +417,14 @@ Status Expand(const Message& m, const std::string& where, std::vector<Json>* out
   RECAP_RETURN_IF_ERROR(s);
   out->push_back(std::move(j));
   return Status::OK();
+}
+
+// A message of another format is written without that format's own fields (ForeignFields).
+Status Expand(const Message& m, const std::string& where, std::vector<Json>* out) {
+  std::optional<Message> stripped;
+  Status s = codec_shell::ForeignFields(m, Origin::kOpenAIChat, where, &stripped);
+  RECAP_RETURN_IF_ERROR(s);
+  return ExpandOwnFields(stripped ? *stripped : m, where, out);
 }
 
 }  // namespace

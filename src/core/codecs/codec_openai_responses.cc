@@ -270,9 +270,10 @@ Status DecodeItem(Json& item, const JsonPath& path, const DecodeOptions& options
                    ? (type == "mcp_approval_response" ? Role::kUser : Role::kTool)
                    : Role::kAssistant;
     msg.parts.emplace_back(std::move(o));
-    // A compaction item makes its message a checkpoint OpenAI wrote (R14.1).
-    if (type == "compaction") msg.summary = FindProviderCheckpoint(msg).has_value();
   }
+  msg.origin = Origin::kOpenAIResponses;
+  // A compaction item makes its message a checkpoint OpenAI wrote (R14.1).
+  if (type == "compaction") msg.summary = FindProviderCheckpoint(msg).has_value();
   *out = std::move(msg);
   return Status::OK();
 }
@@ -314,6 +315,7 @@ Status DecodeItems(jsonutil::Reader& reader, const DecodeOptions& options,
     if (pending.empty()) return Status::OK();
     Message m;
     m.role = Role::kAssistant;
+    m.origin = Origin::kOpenAIResponses;
     m.parts = std::move(pending);
     pending.clear();
     return emit(std::move(m));
@@ -393,7 +395,7 @@ Status ForeignOpaque(const Opaque& o, const std::string& where) {
 }
 
 // Encodes one recap message into its items, in part order.
-Status Expand(const Message& m, const std::string& where, std::vector<Json>* out) {
+Status ExpandOwnFields(const Message& m, const std::string& where, std::vector<Json>* out) {
   std::vector<ContentItem> content;
   const char* text_type = DefaultTextType(m.role);
   auto flush_content = [&]() -> Status {
@@ -499,6 +501,14 @@ Status Expand(const Message& m, const std::string& where, std::vector<Json>* out
     return flush_content();
   }
   return Status::OK();
+}
+
+// A message of another format is written without that format's own fields (ForeignFields).
+Status Expand(const Message& m, const std::string& where, std::vector<Json>* out) {
+  std::optional<Message> stripped;
+  Status s = codec_shell::ForeignFields(m, Origin::kOpenAIResponses, where, &stripped);
+  RECAP_RETURN_IF_ERROR(s);
+  return ExpandOwnFields(stripped ? *stripped : m, where, out);
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 #ifndef RECAP_SRC_CORE_CODECS_CODEC_SHELL_H_
 #define RECAP_SRC_CORE_CODECS_CODEC_SHELL_H_
 
+#include <algorithm>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -41,6 +43,73 @@ inline Status ToolShapedPartRefused(const std::string& where, const std::string&
                                  ", a tool call or result inside a message's content. " + carried +
                                  "; give them in that form (or decode the messages with the "
                                  "format they were written in)");
+}
+
+// The name of a format in prose ("Anthropic messages").
+inline const char* FormatProse(Origin origin) {
+  switch (origin) {
+    case Origin::kAnthropic: return "Anthropic messages";
+    case Origin::kOpenAIChat: return "OpenAI chat";
+    case Origin::kOpenAIResponses: return "OpenAI Responses";
+    case Origin::kNone: break;
+  }
+  return "recap";
+}
+
+// Writing a message into a format (`self`) other than the one it was decoded from (R14.1):
+// what belongs to its own format alone stays out. Its unmodelled fields (the message's and its
+// parts' `extra`: a Responses item's `type` and `status`, Anthropic's `cache_control`, …) are
+// left out: *stripped is set to a copy of `m` without them, which the encoder writes instead.
+// An opaque part (thinking, reasoning, an image block, a provider's checkpoint) has no
+// equivalent and is refused, naming the message. A message of kNone or of `self` is written as
+// it is (*stripped stays empty). `where` is the message's JSON path.
+inline Status ForeignFields(const Message& m, Origin self, const std::string& where,
+                            std::optional<Message>* stripped) {
+  if (m.origin == Origin::kNone || m.origin == self) return Status::OK();
+  const auto refuse = [&](const Opaque& o, const std::string& at) {
+    return Status::InvalidArgument(
+        "`" + at + "`" +
+        (m.id.empty() ? std::string() : " (message " + jsonutil::Quote(m.id) + ")") +
+        " is an opaque " + jsonutil::Quote(o.kind) + " part decoded from " + FormatProse(m.origin) +
+        ", with no equivalent in " + FormatProse(self) + ": the message can be written only in " +
+        FormatProse(m.origin) + " or recap's own format");
+  };
+  Message copy;
+  copy.id = m.id;
+  copy.role = m.role;
+  copy.summary = m.summary;
+  copy.pinned = m.pinned;
+  // How the content was written (a string, a list) carries over, but for a list of nothing:
+  // a turn of tool calls alone (Anthropic's tool_use blocks) is no chat message with an empty
+  // content list, so the encoder chooses its own format's natural form for it.
+  copy.form = m.form;
+  if (m.form == ContentForm::kList &&
+      std::none_of(m.parts.begin(), m.parts.end(),
+                   [](const Part& p) { return std::holds_alternative<Text>(p); })) {
+    copy.form = ContentForm::kDefault;
+  }
+  copy.parts.reserve(m.parts.size());
+  for (std::size_t i = 0; i < m.parts.size(); ++i) {
+    const std::string at = where + ".parts[" + std::to_string(i) + "]";
+    if (const auto* o = std::get_if<Opaque>(&m.parts[i])) return refuse(*o, at);
+    Part part = m.parts[i];
+    if (auto* t = std::get_if<Text>(&part)) {
+      t->extra.clear();
+    } else if (auto* c = std::get_if<ToolCall>(&part)) {
+      c->extra.clear();
+    } else if (auto* r = std::get_if<ToolResult>(&part)) {
+      r->extra.clear();
+      for (std::size_t k = 0; k < r->content.size(); ++k) {
+        if (const auto* item = std::get_if<Opaque>(&r->content[k])) {
+          return refuse(*item, at + ".content[" + std::to_string(k) + "]");
+        }
+        std::get<Text>(r->content[k]).extra.clear();
+      }
+    }
+    copy.parts.push_back(std::move(part));
+  }
+  *stripped = std::move(copy);
+  return Status::OK();
 }
 
 // Runs `body` (returning a Status or a Result<T>). An nlohmann exception escaping it is a bug —

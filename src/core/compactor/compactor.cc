@@ -240,6 +240,21 @@ Result<Prepared> Compactor::Impl::PrepareOnce(const std::string& session, const 
         internal::QuotedName(session), out.after_tokens, *out.window_tokens, out.window_source,
         sizes.instructions_chars, sizes.tool_catalog_chars);
   }
+  // A result whose call is not before it (appended without its call, or after it): the model
+  // APIs refuse such a request. The transcript's pairing facts settle it without a scan unless
+  // they are unsure (Transcript::Pairing::kUnknown, which an orphan makes them).
+  if (c.transcript.pairing() == Transcript::Pairing::kUnknown) {
+    for (const OrphanResult& o : AnalyzePairing(c.transcript).orphans) {
+      out.orphan_results.push_back(o.call_id);
+    }
+    if (!out.orphan_results.empty()) {
+      RECAP_LOG_WARN(
+          "session {}: {} tool result(s) answer no call before them (first: call id {}); the "
+          "model API will refuse the request",
+          internal::QuotedName(session), out.orphan_results.size(),
+          internal::QuotedName(out.orphan_results.front()));
+    }
+  }
   c.last_full_tokens = out.after_tokens;
   c.chars_at_last_prepare = c.transcript.chars();
   c.rewritten_since_prepare = false;

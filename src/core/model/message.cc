@@ -25,6 +25,23 @@ std::optional<Role> ParseRole(std::string_view name) noexcept {
   return std::nullopt;
 }
 
+const char* OriginName(Origin origin) noexcept {
+  switch (origin) {
+    case Origin::kNone: return "";
+    case Origin::kAnthropic: return "anthropic";
+    case Origin::kOpenAIChat: return "openai-chat";
+    case Origin::kOpenAIResponses: return "openai-responses";
+  }
+  return "";
+}
+
+std::optional<Origin> ParseOrigin(std::string_view name) noexcept {
+  if (name == "anthropic") return Origin::kAnthropic;
+  if (name == "openai-chat") return Origin::kOpenAIChat;
+  if (name == "openai-responses") return Origin::kOpenAIResponses;
+  return std::nullopt;
+}
+
 namespace {
 Message WithText(Role role, std::string text) {
   Message m;

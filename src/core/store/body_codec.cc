@@ -15,6 +15,10 @@ constexpr unsigned char kFormat = 1;
 // recap that knows format 1 alone.
 constexpr unsigned char kFormatWithFlags = 2;
 constexpr std::uint64_t kFlagPinned = 1;
+// Bits 1-2: the message's Origin (kNone is 0, so a message without one writes format 1).
+constexpr unsigned kOriginShift = 1;
+constexpr std::uint64_t kOriginMask = std::uint64_t{3} << kOriginShift;
+constexpr std::uint64_t kKnownFlags = kFlagPinned | kOriginMask;
 constexpr unsigned char kTagText = 0;
 constexpr unsigned char kTagCall = 1;
 constexpr unsigned char kTagResult = 2;
@@ -58,7 +62,8 @@ void PutOpaque(Out& out, const Opaque& o) {
 
 template <typename Out>
 void Put(Out& out, const Message& m) {
-  const std::uint64_t flags = m.pinned ? kFlagPinned : 0;
+  const std::uint64_t flags =
+      (m.pinned ? kFlagPinned : 0) | (static_cast<std::uint64_t>(m.origin) << kOriginShift);
   PutByte(out, flags != 0 ? kFormatWithFlags : kFormat);
   PutString(out, m.id);
   PutByte(out, static_cast<unsigned>(m.role));
@@ -236,12 +241,13 @@ Result<Message> DecodeBody(std::string_view body) {
   m.form = static_cast<ContentForm>(r.Enum(kMaxForm));
   if (format == kFormatWithFlags) {
     const std::uint64_t flags = r.Varint();
-    if (r.ok() && (flags & ~kFlagPinned) != 0) {
+    if (r.ok() && (flags & ~kKnownFlags) != 0) {
       return Status::Corruption("a stored message has flags " + std::to_string(flags) +
                                 ", which this recap does not know; it was written by a newer "
                                 "recap");
     }
     m.pinned = (flags & kFlagPinned) != 0;
+    m.origin = static_cast<Origin>((flags & kOriginMask) >> kOriginShift);
   }
   r.String(m.extra);
   const std::size_t nparts = r.Count();

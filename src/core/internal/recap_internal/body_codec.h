@@ -7,6 +7,8 @@
 // docs/sqlite-store.md describes it byte by byte; both stores write the same bytes.
 //
 //   body     = format(1 byte, = 1) id role(1) summary(1) form(1) extra nparts part*
+//            | format(1 byte, = 2) id role(1) summary(1) form(1) flags extra nparts part*
+//              flags (varint): bit 0 pinned, bits 1-2 Origin; format 2 only when flags != 0
 //   part     = tag(1) fields          tag 0 Text:       text extra
 //                                     tag 1 ToolCall:   id name arguments extra
 //                                     tag 2 ToolResult: call_id is_error(1) form(1) extra
