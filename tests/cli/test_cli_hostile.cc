@@ -855,9 +855,13 @@ TEST_CASE("R13.1 a session id or stored text with terminal controls is printed e
   // and LF of a session id as they were: a title change, a cleared screen, a forged line.
   TempDir dir("recap-cli-controls");
   const std::string db = dir.File("s.db");
+  // (and, found by the hostile round after: U+202E, which shows what follows reversed, and
+  // U+2028, a line break to some terminals and log viewers)
   const std::string evil =
       "evil\x1b]0;pwned\x07\x1b[2J\rfake\nline\xc2\x9b"
-      "31m";
+      "31m\xe2\x80\xae"
+      "desrever\xe2\x80\xa8"
+      "next";
   Json messages = Json::parse(ChatTranscript(120, "\x1b[31mred\x1b[0m"));
   Write(dir.File("t.json"), messages.dump());
   Import(dir, db, dir.File("t.json"), evil);
@@ -887,11 +891,13 @@ TEST_CASE("R13.1 a session id or stored text with terminal controls is printed e
     CHECK(shown.find('\x07') == std::string::npos);
     CHECK(shown.find("\xc2\x9b") == std::string::npos);
     CHECK(shown.find("fake\nline") == std::string::npos);
+    CHECK(shown.find("\xe2\x80\xae") == std::string::npos);
+    CHECK(shown.find("\xe2\x80\xa8") == std::string::npos);
   }
   // Where the id is shown, it is shown escaped.
   const Ran list = Run(dir, {"sessions", "list", "--db", db});
-  CHECK(list.out.find("evil\\x1b]0;pwned\\x07\\x1b[2J\\rfake\\nline\\u009b31m") !=
-        std::string::npos);
+  CHECK(list.out.find("evil\\x1b]0;pwned\\x07\\x1b[2J\\rfake\\nline\\u009b31m\\u202edesrever"
+                      "\\u2028next") != std::string::npos);
   // Every sessions subcommand that takes an id takes it as --session too (issue 35's rough
   // edge: only the positional form was accepted), with the same output.
   for (const std::string what : {"show", "history"}) {
