@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 #include <sys/wait.h>
 
+#include "support/shell.h"
 #include "support/temp_dir.h"
 
 namespace recap::testing::cli {
@@ -53,14 +54,10 @@ inline std::string Slurp(const std::string& path) {
 // Runs the shell command line `command`, whose stderr it sends to `err_path`: its stdout, its
 // exit code (-1 when a signal ended it) and that file's text.
 inline Ran RunShell(const std::string& command, const std::string& err_path) {
+  const ShellRun run = RunShellCommand(command);
   Ran r;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  char buffer[65536];
-  std::size_t n = 0;
-  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) r.out.append(buffer, n);
-  const int status = ::pclose(pipe);
-  r.exit = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.exit = run.exit;
+  r.out = run.out;
   r.err = Slurp(err_path);
   return r;
 }

@@ -797,16 +797,11 @@ TEST_CASE(
                               " ASK_MODEL=" + Quote(dir.File("model.sh")) + " sh " +
                               Quote(root + "/examples/cli/host_loop.sh") + " < " +
                               Quote(dir.File("lines.txt")) + " 2>" + Quote(dir.File("loop.err"));
-  FILE* pipe = ::popen(command.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::string out;
-  char buffer[4096];
-  std::size_t n = 0;
-  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) out.append(buffer, n);
-  const int status = ::pclose(pipe);
+  const recap::testing::ShellRun run = recap::testing::RunShellCommand(command);
+  const std::string& out = run.out;
   const std::string err = Slurp(dir.File("loop.err"));
   INFO(err);
-  REQUIRE((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+  REQUIRE(run.exit == 0);
   CHECK(out == "answer 0\nanswer 1\nanswer 2\n");
   // prepare compacted (its line on stderr) the first turn at least.
   CHECK_THAT(err, Catch::Matchers::Contains("recap prepare: session 'trip': compacted (auto)"));

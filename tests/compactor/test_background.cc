@@ -27,6 +27,7 @@
 
 #include "support/fake_provider.h"
 #include "support/generator.h"
+#include "support/ok.h"
 #include "support/recording_sink.h"
 #include "support/test_store.h"
 
@@ -35,12 +36,7 @@ using recap::testing::RecordingSink;
 
 namespace {
 
-template <class T>
-T Ok(Result<T> r) {
-  INFO(r.status().ToString());
-  REQUIRE(r.ok());
-  return std::move(r).value();
-}
+using recap::testing::Ok;
 
 // A summarizer whose first `gated` calls wait until Open() (or, when it honours them, until
 // their cancellation); the others answer at once. Counts calls and the most that ran at once.

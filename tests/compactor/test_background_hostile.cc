@@ -29,6 +29,7 @@
 #endif
 
 #include "support/fake_provider.h"
+#include "support/ok.h"
 #include "support/recording_sink.h"
 #include "support/test_store.h"
 
@@ -38,12 +39,7 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-template <class T>
-T Ok(Result<T> r) {
-  INFO(r.status().ToString());
-  REQUIRE(r.ok());
-  return std::move(r).value();
-}
+using recap::testing::Ok;
 
 std::string RequestText(const CompletionRequest& r) {
   std::string all = r.system_prompt;

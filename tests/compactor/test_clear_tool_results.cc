@@ -13,6 +13,7 @@
 #include "recap/config.h"
 
 #include "support/fake_provider.h"
+#include "support/ok.h"
 #include "support/recording_sink.h"
 #include "support/test_store.h"
 
@@ -22,12 +23,7 @@ using recap::testing::ScriptedProvider;
 
 namespace {
 
-template <class T>
-T Ok(Result<T> r) {
-  INFO(r.status().ToString());
-  REQUIRE(r.ok());
-  return std::move(r).value();
-}
+using recap::testing::Ok;
 
 struct Host {
   std::shared_ptr<ScriptedProvider> provider = std::make_shared<ScriptedProvider>();

@@ -19,6 +19,7 @@
 #include "recap/time_source.h"
 
 #include "support/fake_provider.h"
+#include "support/ok.h"
 #include "support/recording_sink.h"
 #include "support/test_store.h"
 
@@ -29,12 +30,7 @@ using recap::testing::ScriptedStep;
 
 namespace {
 
-template <class T>
-T Ok(Result<T> r) {
-  INFO(r.status().ToString());
-  REQUIRE(r.ok());
-  return std::move(r).value();
-}
+using recap::testing::Ok;
 
 struct Host {
   std::shared_ptr<ScriptedProvider> provider = std::make_shared<ScriptedProvider>();

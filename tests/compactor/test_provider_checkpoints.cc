@@ -22,6 +22,7 @@
 
 #include "support/fake_provider.h"
 #include "support/generator.h"
+#include "support/ok.h"
 #include "support/recording_sink.h"
 #include "support/test_data.h"
 #include "support/test_store.h"
@@ -38,12 +39,7 @@ namespace {
 constexpr const char* kAnthropicFile = "claude-code-sample.compaction.anthropic.json";
 constexpr const char* kResponsesFile = "tau-bench_gpt-4o-airline_run5.compaction.responses.json";
 
-template <class T>
-T Ok(Result<T> r) {
-  INFO(r.status().ToString());
-  REQUIRE(r.ok());
-  return std::move(r).value();
-}
+using recap::testing::Ok;
 
 struct Host {
   std::shared_ptr<ScriptedProvider> provider = std::make_shared<ScriptedProvider>();

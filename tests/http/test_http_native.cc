@@ -15,6 +15,7 @@
 #include "recap/http/http_provider.h"
 
 #include "support/http_test_server.h"
+#include "support/ok.h"
 #include "support/recording_sink.h"
 
 using namespace recap;
@@ -29,12 +30,7 @@ const std::string kKey = "sk-native-SECRET-4242";
 const std::string kInstructions = "You are a travel agent. Never book without consent.";
 const std::string kEncrypted = "gAAAAABnative-encrypted-state-0001";
 
-template <class T>
-T Ok(Result<T> r) {
-  INFO(r.status().ToString());
-  REQUIRE(r.ok());
-  return std::move(r).value();
-}
+using recap::testing::Ok;
 
 HttpProviderOptions Options(const HttpTestServer& server, HttpProtocol protocol) {
   HttpProviderOptions o;

@@ -25,6 +25,7 @@
 #include "support/fake_provider.h"
 #include "support/http_test_server.h"
 #include "support/recording_sink.h"
+#include "support/shell.h"
 
 using namespace recap;
 using recap::testing::HttpTestServer;
@@ -1034,17 +1035,11 @@ TEST_CASE(
       "RECAP_BASE_URL=" +
       server.BaseUrl() + "/v1 " + "RECAP_MODEL=scripted-model RECAP_API_KEY=sk-example-SECRET '" +
       std::string(RECAP_HTTP_COMPACT_EXAMPLE) + "' 2>&1";
-  FILE* pipe = ::popen(command.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::string output;
-  char buffer[4096];
-  std::size_t n = 0;
-  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) output.append(buffer, n);
-  const int status = ::pclose(pipe);
+  const recap::testing::ShellRun run = recap::testing::RunShellCommand(command);
+  const std::string& output = run.out;
   INFO("example output:\n" << output);
 
-  CHECK(WIFEXITED(status));
-  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(run.exit == 0);
   CHECK(output.find("context window 32768 tokens") != std::string::npos);
   CHECK(output.find("compaction_completed") != std::string::npos);
   CHECK(output.find("Change the user's flight reservation") != std::string::npos);
@@ -1084,17 +1079,11 @@ TEST_CASE(
       "RECAP_API_KEY_ENV=RECAP_TEST_EXAMPLE_KEY "
       "RECAP_TEST_EXAMPLE_KEY=sk-host-SECRET '" +
       std::string(RECAP_SQLITE_HOST_EXAMPLE) + "' 2>&1";
-  FILE* pipe = ::popen(command.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::string output;
-  char buffer[4096];
-  std::size_t n = 0;
-  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) output.append(buffer, n);
-  const int status = ::pclose(pipe);
+  const recap::testing::ShellRun run = recap::testing::RunShellCommand(command);
+  const std::string& output = run.out;
   INFO("example output:\n" << output);
 
-  CHECK(WIFEXITED(status));
-  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(run.exit == 0);
   CHECK(output.find("summarizer openai") != std::string::npos);
   CHECK(output.find("checkpoint by openai") != std::string::npos);
   CHECK(output.find("checkpoint by offline") == std::string::npos);

@@ -45,6 +45,7 @@
 
 #include "support/build_speed.h"
 #include "support/generator.h"
+#include "support/ok.h"
 #include "support/temp_dir.h"
 #include "support/test_data.h"
 
@@ -74,12 +75,7 @@ RECAP_SESSION_STORE_CONFORMANCE_TESTS("sqlite store", NewSqliteStoreInTempDir)
 
 namespace {
 
-template <class T>
-T Ok(Result<T> r) {
-  INFO("status: " << r.status().ToString());
-  REQUIRE(r.ok());
-  return std::move(r).value();
-}
+using recap::testing::Ok;
 
 void RequireOk(const Status& s) {
   INFO("status: " << s.ToString());
