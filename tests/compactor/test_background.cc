@@ -26,6 +26,7 @@
 #include "recap/log.h"
 
 #include "support/fake_provider.h"
+#include "support/forwarding_store.h"
 #include "support/generator.h"
 #include "support/ok.h"
 #include "support/recording_sink.h"
@@ -326,46 +327,29 @@ TEST_CASE(
 namespace {
 
 // A store whose LoadChanges fails while `fail_changes` is set (a database gone for a moment).
-class FlakyChangesStore : public SessionStore {
+class FlakyChangesStore : public recap::testing::ForwardingStore {
  public:
-  explicit FlakyChangesStore(std::shared_ptr<SessionStore> inner) : inner_(std::move(inner)) {}
+  using ForwardingStore::ForwardingStore;
   std::atomic<bool> fail_changes{false};
   std::atomic<int> refused{0};
   // Another writer's append lands just before the next commit this many commits (0: never).
   std::atomic<int> interleave_before_commit{0};
   std::atomic<int> interleaved{0};
 
-  Result<SessionState> Load(const std::string& s) override { return inner_->Load(s); }
   Result<SessionChanges> LoadChanges(const std::string& s, std::uint64_t v) override {
     if (fail_changes) {
       ++refused;
       return Status::Unavailable("the database went away");
     }
-    return inner_->LoadChanges(s, v);
-  }
-  Result<std::uint64_t> AppendMessages(const std::string& s, std::vector<Message> m) override {
-    return inner_->AppendMessages(s, std::move(m));
-  }
-  Result<std::vector<std::uint64_t>> CreateSessions(std::vector<NewSession> n) override {
-    return inner_->CreateSessions(std::move(n));
+    return ForwardingStore::LoadChanges(s, v);
   }
   Result<std::uint64_t> CommitCompaction(const std::string& s, const CompactionCommit& c) override {
     Interleave(s);
-    return inner_->CommitCompaction(s, c);
+    return ForwardingStore::CommitCompaction(s, c);
   }
   Result<std::uint64_t> CommitReduction(const std::string& s, const ReductionCommit& c) override {
     Interleave(s);
-    return inner_->CommitReduction(s, c);
-  }
-  Result<std::uint64_t> CommitRecovery(const std::string& s, const RecoveryCommit& c) override {
-    return inner_->CommitRecovery(s, c);
-  }
-  Result<std::vector<HistoryEntry>> History(const std::string& s) override {
-    return inner_->History(s);
-  }
-  Result<std::vector<std::string>> ListSessions() override { return inner_->ListSessions(); }
-  Status SaveLearned(const std::string& s, const std::string& l) override {
-    return inner_->SaveLearned(s, l);
+    return ForwardingStore::CommitReduction(s, c);
   }
 
  private:
@@ -373,9 +357,8 @@ class FlakyChangesStore : public SessionStore {
     if (interleave_before_commit <= 0) return;
     --interleave_before_commit;
     ++interleaved;
-    REQUIRE(inner_->Append(s, Message::UserText("from another host")).ok());
+    REQUIRE(inner().Append(s, Message::UserText("from another host")).ok());
   }
-  std::shared_ptr<SessionStore> inner_;
 };
 
 }  // namespace

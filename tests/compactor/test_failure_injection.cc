@@ -13,6 +13,7 @@
 #include "recap/compactor.h"
 
 #include "support/fake_provider.h"
+#include "support/forwarding_store.h"
 #include "support/recording_hook.h"
 #include "support/recording_sink.h"
 
@@ -28,40 +29,20 @@ const std::string kS = "session-f";
 
 // A store that does what the in-memory store does, except that the commits it is told to
 // refuse fail with the given status.
-class FailingStore : public SessionStore {
+class FailingStore : public recap::testing::ForwardingStore {
  public:
-  explicit FailingStore(std::shared_ptr<SessionStore> inner) : inner_(std::move(inner)) {}
+  using ForwardingStore::ForwardingStore;
   Status fail_compaction;
   Status fail_reduction;
 
-  Result<SessionState> Load(const std::string& s) override { return inner_->Load(s); }
-  Result<SessionChanges> LoadChanges(const std::string& s, std::uint64_t v) override {
-    return inner_->LoadChanges(s, v);
-  }
-  Result<std::uint64_t> AppendMessages(const std::string& s, std::vector<Message> m) override {
-    return inner_->AppendMessages(s, std::move(m));
-  }
   Result<std::uint64_t> CommitCompaction(const std::string& s, const CompactionCommit& c) override {
     if (!fail_compaction.ok()) return fail_compaction;
-    return inner_->CommitCompaction(s, c);
+    return ForwardingStore::CommitCompaction(s, c);
   }
   Result<std::uint64_t> CommitReduction(const std::string& s, const ReductionCommit& c) override {
     if (!fail_reduction.ok()) return fail_reduction;
-    return inner_->CommitReduction(s, c);
+    return ForwardingStore::CommitReduction(s, c);
   }
-  Result<std::uint64_t> CommitRecovery(const std::string& s, const RecoveryCommit& c) override {
-    return inner_->CommitRecovery(s, c);
-  }
-  Result<std::vector<HistoryEntry>> History(const std::string& s) override {
-    return inner_->History(s);
-  }
-  Result<std::vector<std::string>> ListSessions() override { return inner_->ListSessions(); }
-  Result<std::vector<std::uint64_t>> CreateSessions(std::vector<NewSession> n) override {
-    return inner_->CreateSessions(std::move(n));
-  }
-
- private:
-  std::shared_ptr<SessionStore> inner_;
 };
 
 struct Setup {

@@ -28,6 +28,7 @@
 #include "recap/measure.h"
 
 #include "support/fake_provider.h"
+#include "support/forwarding_store.h"
 #include "support/recording_hook.h"
 #include "support/recording_sink.h"
 #include "support/test_data.h"
@@ -43,38 +44,24 @@ namespace {
 enum class StoreFault { kNone, kRefuse, kLostAcknowledgement };
 
 // Counts every write and injects one fault at the chosen one (1-based).
-class FaultyStore : public SessionStore {
+class FaultyStore : public recap::testing::ForwardingStore {
  public:
   FaultyStore(std::shared_ptr<SessionStore> inner, std::size_t fail_at, StoreFault fault)
-      : inner_(std::move(inner)), fail_at_(fail_at), fault_(fault) {}
+      : ForwardingStore(std::move(inner)), fail_at_(fail_at), fault_(fault) {}
   std::size_t writes() const { return writes_; }
   bool fired() const { return fired_; }
 
-  Result<SessionState> Load(const std::string& s) override { return inner_->Load(s); }
-  Result<SessionChanges> LoadChanges(const std::string& s, std::uint64_t v) override {
-    return inner_->LoadChanges(s, v);
-  }
   Result<std::uint64_t> AppendMessages(const std::string& s, std::vector<Message> m) override {
     // An append whose acknowledgement is lost would be appended twice by any host that retries;
     // that is the host's idempotency problem, not the store's, so appends are only refused.
     if (Fault() != StoreFault::kNone) return Status::IOError("injected: the disk is full");
-    return inner_->AppendMessages(s, std::move(m));
+    return ForwardingStore::AppendMessages(s, std::move(m));
   }
   Result<std::uint64_t> CommitCompaction(const std::string& s, const CompactionCommit& c) override {
-    return Apply(Fault(), [&] { return inner_->CommitCompaction(s, c); });
+    return Apply(Fault(), [&] { return ForwardingStore::CommitCompaction(s, c); });
   }
   Result<std::uint64_t> CommitReduction(const std::string& s, const ReductionCommit& c) override {
-    return Apply(Fault(), [&] { return inner_->CommitReduction(s, c); });
-  }
-  Result<std::uint64_t> CommitRecovery(const std::string& s, const RecoveryCommit& c) override {
-    return inner_->CommitRecovery(s, c);
-  }
-  Result<std::vector<HistoryEntry>> History(const std::string& s) override {
-    return inner_->History(s);
-  }
-  Result<std::vector<std::string>> ListSessions() override { return inner_->ListSessions(); }
-  Result<std::vector<std::uint64_t>> CreateSessions(std::vector<NewSession> n) override {
-    return inner_->CreateSessions(std::move(n));
+    return Apply(Fault(), [&] { return ForwardingStore::CommitReduction(s, c); });
   }
 
  private:
@@ -93,7 +80,6 @@ class FaultyStore : public SessionStore {
     return done;
   }
 
-  std::shared_ptr<SessionStore> inner_;
   std::size_t fail_at_;
   StoreFault fault_;
   std::size_t writes_ = 0;
