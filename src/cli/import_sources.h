@@ -16,15 +16,17 @@
 #include <utility>
 #include <vector>
 
+#include "recap/recap.h"
+
 #include "cli.h"
 #include "progress.h"
-#include "recap/recap.h"
 
 namespace recap_cli {
 
 // A message asking twice under one id could never have both calls answered; the store would
 // refuse it too, but here it can be named by its place in the file.
-inline std::string RepeatedCallIdError(const std::string& path, std::size_t index, const std::string& id) {
+inline std::string RepeatedCallIdError(const std::string& path, std::size_t index,
+                                       const std::string& id) {
   return InputName(path) + ": message " + std::to_string(index) +
          " holds two tool calls with the id \"" + id +
          "\"; a result answers one call of an id, so one of them could never be answered. "

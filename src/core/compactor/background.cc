@@ -253,13 +253,8 @@ void Compactor::Impl::Collect(SessionCache& c, const RequestSizes& sizes, Backgr
   out.compactions.push_back(job.reason);
   out.summarized_messages += a.outcome.summarized_messages;
   c.overflow_pending = false;  // the request the model refused is gone
-  // R2.5, as for a compaction in Prepare: two in a row that free < 10% pause auto compaction.
-  const bool weak = a.after_full * 10 > a.before_full * 9;
-  c.weak_streak = weak ? c.weak_streak + 1 : 0;
-  if (c.weak_streak >= 2 && !c.paused) {
-    c.paused = true;
-    c.chars_at_pause = c.transcript.chars();
-  }
+  // R2.5, as for a compaction in Prepare.
+  c.CountProgress(a.before_full, a.after_full);
   // Not again before the conversation has grown by a tenth of the trigger: a checkpoint that
   // leaves the request above startAt x the trigger would otherwise start one every turn.
   const std::size_t trigger = std::min(job.kept_limit * 2, config.limits.max_context_chars);

@@ -104,10 +104,7 @@ Result<Prepared> Compactor::Impl::PrepareOnce(const std::string& session, const 
   // trigger since it began, not only at a new turn.
   if (c.paused) {
     const std::size_t trigger = std::min(plan.trigger_tokens * 4, plan.trigger_chars);
-    if (c.transcript.chars() >= c.chars_at_pause + trigger / 10) {
-      c.paused = false;
-      c.weak_streak = 0;
-    }
+    if (c.transcript.chars() >= c.chars_at_pause + trigger / 10) c.LiftPause();
   }
   if (!plan.irreducible) c.irreducible_said_for.reset();
 
@@ -171,13 +168,7 @@ Result<Prepared> Compactor::Impl::PrepareOnce(const std::string& session, const 
         if (LostToAnotherWriter(last)) return last.error;
         if (last.kind == AttemptKind::kCommitted) {
           out.compactions.push_back(*plan.reason);
-          // R2.5: two auto compactions in a row that each free < 10% pause auto compaction.
-          const bool weak = last.after_full * 10 > last.before_full * 9;  // freed < 10%
-          c.weak_streak = weak ? c.weak_streak + 1 : 0;
-          if (c.weak_streak >= 2 && !c.paused) {
-            c.paused = true;
-            c.chars_at_pause = c.transcript.chars();
-          }
+          c.CountProgress(last.before_full, last.after_full);  // R2.5
         }
       }
     }

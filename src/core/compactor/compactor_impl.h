@@ -286,8 +286,7 @@ struct RECAP_COMPACTOR_IMPL_HIDDEN Compactor::Impl {
       for (auto& m : changes->appended) {
         if (IsTurnStart(m)) {
           ++c.turn_serial;
-          c.paused = false;  // R2.5: a new turn lifts the no-progress pause
-          c.weak_streak = 0;
+          c.LiftPause();  // R2.5: a new turn lifts the no-progress pause
         }
         const bool pinned = m.pinned;
         if (!c.provider_checkpoint_pending && FindProviderCheckpoint(m)) {
@@ -306,8 +305,7 @@ struct RECAP_COMPACTOR_IMPL_HIDDEN Compactor::Impl {
       c.bytes = TranscriptBytes(c.transcript);
       c.provider_checkpoint_pending = HoldsProviderCheckpoint(c.transcript);
       c.turn_serial += 1;
-      c.paused = false;
-      c.weak_streak = 0;
+      c.LiftPause();
       ForgetReportedCount(c);
     }
     c.version = changes->version;

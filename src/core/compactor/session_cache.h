@@ -63,9 +63,26 @@ struct SessionCache {
 
   // R2.5: consecutive auto compactions that freed < 10%, and the pause they cause. R12.4: the
   // pause also lifts once the transcript has grown by a tenth of the trigger since it began.
+  // Changed through CountProgress and LiftPause only (ApplyLearned reads them back).
   int weak_streak = 0;
   bool paused = false;
   std::size_t chars_at_pause = 0;
+  // A committed auto compaction took the request from `before_full` to `after_full`: two in a
+  // row that free less than a tenth pause auto compaction (R2.5).
+  void CountProgress(std::size_t before_full, std::size_t after_full) {
+    const bool weak = after_full * 10 > before_full * 9;  // freed < 10%
+    weak_streak = weak ? weak_streak + 1 : 0;
+    if (weak_streak >= 2 && !paused) {
+      paused = true;
+      chars_at_pause = transcript.chars();
+    }
+  }
+  // A new turn, a rewrite by another writer, or growth by a tenth of the trigger (R12.4) lifts
+  // the pause and starts the count again.
+  void LiftPause() {
+    paused = false;
+    weak_streak = 0;
+  }
 
   // R12.4: the (instructions, tool catalog) sizes for which `irreducible` was last said.
   std::optional<std::pair<std::size_t, std::size_t>> irreducible_said_for;
