@@ -410,10 +410,29 @@ bool NothingWritten(const Checkpoint& cp) {
                      [&](const RelevantFile& f) { return blank(f.path); });
 }
 
-Checkpoint Build(const SummarySource& source) {
-  const Transcript& span = *source.span;
+// A tool call of the span, with what its arguments and its result state.
+struct CallSeen {
+  std::string_view name;
+  std::string main;
+  std::string target;  // the file it works on, else its main argument: "the same call"
+  offline::ToolKind kind;
+  bool writes = false;
+  std::vector<std::string> files;      // the files it reads or writes
+  const ToolResult* result = nullptr;  // nullptr: its outcome is not in this span
+  bool flagged = false;                // the result says it failed (flag, exit code, leading error)
+  bool mentions = false;               // the result mentions an error
+  bool rejected = false;               // the person refused it
+  bool failed = false;                 // flagged, or mentions an error and the next call retried it
+  Json doc;                            // the parsed arguments of a to-do call (kept for those only)
+};
 
-  // The prior: given by the caller, else the last checkpoint inside the span itself.
+// "The same call": the same tool on the same target.
+std::string SameCall(const CallSeen& c) { return std::string(c.name) + '\x1f' + c.target; }
+
+// The checkpoint a build starts from: its prior's sections (the caller's prior, else the last
+// checkpoint inside the span itself), or the text of a prior that had none.
+Checkpoint StartFromPrior(const SummarySource& source) {
+  const Transcript& span = *source.span;
   std::optional<Checkpoint> own_prior;
   const Checkpoint* prior = source.prior;
   if (prior == nullptr) {
@@ -435,7 +454,13 @@ Checkpoint Build(const SummarySource& source) {
     cp.discoveries.push_back("Earlier summary: " +
                              offline::CutText(Trim(prior->text), kPriorTextChars));
   }
+  return cp;
+}
 
+// The calls of the span in order, each with its result when the span holds it; `mentioned`
+// gets every path any call's arguments hold.
+std::vector<CallSeen> ReadCalls(const Transcript& span,
+                                std::unordered_set<std::string>& mentioned) {
   // Each call's result (the first one given for its id).
   std::unordered_map<std::string_view, const ToolResult*> results;
   for (const Message& m : span) {
@@ -446,22 +471,7 @@ Checkpoint Build(const SummarySource& source) {
   }
 
   // The calls, in order, with what their arguments and results state.
-  struct CallSeen {
-    std::string_view name;
-    std::string main;
-    std::string target;  // the file it works on, else its main argument: "the same call"
-    offline::ToolKind kind;
-    bool writes = false;
-    std::vector<std::string> files;      // the files it reads or writes
-    const ToolResult* result = nullptr;  // nullptr: its outcome is not in this span
-    bool flagged = false;   // the result says it failed (flag, exit code, leading error)
-    bool mentions = false;  // the result mentions an error
-    bool rejected = false;  // the person refused it
-    bool failed = false;    // flagged, or mentions an error and the next call retried it
-    Json doc;               // the parsed arguments of a to-do call (kept for those only)
-  };
   std::vector<CallSeen> calls;
-  std::unordered_set<std::string> mentioned;  // every path any call's arguments hold
   std::string scratch;
   std::vector<std::string> used, mentions;
   for (const Message& m : span) {
@@ -512,9 +522,11 @@ Checkpoint Build(const SummarySource& source) {
     c.failed = c.flagged || (c.mentions && i + 1 < calls.size() && calls[i + 1].name == c.name &&
                              calls[i + 1].target == c.target);
   }
-  auto same = [](const CallSeen& c) { return std::string(c.name) + '\x1f' + c.target; };
+  return calls;
+}
 
-  // The goal: the first request a person made, unless the prior has one.
+// The goal: the first request a person made, unless the prior has one. Returns where it is.
+std::optional<std::size_t> WriteGoal(const Transcript& span, Checkpoint& cp) {
   std::optional<std::size_t> goal_at;
   for (std::size_t i = 0; i < span.size() && cp.goal.empty(); ++i) {
     const Message& m = span[i];
@@ -523,8 +535,12 @@ Checkpoint Build(const SummarySource& source) {
     if (!cp.goal.empty()) goal_at = i;
   }
 
-  // The person's requests and constraints, newest first: kept whole while the budget lasts,
-  // then cut; then the prior's.
+  return goal_at;
+}
+
+// The person's requests and constraints, newest first: kept whole while the budget lasts,
+// then cut; then the prior's. Returns where the span's newest request is.
+std::optional<std::size_t> WriteInstructions(const Transcript& span, Checkpoint& cp) {
   NewestDistinct instructions(kMaxInstructions);
   std::size_t budget = kInstructionsBudget;
   std::optional<std::size_t> last_request;  // the span's newest request, by message
@@ -546,15 +562,20 @@ Checkpoint Build(const SummarySource& source) {
   instructions.AddOlder(cp.instructions);
   cp.instructions = instructions.OldestFirst();
 
-  // Failures met, newest first, each saying whether a later call of the same tool on the same
-  // target succeeded.
+  return last_request;
+}
+
+// Failures met, newest first, each saying whether a later call of the same tool on the same
+// target succeeded.
+void WriteDiscoveries(const std::vector<CallSeen>& calls, Checkpoint& cp) {
+  std::string scratch;
   NewestDistinct discoveries(kMaxDiscoveries);
   std::unordered_set<std::string> succeeded_later;
   for (std::size_t i = calls.size(); i-- > 0 && !discoveries.full();) {
     const CallSeen& c = calls[i];
     if (c.result == nullptr) continue;
     if (!c.failed) {
-      succeeded_later.insert(same(c));
+      succeeded_later.insert(SameCall(c));
       continue;
     }
     const std::string name = ToolName(c.name);
@@ -567,16 +588,18 @@ Checkpoint Build(const SummarySource& source) {
     // Read only for the failures listed, not for every result that mentions an error.
     const std::string first = ErrorLine(ResultText(*c.result, scratch));
     if (!first.empty()) entry += ": " + first;
-    entry += succeeded_later.count(same(c)) != 0
+    entry += succeeded_later.count(SameCall(c)) != 0
                  ? " (resolved: a later " + name + " call on the same target succeeded)"
                  : std::string(" (not resolved yet)");
     discoveries.Add(std::move(entry));
   }
   discoveries.AddOlder(cp.discoveries);
   cp.discoveries = discoveries.OldestFirst();
+}
 
-  // Outcomes: files written or edited (one entry a file, with its tools), commands that passed
-  // after failing, other actions that succeeded. Reads, searches and to-do lists are not.
+// Outcomes: files written or edited (one entry a file, with its tools), commands that passed
+// after failing, other actions that succeeded. Reads, searches and to-do lists are not.
+void WriteAccomplished(const std::vector<CallSeen>& calls, Checkpoint& cp) {
   struct FileChange {
     std::vector<std::pair<std::string, std::size_t>> tools;  // tool, times
     bool wrote = false, edited = false;
@@ -589,7 +612,7 @@ Checkpoint Build(const SummarySource& source) {
     const CallSeen& c = calls[i];
     if (c.result == nullptr) continue;
     if (c.failed) {
-      failed_before.insert(same(c));
+      failed_before.insert(SameCall(c));
       continue;
     }
     const std::string name = ToolName(c.name);
@@ -612,7 +635,7 @@ Checkpoint Build(const SummarySource& source) {
         }
         break;
       case offline::ToolKind::kCommand:
-        if (failed_before.count(same(c)) != 0) {
+        if (failed_before.count(SameCall(c)) != 0) {
           outcomes.emplace_back(i, name + ": " + c.main + " passed after failing");
         }
         break;
@@ -641,8 +664,10 @@ Checkpoint Build(const SummarySource& source) {
   for (auto& o : outcomes) accomplished.Add(std::move(o.second));
   accomplished.AddOlder(cp.accomplished);
   cp.accomplished = accomplished.OldestFirst();
+}
 
-  // Where things stand: the latest assistant text.
+// Where things stand: the latest assistant text.
+void WriteCurrentState(const Transcript& span, Checkpoint& cp) {
   for (std::size_t i = span.size(); i-- > 0;) {
     const Message& m = span[i];
     if (m.summary || m.role != Role::kAssistant) continue;
@@ -651,9 +676,14 @@ Checkpoint Build(const SummarySource& source) {
     cp.current_state = offline::CutText(Trim(joined), kStateChars);
     break;
   }
+}
 
-  // Next steps: the newest to-do list's unfinished items, and the last request when nothing
-  // answered it.
+// Next steps: the newest to-do list's unfinished items, and the last request when nothing
+// answered it.
+void WriteNextSteps(const Transcript& span, const std::vector<CallSeen>& calls,
+                    std::optional<std::size_t> last_request, std::optional<std::size_t> goal_at,
+                    Checkpoint& cp) {
+  std::string scratch;
   std::vector<offline::TodoItem> todo;
   bool have_todo = false;
   for (const CallSeen& c : calls) {
@@ -684,10 +714,13 @@ Checkpoint Build(const SummarySource& source) {
     }
   }
   if (have_todo || !next.empty()) cp.next_steps = std::move(next);
+}
 
-  // Files: the ones this span's calls read or wrote come first, then the prior's, then those
-  // tools printed that a call's arguments also name, up to the cap; shown prior first, then in
-  // order of appearance.
+// Files: the ones this span's calls read or wrote come first, then the prior's, then those
+// tools printed that a call's arguments also name, up to the cap; shown prior first, then in
+// order of appearance.
+void WriteFiles(const Transcript& span, const std::vector<CallSeen>& calls,
+                const std::unordered_set<std::string>& mentioned, Checkpoint& cp) {
   std::vector<PathSeen> paths;
   std::unordered_map<std::string, std::size_t> path_index;
   auto note_path = [&](const std::string& p, bool in_arguments, std::string_view tool) {
@@ -764,6 +797,21 @@ Checkpoint Build(const SummarySource& source) {
     files.push_back({s.path, std::move(why)});
   }
   cp.relevant_files = std::move(files);
+}
+
+// The checkpoint of a span, section by section (SPEC §5's order).
+Checkpoint Build(const SummarySource& source) {
+  const Transcript& span = *source.span;
+  Checkpoint cp = StartFromPrior(source);
+  std::unordered_set<std::string> mentioned;
+  const std::vector<CallSeen> calls = ReadCalls(span, mentioned);
+  const std::optional<std::size_t> goal_at = WriteGoal(span, cp);
+  const std::optional<std::size_t> last_request = WriteInstructions(span, cp);
+  WriteDiscoveries(calls, cp);
+  WriteAccomplished(calls, cp);
+  WriteCurrentState(span, cp);
+  WriteNextSteps(span, calls, last_request, goal_at, cp);
+  WriteFiles(span, calls, mentioned, cp);
   cp.structured = true;
   cp.text.clear();
   return cp;
