@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cli.h"
+#include "json_skim.h"
 
 namespace recap_cli {
 namespace {
@@ -89,9 +90,23 @@ recap::Result<std::string> Document(const std::string& format, const recap::Conv
   if ((format == "anthropic" || format == "openai-responses") && conv.instructions) {
     recap::Result<std::string> instructions = InstructionsText(format, *conv.instructions);
     RECAP_RETURN_IF_ERROR(instructions);
-    return (format == "anthropic" ? "{\"system\":" : "{\"instructions\":") +
-           JsonString(*instructions) + (format == "anthropic" ? ",\"messages\":" : ",\"input\":") +
-           *text + "}";
+    std::string system = JsonString(*instructions);
+    // Anthropic's `system` given as a list of blocks goes back as that list, with what its
+    // blocks carry besides their text (`cache_control`): written by the codec, as content.
+    if (format == "anthropic" && conv.instructions->origin == recap::Origin::kAnthropic &&
+        conv.instructions->form == recap::ContentForm::kList) {
+      recap::Message blocks = *conv.instructions;
+      blocks.role = recap::Role::kUser;
+      recap::Result<std::string> encoded = recap::anthropic::EncodeMessage(blocks);
+      RECAP_RETURN_IF_ERROR(encoded);
+      // The codec's text, not parsed again (numbers stay as written).
+      if (std::optional<std::string_view> content = MemberText(*encoded, "content");
+          content && IsArrayText(*content)) {
+        system = std::string(*content);
+      }
+    }
+    return (format == "anthropic" ? "{\"system\":" : "{\"instructions\":") + system +
+           (format == "anthropic" ? ",\"messages\":" : ",\"input\":") + *text + "}";
   }
   return text;
 }

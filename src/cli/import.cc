@@ -352,20 +352,27 @@ DecodeResult DecodeAnthropic(const std::string& text) {
     if (!messages_text) messages = &doc["messages"];
     const auto s = doc.find("system");
     if (s != doc.end() && !s->is_null()) {
-      std::string joined;
       if (s->is_string()) {
-        joined = s->get<std::string>();
+        system = recap::Message::SystemText(s->get<std::string>());
       } else if (s->is_array()) {
-        for (const Json& block : *s) {
-          if (block.is_object() && block.value("type", "") == "text" && block.contains("text") &&
-              block["text"].is_string()) {
-            joined += (joined.empty() ? "" : "\n") + block["text"].get<std::string>();
+        // The blocks as the codec reads a message's content, so that what they carry besides
+        // their text (`cache_control`, `citations`) travels on byte for byte (R13.2).
+        // From the file's own text where it can be found (numbers stay as written).
+        const std::optional<std::string_view> raw = MemberText(text, "system");
+        const std::string wrapped =
+            "{\"role\":\"user\",\"content\":" + (raw ? std::string(*raw) : s->dump()) + "}";
+        recap::Result<recap::Message> blocks = recap::anthropic::DecodeMessage(wrapped, options);
+        if (!blocks.ok()) return Fail("`system`: " + blocks.status().message());
+        for (const recap::Part& part : blocks->parts) {
+          if (!std::holds_alternative<recap::Text>(part)) {
+            return Fail("`system` must be a string or a list of text blocks");
           }
         }
+        system = std::move(*blocks);
+        system->role = recap::Role::kSystem;
       } else {
         return Fail("`system` must be a string or a list of text blocks");
       }
-      system = recap::Message::SystemText(joined);
     }
   } else if (!doc.is_array()) {
     return Fail(

@@ -1221,3 +1221,28 @@ TEST_CASE("R1 a shell host sets its settings once in $RECAP_CONFIG", "[cli]") {
   CHECK(missing.exit != 0);
   CHECK(missing.err.find("($RECAP_CONFIG)") != std::string::npos);
 }
+
+TEST_CASE("R13.2 Anthropic's system blocks come back as blocks, with what they carry", "[cli]") {
+  // Found by this issue's hostile round: `system` given as a list of blocks was joined into
+  // one string at import, losing `cache_control` (and a number's text) even on the way back
+  // to Anthropic.
+  TempDir dir("recap-cli-system-blocks");
+  const std::string db = dir.File("s.db");
+  const std::string system =
+      R"([{"type":"text","text":"S","cache_control":{"type":"ephemeral","ttl":1.50}},)"
+      R"({"type":"text","text":"T"}])";
+  Write(dir.File("a.json"),
+        R"({"system":)" + system + R"(,"messages":[{"role":"user","content":"hi"}]})");
+  Ran imported = Run(
+      dir, {"import", "--format", "anthropic", dir.File("a.json"), "--session", "s", "--db", db});
+  REQUIRE(imported.exit == 0);
+  Ran out = Run(dir, {"export", "--session", "s", "--db", db, "--format", "anthropic"});
+  REQUIRE(out.exit == 0);
+  INFO(out.out);
+  CHECK(Json::parse(out.out)["system"] == Json::parse(system));
+  CHECK(out.out.find("1.50") != std::string::npos);
+  // Written as a string where a format takes only that; the text is both blocks'.
+  Ran chat = Run(dir, {"export", "--session", "s", "--db", db, "--format", "openai-responses"});
+  REQUIRE(chat.exit == 0);
+  CHECK(Json::parse(chat.out)["instructions"] == "S\nT");
+}
