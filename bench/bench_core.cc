@@ -804,32 +804,14 @@ int PrintTable(const std::vector<Budget>& budgets) {
   return missed;
 }
 
-std::string JsonNumber(std::optional<double> v) {
-  if (!v) return "null";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.9g", *v);
-  return buf;
-}
-
-// One budget object a line, so that scripts/bench.sh can merge files line by line.
 bool WriteJson(const std::string& path, const std::vector<Budget>& budgets, bool smoke) {
-  std::ofstream out(path);
-  out << "{\"budgets\": [\n";
-  bool first = true;
+  std::vector<recap_bench::BudgetLine> lines;
   for (const Budget& b : budgets) {
     if (!b.ran()) continue;
-    if (!first) out << ",\n";
-    first = false;
-    out << "  {\"id\": " << JsonString(b.id) << ", \"figure\": " << JsonString(b.label)
-        << ", \"unit\": " << JsonString(b.unit == Unit::kBytes ? "bytes" : "seconds")
-        << ", \"value\": " << JsonNumber(b.value) << ", \"baseline\": " << JsonNumber(b.baseline)
-        << ", \"ratio\": " << JsonNumber(b.ratio()) << ", \"limit\": " << JsonNumber(b.limit)
-        << ", \"compare\": " << JsonString(b.strict ? "<" : "<=")
-        << ", \"pass\": " << (b.pass() ? "true" : "false")
-        << ", \"enforced\": " << (smoke ? "false" : "true") << "}";
+    lines.push_back({b.id, b.label, b.unit == Unit::kBytes ? "bytes" : "seconds", b.value,
+                     b.baseline, b.ratio(), b.limit, b.strict, b.pass()});
   }
-  out << "\n]}\n";
-  return static_cast<bool>(out);
+  return recap_bench::WriteBudgetsJson(path, lines, smoke);
 }
 
 }  // namespace

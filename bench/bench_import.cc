@@ -334,21 +334,12 @@ int PrintTable(const CollectingReporter& reporter) {
 }
 
 bool WriteJson(const std::string& path, bool smoke) {
-  FILE* f = std::fopen(path.c_str(), "w");
-  if (f == nullptr) return false;
-  std::fprintf(f, "{\"budgets\": [\n");
-  for (std::size_t i = 0; i < g_budgets.size(); ++i) {
-    const Budget& b = g_budgets[i];
-    std::fprintf(f,
-                 "  {\"id\": %s, \"figure\": %s, \"unit\": %s, \"value\": %.9g, \"baseline\": "
-                 "null, \"ratio\": null, \"limit\": %.9g, \"compare\": \"<=\", \"pass\": %s, "
-                 "\"enforced\": %s}%s\n",
-                 JsonString(b.id).c_str(), JsonString(b.label).c_str(), JsonString(b.unit).c_str(),
-                 b.value, b.limit, b.pass ? "true" : "false", smoke ? "false" : "true",
-                 i + 1 < g_budgets.size() ? "," : "");
+  std::vector<recap_bench::BudgetLine> lines;
+  for (const Budget& b : g_budgets) {
+    lines.push_back(
+        {b.id, b.label, b.unit, b.value, std::nullopt, std::nullopt, b.limit, false, b.pass});
   }
-  std::fprintf(f, "]}\n");
-  return std::fclose(f) == 0;
+  return recap_bench::WriteBudgetsJson(path, lines, smoke);
 }
 
 }  // namespace

@@ -255,30 +255,14 @@ struct Budget {
   bool pass() const { return ratio() && *ratio() <= limit; }
 };
 
-std::string JsonNumber(std::optional<double> v) {
-  if (!v) return "null";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.9g", *v);
-  return buf;
-}
-
 bool WriteJson(const std::string& path, const std::vector<Budget>& budgets, bool smoke) {
-  std::ofstream out(path);
-  out << "{\"budgets\": [\n";
-  bool first = true;
+  std::vector<recap_bench::BudgetLine> lines;
   for (const Budget& b : budgets) {
     if (!b.ratio()) continue;
-    if (!first) out << ",\n";
-    first = false;
-    out << "  {\"id\": " << JsonString(b.id) << ", \"figure\": " << JsonString(b.label)
-        << ", \"unit\": \"seconds\", \"value\": " << JsonNumber(b.value)
-        << ", \"baseline\": " << JsonNumber(b.baseline) << ", \"ratio\": " << JsonNumber(b.ratio())
-        << ", \"limit\": " << JsonNumber(b.limit) << ", \"compare\": \"<=\""
-        << ", \"pass\": " << (b.pass() ? "true" : "false")
-        << ", \"enforced\": " << (smoke ? "false" : "true") << "}";
+    lines.push_back(
+        {b.id, b.label, "seconds", b.value, b.baseline, b.ratio(), b.limit, false, b.pass()});
   }
-  out << "\n]}\n";
-  return static_cast<bool>(out);
+  return recap_bench::WriteBudgetsJson(path, lines, smoke);
 }
 
 std::string Secs(std::optional<double> v) {

@@ -6,8 +6,11 @@
 
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <map>
+#include <optional>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -57,6 +60,50 @@ inline std::string JsonString(const std::string& s) {
     out += ch;
   }
   return out + "\"";
+}
+
+// A number as JSON (9 significant digits), or null.
+inline std::string JsonNumber(std::optional<double> v) {
+  if (!v) return "null";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.9g", *v);
+  return buf;
+}
+
+// One figure held to its budget, as the programs' --recap_json files carry it (scripts/bench.sh
+// and bench/quick_budgets.py read them): a ratio to a baseline, or an absolute value when
+// there is no baseline.
+struct BudgetLine {
+  std::string id;
+  std::string figure;
+  std::string unit;  // "seconds" or "bytes"
+  std::optional<double> value;
+  std::optional<double> baseline;
+  std::optional<double> ratio;
+  double limit = 0;
+  bool strict = false;  // value (or ratio) < limit; otherwise <=
+  bool pass = false;
+};
+
+// Writes {"budgets": [...]} to `path`, one budget object a line, so that scripts/bench.sh can
+// merge files line by line. `smoke`: the figures come from a small run and are not enforced.
+inline bool WriteBudgetsJson(const std::string& path, const std::vector<BudgetLine>& lines,
+                             bool smoke) {
+  std::ofstream out(path);
+  out << "{\"budgets\": [\n";
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    const BudgetLine& b = lines[i];
+    out << "  {\"id\": " << JsonString(b.id) << ", \"figure\": " << JsonString(b.figure)
+        << ", \"unit\": " << JsonString(b.unit) << ", \"value\": " << JsonNumber(b.value)
+        << ", \"baseline\": " << JsonNumber(b.baseline) << ", \"ratio\": " << JsonNumber(b.ratio)
+        << ", \"limit\": " << JsonNumber(b.limit)
+        << ", \"compare\": " << (b.strict ? "\"<\"" : "\"<=\"")
+        << ", \"pass\": " << (b.pass ? "true" : "false")
+        << ", \"enforced\": " << (smoke ? "false" : "true") << "}"
+        << (i + 1 < lines.size() ? ",\n" : "");
+  }
+  out << "\n]}\n";
+  return static_cast<bool>(out);
 }
 
 // `--name` (value cleared) or `--name=value`.
