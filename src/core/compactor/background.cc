@@ -6,72 +6,34 @@ namespace recap {
 inline namespace v0 {
 
 Compactor::Impl::~Impl() {
-  std::vector<std::shared_ptr<BackgroundTask>> never_ran, never_swapped;
-  {
-    std::lock_guard<std::mutex> lock(bg_mu);
-    bg_stopping = true;
-    for (auto& [session, task] : bg_tasks) {
-      if (task->state == BackgroundTask::State::kRunning && !task->abandoned) {
-        task->abandoned = true;
-        task->abandoned_why = "the Compactor was destroyed before a Prepare swapped it in";
-      }
-      if (task->state == BackgroundTask::State::kDone && !task->abandoned && task->job.summary) {
-        never_swapped.push_back(task);
-      }
-      task->cancel.Cancel();
-    }
-    for (auto& task : bg_queue) {
-      task->state = BackgroundTask::State::kDone;
-      never_ran.push_back(task);
-    }
-    bg_queue.clear();
-  }
-  bg_cv.notify_all();
-  // A summarizer call in flight sees its token cancelled; the join waits for it to return.
-  for (std::thread& worker : bg_workers) worker.join();
+  BackgroundQueue::Stopped stopped =
+      background.Stop("the Compactor was destroyed before a Prepare swapped it in");
   // Every compaction_started gets its end.
-  for (const auto& task : never_ran) {
+  for (const auto& task : stopped.never_ran) {
     task->job.error = Status::Cancelled(
         "compaction was cancelled: the Compactor was destroyed before a "
         "worker took it");
     SayFailed(task->job);
   }
-  for (const auto& task : never_swapped) {
+  for (const auto& task : stopped.never_swapped) {
     SayDiscarded(task->job, "the Compactor was destroyed before a Prepare swapped it in");
   }
 }
 
-void Compactor::Impl::WorkerLoop() {
-  std::unique_lock<std::mutex> lock(bg_mu);
-  for (;;) {
-    ++bg_idle;
-    bg_cv.wait(lock, [&] { return bg_stopping || !bg_queue.empty(); });
-    --bg_idle;
-    if (bg_queue.empty()) return;  // stopping
-    std::shared_ptr<BackgroundTask> task = std::move(bg_queue.front());
-    bg_queue.pop_front();
-    task->state = BackgroundTask::State::kRunning;
-    lock.unlock();
-    // The summarizer, plugin hooks and event sinks it runs may not call this Compactor back.
-    internal::CallScope scope(this);
-    SummarizeJob(task->job, task->cancel.Token());
-    // Read before Ran marks it done: from then on a Prepare holding the session may take it.
-    const std::string session = task->job.session;
-    const bool ok = task->job.summary.has_value();
-    Ran(*task);
-    if (ok) SwapWhenReady(session, task);
-    lock.lock();
-  }
+std::chrono::milliseconds Compactor::Impl::MaxWait() const {
+  return std::chrono::milliseconds(std::min<std::size_t>(config.compaction.background.max_wait_ms,
+                                                         std::size_t{24} * 3600 * 1000));
 }
 
-// Starts a worker when the queue holds more tasks than idle workers will take (bg_mu held).
-void Compactor::Impl::SpawnWorkerIfNeeded(bool beyond_limit) {
-  if (bg_queue.size() <= bg_idle) return;
-  if (!beyond_limit &&
-      bg_workers.size() >= static_cast<std::size_t>(config.compaction.background.workers)) {
-    return;
-  }
-  bg_workers.emplace_back([this] { WorkerLoop(); });
+void Compactor::Impl::RunTask(const std::shared_ptr<BackgroundTask>& task) {
+  // The summarizer, plugin hooks and event sinks it runs may not call this Compactor back.
+  internal::CallScope scope(this);
+  SummarizeJob(task->job, task->cancel.Token());
+  // Read before Ran marks it done: from then on a Prepare holding the session may take it.
+  const std::string session = task->job.session;
+  const bool ok = task->job.summary.has_value();
+  Ran(*task);
+  if (ok) SwapWhenReady(session, task);
 }
 
 void Compactor::Impl::SayDiscarded(const CompactionJob& job, const std::string& why) {
@@ -90,31 +52,16 @@ void Compactor::Impl::SayFailed(const CompactionJob& job) {
 // The end of a background task's summarizer work, reported before the task is marked done:
 // the next Prepare of its session (which waits for "done") sees its events in order.
 void Compactor::Impl::Ran(BackgroundTask& task) {
-  bool abandoned = false;
-  bool stopping = false;
-  std::string why;
-  {
-    std::lock_guard<std::mutex> lock(bg_mu);
-    abandoned = task.abandoned;
-    stopping = bg_stopping;
-    why = task.abandoned_why;
-  }
+  const BackgroundQueue::Fate before = background.BeforeReport(task);
   const bool ok = task.job.summary.has_value();
-  if (abandoned && (ok || !stopping)) {
-    SayDiscarded(task.job, why);
+  if (before.abandoned && (ok || !before.stopping)) {
+    SayDiscarded(task.job, before.why);
   } else if (!ok) {
     SayFailed(task.job);  // a failure, or the cancellation of a Compactor going away
   }
-  bool late = false;
-  {
-    std::lock_guard<std::mutex> lock(bg_mu);
-    // Given up while the lines above ran: its good result is not going to be swapped in.
-    late = !abandoned && task.abandoned && ok;
-    why = task.abandoned_why;
-    task.state = BackgroundTask::State::kDone;
-  }
-  bg_cv.notify_all();
-  if (late) SayDiscarded(task.job, why);
+  const BackgroundQueue::Fate after = background.MarkDone(task);
+  // Given up while the lines above ran: its good result is not going to be swapped in.
+  if (!before.abandoned && after.abandoned && ok) SayDiscarded(task.job, after.why);
 }
 
 bool Compactor::Impl::SummarizerAvailable(const Plan& plan) const {
@@ -134,87 +81,21 @@ bool Compactor::Impl::StartBackground(const std::string& session, SessionCache& 
   const Attempt begun = BeginCompaction(session, c, plan, CompactionReason::kAuto, CutMode::kNormal,
                                         {}, /*background=*/true, task->job);
   if (begun.kind != AttemptKind::kNone) {
-    c.background_skipped_at = c.turn_serial;
+    c.background_skipped_at = c.turn_serial();
     return false;
   }
   const std::size_t messages = task->job.replaced_ids.size();  // the worker may change it
-  {
-    std::lock_guard<std::mutex> lock(bg_mu);
-    bg_tasks[session] = task;
-    bg_queue.push_back(task);
-    SpawnWorkerIfNeeded(false);
-  }
-  bg_cv.notify_all();
+  background.Start(session, std::move(task));
   RECAP_LOG_DEBUG("session {}: compaction of {} messages started in the background", session,
                   messages);
   return true;
 }
 
-bool Compactor::Impl::WaitForTask(const std::shared_ptr<BackgroundTask>& task,
-                                  std::chrono::milliseconds max_wait,
-                                  const CancellationToken& cancel, std::uint64_t* waited_ms) {
-  const auto began = std::chrono::steady_clock::now();
-  const auto deadline = began + max_wait;
-  std::unique_lock<std::mutex> lock(bg_mu);
-  if (task->state == BackgroundTask::State::kQueued) {
-    // No worker has taken it yet: it goes first, and when every worker is busy, one more is
-    // started for it, so that it does not wait behind other sessions' compactions. (Run here,
-    // it could not be given up after maxWaitMs.)
-    bg_queue.erase(std::find(bg_queue.begin(), bg_queue.end(), task));
-    bg_queue.push_front(task);
-    SpawnWorkerIfNeeded(true);
-    bg_cv.notify_all();
-  }
-  // Woken by the task's end; every 20 ms to look at the caller's token.
-  while (task->state != BackgroundTask::State::kDone && !cancel.IsCancelled()) {
-    const auto now = std::chrono::steady_clock::now();
-    if (now >= deadline) break;
-    bg_cv.wait_until(lock, std::min(deadline, now + std::chrono::milliseconds(20)));
-  }
-  if (waited_ms != nullptr) {
-    *waited_ms += static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                                 std::chrono::steady_clock::now() - began)
-                                                 .count());
-  }
-  return task->state == BackgroundTask::State::kDone;
-}
-
-std::shared_ptr<Compactor::Impl::BackgroundTask> Compactor::Impl::AbandonTask(
-    const std::string& session, const std::string& why) {
-  std::shared_ptr<BackgroundTask> task;
-  bool say = false;
-  {
-    std::lock_guard<std::mutex> lock(bg_mu);
-    auto it = bg_tasks.find(session);
-    if (it == bg_tasks.end()) return nullptr;
-    task = it->second;
-    if (task->state == BackgroundTask::State::kRunning) {
-      // It stays the session's until it ends (R15.3); Ran reports it.
-      if (!task->abandoned) {
-        task->abandoned = true;
-        task->abandoned_why = why;
-      }
-      task->cancel.Cancel();
-      return task;
-    }
-    bg_tasks.erase(it);
-    if (task->state == BackgroundTask::State::kQueued) {
-      bg_queue.erase(std::find(bg_queue.begin(), bg_queue.end(), task));
-      task->state = BackgroundTask::State::kDone;
-      say = true;
-    } else {
-      say = !task->abandoned && task->job.summary.has_value();  // else Ran said it
-    }
-  }
-  if (say) SayDiscarded(task->job, why);
-  return nullptr;
-}
-
-void Compactor::Impl::ForgetTask(const std::string& session,
-                                 const std::shared_ptr<BackgroundTask>& task) {
-  std::lock_guard<std::mutex> lock(bg_mu);
-  auto it = bg_tasks.find(session);
-  if (it != bg_tasks.end() && it->second == task) bg_tasks.erase(it);
+std::shared_ptr<BackgroundTask> Compactor::Impl::AbandonTask(const std::string& session,
+                                                             const std::string& why) {
+  BackgroundQueue::Abandoned given_up = background.Abandon(session, why);
+  if (given_up.discarded) SayDiscarded(given_up.discarded->job, why);
+  return given_up.running;
 }
 
 void Compactor::Impl::Collect(SessionCache& c, const RequestSizes& sizes, BackgroundTask& task,
@@ -224,7 +105,7 @@ void Compactor::Impl::Collect(SessionCache& c, const RequestSizes& sizes, Backgr
   // R15.2: the span must still be what was snapshotted, message for message: the same object,
   // or (after the cache reloaded the session) the same id, role and size. Another writer's
   // compaction, a recovery, a reduction or a provider's checkpoint changes that.
-  const Transcript& t = c.transcript;
+  const Transcript& t = c.transcript();
   const std::size_t position = job.cut.position;
   bool same = t.size() >= position;
   for (std::size_t i = 0; same && i < position; ++i) {
@@ -258,24 +139,16 @@ void Compactor::Impl::Collect(SessionCache& c, const RequestSizes& sizes, Backgr
   // Not again before the conversation has grown by a tenth of the trigger: a checkpoint that
   // leaves the request above startAt x the trigger would otherwise start one every turn.
   const std::size_t trigger = std::min(job.kept_limit * 2, config.limits.max_context_chars);
-  c.background_rest_until_chars = c.transcript.chars() + trigger / 10;
+  c.background_rest_until_chars = c.transcript().chars() + trigger / 10;
 }
 
 void Compactor::Impl::SwapWhenReady(const std::string& session,
                                     const std::shared_ptr<BackgroundTask>& task) {
-  const auto mine = [&] {  // bg_mu held
-    if (bg_stopping || task->abandoned) return false;
-    auto it = bg_tasks.find(session);
-    return it != bg_tasks.end() && it->second == task;
-  };
-  {
-    std::lock_guard<std::mutex> lock(bg_mu);
-    if (!mine()) return;
-  }
+  if (!background.IsCurrent(session, task)) return;
   // Every call that takes a task (Prepare, Compact, Recover) holds the session's lock, so the
   // check below and the swap are one step for them. A Prepare that holds it now (waiting for
   // this task, or running beside it) collects it itself, or leaves it to this worker.
-  CacheUse cache = Cache(session);
+  SessionTable::Use cache = sessions.Get(session);
   SessionCache& c = *cache;
   std::lock_guard<std::mutex> session_lock(c.mu);
   const Status synced = Sync(session, c);
@@ -285,17 +158,13 @@ void Compactor::Impl::SwapWhenReady(const std::string& session,
                     session, synced.message());
     return;
   }
-  {
-    std::lock_guard<std::mutex> lock(bg_mu);
-    if (!mine()) return;
-    bg_tasks.erase(session);
-  }
+  if (!background.Claim(session, task)) return;
   SessionCache::BackgroundReport report;
   if (c.background_report) report = std::move(*c.background_report);
-  const std::size_t chars_before = c.transcript.chars();
+  const std::size_t chars_before = c.transcript().chars();
   Collect(c, task->sizes, *task, report.prepared);
-  if (report.prepared.background_swapped && chars_before > c.transcript.chars()) {
-    report.removed_chars += chars_before - c.transcript.chars();
+  if (report.prepared.background_swapped && chars_before > c.transcript().chars()) {
+    report.removed_chars += chars_before - c.transcript().chars();
   }
   c.background_report = std::move(report);
 }
@@ -303,19 +172,8 @@ void Compactor::Impl::SwapWhenReady(const std::string& session,
 bool Compactor::Impl::PrepareBackground(const std::string& session, SessionCache& c,
                                         const RequestSizes& sizes, const CancellationToken& cancel,
                                         Plan& plan, Prepared& out) {
-  std::shared_ptr<BackgroundTask> task;
-  bool done = false;
-  bool abandoned = false;
-  {
-    std::lock_guard<std::mutex> lock(bg_mu);
-    auto it = bg_tasks.find(session);
-    if (it != bg_tasks.end()) {
-      task = it->second;
-      done = task->state == BackgroundTask::State::kDone;
-      abandoned = task->abandoned;
-      if (done) bg_tasks.erase(it);
-    }
-  }
+  const BackgroundQueue::Look found = background.TakeIfDone(session);
+  std::shared_ptr<BackgroundTask> task = found.task;
   if (c.background_report) {
     // A worker swapped it in (or discarded it) since the last Prepare: this call reports it.
     const Prepared& r = c.background_report->prepared;
@@ -328,8 +186,8 @@ bool Compactor::Impl::PrepareBackground(const std::string& session, SessionCache
     out.summarizer_usage.completion_tokens += r.summarizer_usage.completion_tokens;
     c.background_report.reset();
   }
-  if (task && done) {
-    if (!abandoned) Collect(c, sizes, *task, out);
+  if (task && found.done) {
+    if (!found.abandoned) Collect(c, sizes, *task, out);
     task.reset();
   }
   Evaluate(sizes, c, plan);
@@ -340,7 +198,7 @@ bool Compactor::Impl::PrepareBackground(const std::string& session, SessionCache
     }
     out.waited_for_summarizer = true;
     RECAP_LOG_DEBUG("session {}: Prepare waits for the background compaction in flight", session);
-    bool finished = WaitForTask(task, MaxWait(), cancel, &out.background_wait_ms);
+    bool finished = background.Wait(task, MaxWait(), cancel, &out.background_wait_ms);
     if (!finished && !cancel.IsCancelled()) {
       // R15.3: bounded. Given up and cancelled; a summarizer that honours its token ends at
       // once, and then this Prepare compacts itself.
@@ -351,7 +209,8 @@ bool Compactor::Impl::PrepareBackground(const std::string& session, SessionCache
           "session {}: the background compaction did not finish within {} ms; Prepare goes "
           "on without it",
           session, config.compaction.background.max_wait_ms);
-      finished = WaitForTask(task, std::chrono::milliseconds(200), cancel, &out.background_wait_ms);
+      finished =
+          background.Wait(task, std::chrono::milliseconds(200), cancel, &out.background_wait_ms);
     }
     if (!finished) {
       // Still running (its summarizer ignores cancellation, or the caller cancelled): no
@@ -359,20 +218,16 @@ bool Compactor::Impl::PrepareBackground(const std::string& session, SessionCache
       out.background_in_flight = true;
       return true;
     }
-    ForgetTask(session, task);
-    bool given_up = false;
-    {
-      std::lock_guard<std::mutex> lock(bg_mu);
-      given_up = task->abandoned;
-    }
-    if (!given_up) Collect(c, sizes, *task, out);
+    background.Forget(session, task);
+    if (!background.IsAbandoned(*task)) Collect(c, sizes, *task, out);
     Evaluate(sizes, c, plan);
   }
   // Start one early: between startAt x the trigger and the trigger, when the request may still
   // go out as it is. At the trigger, step 1 decides (it starts one too unless it must wait).
   if (plan.background_reached && !plan.trigger && config.compaction.auto_compact && !c.paused &&
-      !plan.irreducible && SummarizerAvailable(plan) && c.background_skipped_at != c.turn_serial &&
-      c.transcript.chars() >= c.background_rest_until_chars && !MustWait(plan, c)) {
+      !plan.irreducible && SummarizerAvailable(plan) &&
+      c.background_skipped_at != c.turn_serial() &&
+      c.transcript().chars() >= c.background_rest_until_chars && !MustWait(plan, c)) {
     if (StartBackground(session, c, sizes, plan)) {
       out.background_started = true;
       out.background_in_flight = true;

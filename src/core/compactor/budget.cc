@@ -11,23 +11,20 @@ Status Compactor::Impl::RunReduction(const std::string& session, SessionCache& c
                                      const RequestSizes& sizes, std::size_t* reduced_messages) {
   // R12.1: the session's own instructions count as instructions; the reducer leaves them
   // (and pinned messages) alone and brings the rest to the target.
-  const std::size_t stored = StoredInstructionsChars(c.transcript);
+  const std::size_t stored = StoredInstructionsChars(c.transcript());
   const std::size_t target =
       ReductionTarget(config.limits.max_context_chars, sizes.instructions_chars + stored) + stored;
-  ReduceResult r = ReduceTail(c.transcript, target);
+  ReduceResult r = ReduceTail(c.transcript(), target);
   if (r.clipped.empty()) return Status::OK();
   ReductionCommit commit;
-  commit.expected_version = c.version;
+  commit.expected_version = c.version();
   for (std::size_t i : r.clipped) commit.replacements.push_back(r.transcript[i]);
   auto committed = store->CommitReduction(session, commit);
   if (!committed.ok()) {
-    if (committed.status().code() == StatusCode::kConflict) c.loaded = false;
+    if (committed.status().code() == StatusCode::kConflict) c.Invalidate();
     return committed.status().WithContext("could not save the reduced transcript");
   }
-  c.transcript = std::move(r.transcript);
-  c.bytes = CachedBytes(c);
-  c.version = *committed;
-  ForgetReportedCount(c);
+  c.Committed(std::move(r.transcript), *committed);
   *reduced_messages += r.clipped.size();
   events.Emit(
       EventType::kContextReduced, session,

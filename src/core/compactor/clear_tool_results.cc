@@ -93,32 +93,29 @@ Compactor::Impl::Clearing Compactor::Impl::PlanClearing(const Transcript& t) con
 }
 
 std::size_t Compactor::Impl::ClearToolResults(const std::string& session, SessionCache& c) {
-  Clearing plan = PlanClearing(c.transcript);
+  Clearing plan = PlanClearing(c.transcript());
   if (plan.replacements.empty() ||
       plan.freed_chars < config.compaction.clear_tool_results.min_free_chars) {
     return 0;
   }
   ReductionCommit commit;
-  commit.expected_version = c.version;
+  commit.expected_version = c.version();
   for (const auto& [i, m] : plan.replacements) commit.replacements.push_back(m);
   auto committed = store->CommitReduction(session, commit);
   if (!committed.ok()) {
     RECAP_LOG_WARN("session {}: old tool results could not be cleared ({}); summarizing instead",
                    session, committed.status().message());
-    if (committed.status().code() == StatusCode::kConflict) c.loaded = false;  // reload next
+    if (committed.status().code() == StatusCode::kConflict) c.Invalidate();  // reload next
     return 0;
   }
   const std::size_t messages = plan.replacements.size();
-  const std::size_t before = c.transcript.chars();
-  c.transcript.Set(std::move(plan.replacements));
-  c.bytes = CachedBytes(c);
-  c.version = *committed;
-  ForgetReportedCount(c);  // the transcript it described is gone
+  const std::size_t before = c.transcript().chars();
+  c.CommittedReplacements(std::move(plan.replacements), *committed);
   events.Emit(
       EventType::kToolResultsCleared, session,
-      internal::ToolResultsClearedFields(messages, plan.results, before - c.transcript.chars()));
+      internal::ToolResultsClearedFields(messages, plan.results, before - c.transcript().chars()));
   RECAP_LOG_INFO("session {}: cleared {} old tool results in {} messages, {} chars freed", session,
-                 plan.results, messages, before - c.transcript.chars());
+                 plan.results, messages, before - c.transcript().chars());
   return messages;
 }
 

@@ -94,7 +94,7 @@ Attempt Compactor::Impl::BeginCompaction(const std::string& session, const Sessi
                                          CompactionJob& job) {
   Attempt a;
   a.before_full = plan.full_chars;
-  const Transcript& t = c.transcript;
+  const Transcript& t = c.transcript();
   // A background start that finds nothing to do says nothing: Prepare tries again at a later
   // turn, and the trigger's own compaction reports it if it still holds then.
   auto skip = [&](SkipReason why) {
@@ -133,7 +133,7 @@ Attempt Compactor::Impl::BeginCompaction(const std::string& session, const Sessi
   if (!job.cut.ok()) return skip(job.cut.skip);
 
   job.snapshot = t;  // shares the messages: a copy of pointers, not of content
-  job.version = c.version;
+  job.version = c.version();
   job.before_full_chars = plan.full_chars;
   job.before_full_tokens = plan.full_tokens;
   job.kept_limit = KeptLimit(plan);
@@ -167,8 +167,8 @@ Attempt Compactor::Impl::BeginCompaction(const std::string& session, const Sessi
   }
   if (job.native && !job.kept_ids.empty() && IsInstructions(t[0]))
     in.native_instructions = JoinedText(t[0]);
-  in.known_prior_message = c.checkpoint_message;
-  in.known_prior = c.checkpoint;
+  in.known_prior_message = c.checkpoint_message();
+  in.known_prior = c.checkpoint();
   return a;  // kNone: ready for SummarizeJob
 }
 
@@ -234,7 +234,7 @@ void Compactor::Impl::SummarizeJob(CompactionJob& job, const CancellationToken& 
   if (summary.ok()) job.usage = summary->usage;
   if (!IsOffline(writer) && !(!summary.ok() && summary.status().code() == StatusCode::kCancelled)) {
     job.provider_failed = !summary.ok();
-    RecordSummarizer(summary.ok(), job.automatic);
+    breaker.Record(summary.ok(), job.automatic);
   }
   if (!summary.ok() && config.compaction.fallback == Fallback::kOffline && !IsOffline(writer) &&
       summary.status().code() != StatusCode::kCancelled) {
@@ -292,7 +292,7 @@ void Compactor::Impl::SummarizeJob(CompactionJob& job, const CancellationToken& 
   job.summary = std::move(*summary);
 }
 
-// Phase 3: the commit and the cache. `c.transcript` begins with the job's snapshot up to the
+// Phase 3: the commit and the cache. `c.transcript()` begins with the job's snapshot up to the
 // cut (Prepare checked that for a background job); what follows the cut now stays after the
 // checkpoint, as it is.
 Attempt Compactor::Impl::FinishCompaction(SessionCache& c, const RequestSizes& sizes,
@@ -312,10 +312,10 @@ Attempt Compactor::Impl::FinishCompaction(SessionCache& c, const RequestSizes& s
   }
   internal::SummarizeOutput& summary = *job.summary;
   const Checkpoint& checkpoint = summary.parsed.checkpoint;
-  const Transcript& t = c.transcript;
+  const Transcript& t = c.transcript();
 
   CompactionCommit commit;
-  commit.expected_version = c.version;
+  commit.expected_version = c.version();
   commit.reason = reason_name;
   commit.replaced = job.replaced_ids;
   commit.kept = job.kept_ids;
@@ -346,7 +346,7 @@ Attempt Compactor::Impl::FinishCompaction(SessionCache& c, const RequestSizes& s
       events.Emit(EventType::kCompactionFailed, session,
                   Fields(job, internal::CompactionFailedFields(reason_name, a.error.message())));
     }
-    if (committed.status().code() == StatusCode::kConflict) c.loaded = false;  // reload next
+    if (committed.status().code() == StatusCode::kConflict) c.Invalidate();  // reload next
     return a;
   }
 
@@ -363,22 +363,16 @@ Attempt Compactor::Impl::FinishCompaction(SessionCache& c, const RequestSizes& s
   }
   const std::size_t before_t = t.chars();
   const std::size_t before_full = sizes.instructions_chars + before_t + sizes.tool_catalog_chars;
-  c.transcript = std::move(next);
+  c.Committed(std::move(next), *committed);  // the count reported for it is forgotten
   // Kept as its struct: the next compaction takes it as its prior without parsing it back.
   if (summary.native_checkpoint) {
-    c.checkpoint_message.reset();  // the provider's artifact, not a struct of recap's
-    c.checkpoint.reset();
+    c.ForgetCheckpoint();  // the provider's artifact, not a struct of recap's
   } else {
-    c.checkpoint_message = c.transcript.shared(checkpoint_at);
-    c.checkpoint = std::make_shared<const Checkpoint>(checkpoint);
+    c.KeepCheckpoint(checkpoint_at, checkpoint);
   }
-  c.pinned_chars = PinnedChars(c.transcript);
-  c.bytes = CachedBytes(c);
-  c.version = *committed;
-  ForgetReportedCount(c);  // the transcript it described is gone
 
   // The request's size after the commit: arithmetic, no second evaluation of the triggers.
-  a.after_full = sizes.instructions_chars + c.transcript.chars() + sizes.tool_catalog_chars;
+  a.after_full = sizes.instructions_chars + c.transcript().chars() + sizes.tool_catalog_chars;
   a.kind = AttemptKind::kCommitted;
   // A background compaction's request has grown since it started: the swap reports the sizes
   // of the request it changes.
@@ -392,7 +386,7 @@ Attempt Compactor::Impl::FinishCompaction(SessionCache& c, const RequestSizes& s
   info.after_tokens = EstimateTokens(a.after_full);
   info.summarized_messages = commit.replaced.size();
   info.summarized_chars = job.summarized_chars;
-  info.checkpoint_chars = c.transcript.chars(checkpoint_at);
+  info.checkpoint_chars = c.transcript().chars(checkpoint_at);
   info.structured = checkpoint.structured;
   info.partial = summary.parsed.partial;
   info.writer = summary.writer;
@@ -408,11 +402,11 @@ Attempt Compactor::Impl::FinishCompaction(SessionCache& c, const RequestSizes& s
   a.outcome.compacted = true;
   a.outcome.summarized_messages = commit.replaced.size();
   a.outcome.before_chars = before_t;
-  a.outcome.after_chars = c.transcript.chars();
+  a.outcome.after_chars = c.transcript().chars();
   a.outcome.checkpoint = checkpoint;
   a.outcome.partial = summary.parsed.partial;
   a.outcome.writer = summary.writer;
-  a.outcome.version = c.version;
+  a.outcome.version = c.version();
   RECAP_LOG_INFO("session {}: compacted ({}{}): {} messages summarized, {} -> {} chars", session,
                  reason_name, job.background ? ", in the background" : "", commit.replaced.size(),
                  a.before_full, a.after_full);

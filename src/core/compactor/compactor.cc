@@ -34,6 +34,23 @@ Status Compactor::Impl::Reentered(const std::string& call, const std::string& se
       "that call has returned");
 }
 
+Compactor::Impl::Impl(Config c, std::shared_ptr<Provider> p, std::shared_ptr<SessionStore> s,
+                      std::vector<std::shared_ptr<PluginHook>> hooks,
+                      std::vector<std::shared_ptr<EventSink>> sinks,
+                      std::shared_ptr<TimeSource> time)
+    : config(c),
+      provider(std::move(p)),
+      offline(NewOfflineSummarizer()),
+      store(std::move(s)),
+      plugins(std::move(hooks)),
+      clock(time ? std::move(time) : SteadyTimeSource()),
+      events(std::move(sinks)),
+      sessions(config.cache.max_bytes),
+      window_source(provider, clock),
+      breaker(clock),
+      background(static_cast<std::size_t>(config.compaction.background.workers),
+                 [this](const std::shared_ptr<BackgroundTask>& task) { RunTask(task); }) {}
+
 Compactor::Compactor(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Compactor::~Compactor() = default;
 
@@ -56,186 +73,201 @@ Result<std::unique_ptr<Compactor>> Compactor::Create(
   return std::unique_ptr<Compactor>(new Compactor(std::move(impl)));
 }
 
+// Compactor::Prepare, once, in the order of SPEC §8 (R7). kConflict when another writer
+// committed between its read and its write (the session is then read again at the next call).
 Result<Prepared> Compactor::Impl::PrepareOnce(const std::string& session, const RequestSizes& sizes,
                                               const CancellationToken& cancel) {
-  auto cache = Cache(session);
+  SessionTable::Use cache = sessions.Get(session);
   SessionCache& c = *cache;
   std::lock_guard<std::mutex> lock(c.mu);
-  Status synced = Sync(session, c);
-  RECAP_RETURN_IF_ERROR(synced);
-  if (c.version == 0) {
+  RECAP_RETURN_IF_ERROR(Sync(session, c));
+  if (c.version() == 0) {
     // Never written: a typo in the id would otherwise send an empty conversation.
     return Status::NotFound("session " + internal::QuotedName(session) +
                             " has no messages in the store: append its first messages before "
                             "preparing it (or check the session id)");
   }
+  PrepareRun run{session, sizes, cancel};
+  Survey(c, run);
+  RECAP_RETURN_IF_ERROR(CompactAtTrigger(c, run));  // step 1
+  RECAP_RETURN_IF_ERROR(ReduceToLimit(c, run));     // step 2
+  RECAP_RETURN_IF_ERROR(CompactForBudget(c, run));  // step 3
+  for (const Attempt& a : run.attempts) {
+    if (a.calls > 0) run.out.waited_for_summarizer = true;
+    if (a.kind == AttemptKind::kCommitted) {
+      run.out.summarized_messages += a.outcome.summarized_messages;
+    }
+    run.out.summarizer_calls += a.calls;
+    run.out.summarizer_usage.prompt_tokens += a.usage.prompt_tokens;
+    run.out.summarizer_usage.completion_tokens += a.usage.completion_tokens;
+  }
+  SaveLearned(session, c);
+  // Step 4: fail with what happened and what to do; the reductions above stay persisted.
+  if (run.Reducible(c) > config.limits.max_context_chars) {
+    return Status::ContextBudgetExceeded(BudgetMessage(
+        run.Reducible(c), sizes, run.attempts, run.reduced_first, run.out.reduced_messages,
+        run.budget_tried_before, StoredInstructionsChars(c.transcript())));
+  }
+  return Handed(c, run);
+}
 
-  const Config& cfg = config;
-  Prepared out;
-  out.provider_retired_messages = AdoptProviderCheckpoint(session, c);
-  Plan plan;
+void Compactor::Impl::Survey(SessionCache& c, PrepareRun& run) {
+  Prepared& out = run.out;
+  Plan& plan = run.plan;
+  out.provider_retired_messages = AdoptProviderCheckpoint(run.session, c);
   // R15: a background compaction is swapped in, waited for, or started first.
-  const bool background = cfg.compaction.background.enabled;
+  const bool background = config.compaction.background.enabled;
   // The request's size before this call's swap, or the worker's since the last call.
   const std::size_t reducible_before =
-      sizes.instructions_chars + c.transcript.chars() +
-      (c.background_report ? c.background_report->removed_chars : 0);
-  const bool in_flight =
-      background ? PrepareBackground(session, c, sizes, cancel, plan, out) : false;
-  if (!background) Evaluate(sizes, c, plan);
-  const auto evaluated_version = c.version;
-  SayWindowUnknown(session, c, plan);
+      run.Reducible(c) + (c.background_report ? c.background_report->removed_chars : 0);
+  if (background) {
+    run.in_flight = PrepareBackground(run.session, c, run.sizes, run.cancel, plan, out);
+  } else {
+    Evaluate(run.sizes, c, plan);
+  }
+  run.evaluated_version = c.version();
+  SayWindowUnknown(run.session, c, plan);
   out.before_chars = plan.reducible_chars;
   out.before_tokens = plan.full_tokens;
   if (out.background_swapped) {
     // The sizes before the swap this call made.
     out.before_chars = reducible_before;
-    out.before_tokens = EstimateTokens(reducible_before + sizes.tool_catalog_chars);
+    out.before_tokens = EstimateTokens(reducible_before + run.sizes.tool_catalog_chars);
   }
   out.window_tokens = plan.window_tokens;
   out.window_source = plan.window_source;
   out.fallback_window_tokens = FallbackWindow();
   out.trigger_rule = plan.rule;
-  // What this call tried, in order, for the budget error (R12.8).
-  std::vector<Attempt> attempts;
-  std::size_t reductions = 0;
-
   // R12.4: the no-progress pause lifts once the transcript has grown by a tenth of the
   // trigger since it began, not only at a new turn.
   if (c.paused) {
     const std::size_t trigger = std::min(plan.trigger_tokens * 4, plan.trigger_chars);
-    if (c.transcript.chars() >= c.chars_at_pause + trigger / 10) c.LiftPause();
+    if (c.transcript().chars() >= c.chars_at_pause + trigger / 10) c.LiftPause();
   }
   if (!plan.irreducible) c.irreducible_said_for.reset();
+}
 
-  // Step 1 (R2): one gate, `auto`, for every trigger. A compaction in the background is this
-  // step's for as long as the request may go out as it is (R15.3).
-  if (!cfg.compaction.auto_compact) {
-    attempts.emplace_back().kind = AttemptKind::kDisabled;
-  } else if (plan.trigger && in_flight && out.background_wait_ms > 0) {
-    // R15.3: it waited for the one running, which did not end: no second one beside it.
-    Attempt& a = attempts.emplace_back();
-    a.kind = AttemptKind::kSkipped;
-    a.skip = SkipReason::kBackgroundRunning;
-    events.Emit(EventType::kCompactionSkipped, session,
-                internal::CompactionSkippedFields(SkipReasonName(a.skip)));
-  } else if (plan.trigger && !in_flight) {
-    if (c.paused && plan.reason != CompactionReason::kOverflow) {
-      Attempt& a = attempts.emplace_back();
-      a.kind = AttemptKind::kSkipped;
-      a.skip = SkipReason::kNoProgress;
-      events.Emit(EventType::kCompactionSkipped, session,
-                  internal::CompactionSkippedFields(SkipReasonName(a.skip)));
-    } else if (plan.irreducible) {
-      // R12.4: instructions and catalog alone reach the trigger; no compaction can help.
-      Attempt& a = attempts.emplace_back();
-      a.kind = AttemptKind::kSkipped;
-      a.skip = SkipReason::kIrreducible;
-      const std::pair<std::size_t, std::size_t> fixed{sizes.instructions_chars,
-                                                      sizes.tool_catalog_chars};
-      if (c.irreducible_said_for != fixed) {
-        c.irreducible_said_for = fixed;
-        events.Emit(EventType::kCompactionSkipped, session,
-                    internal::CompactionSkippedFields(SkipReasonName(a.skip)));
-      }
-      c.overflow_pending = false;
-    } else {
-      c.overflow_pending = false;
-      // R14.3: the cheap tier first; when it brings the request under the trigger, no
-      // summarizer is called. Not for an overflow, which the model has already refused.
-      bool still_over = true;
-      if (cfg.compaction.clear_tool_results.enabled && plan.reason == CompactionReason::kAuto) {
-        out.cleared_tool_result_messages = ClearToolResults(session, c);
-        if (out.cleared_tool_result_messages > 0) {
-          Evaluate(sizes, c, plan);
-          still_over = plan.trigger && plan.reason.has_value();
-        }
-      }
-      // R15.1: with background on, the summarizer runs on a worker unless the request cannot
-      // go out as it is.
-      if (still_over && background && plan.reason == CompactionReason::kAuto &&
-          SummarizerAvailable(plan) && !MustWait(plan, c) &&
-          StartBackground(session, c, sizes, plan)) {
-        out.background_started = true;
-        out.background_in_flight = true;
-        still_over = false;
-      }
-      if (still_over) {
-        Attempt& last = attempts.emplace_back(
-            RunCompaction(session, c, sizes, plan, *plan.reason, CutMode::kNormal, {}, cancel));
-        // R8.2: another writer committed since this call read the session. Nothing of the
-        // compaction is stored; Prepare reads the session again and decides again.
-        if (LostToAnotherWriter(last)) return last.error;
-        if (last.kind == AttemptKind::kCommitted) {
-          out.compactions.push_back(*plan.reason);
-          c.CountProgress(last.before_full, last.after_full);  // R2.5
-        }
-      }
+void Compactor::Impl::Skip(PrepareRun& run, SkipReason reason, bool say) {
+  Attempt& a = run.attempts.emplace_back();
+  a.kind = AttemptKind::kSkipped;
+  a.skip = reason;
+  if (say) {
+    events.Emit(EventType::kCompactionSkipped, run.session,
+                internal::CompactionSkippedFields(SkipReasonName(reason)));
+  }
+}
+
+Status Compactor::Impl::CompactAtTrigger(SessionCache& c, PrepareRun& run) {
+  Plan& plan = run.plan;
+  // One gate, `auto`, for every trigger.
+  if (!config.compaction.auto_compact) {
+    run.attempts.emplace_back().kind = AttemptKind::kDisabled;
+    return Status::OK();
+  }
+  if (!plan.trigger) return Status::OK();
+  if (run.in_flight) {
+    // R15.3: a compaction in the background is this step's for as long as the request may go
+    // out as it is; when it waited for one that did not end, no second one beside it.
+    if (run.out.background_wait_ms > 0) Skip(run, SkipReason::kBackgroundRunning, true);
+    return Status::OK();
+  }
+  if (c.paused && plan.reason != CompactionReason::kOverflow) {
+    Skip(run, SkipReason::kNoProgress, true);  // R2.5
+    return Status::OK();
+  }
+  if (plan.irreducible) {
+    // R12.4: instructions and catalog alone reach the trigger; no compaction can help. Said
+    // once for each size of them.
+    const std::pair<std::size_t, std::size_t> fixed{run.sizes.instructions_chars,
+                                                    run.sizes.tool_catalog_chars};
+    Skip(run, SkipReason::kIrreducible, c.irreducible_said_for != fixed);
+    c.irreducible_said_for = fixed;
+    c.overflow_pending = false;
+    return Status::OK();
+  }
+  c.overflow_pending = false;
+  // R14.3: the cheap tier first; when it brings the request under the trigger, no summarizer
+  // is called. Not for an overflow, which the model has already refused.
+  if (config.compaction.clear_tool_results.enabled && plan.reason == CompactionReason::kAuto) {
+    run.out.cleared_tool_result_messages = ClearToolResults(run.session, c);
+    if (run.out.cleared_tool_result_messages > 0) {
+      Evaluate(run.sizes, c, plan);
+      if (!(plan.trigger && plan.reason.has_value())) return Status::OK();
     }
   }
+  // R15.1: with background on, the summarizer runs on a worker unless the request cannot go
+  // out as it is.
+  if (config.compaction.background.enabled && plan.reason == CompactionReason::kAuto &&
+      SummarizerAvailable(plan) && !MustWait(plan, c) &&
+      StartBackground(run.session, c, run.sizes, plan)) {
+    run.out.background_started = true;
+    run.out.background_in_flight = true;
+    return Status::OK();
+  }
+  Attempt& a = run.attempts.emplace_back(RunCompaction(
+      run.session, c, run.sizes, plan, *plan.reason, CutMode::kNormal, {}, run.cancel));
+  // R8.2: another writer committed since this call read the session. Nothing of the
+  // compaction is stored; Prepare reads the session again and decides again.
+  if (LostToAnotherWriter(a)) return a.error;
+  if (a.kind == AttemptKind::kCommitted) {
+    run.out.compactions.push_back(*plan.reason);
+    c.CountProgress(a.before_full, a.after_full);  // R2.5
+  }
+  return Status::OK();
+}
 
-  // Step 2 (R6): the hard limit on reducible content.
-  const std::size_t limit = cfg.limits.max_context_chars;
-  auto reducible = [&] { return sizes.instructions_chars + c.transcript.chars(); };
-  if (reducible() > limit) {
-    Status s = RunReduction(session, c, sizes, &out.reduced_messages);
-    RECAP_RETURN_IF_ERROR(s);
-    reductions = out.reduced_messages;
-  }
-  // Step 3: a last-chance compaction inside the last turn, once per turn.
-  bool budget_tried_before = false;
-  if (reducible() > limit && cfg.compaction.auto_compact && !out.background_in_flight) {
-    if (c.budget_tried_at != c.turn_serial) {
-      c.budget_tried_at = c.turn_serial;
-      // The plan of step 1 still describes the session unless a commit since changed it.
-      Plan now = plan;
-      if (c.version != evaluated_version) Evaluate(sizes, c, now);
-      Attempt& budget = attempts.emplace_back(RunCompaction(
-          session, c, sizes, now, CompactionReason::kBudget, CutMode::kBudget, {}, cancel));
-      budget.budget_step = true;
-      if (LostToAnotherWriter(budget)) return budget.error;
-      if (budget.kind == AttemptKind::kCommitted)
-        out.compactions.push_back(CompactionReason::kBudget);
-      if (reducible() > limit) {
-        Status s = RunReduction(session, c, sizes, &out.reduced_messages);
-        RECAP_RETURN_IF_ERROR(s);
-      }
-    } else {
-      budget_tried_before = true;
-    }
-  }
-  for (const Attempt& a : attempts) {
-    if (a.calls > 0) out.waited_for_summarizer = true;
-    if (a.kind == AttemptKind::kCommitted) out.summarized_messages += a.outcome.summarized_messages;
-    out.summarizer_calls += a.calls;
-    out.summarizer_usage.prompt_tokens += a.usage.prompt_tokens;
-    out.summarizer_usage.completion_tokens += a.usage.completion_tokens;
-  }
-  SaveLearned(session, c);
-  // Step 4: fail with what happened and what to do; the reduction above stays persisted.
-  if (reducible() > limit) {
-    return Status::ContextBudgetExceeded(BudgetMessage(reducible(), sizes, attempts, reductions,
-                                                       out.reduced_messages, budget_tried_before,
-                                                       StoredInstructionsChars(c.transcript)));
-  }
+Status Compactor::Impl::ReduceToLimit(SessionCache& c, PrepareRun& run) {
+  if (run.Reducible(c) <= config.limits.max_context_chars) return Status::OK();
+  RECAP_RETURN_IF_ERROR(RunReduction(run.session, c, run.sizes, &run.out.reduced_messages));
+  run.reduced_first = run.out.reduced_messages;
+  return Status::OK();
+}
 
-  out.messages = c.transcript;
-  out.version = c.version;
-  out.after_chars = reducible();
-  out.after_tokens = EstimateTokens(out.after_chars + sizes.tool_catalog_chars);
+Status Compactor::Impl::CompactForBudget(SessionCache& c, PrepareRun& run) {
+  const std::size_t limit = config.limits.max_context_chars;
+  if (run.Reducible(c) <= limit || !config.compaction.auto_compact ||
+      run.out.background_in_flight) {
+    return Status::OK();
+  }
+  if (c.budget_tried_at == c.turn_serial()) {
+    run.budget_tried_before = true;  // once per turn
+    return Status::OK();
+  }
+  c.budget_tried_at = c.turn_serial();
+  // The plan of step 1 still describes the session unless a commit since changed it.
+  Plan now = run.plan;
+  if (c.version() != run.evaluated_version) Evaluate(run.sizes, c, now);
+  Attempt& a = run.attempts.emplace_back(RunCompaction(
+      run.session, c, run.sizes, now, CompactionReason::kBudget, CutMode::kBudget, {}, run.cancel));
+  a.budget_step = true;
+  if (LostToAnotherWriter(a)) return a.error;
+  if (a.kind == AttemptKind::kCommitted) run.out.compactions.push_back(CompactionReason::kBudget);
+  if (run.Reducible(c) > limit) {
+    RECAP_RETURN_IF_ERROR(RunReduction(run.session, c, run.sizes, &run.out.reduced_messages));
+  }
+  return Status::OK();
+}
+
+Prepared Compactor::Impl::Handed(SessionCache& c, PrepareRun& run) {
+  Prepared& out = run.out;
+  const std::string& session = run.session;
+  out.messages = c.transcript();
+  out.version = c.version();
+  out.after_chars = run.Reducible(c);
+  out.after_tokens = EstimateTokens(out.after_chars + run.sizes.tool_catalog_chars);
   out.over_window = out.window_tokens && out.after_tokens > *out.window_tokens;
   if (out.over_window) {
     RECAP_LOG_WARN(
         "session {}: the request is ~{} tokens, over the model's window of {} tokens ({}); "
         "instructions {} and tool catalog {} characters",
         internal::QuotedName(session), out.after_tokens, *out.window_tokens, out.window_source,
-        sizes.instructions_chars, sizes.tool_catalog_chars);
+        run.sizes.instructions_chars, run.sizes.tool_catalog_chars);
   }
   // A result whose call is not before it (appended without its call, or after it): the model
   // APIs refuse such a request. The transcript's pairing facts settle it without a scan unless
   // they are unsure (Transcript::Pairing::kUnknown, which an orphan makes them).
-  if (c.transcript.pairing() == Transcript::Pairing::kUnknown) {
-    for (const OrphanResult& o : AnalyzePairing(c.transcript).orphans) {
+  if (c.transcript().pairing() == Transcript::Pairing::kUnknown) {
+    for (const OrphanResult& o : AnalyzePairing(c.transcript()).orphans) {
       out.orphan_results.push_back(o.call_id);
     }
     if (!out.orphan_results.empty()) {
@@ -247,9 +279,9 @@ Result<Prepared> Compactor::Impl::PrepareOnce(const std::string& session, const 
     }
   }
   c.last_full_tokens = out.after_tokens;
-  c.chars_at_last_prepare = c.transcript.chars();
+  c.chars_at_last_prepare = c.transcript().chars();
   c.rewritten_since_prepare = false;
-  return out;
+  return std::move(out);
 }
 
 Result<Prepared> Compactor::Prepare(const std::string& session, const RequestSizes& sizes,
@@ -280,42 +312,38 @@ Result<Prepared> Compactor::Prepare(const std::string& session, const RequestSiz
 Result<Plan> Compactor::PlanFor(const std::string& session, const RequestSizes& sizes) {
   if (internal::CallScope::Inside(impl_.get())) return Impl::Reentered("Plan", session);
   internal::CallScope scope(impl_.get());
-  auto cache = impl_->Cache(session);
+  SessionTable::Use cache = impl_->sessions.Get(session);
   SessionCache& c = *cache;
   std::lock_guard<std::mutex> lock(c.mu);
-  Status synced = impl_->Sync(session, c);
-  RECAP_RETURN_IF_ERROR(synced);
+  RECAP_RETURN_IF_ERROR(impl_->Sync(session, c));
   Plan plan;
   // R14.1: judged on the transcript as Prepare will have it once a provider's checkpoint has
   // retired what precedes it; the cache gets its own transcript back before returning.
   std::optional<Transcript> held;
-  if (c.provider_checkpoint_pending) {
-    if (const auto at = RetirableProviderCheckpoint(c.transcript)) {
+  if (c.provider_checkpoint_pending()) {
+    if (const auto at = RetirableProviderCheckpoint(c.transcript())) {
       std::size_t retired = 0;
-      for (std::size_t i = 0; i < *at; ++i) retired += KeptByCompaction(c.transcript, i) ? 0 : 1;
+      for (std::size_t i = 0; i < *at; ++i) retired += KeptByCompaction(c.transcript(), i) ? 0 : 1;
       plan.provider_retired_messages = retired;
-      held = c.transcript;
-      c.transcript = Impl::AfterProviderCheckpoint(*held, *at);
+      held = c.Substitute(Impl::AfterProviderCheckpoint(c.transcript(), *at));
     }
   }
   impl_->Evaluate(sizes, c, plan);
   if (impl_->config.compaction.background.enabled) {
-    std::lock_guard<std::mutex> bg(impl_->bg_mu);
-    auto it = impl_->bg_tasks.find(session);
-    if (it != impl_->bg_tasks.end()) {
-      const bool done = it->second->state == Impl::BackgroundTask::State::kDone;
-      plan.background_ready = done && it->second->job.summary.has_value();
-      plan.background_in_flight = !done;
+    const BackgroundQueue::Look task = impl_->background.Find(session);
+    if (task.task) {
+      plan.background_ready = task.done && task.task->job.summary.has_value();
+      plan.background_in_flight = !task.done;
     }
   }
   CutOptions options;
   options.keep_turns = impl_->config.compaction.keep_turns;
   options.kept_chars_limit = impl_->KeptLimit(plan);
-  plan.cut = FindCut(c.transcript, options);
+  plan.cut = FindCut(c.transcript(), options);
   // R14.3: what clearing would do, and whether that alone would bring the request under the
   // trigger (judged on the cleared transcript, which is then put back).
   if (impl_->config.compaction.clear_tool_results.enabled) {
-    Impl::Clearing clearing = impl_->PlanClearing(c.transcript);
+    Impl::Clearing clearing = impl_->PlanClearing(c.transcript());
     plan.clearable_results = clearing.results;
     plan.clearable_messages = clearing.replacements.size();
     plan.clearable_chars = clearing.freed_chars;
@@ -324,12 +352,13 @@ Result<Plan> Compactor::PlanFor(const std::string& session, const RequestSizes& 
         !plan.irreducible && plan.auto_enabled && !clearing.replacements.empty() &&
         clearing.freed_chars >= impl_->config.compaction.clear_tool_results.min_free_chars;
     if (plan.would_clear) {
-      const Transcript before = c.transcript;
-      c.transcript.Set(std::move(clearing.replacements));
+      Transcript cleared_transcript = c.transcript();
+      cleared_transcript.Set(std::move(clearing.replacements));
+      const Transcript before = c.Substitute(std::move(cleared_transcript));
       Plan cleared;
       impl_->Evaluate(sizes, c, cleared);
       plan.clearing_suffices = !cleared.trigger;
-      c.transcript = before;
+      c.Restore(before);
     }
   }
   if (plan.cut.ok()) {
@@ -345,7 +374,7 @@ Result<Plan> Compactor::PlanFor(const std::string& session, const RequestSizes& 
     plan.estimated_after_chars = plan.reducible_chars;
   }
   plan.would_reduce = plan.estimated_after_chars > impl_->config.limits.max_context_chars;
-  if (held) c.transcript = std::move(*held);
+  if (held) c.Restore(std::move(*held));
   return plan;
 }
 
@@ -353,17 +382,16 @@ Result<CompactOutcome> Compactor::Compact(const std::string& session, const Comp
                                           const CancellationToken& cancel) {
   if (internal::CallScope::Inside(impl_.get())) return Impl::Reentered("Compact", session);
   internal::CallScope scope(impl_.get());
-  auto cache = impl_->Cache(session);
+  SessionTable::Use cache = impl_->sessions.Get(session);
   SessionCache& c = *cache;
   std::lock_guard<std::mutex> lock(c.mu);
-  Status synced = impl_->Sync(session, c);
-  RECAP_RETURN_IF_ERROR(synced);
+  RECAP_RETURN_IF_ERROR(impl_->Sync(session, c));
   // R15.3: one compaction at a time; the host's own replaces one running in the background,
   // once that has stopped.
   if (impl_->config.compaction.background.enabled) {
     if (auto running = impl_->AbandonTask(session, "a manual compaction replaced it")) {
       const std::size_t max_wait = impl_->config.compaction.background.max_wait_ms;
-      if (!impl_->WaitForTask(running, impl_->MaxWait(), cancel, nullptr)) {
+      if (!impl_->background.Wait(running, impl_->MaxWait(), cancel, nullptr)) {
         if (cancel.IsCancelled()) return Status::Cancelled("compaction was cancelled");
         return Status::Unavailable(
             "session " + internal::QuotedName(session) +
@@ -372,7 +400,7 @@ Result<CompactOutcome> Compactor::Compact(const std::string& session, const Comp
             std::to_string(max_wait) +
             " ms; its summarizer does not answer). Nothing was changed; compact again later.");
       }
-      impl_->ForgetTask(session, running);
+      impl_->background.Forget(session, running);
     }
   }
   const std::size_t retired = impl_->AdoptProviderCheckpoint(session, c);
@@ -383,9 +411,10 @@ Result<CompactOutcome> Compactor::Compact(const std::string& session, const Comp
   a.outcome.provider_retired_messages = retired;
   impl_->SaveLearned(session, c);
   if (a.kind == AttemptKind::kFailed) return a.error;
-  a.outcome.version = c.version;
-  if (a.kind == AttemptKind::kSkipped)
-    a.outcome.before_chars = a.outcome.after_chars = c.transcript.chars();
+  a.outcome.version = c.version();
+  if (a.kind == AttemptKind::kSkipped) {
+    a.outcome.before_chars = a.outcome.after_chars = c.transcript().chars();
+  }
   return a.outcome;
 }
 
@@ -396,7 +425,7 @@ void Compactor::ReportOverflow(const std::string& session,
     return;
   }
   internal::CallScope scope(impl_.get());
-  auto cache = impl_->Cache(session);
+  SessionTable::Use cache = impl_->sessions.Get(session);
   SessionCache& c = *cache;
   std::lock_guard<std::mutex> lock(c.mu);
   // What the store knows first (another host may have learned something), then this; a store
@@ -416,7 +445,7 @@ void Compactor::ReportPromptTokens(const std::string& session, std::size_t promp
     return;
   }
   internal::CallScope scope(impl_.get());
-  auto cache = impl_->Cache(session);
+  SessionTable::Use cache = impl_->sessions.Get(session);
   SessionCache& c = *cache;
   std::lock_guard<std::mutex> lock(c.mu);
   (void)impl_->Sync(session, c);
@@ -436,14 +465,13 @@ void Compactor::ReportPromptTokens(const std::string& session, std::size_t promp
 Result<RecoveryOutcome> Compactor::Recover(const std::string& session, bool acknowledge) {
   if (internal::CallScope::Inside(impl_.get())) return Impl::Reentered("Recover", session);
   internal::CallScope scope(impl_.get());
-  auto cache = impl_->Cache(session);
+  SessionTable::Use cache = impl_->sessions.Get(session);
   SessionCache& c = *cache;
   std::lock_guard<std::mutex> lock(c.mu);
-  Status synced = impl_->Sync(session, c);
-  RECAP_RETURN_IF_ERROR(synced);
+  RECAP_RETURN_IF_ERROR(impl_->Sync(session, c));
   RecoveryOutcome out;
-  out.version = c.version;
-  const Transcript& t = c.transcript;
+  out.version = c.version();
+  const Transcript& t = c.transcript();
   std::vector<UncertainCall> uncertain = FindUncertainToolCalls(t);
   if (uncertain.empty()) return out;
 
@@ -474,7 +502,7 @@ Result<RecoveryOutcome> Compactor::Recover(const std::string& session, bool ackn
     }
   }
   RecoveryCommit commit;
-  commit.expected_version = c.version;
+  commit.expected_version = c.version();
   for (const UncertainCall& u : uncertain) {
     // After the call's message and the results already given to its siblings.
     std::size_t after = u.message;
@@ -532,21 +560,20 @@ Result<RecoveryOutcome> Compactor::Recover(const std::string& session, bool ackn
   }
   auto committed = impl_->store->CommitRecovery(session, commit);
   if (!committed.ok()) {
-    if (committed.status().code() == StatusCode::kConflict) c.loaded = false;
+    if (committed.status().code() == StatusCode::kConflict) c.Invalidate();
     return committed.status().WithContext("could not save the recovery");
   }
-  c.loaded = false;  // positions moved: reload the whole transcript once
-  Status reloaded = impl_->Sync(session, c);
-  RECAP_RETURN_IF_ERROR(reloaded);
+  c.Invalidate();  // positions moved: reload the whole transcript once
+  RECAP_RETURN_IF_ERROR(impl_->Sync(session, c));
   out.recovered = std::move(uncertain);
-  out.version = c.version;
+  out.version = c.version();
   return out;
 }
 
 const Config& Compactor::config() const noexcept { return impl_->config; }
 
 Compactor::CacheStats Compactor::cache_stats() const {
-  const auto [sessions, bytes] = impl_->CacheFigures();
+  const auto [sessions, bytes] = impl_->sessions.Figures();
   return CacheStats{sessions, bytes, impl_->config.cache.max_bytes};
 }
 SessionStore& Compactor::store() noexcept { return *impl_->store; }

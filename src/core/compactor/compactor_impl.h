@@ -1,23 +1,34 @@
-// The Compactor's private state and machinery (Compactor::Impl), shared by its files:
-// compactor.cc (the public methods, the cache of sessions, the window, the triggers),
-// compaction.cc (one compaction: cut, plugins, summarizer, commit, events) and budget.cc
-// (the reduction of R6 and the budget error of R7). Included by those files only.
+// The Compactor's private state (Compactor::Impl): declarations only. Its parts that are shared
+// by every session and provide their own synchronization are classes of their own — the
+// session table (session_table.h), the window source (window_source.h), the summarizer's
+// breaker (summarizer_breaker.h) and the background queue (background_queue.h); one session's
+// state is its SessionCache (session_cache.h), guarded by that cache's own lock. The methods are
+// defined by topic:
+//
+//   compactor.cc     the public methods; Prepare in the order of R7 (PrepareOnce and its steps)
+//   sync.cc          the cache and the store: Sync, SaveLearned
+//   triggers.cc      R2 evaluated into a Plan, the window (R1.2, R12.2), the sizes a compaction
+//                    may use (kept part, checkpoint, summarizer request)
+//   compaction.cc    one compaction: Begin, SummarizeJob, Finish (compaction_job.h)
+//   background.cc    background compaction (R15) on the queue's workers
+//   budget.cc        the reduction of R6 and the budget error of R7
+//   clear_tool_results.cc, retire_before_provider_checkpoint.cc   R14.3, R14.1
+//
+// Locking: a call of the public API holds its session's SessionCache::mu for its whole length
+// (that serializes the calls of one session); the shared parts take their own locks briefly and
+// never while calling out, except the window source, which holds its lock while it asks the
+// provider. No lock is held while another session's lock is taken. Nothing here is called
+// back from a summarizer, plugin hook or event sink (CallScope refuses such calls).
 #ifndef RECAP_SRC_CORE_COMPACTOR_COMPACTOR_IMPL_H_
 #define RECAP_SRC_CORE_COMPACTOR_COMPACTOR_IMPL_H_
 
-#include <algorithm>
-#include <atomic>
-#include <cctype>
 #include <chrono>
-#include <cmath>
-#include <condition_variable>
-#include <deque>
-#include <iterator>
-#include <list>
-#include <map>
-#include <mutex>
-#include <thread>
-#include <unordered_map>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "recap/compactor.h"
@@ -25,7 +36,12 @@
 #include "recap/offline_summarizer.h"
 #include "recap/tail_reducer.h"
 
+#include "compactor/background_queue.h"
+#include "compactor/compaction_job.h"
 #include "compactor/session_cache.h"
+#include "compactor/session_table.h"
+#include "compactor/summarizer_breaker.h"
+#include "compactor/window_source.h"
 #include "events/event_emitter.h"
 #include "model/transcript_access.h"
 #include "plugins/plugin_runner.h"
@@ -39,7 +55,11 @@ inline namespace v0 {
 using compactor_detail::ApplyLearned;
 using compactor_detail::Attempt;
 using compactor_detail::AttemptKind;
+using compactor_detail::BackgroundQueue;
+using compactor_detail::BackgroundTask;
+using compactor_detail::CompactionJob;
 using compactor_detail::CountTurnStarts;
+using compactor_detail::Fields;
 using compactor_detail::HoldsProviderCheckpoint;
 using compactor_detail::IsResultOnly;
 using compactor_detail::IsUnreadableProviderCheckpoint;
@@ -49,8 +69,11 @@ using compactor_detail::MessageBytes;
 using compactor_detail::PinnedChars;
 using compactor_detail::RetirableProviderCheckpoint;
 using compactor_detail::SessionCache;
+using compactor_detail::SessionTable;
 using compactor_detail::StoredInstructionsChars;
+using compactor_detail::SummarizerBreaker;
 using compactor_detail::TranscriptBytes;
+using compactor_detail::WindowSource;
 using internal::EventEmitter;
 
 // Hidden: Compactor is exported, and a nested class would be too; its members are no part of
@@ -62,128 +85,33 @@ using internal::EventEmitter;
 #endif
 
 struct RECAP_COMPACTOR_IMPL_HIDDEN Compactor::Impl {
-  // One compaction between its decision and its commit, in three phases. BeginCompaction
-  // (under the session's lock) cuts and fills the job from the session's transcript;
-  // SummarizeJob runs the plugins and the summarizer on the job alone, so that a worker may run
-  // it while Prepare serves the session (R15); FinishCompaction (under the lock again) commits
-  // it and brings the cache up to date. The job shares the snapshot's messages, never the
-  // SessionCache.
-  struct CompactionJob {
-    std::string session;
-    CompactionReason reason = CompactionReason::kAuto;
-    bool background = false;  // R15: its events say so
-    bool automatic = true;    // a summarizer failure counts for R12.3
-    bool offline_instead = false;
-    bool native = false;  // a provider-native summarizer (R14.2)
-    std::size_t before_full_chars = 0;
-    std::size_t before_full_tokens = 0;
-    std::size_t kept_limit = 0;
-    std::size_t offline_output_tokens = 0;
-    Transcript snapshot;  // the transcript it cut
-    std::uint64_t version = 0;
-    CutDecision cut;
-    std::vector<bool> kept;  // per message before the cut: stays before the checkpoint
-    std::vector<std::string> kept_ids;
-    std::vector<std::string> replaced_ids;
-    std::size_t summarized_chars = 0;
-    internal::SummarizeInput in;
-    // What SummarizeJob came to: the checkpoint, or the error (already reported).
-    std::optional<internal::SummarizeOutput> summary;
-    Status error;
-    internal::AfterCompactRun after;
-    std::size_t calls = 0;
-    Usage usage;
-    bool provider_failed = false;
-  };
-
-  // The fields of an event about `job`, with "background": true when it ran in the background.
-  static jsonutil::Json Fields(const CompactionJob& job, jsonutil::Json fields) {
-    return job.background ? internal::InBackground(std::move(fields)) : fields;
-  }
-
-  Config config;
-  std::shared_ptr<Provider> provider;
-  std::shared_ptr<Provider> offline;
-  std::shared_ptr<SessionStore> store;
-  std::vector<std::shared_ptr<PluginHook>> plugins;
-  EventEmitter events;
-
-  // R12.6: the sessions' caches, least recently used last, within config.cache.max_bytes.
-  struct Slot {
-    std::shared_ptr<SessionCache> cache;
-    std::list<std::string>::iterator used;  // its place in `lru`
-    std::size_t bytes = 0;                  // counted in cached_bytes
-  };
-  std::mutex sessions_mu;
-  std::unordered_map<std::string, Slot> sessions;
-  std::list<std::string> lru;  // most recently used first
-  std::size_t cached_bytes = 0;
-
-  std::shared_ptr<TimeSource> clock;
-
-  // R1.2, R12.2: the provider's window. Asked when first needed; a failure is asked again
-  // after a wait that starts at a minute and doubles up to ten; a provider that says it
-  // reports none (kNotFound) is not asked again.
-  std::mutex window_mu;
-  bool provider_window_final = false;  // known, or reported as never known
-  std::optional<std::size_t> provider_window;
-  std::string window_error;        // why it is unknown
-  bool window_error_loud = false;  // a failure, not "the provider reports none"
-  std::optional<TimeSource::time_point> next_window_query;
-  std::chrono::milliseconds window_retry{kWindowRetryFirst};
-
-  // R12.3: the summarizer's failures in auto compactions, for every session: after three in
-  // a row, auto compaction leaves it alone until `breaker_until` (30 s, doubling to 10 min).
-  std::mutex breaker_mu;
-  int provider_failures = 0;
-  std::optional<TimeSource::time_point> breaker_until;
-  std::chrono::milliseconds breaker_wait{kBreakerFirst};
-
-  // R15: background compactions, one per session at most (keyed by session; kept apart from
-  // the cache, which may drop a session meanwhile). A task is queued, then run by a worker (or
-  // by a Prepare that cannot wait for a worker to take it), then done until a Prepare of its
-  // session swaps it in or discards it.
-  struct BackgroundTask {
-    CompactionJob job;
-    RequestSizes sizes;  // of the Prepare that started it, for the sizes its events report
-    CancellationSource cancel;
-    enum class State { kQueued, kRunning, kDone } state = State::kQueued;  // under bg_mu
-    // Given up (by a manual compaction, a recovery, a Prepare that waited maxWaitMs, the
-    // Compactor's destruction) and cancelled: its result is never swapped in; Ran reports it.
-    // It stays in bg_tasks while it runs.
-    bool abandoned = false;
-    std::string abandoned_why;
-  };
-  std::mutex bg_mu;
-  std::condition_variable bg_cv;  // a task queued or done, or stopping
-  std::unordered_map<std::string, std::shared_ptr<BackgroundTask>> bg_tasks;
-  std::deque<std::shared_ptr<BackgroundTask>> bg_queue;
-  std::vector<std::thread> bg_workers;
-  std::size_t bg_idle = 0;
-  bool bg_stopping = false;
-
-  static constexpr std::chrono::milliseconds kWindowRetryFirst{60000};
-  static constexpr std::chrono::milliseconds kWindowRetryMax{600000};
-  static constexpr int kBreakerFailures = 3;
-  static constexpr std::chrono::milliseconds kBreakerFirst{30000};
-  static constexpr std::chrono::milliseconds kBreakerMax{600000};
-
   Impl(Config c, std::shared_ptr<Provider> p, std::shared_ptr<SessionStore> s,
        std::vector<std::shared_ptr<PluginHook>> hooks,
-       std::vector<std::shared_ptr<EventSink>> sinks, std::shared_ptr<TimeSource> time)
-      : config(c),
-        provider(std::move(p)),
-        // Made here, not when first needed: sessions falling back at once share it.
-        offline(NewOfflineSummarizer()),
-        store(std::move(s)),
-        plugins(std::move(hooks)),
-        events(std::move(sinks)),
-        clock(time ? std::move(time) : SteadyTimeSource()) {}
-
-  // Cancels the background compactions and joins the workers (R15.4).
+       std::vector<std::shared_ptr<EventSink>> sinks, std::shared_ptr<TimeSource> time);
+  // Stops the background queue: cancels its compactions and joins its workers (R15.4), then
+  // reports the end of each compaction that never finished.
   ~Impl();
   Impl(const Impl&) = delete;
   Impl& operator=(const Impl&) = delete;
+
+  // --- Constant after construction.
+  const Config config;
+  const std::shared_ptr<Provider> provider;
+  // recap's offline summarizer, made here, not when first needed: sessions falling back at
+  // once share it.
+  const std::shared_ptr<Provider> offline;
+  const std::shared_ptr<SessionStore> store;
+  const std::vector<std::shared_ptr<PluginHook>> plugins;
+  const std::shared_ptr<TimeSource> clock;
+
+  // --- Each provides its own synchronization.
+  EventEmitter events;
+  SessionTable sessions;       // R12.6: the sessions' caches
+  WindowSource window_source;  // R1.2, R12.2: the provider's window
+  SummarizerBreaker breaker;   // R12.3
+  // R15: declared last, so that it is destroyed (its workers joined) before the parts above
+  // that its tasks use.
+  BackgroundQueue background;
 
   // The offline summarizer, known by what it is, never by its name: a host's provider that
   // calls itself "offline" is a model like any other (chunked requests, the fallback).
@@ -192,337 +120,41 @@ struct RECAP_COMPACTOR_IMPL_HIDDEN Compactor::Impl {
   // kFailedPrecondition for `call` of `session` made inside a call of the same Compactor.
   static Status Reentered(const std::string& call, const std::string& session);
 
-  // A session's cache for one call: made when missing, marked most recently used; when the
-  // call ends (CacheUse's destructor), its size is counted and the least recently used
-  // sessions that no call is using are dropped until the cache fits its budget.
-  class CacheUse {
-   public:
-    CacheUse(Impl* impl, std::string session, std::shared_ptr<SessionCache> cache)
-        : impl_(impl), session_(std::move(session)), cache_(std::move(cache)) {}
-    ~CacheUse() { impl_->Release(session_, std::move(cache_)); }
-    CacheUse(const CacheUse&) = delete;
-    CacheUse& operator=(const CacheUse&) = delete;
-    SessionCache& operator*() const { return *cache_; }
-    SessionCache* operator->() const { return cache_.get(); }
+  // --- Below, `c` is the session's cache and its lock (c.mu) is held by the caller.
 
-   private:
-    Impl* impl_;
-    std::string session_;
-    std::shared_ptr<SessionCache> cache_;
-  };
-
-  CacheUse Cache(const std::string& session) {
-    std::lock_guard<std::mutex> lock(sessions_mu);
-    auto it = sessions.find(session);
-    if (it == sessions.end()) {
-      lru.push_front(session);
-      it = sessions.emplace(session, Slot{std::make_shared<SessionCache>(), lru.begin(), 0}).first;
-    } else if (it->second.used != lru.begin()) {
-      lru.splice(lru.begin(), lru, it->second.used);
-    }
-    return CacheUse(this, session, it->second.cache);
-  }
-
-  void Release(const std::string& session, std::shared_ptr<SessionCache> cache) {
-    std::vector<std::shared_ptr<SessionCache>> dropped;  // freed after the lock
-    {
-      std::lock_guard<std::mutex> lock(sessions_mu);
-      auto it = sessions.find(session);
-      if (it != sessions.end() && it->second.cache == cache) {
-        const std::size_t now = cache->bytes.load(std::memory_order_relaxed);
-        cached_bytes = cached_bytes - it->second.bytes + now;
-        it->second.bytes = now;
-      }
-      cache.reset();
-      // The most recently used session always stays: a session larger than the budget is
-      // not loaded again at every call.
-      auto victim = lru.end();
-      while (cached_bytes > config.cache.max_bytes && victim != lru.begin() &&
-             std::prev(victim) != lru.begin()) {
-        --victim;
-        auto slot = sessions.find(*victim);
-        if (slot->second.cache.use_count() > 1) continue;  // a call is using it
-        cached_bytes -= slot->second.bytes;
-        dropped.push_back(std::move(slot->second.cache));
-        sessions.erase(slot);
-        victim = lru.erase(victim);
-      }
-    }
-    if (!dropped.empty()) {
-      RECAP_LOG_DEBUG("cache over cache.maxBytes ({}): dropped {} least recently used sessions",
-                      config.cache.max_bytes, dropped.size());
-    }
-  }
-
-  // How many sessions are cached, and their bytes (for tests and Plan).
-  std::pair<std::size_t, std::size_t> CacheFigures() {
-    std::lock_guard<std::mutex> lock(sessions_mu);
-    return {sessions.size(), cached_bytes};
-  }
-
-  // Brings the cached transcript up to date with the store: O(what was appended) when only
-  // appends happened since the last call, a full load otherwise.
-  Status Sync(const std::string& session, SessionCache& c) {
-    if (!c.loaded) {
-      auto state = store->Load(session);
-      RECAP_RETURN_IF_ERROR(state);
-      c.transcript = std::move(state->transcript);
-      c.checkpoint_message.reset();  // no message of a fresh load is the one it was made for
-      c.checkpoint.reset();
-      c.version = state->version;
-      ApplyLearned(c, state->learned);
-      c.pinned_chars = PinnedChars(c.transcript);
-      c.bytes = TranscriptBytes(c.transcript);
-      c.turn_serial = CountTurnStarts(c.transcript);
-      c.provider_checkpoint_pending = HoldsProviderCheckpoint(c.transcript);
-      c.loaded = true;
-      return Status::OK();
-    }
-    auto changes = store->LoadChanges(session, c.version);
-    RECAP_RETURN_IF_ERROR(changes);
-    // Another host of the fleet (or another Compactor) learned something: take it (R12.5).
-    if (changes->learned != c.learned_text) ApplyLearned(c, changes->learned);
-    if (changes->appended_only) {
-      for (auto& m : changes->appended) {
-        if (IsTurnStart(m)) {
-          ++c.turn_serial;
-          c.LiftPause();  // R2.5: a new turn lifts the no-progress pause
-        }
-        const bool pinned = m.pinned;
-        if (!c.provider_checkpoint_pending && FindProviderCheckpoint(m)) {
-          c.provider_checkpoint_pending = true;
-        }
-        c.bytes += MessageBytes(m);
-        c.transcript.Append(std::move(m));
-        if (pinned) c.pinned_chars += c.transcript.chars(c.transcript.size() - 1);
-      }
-    } else {
-      // Another writer rewrote the session: start over from what it holds now.
-      c.transcript = std::move(changes->transcript);
-      c.checkpoint_message.reset();
-      c.checkpoint.reset();
-      c.pinned_chars = PinnedChars(c.transcript);
-      c.bytes = TranscriptBytes(c.transcript);
-      c.provider_checkpoint_pending = HoldsProviderCheckpoint(c.transcript);
-      c.turn_serial += 1;
-      c.LiftPause();
-      ForgetReportedCount(c);
-    }
-    c.version = changes->version;
-    return Status::OK();
-  }
-
+  // sync.cc. Brings the cached transcript up to date with the store: O(what was appended)
+  // when only appends happened since the last call, a full load otherwise.
+  Status Sync(const std::string& session, SessionCache& c);
   // R12.5: keeps what was learned about the session in the store, when it changed. A store
   // that cannot save it now is told again at the next call; nothing else depends on it.
-  void SaveLearned(const std::string& session, SessionCache& c) {
-    if (!c.loaded) return;  // nothing read yet: what the store has must not be overwritten
-    std::string text = LearnedText(c);
-    if (text == c.learned_text) return;
-    Status saved = store->SaveLearned(session, text);
-    if (!saved.ok()) {
-      RECAP_LOG_DEBUG(
-          "session {}: what was learned could not be saved ({}); trying again at "
-          "the next call",
-          session, saved.message());
-      return;
-    }
-    c.learned_text = std::move(text);
-  }
+  void SaveLearned(const std::string& session, SessionCache& c);
 
-  // R1.2: configuration, then the host's profile, then the provider; each source above the
-  // trust limit counts as if it had said nothing. An overflow report caps the result (R2.6).
+  // triggers.cc. R1.2: configuration, then the host's profile, then the provider; each source
+  // above the trust limit counts as if it had said nothing. An overflow report caps the result
+  // (R2.6).
   struct WindowChoice {
     std::optional<std::size_t> tokens;
     const char* source = "fallback";
   };
-  WindowChoice Window(const RequestSizes& sizes, const SessionCache& c) {
-    auto trusted = [](std::optional<std::size_t> w) -> std::optional<std::size_t> {
-      if (w && *w > 0 && *w <= kMaxTrustedContextWindow) return w;
-      return std::nullopt;
-    };
-    WindowChoice w;
-    if ((w.tokens = trusted(config.provider.context_window))) {
-      w.source = "config";
-    } else if ((w.tokens = trusted(sizes.profile_context_window))) {
-      w.source = "profile";
-    } else if ((w.tokens = ProviderWindow())) {
-      w.source = "provider";
-    }
-    if (c.overflow_window && (!w.tokens || *c.overflow_window < *w.tokens)) {
-      w.tokens = c.overflow_window;
-      w.source = "overflow";
-    }
-    return w;
-  }
-
-  // The provider's window, asking it when the wait of R12.2 allows.
-  std::optional<std::size_t> ProviderWindow() {
-    std::lock_guard<std::mutex> lock(window_mu);
-    if (provider_window_final) return provider_window;
-    const TimeSource::time_point now = clock->Now();
-    if (next_window_query && now < *next_window_query) return std::nullopt;
-    Result<std::size_t> asked = Status::Internal("");
-    try {
-      asked = provider->QueryContextWindow();
-    } catch (const std::exception& e) {
-      asked = Status::Internal(std::string("it threw an exception: ") + e.what());
-    } catch (...) {
-      asked = Status::Internal("it threw a non-standard exception");
-    }
-    if (asked.ok() && *asked > 0 && *asked <= kMaxTrustedContextWindow) {
-      provider_window = *asked;
-      provider_window_final = true;
-      window_error.clear();
-      return provider_window;
-    }
-    if (!asked.ok() && asked.status().code() == StatusCode::kNotFound) {
-      provider_window_final = true;  // it reports none, now or later
-      window_error = asked.status().message();
-      window_error_loud = false;
-      return std::nullopt;
-    }
-    window_error = asked.ok() ? "the provider reported " + std::to_string(*asked) +
-                                    " tokens, more than the " +
-                                    std::to_string(kMaxTrustedContextWindow) + " recap trusts"
-                              : asked.status().message();
-    window_error_loud = true;
-    next_window_query = now + window_retry;
-    window_retry = std::min(window_retry * 2, kWindowRetryMax);
-    return std::nullopt;
-  }
-
+  WindowChoice Window(const RequestSizes& sizes, const SessionCache& c);
   // R12.2: once per session, when the provider's window could not be read.
-  void SayWindowUnknown(const std::string& session, SessionCache& c, const Plan& plan) {
-    if (c.window_unknown_said || plan.window_source != std::string("fallback")) return;
-    std::string error;
-    {
-      std::lock_guard<std::mutex> lock(window_mu);
-      if (!window_error_loud) return;
-      error = window_error;
-    }
-    c.window_unknown_said = true;
-    events.Emit(EventType::kWindowUnknown, session,
-                internal::WindowUnknownFields(error, FallbackWindow(), "maxContextChars / 4"));
-    RECAP_LOG_WARN(
-        "session {}: the context window is unknown ({}); the triggers use "
-        "maxContextChars / 4 = {} tokens until it is known",
-        session, error, FallbackWindow());
-  }
-
+  void SayWindowUnknown(const std::string& session, SessionCache& c, const Plan& plan);
   std::size_t FallbackWindow() const { return config.limits.max_context_chars / 4; }
-
-  // Evaluates R2 for the current transcript into `plan` (no side effects).
-  void Evaluate(const RequestSizes& sizes, SessionCache& c, Plan& plan) {
-    const std::size_t t_chars = c.transcript.chars();
-    plan.auto_enabled = config.compaction.auto_compact;
-    plan.full_chars = sizes.instructions_chars + t_chars + sizes.tool_catalog_chars;
-    plan.full_tokens = EstimateTokens(plan.full_chars);
-    plan.reducible_chars = sizes.instructions_chars + t_chars;
-    const WindowChoice chosen = Window(sizes, c);
-    plan.window_tokens = chosen.tokens;
-    plan.window_source = chosen.source;
-    const double threshold = config.compaction.threshold;
-    const std::size_t window = plan.window_tokens ? *plan.window_tokens : FallbackWindow();
-    plan.trigger_tokens =
-        static_cast<std::size_t>(std::floor(threshold * static_cast<double>(window)));
-    plan.trigger_chars = static_cast<std::size_t>(
-        std::floor(threshold * static_cast<double>(config.limits.max_context_chars)));
-
-    std::size_t used_tokens = plan.full_tokens;
-    if (config.compaction.calibrate && c.reported_prompt_tokens) {
-      // R2.4: what the provider counted for the last request, plus an estimate of what
-      // was added since.
-      const std::size_t added = t_chars > c.chars_at_report ? t_chars - c.chars_at_report : 0;
-      used_tokens = *c.reported_prompt_tokens + EstimateTokens(added);
-    }
-    plan.trigger = false;
-    plan.rule.clear();
-    plan.reason.reset();
-    if (c.overflow_pending) {
-      plan.trigger = true;
-      plan.rule = "overflow";
-      plan.reason = CompactionReason::kOverflow;
-    } else if (used_tokens >= plan.trigger_tokens) {
-      plan.trigger = true;
-      plan.rule = plan.window_tokens ? "window" : "fallback";
-      plan.reason = CompactionReason::kAuto;
-    } else if (plan.full_chars >= plan.trigger_chars) {
-      plan.trigger = true;
-      plan.rule = "chars";
-      plan.reason = CompactionReason::kAuto;
-    }
-    if (config.compaction.background.enabled) {
-      // R15.1: startAt x the trigger, by the same two measures.
-      const double at = config.compaction.background.start_at;
-      plan.background_start_tokens =
-          static_cast<std::size_t>(std::floor(at * static_cast<double>(plan.trigger_tokens)));
-      plan.background_start_chars =
-          static_cast<std::size_t>(std::floor(at * static_cast<double>(plan.trigger_chars)));
-      plan.background_reached = used_tokens >= plan.background_start_tokens ||
-                                plan.full_chars >= plan.background_start_chars;
-    }
-    plan.paused = c.paused;
-    // R12.4: what no compaction can shrink reaches the trigger by itself: instructions (the
-    // host's and the session's own, R12.1), pinned messages and the tool catalog.
-    const std::size_t fixed = sizes.instructions_chars + StoredInstructionsChars(c.transcript) +
-                              c.pinned_chars + sizes.tool_catalog_chars;
-    plan.irreducible = EstimateTokens(fixed) >= plan.trigger_tokens || fixed >= plan.trigger_chars;
-    plan.summarizer_backoff_ms = BreakerWaitMs();
-  }
-
-  // R12.3: how long auto compaction still leaves the summarizer alone (0: it does not).
-  std::uint64_t BreakerWaitMs() {
-    std::lock_guard<std::mutex> lock(breaker_mu);
-    if (!breaker_until) return 0;
-    const TimeSource::time_point now = clock->Now();
-    if (now >= *breaker_until) return 0;
-    return static_cast<std::uint64_t>(
-        std::chrono::duration_cast<std::chrono::milliseconds>(*breaker_until - now).count());
-  }
-
-  // R12.3: what one summarizer call of a compaction came to. `automatic`: a failure counts.
-  void RecordSummarizer(bool ok, bool automatic) {
-    std::lock_guard<std::mutex> lock(breaker_mu);
-    if (ok) {
-      provider_failures = 0;
-      breaker_until.reset();
-      breaker_wait = kBreakerFirst;
-      return;
-    }
-    if (!automatic) return;
-    if (++provider_failures < kBreakerFailures) return;
-    breaker_until = clock->Now() + breaker_wait;
-    breaker_wait = std::min(breaker_wait * 2, kBreakerMax);
-  }
-
+  // Evaluates R2 for the session's transcript into `plan` (no side effects but asking the
+  // provider its window).
+  void Evaluate(const RequestSizes& sizes, const SessionCache& c, Plan& plan);
   // R3.8: the kept part should stay below half of the smaller trigger, in characters.
-  std::size_t KeptLimit(const Plan& plan) const {
-    const std::size_t by_window = plan.trigger_tokens * 4;
-    const std::size_t trigger = std::min(by_window, plan.trigger_chars);
-    return std::max<std::size_t>(1, trigger / 2);
-  }
-
+  std::size_t KeptLimit(const Plan& plan) const;
   // The offline summarizer's reply budget: maxOutputTokens, and no more than half of what the
   // kept part may hold (a quarter of the trigger), so that a checkpoint merged again and again
   // never crowds the conversation out of a small window. A model is given maxOutputTokens as
   // configured; the offline summarizer is ours to keep small.
-  std::size_t OfflineOutputTokens(const Plan& plan) const {
-    constexpr std::size_t kMinTokens = 500;  // about 2,000 characters: a goal, a state, a few
-                                             // instructions, however small the window
-    const std::size_t share = KeptLimit(plan) / 2 / 4;
-    return std::min(config.compaction.max_output_tokens, std::max(share, kMinTokens));
-  }
-
+  std::size_t OfflineOutputTokens(const Plan& plan) const;
   // How much one summarizer request may hold (R4.7): the window less the reply's budget,
   // with a margin for the estimate's error. recap's offline summarizer needs no limit.
-  std::size_t RequestBudget(const Plan& plan) const {
-    if (IsOffline(*provider)) return 0;
-    const std::size_t window = plan.window_tokens ? *plan.window_tokens : FallbackWindow();
-    const std::size_t out = config.compaction.max_output_tokens;
-    std::size_t in_tokens = window > out ? window - out : 0;
-    in_tokens = std::max(in_tokens, window / 2);
-    return std::max<std::size_t>(16000, in_tokens * 4 * 9 / 10);
-  }
+  std::size_t RequestBudget(const Plan& plan) const;
+
+  // --- One compaction (compaction.cc; compaction_job.h says the phases).
 
   // kNone: the job is ready for SummarizeJob (compaction_started was emitted). Otherwise why
   // not (kSkipped; compaction_skipped emitted unless `background`).
@@ -553,6 +185,8 @@ struct RECAP_COMPACTOR_IMPL_HIDDEN Compactor::Impl {
                         const Plan& plan, CompactionReason reason, CutMode mode,
                         const std::string& focus, const CancellationToken& cancel);
 
+  // --- The provider's checkpoint (R14.1) and the cheap tier (R14.3).
+
   // R14.1: when a provider's checkpoint arrived, retires what precedes it (the instructions
   // and pinned messages stay), as one compaction commit whose checkpoint is that message
   // flagged summary; emits provider_checkpoint. Returns the messages retired (0 when there was
@@ -580,16 +214,53 @@ struct RECAP_COMPACTOR_IMPL_HIDDEN Compactor::Impl {
   static Transcript AfterProviderCheckpoint(const Transcript& t, std::size_t at,
                                             std::optional<Message> checkpoint = std::nullopt);
 
-  // R15, before step 1 of Prepare (background on): swaps in (or drops) the session's finished
+  // --- One Prepare (compactor.cc), in the order of SPEC §8.
+
+  // What one Prepare has found and done so far, handed from step to step.
+  struct PrepareRun {
+    const std::string& session;
+    const RequestSizes& sizes;
+    const CancellationToken& cancel;
+    Prepared out;
+    Plan plan;                            // R2 evaluated before step 1 (again after a clearing)
+    bool in_flight = false;               // a background compaction is step 1's (R15.3)
+    std::uint64_t evaluated_version = 0;  // the version `plan` was first evaluated at
+    std::vector<Attempt> attempts;        // what each step tried, in order (R12.8)
+    std::size_t reduced_first = 0;        // messages step 2 clipped
+    bool budget_tried_before = false;     // step 3 already ran this turn
+    std::size_t Reducible(const SessionCache& c) const {
+      return sizes.instructions_chars + c.transcript().chars();
+    }
+  };
+  // Compactor::Prepare, once: kConflict when another writer committed between its read and
+  // its write (the session is then read again at the next call).
+  Result<Prepared> PrepareOnce(const std::string& session, const RequestSizes& sizes,
+                               const CancellationToken& cancel);
+  // Before step 1: retires what precedes a provider's checkpoint (R14.1), swaps in or waits
+  // for a background compaction (R15), evaluates R2 into run.plan, says an unknown window
+  // (R12.2), records the sizes before, and lifts the no-progress pause when it may (R12.4).
+  void Survey(SessionCache& c, PrepareRun& run);
+  // Step 1: a rule of R2 fired: clears old tool results (R14.3), starts a compaction in the
+  // background (R15.1) or compacts with reason auto or overflow — unless compaction is off,
+  // one is running, it is paused (R2.5) or cannot help (R12.4).
+  Status CompactAtTrigger(SessionCache& c, PrepareRun& run);
+  // Step 2: over the hard limit, the kept tail is reduced (R6).
+  Status ReduceToLimit(SessionCache& c, PrepareRun& run);
+  // Step 3: still over, once per turn: a compaction with reason budget, then reduced again.
+  Status CompactForBudget(SessionCache& c, PrepareRun& run);
+  // The request as it goes out: the messages, the sizes after, orphan results (R7.2).
+  Prepared Handed(SessionCache& c, PrepareRun& run);
+  // A skipped attempt of step 1, with compaction_skipped when `say`.
+  void Skip(PrepareRun& run, SkipReason reason, bool say);
+
+  // --- Background compaction (background.cc, R15).
+
+  // Before step 1 of Prepare (background on): swaps in (or drops) the session's finished
   // background compaction, evaluates R2 into `plan`, waits for one still running when the
   // request would otherwise reach the window or the hard limit (MustWait; at most maxWaitMs,
   // and no longer than `cancel` allows), and starts one when the request has reached startAt x
   // the trigger but not the trigger. Returns true when one still runs as it returns: Prepare
   // then starts no compaction of its own.
-  // Compactor::Prepare, once: kConflict when another writer committed between its read and
-  // its write (the session is then read again at the next call).
-  Result<Prepared> PrepareOnce(const std::string& session, const RequestSizes& sizes,
-                               const CancellationToken& cancel);
   bool PrepareBackground(const std::string& session, SessionCache& c, const RequestSizes& sizes,
                          const CancellationToken& cancel, Plan& plan, Prepared& out);
   // Hands a compaction of the session to a worker; false when BeginCompaction found nothing to
@@ -601,10 +272,7 @@ struct RECAP_COMPACTOR_IMPL_HIDDEN Compactor::Impl {
   // up. The host's next Prepare then finds it in place and reports it (background_report).
   void SwapWhenReady(const std::string& session, const std::shared_ptr<BackgroundTask>& task);
   // compaction.background.maxWaitMs, clamped so that huge values cannot overflow the clock.
-  std::chrono::milliseconds MaxWait() const {
-    return std::chrono::milliseconds(std::min<std::size_t>(config.compaction.background.max_wait_ms,
-                                                           std::size_t{24} * 3600 * 1000));
-  }
+  std::chrono::milliseconds MaxWait() const;
   // A background compaction may start: the summarizer is not being left alone (R12.3), or the
   // offline summarizer stands in for it meanwhile.
   bool SummarizerAvailable(const Plan& plan) const;
@@ -614,31 +282,24 @@ struct RECAP_COMPACTOR_IMPL_HIDDEN Compactor::Impl {
   // Swaps the finished task's checkpoint in when the span it snapshotted is still the session's,
   // else reports it discarded. Adds what it committed to `out`.
   void Collect(SessionCache& c, const RequestSizes& sizes, BackgroundTask& task, Prepared& out);
-  // Waits until `task` is done, at most `max_wait` and while `cancel` is not cancelled; a task
-  // no worker has taken yet goes first in the queue (with a worker of its own when all are
-  // busy). Adds the time waited to *waited_ms. True when it is done.
-  bool WaitForTask(const std::shared_ptr<BackgroundTask>& task, std::chrono::milliseconds max_wait,
-                   const CancellationToken& cancel, std::uint64_t* waited_ms);
   // Gives up the session's background compaction, if any (a manual compaction or a recovery
   // replaces it; a Prepare stops waiting): a queued or finished one is dropped and reported
   // discarded at once; a running one is cancelled, stays the session's until it ends (no
-  // second compaction beside it, R15.3), and is returned so that the caller may wait for it.
+  // second compaction beside it, R15.3), and is returned so that the caller may wait for it
+  // (BackgroundQueue::Wait).
   std::shared_ptr<BackgroundTask> AbandonTask(const std::string& session, const std::string& why);
-  // Removes `task` from the session's slot (when it is still there).
-  void ForgetTask(const std::string& session, const std::shared_ptr<BackgroundTask>& task);
-  // Starts a worker when the queue holds more tasks than idle workers will take, up to
-  // compaction.background.workers (beyond it when `beyond_limit`). bg_mu held.
-  void SpawnWorkerIfNeeded(bool beyond_limit);
   // Emits compaction_discarded / compaction_failed (job.error) for `job`.
   void SayDiscarded(const CompactionJob& job, const std::string& why);
   void SayFailed(const CompactionJob& job);
-  // After a background task's SummarizeJob (bg_mu not held): reports a task given up as
-  // discarded, a failed one as failed, then marks it done; a good one waits for its Prepare.
+  // After a background task's SummarizeJob: reports a task given up as discarded, a failed
+  // one as failed, then marks it done; a good one waits for its Prepare.
   void Ran(BackgroundTask& task);
-  void WorkerLoop();
+  // A worker's run of `task` (the queue's Run): the summarizer, then its end, then the swap.
+  void RunTask(const std::shared_ptr<BackgroundTask>& task);
 
-  // R6: clips the kept tail to the target and persists it. Returns false with `error` set
-  // when the store refused.
+  // --- The hard limit (budget.cc).
+
+  // R6: clips the kept tail to the target and persists it; the store's refusal is returned.
   Status RunReduction(const std::string& session, SessionCache& c, const RequestSizes& sizes,
                       std::size_t* reduced_messages);
 

@@ -31,17 +31,17 @@ Transcript Compactor::Impl::AfterProviderCheckpoint(const Transcript& t, std::si
 }
 
 std::size_t Compactor::Impl::AdoptProviderCheckpoint(const std::string& session, SessionCache& c) {
-  if (!c.provider_checkpoint_pending) return 0;
-  const Transcript& t = c.transcript;
+  if (!c.provider_checkpoint_pending()) return 0;
+  const Transcript& t = c.transcript();
   const std::optional<std::size_t> at = RetirableProviderCheckpoint(t);
   if (!at) {
-    c.provider_checkpoint_pending = false;
+    c.ProviderCheckpointSettled();
     return 0;
   }
   const std::string writer = FindProviderCheckpoint(t[*at])->writer;
 
   CompactionCommit commit;
-  commit.expected_version = c.version;
+  commit.expected_version = c.version();
   commit.reason = "provider";
   bool retires_kept_checkpoint = false;
   for (std::size_t i = 0; i < *at; ++i) {
@@ -49,7 +49,7 @@ std::size_t Compactor::Impl::AdoptProviderCheckpoint(const std::string& session,
       commit.kept.push_back(t[i].id);
     } else {
       commit.replaced.push_back(t[i].id);
-      retires_kept_checkpoint = retires_kept_checkpoint || t.shared(i) == c.checkpoint_message;
+      retires_kept_checkpoint = retires_kept_checkpoint || t.shared(i) == c.checkpoint_message();
     }
   }
   commit.replaced.push_back(t[*at].id);
@@ -61,25 +61,18 @@ std::size_t Compactor::Impl::AdoptProviderCheckpoint(const std::string& session,
         "session {}: the messages before {}'s checkpoint could not be retired ({}); they are "
         "sent once more and retired at the next call",
         session, writer, committed.status().message());
-    if (committed.status().code() == StatusCode::kConflict) c.loaded = false;  // reload next
+    if (committed.status().code() == StatusCode::kConflict) c.Invalidate();  // reload next
     return 0;
   }
 
   Transcript next = AfterProviderCheckpoint(t, *at, commit.checkpoint);
   const std::size_t before = t.chars();
   const std::size_t retired = commit.replaced.size() - 1;  // the checkpoint's own message aside
-  c.transcript = std::move(next);
-  if (retires_kept_checkpoint) {
-    c.checkpoint_message.reset();
-    c.checkpoint.reset();
-  }
-  c.pinned_chars = PinnedChars(c.transcript);
-  c.bytes = CachedBytes(c);
-  c.version = *committed;
-  ForgetReportedCount(c);  // the transcript it described is gone
-  c.provider_checkpoint_pending = false;
+  c.Committed(std::move(next), *committed);                // the count reported for it is forgotten
+  if (retires_kept_checkpoint) c.ForgetCheckpoint();
+  c.ProviderCheckpointSettled();
   events.Emit(EventType::kProviderCheckpoint, session,
-              internal::ProviderCheckpointFields(writer, retired, before, c.transcript.chars()));
+              internal::ProviderCheckpointFields(writer, retired, before, c.transcript().chars()));
   RECAP_LOG_INFO("session {}: {} wrote a checkpoint; {} messages before it retired", session,
                  writer, retired);
   return retired;

@@ -11,6 +11,80 @@ namespace recap {
 inline namespace v0 {
 namespace compactor_detail {
 
+void SessionCache::Rederive() {
+  pinned_chars_ = PinnedChars(transcript_);
+  provider_checkpoint_pending_ = HoldsProviderCheckpoint(transcript_);
+  bytes = CachedBytes(*this);
+}
+
+void SessionCache::Reload(Transcript transcript, std::uint64_t version) {
+  transcript_ = std::move(transcript);
+  checkpoint_message_.reset();  // no message of a fresh load is the one it was made for
+  checkpoint_.reset();
+  version_ = version;
+  Rederive();
+  turn_serial_ = CountTurnStarts(transcript_);
+  loaded_ = true;
+}
+
+void SessionCache::AppendStored(Message m) {
+  if (IsTurnStart(m)) {
+    ++turn_serial_;
+    LiftPause();  // R2.5: a new turn lifts the no-progress pause
+  }
+  const bool pinned = m.pinned;
+  if (!provider_checkpoint_pending_ && FindProviderCheckpoint(m)) {
+    provider_checkpoint_pending_ = true;
+  }
+  bytes += MessageBytes(m);
+  transcript_.Append(std::move(m));
+  if (pinned) pinned_chars_ += transcript_.chars(transcript_.size() - 1);
+}
+
+void SessionCache::RewrittenElsewhere(Transcript transcript) {
+  transcript_ = std::move(transcript);
+  checkpoint_message_.reset();
+  checkpoint_.reset();
+  Rederive();
+  turn_serial_ += 1;
+  LiftPause();
+  ForgetReportedCount();
+}
+
+void SessionCache::Committed(Transcript next, std::uint64_t version) {
+  transcript_ = std::move(next);
+  pinned_chars_ = PinnedChars(transcript_);
+  bytes = CachedBytes(*this);
+  version_ = version;
+  ForgetReportedCount();
+}
+
+void SessionCache::CommittedReplacements(std::vector<std::pair<std::size_t, Message>> replacements,
+                                         std::uint64_t version) {
+  transcript_.Set(std::move(replacements));
+  bytes = CachedBytes(*this);
+  version_ = version;
+  ForgetReportedCount();
+}
+
+void SessionCache::KeepCheckpoint(std::size_t at, Checkpoint checkpoint) {
+  const std::size_t old = checkpoint_ ? CheckpointBytes(*checkpoint_) : 0;
+  checkpoint_message_ = transcript_.shared(at);
+  checkpoint_ = std::make_shared<const Checkpoint>(std::move(checkpoint));
+  bytes = bytes - old + CheckpointBytes(*checkpoint_);
+}
+
+void SessionCache::ForgetCheckpoint() {
+  if (checkpoint_) bytes -= CheckpointBytes(*checkpoint_);
+  checkpoint_message_.reset();
+  checkpoint_.reset();
+}
+
+Transcript SessionCache::Substitute(Transcript t) {
+  std::swap(t, transcript_);
+  return t;
+}
+
 std::size_t CountTurnStarts(const Transcript& t) {
   std::size_t n = 0;
   for (const Message& m : t) n += IsTurnStart(m) ? 1 : 0;
@@ -112,7 +186,7 @@ std::size_t CheckpointBytes(const Checkpoint& c) {
 }
 
 std::size_t CachedBytes(const SessionCache& c) {
-  return TranscriptBytes(c.transcript) + (c.checkpoint ? CheckpointBytes(*c.checkpoint) : 0);
+  return TranscriptBytes(c.transcript()) + (c.checkpoint() ? CheckpointBytes(*c.checkpoint()) : 0);
 }
 
 std::size_t StoredInstructionsChars(const Transcript& t) {

@@ -4,6 +4,7 @@
 #ifndef RECAP_SRC_CORE_COMPACTOR_SESSION_CACHE_H_
 #define RECAP_SRC_CORE_COMPACTOR_SESSION_CACHE_H_
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -40,12 +41,69 @@ struct Attempt {
 };
 
 // Everything the Compactor remembers about one session between calls. Guarded by `mu`, which
-// also serializes Prepare/Compact/Recover for the session.
-struct SessionCache {
+// also serializes Prepare/Compact/Recover for the session: every member below is read and
+// changed only by a call that holds it (`bytes` aside, which the SessionTable reads without).
+//
+// The transcript and what is derived from it (its version, the pinned characters, the bytes,
+// the kept checkpoint, the provider-checkpoint flag, the turn count) change only through the
+// methods of the first group, each of which keeps them consistent; the bookkeeping of the
+// triggers below them is plain data the Compactor's steps read and set.
+class SessionCache {
+ public:
   std::mutex mu;
-  bool loaded = false;
-  Transcript transcript;
-  std::uint64_t version = 0;
+
+  // --- The transcript as last synced with the store, and what is derived from it.
+
+  bool loaded() const { return loaded_; }
+  const Transcript& transcript() const { return transcript_; }
+  std::uint64_t version() const { return version_; }
+  // R12.1: characters of the pinned messages of the transcript.
+  std::size_t pinned_chars() const { return pinned_chars_; }
+  // Turn starts ever seen (monotonic): "once per turn" for the budget compaction (R7 step 3)
+  // and for a background start that found nothing (R15).
+  std::uint64_t turn_serial() const { return turn_serial_; }
+  // R14.1: a message holding a provider's checkpoint arrived (or was loaded) and what precedes
+  // it may not be retired yet; Prepare and Compact look, once.
+  bool provider_checkpoint_pending() const { return provider_checkpoint_pending_; }
+  // The last checkpoint this process committed for the session (R3.5): its message as the
+  // transcript holds it, and the struct it was rendered from. The next compaction whose span
+  // holds that very message (the same object: neither reloaded nor clipped since) takes the
+  // struct as its prior; the Markdown is parsed back only after a reload.
+  const std::shared_ptr<const Message>& checkpoint_message() const { return checkpoint_message_; }
+  const std::shared_ptr<const Checkpoint>& checkpoint() const { return checkpoint_; }
+
+  // The session as the store holds it, read whole.
+  void Reload(Transcript transcript, std::uint64_t version);
+  // A message the store has that was appended since the last sync (R2.5: a turn start lifts
+  // the no-progress pause).
+  void AppendStored(Message m);
+  // Another writer rewrote the session: what it holds now, read whole. Counts as a new turn.
+  void RewrittenElsewhere(Transcript transcript);
+  // The store moved to `version` with nothing to read (LoadChanges found no change).
+  void SetVersion(std::uint64_t version) { version_ = version; }
+  // Read the whole session again at the next sync (another writer won a commit, or positions
+  // moved).
+  void Invalidate() { loaded_ = false; }
+  // This process committed `next` as version `version` (a compaction, a reduction, the
+  // retirement before a provider's checkpoint): the count reported for the old request is
+  // forgotten (R2.4).
+  void Committed(Transcript next, std::uint64_t version);
+  // The same for a commit that replaced messages in place (their content only, R14.3).
+  void CommittedReplacements(std::vector<std::pair<std::size_t, Message>> replacements,
+                             std::uint64_t version);
+  // The checkpoint of the compaction just committed, at `at` in the transcript, and its
+  // struct; or none kept (a provider's artifact, or the kept one was retired).
+  void KeepCheckpoint(std::size_t at, Checkpoint checkpoint);
+  void ForgetCheckpoint();
+  // R14.1: the provider's checkpoint was adopted, or there is none to adopt.
+  void ProviderCheckpointSettled() { provider_checkpoint_pending_ = false; }
+  // The next Prepare's judgement of `t` instead of the transcript (Plan: what Prepare would
+  // see once a provider's checkpoint or a clearing has been applied); nothing else changes.
+  // Returns the transcript it held, to be given back with Restore.
+  Transcript Substitute(Transcript t);
+  void Restore(Transcript held) { transcript_ = std::move(held); }
+
+  // --- The triggers' bookkeeping.
 
   // R2.6: an overflow was reported; the window is lowered to what was rejected.
   bool overflow_pending = false;
@@ -74,7 +132,7 @@ struct SessionCache {
     weak_streak = weak ? weak_streak + 1 : 0;
     if (weak_streak >= 2 && !paused) {
       paused = true;
-      chars_at_pause = transcript.chars();
+      chars_at_pause = transcript_.chars();
     }
   }
   // A new turn, a rewrite by another writer, or growth by a tenth of the trigger (R12.4) lifts
@@ -90,26 +148,12 @@ struct SessionCache {
   // R12.2: window_unknown was emitted for this session.
   bool window_unknown_said = false;
 
-  // R12.1: characters of the pinned messages of the transcript (kept up to date on append).
-  std::size_t pinned_chars = 0;
-
-  // R12.6: about how much memory the cached transcript holds (TranscriptBytes), kept up to
-  // date by whoever holds `mu`; read by the cache's accounting without it.
+  // R12.6: about how much memory the cached transcript holds (CachedBytes), kept up to date by
+  // the methods above; read by the SessionTable without `mu`.
   std::atomic<std::size_t> bytes{0};
-
-  // The last checkpoint this process committed for the session (R3.5): its message as the
-  // transcript holds it, and the struct it was rendered from. The next compaction whose span
-  // holds that very message (the same object: neither reloaded nor clipped since) takes the
-  // struct as its prior; the Markdown is parsed back only after a reload.
-  std::shared_ptr<const Message> checkpoint_message;
-  std::shared_ptr<const Checkpoint> checkpoint;
 
   // R12.5: the learned state as the store last had it (LearnedText of the fields above).
   std::string learned_text;
-
-  // R14.1: a message holding a provider's checkpoint arrived (or was loaded) and what precedes
-  // it may not be retired yet; Prepare and Compact look, once.
-  bool provider_checkpoint_pending = false;
 
   // R15: the turn (turn_serial) at which a background start found nothing to compact; it is
   // not tried again before the next turn.
@@ -125,19 +169,29 @@ struct SessionCache {
   };
   std::optional<BackgroundReport> background_report;
 
-  // Turn starts ever seen (monotonic): "once per turn" for the budget compaction (R7 step 3).
-  std::uint64_t turn_serial = 0;
+  // The turn at which Prepare's step 3 last tried its budget compaction (R7).
   std::optional<std::uint64_t> budget_tried_at;
+
+ private:
+  void Rederive();  // pinned_chars_, bytes, provider_checkpoint_pending_ from transcript_
+  // The transcript the last reported count described is gone (R2.4): the count is dropped,
+  // and one reported before the next Prepare is ignored.
+  void ForgetReportedCount() {
+    reported_prompt_tokens.reset();
+    rewritten_since_prepare = true;
+  }
+
+  bool loaded_ = false;
+  Transcript transcript_;
+  std::uint64_t version_ = 0;
+  std::size_t pinned_chars_ = 0;
+  std::uint64_t turn_serial_ = 0;
+  bool provider_checkpoint_pending_ = false;
+  std::shared_ptr<const Message> checkpoint_message_;
+  std::shared_ptr<const Checkpoint> checkpoint_;
 };
 
 std::size_t CountTurnStarts(const Transcript& t);
-
-// The transcript the last reported count described is gone (R2.4): the count is dropped, and
-// one reported before the next Prepare is ignored.
-inline void ForgetReportedCount(SessionCache& c) {
-  c.reported_prompt_tokens.reset();
-  c.rewritten_since_prepare = true;
-}
 
 // R12.5: what the Compactor learned about a session, as the store keeps it: a JSON object of
 // the fields that differ from a fresh session's, or "" when none does.
