@@ -14,6 +14,12 @@
 // Both are [[nodiscard]]: a call whose Status is dropped is a warning. To ignore one on purpose,
 // say so: `(void)store.Append(...);  // best effort: ...`.
 //
+// A message may name what the caller can change to succeed — an option of the C++ API, or a
+// remedy said in a few words — as a Remedy recorded beside the text (Status::remedies): the
+// message says it in the C++ API's words, and another interface (the recap command, the
+// proxy) says it in its own with Status::Rendered instead of editing the sentence.
+// docs/errors.md lists the remedies recap names.
+//
 // RECAP_RETURN_IF_ERROR(expr) returns the Status of `expr` (a Status or a Result<T>) from the
 // enclosing function when it is not OK; that function returns a Status or a Result<U>.
 //
@@ -21,13 +27,16 @@
 #ifndef RECAP_STATUS_H_
 #define RECAP_STATUS_H_
 
+#include <cstddef>
 #include <cstdlib>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <ostream>
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "recap/export.h"
 
@@ -64,6 +73,17 @@ enum class StatusCode : int {
 
 // A short lower-case name for a code, e.g. "invalid_argument".
 RECAP_EXPORT const char* StatusCodeName(StatusCode code) noexcept;
+
+// A part of a Status's message that names what the caller may change: `id` says what (an
+// option, e.g. "HttpProviderOptions.timeout_ms", or a remedy, e.g. "sqlite.wait_longer";
+// docs/errors.md lists them), `value` a figure it carries when it has one (e.g. the
+// milliseconds waited), and [offset, offset + size) where message() says it, in bytes.
+struct Remedy {
+  std::string id;
+  std::string value;
+  std::size_t offset = 0;
+  std::size_t size = 0;
+};
 
 // (Exported member by member: RECAP_EXPORT cannot stand beside [[nodiscard]] on the class.)
 class [[nodiscard]] Status {
@@ -110,8 +130,21 @@ class [[nodiscard]] Status {
   // "invalid_argument: <message>", or "ok".
   RECAP_EXPORT std::string ToString() const;
 
-  // Returns a copy whose message is "<context>: <message>"; OK stays OK.
+  // Returns a copy whose message is "<context>: <message>" (its remedies moved along); OK
+  // stays OK.
   RECAP_EXPORT Status WithContext(const std::string& context) const;
+
+  // The remedies message() names, in the order it says them (none overlap).
+  RECAP_EXPORT const std::vector<Remedy>& remedies() const noexcept;
+
+  // A copy that also records `remedy`. Ignored (the copy is returned as it is) when OK, when
+  // the part lies outside the message, or when it overlaps a remedy recorded already.
+  RECAP_EXPORT Status WithRemedy(Remedy remedy) const;
+
+  // message() with each remedy for which `words` returns a text said in that text instead;
+  // the rest as it is. How an interface other than C++ states recap's errors in its own words.
+  RECAP_EXPORT std::string Rendered(
+      const std::function<std::optional<std::string>(const Remedy&)>& words) const;
 
   friend bool operator==(const Status& a, const Status& b) noexcept {
     return a.code() == b.code() && a.message() == b.message();
@@ -122,6 +155,7 @@ class [[nodiscard]] Status {
   struct State {
     StatusCode code;
     std::string message;
+    std::vector<Remedy> remedies;  // by offset
   };
   // nullptr means OK, so the success path never allocates.
   std::unique_ptr<State> state_;

@@ -275,61 +275,47 @@ int UsageError(const Args& args, const std::string& message) {
 
 namespace {
 
-void ReplaceEvery(std::string* text, const std::string& from, const std::string& to) {
-  for (std::size_t at = text->find(from); at != std::string::npos;
-       at = text->find(from, at + to.size())) {
-    text->replace(at, from.size(), to);
+// The remedies the stores name (recap::Remedy; docs/errors.md) in the command's words: the
+// command sets the stores' options itself, or takes them from --db and RECAP_BUSY_TIMEOUT_MS.
+std::optional<std::string> StoreRemedyInCommandWords(const recap::Remedy& r) {
+  const std::string own_schema =
+      "give --db another database (the command keeps its tables in schema \"recap\")";
+  if (r.id == "sqlite.busy_timeout_ms") {
+    const long long ms = std::atoll(r.value.c_str());
+    return "the command waits (" + r.value +
+           " ms); run the command again when the other writer is done, or wait longer with "
+           "RECAP_BUSY_TIMEOUT_MS=" +
+           std::to_string(std::max<long long>(2 * ms, 60000));
   }
+  if (r.id == "store.read_only") return std::string("this command only reads");
+  if (r.id == "PostgresStoreOptions.statement_timeout_ms") return std::string("the server allows");
+  if (r.id == "postgres.raise_statement_timeout") return std::string();
+  if (r.id == "postgres.credentials" || r.id == "postgres.dbname") {
+    return std::string("in the --db URL");
+  }
+  if (r.id == "postgres.lower_pool_size") return std::string();
+  if (r.id == "postgres.other_schema") return own_schema;
+  if (r.id == "postgres.store_first") {
+    return std::string(
+        "Import a session first (`recap import … --db URL`), or check the database the URL "
+        "names");
+  }
+  if (r.id == "postgres.migrate") {
+    return std::string("Run `recap import` or `recap compact` on it once to migrate it");
+  }
+  return std::nullopt;
 }
 
-// A store's message in the command's words: the C++ options of the SQLite and PostgreSQL
-// stores that it names become what a user of the command can do (the command sets those
-// options itself).
-std::string InStoreWords(std::string m) {
-  // SQLite: "... for longer than busy_timeout_ms (30000 ms); retry, or raise busy_timeout_ms"
-  const std::string busy = "longer than busy_timeout_ms (";
-  for (std::size_t at = m.find(busy); at != std::string::npos; at = m.find(busy, at + 1)) {
-    const std::size_t digits = at + busy.size();
-    const std::size_t end = m.find(" ms); retry, or raise busy_timeout_ms", digits);
-    if (end == std::string::npos) break;
-    const std::string ms = m.substr(digits, end - digits);
-    m.replace(at, end + std::string(" ms); retry, or raise busy_timeout_ms").size() - at,
-              "longer than the command waits (" + ms +
-                  " ms); run the command again when the other writer is done, or wait longer "
-                  "with RECAP_BUSY_TIMEOUT_MS=" +
-                  std::to_string(std::max<long long>(2 * std::atoll(ms.c_str()), 60000)));
-  }
-  ReplaceEvery(&m, "the store was opened read-only (SqliteStoreOptions::read_only)",
-               "this command only reads");
-  // PostgreSQL: the command sets the schema ("recap"), the pool and read_only itself; the
-  // connection's settings are in the --db URL.
-  ReplaceEvery(&m, "ran longer than statement_timeout_ms and",
-               "ran longer than the server allows and");
-  ReplaceEvery(&m, "; retry, or raise PostgresStoreOptions.statement_timeout_ms", "; retry");
-  ReplaceEvery(&m, " (PostgresStoreOptions.user, password or password_env)", " in the --db URL");
-  ReplaceEvery(&m, "or name an existing one with dbname",
-               "or name an existing one in the --db URL");
-  ReplaceEvery(&m, "; retry later or lower PostgresStoreOptions.pool_size", "; retry later");
-  ReplaceEvery(&m, "choose another PostgresStoreOptions.schema",
-               "give --db another database (the command keeps its tables in schema \"recap\")");
-  ReplaceEvery(&m, "set PostgresStoreOptions.schema to a schema of recap's own, e.g. \"recap\"",
-               "give --db another database (the command keeps its tables in schema \"recap\")");
-  ReplaceEvery(&m,
-               "Store a session first (open it without PostgresStoreOptions.read_only), or check "
-               "PostgresStoreOptions.schema",
-               "Import a session first (`recap import … --db URL`), or check the database the URL "
-               "names");
-  ReplaceEvery(&m, "Open it once without PostgresStoreOptions.read_only to migrate it",
-               "Run `recap import` or `recap compact` on it once to migrate it");
-  ReplaceEvery(&m, "the store was opened read-only", "this command only reads");
-  return m;
+// A library Status in the command's words (its stores' remedies).
+std::string InCommandWords(const recap::Status& status) {
+  return status.Rendered(StoreRemedyInCommandWords);
 }
 
 }  // namespace
 
 int Failure(const Args& args, const std::string& text) {
   FinishActiveProgress();
-  const std::string message = InStoreWords(text);
+  const std::string& message = text;
   std::cerr << "recap " << args.command << ": " << recap::internal::Printable(message, true)
             << "\n";
   if (args.json()) {
@@ -340,7 +326,7 @@ int Failure(const Args& args, const std::string& text) {
 
 int Failure(const Args& args, const recap::Status& status) {
   FinishActiveProgress();
-  const std::string message = InStoreWords(status.message());
+  const std::string message = InCommandWords(status);
   std::cerr << "recap " << args.command << ": " << recap::internal::Printable(message, true)
             << "\n";
   if (args.json()) {
@@ -356,7 +342,7 @@ recap::Status NothingWritten(const recap::Status& status) {
   std::string lower = status.message();
   for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (lower.find("nothing was written") != std::string::npos) return status;
-  std::string message = status.message();
+  std::string message = InCommandWords(status);
   while (!message.empty() && (message.back() == '.' || message.back() == ' ')) message.pop_back();
   return recap::Status(status.code(), message + ". Nothing was written");
 }
@@ -540,7 +526,7 @@ recap::Result<std::shared_ptr<recap::SessionStore>> OpenStore(const std::string&
         recap::OpenPostgresSessionStore(options);
     if (store.ok()) return store;
     // The store never writes the password; the CLI makes sure of it anyway.
-    std::string message = store.status().message();
+    std::string message = InCommandWords(store.status());
     std::vector<std::string> secrets;
     Redacted(path, &secrets);
     for (const std::string& secret : secrets) {
@@ -819,64 +805,42 @@ constexpr std::uint32_t kCommandTimeoutMs = 120000;
 constexpr std::uint32_t kCommandConnectTimeoutMs = 10000;
 constexpr std::size_t kMaxTimeoutMs = 3600000;
 
-void ReplaceAll(std::string* text, const std::string& from, const std::string& to) {
-  for (std::size_t at = text->find(from); at != std::string::npos;
-       at = text->find(from, at + to.size())) {
-    text->replace(at, from.size(), to);
-  }
-}
-
-// A message of the HTTP provider in the command's words: the C++ options it names become the
-// flags that set them (`ca_source`: the flag or variable --ca-path's value came from).
-std::string InCommandWords(std::string m, const std::string& ca_source) {
-  ReplaceAll(&m, "(HttpProviderOptions.api_key or the variable named by api_key_env)",
-             "(the variable named by --api-key-env)");
-  ReplaceAll(&m, "HttpProviderOptions.allow_insecure_http = true", "--allow-insecure-http");
-  static const char* const kWords[][2] = {
-      {"connect_timeout_ms", "--connect-timeout-ms"},
-      {"timeout_ms", "--timeout-ms"},
-      {"allow_insecure_http", "--allow-insecure-http"},
-      {"base_url", "--base-url"},
-      {"api_key_env", "--api-key-env"},
-      {"model", "--model"},
+// The options of the HTTP provider that its messages name (recap::Remedy; docs/errors.md), in
+// the command's words: the flags that set them (`ca_source`: the flag or variable --ca-path's
+// value came from), or plain words for what the command keeps as the library has it.
+std::optional<std::string> HttpRemedyInCommandWords(const recap::Remedy& r,
+                                                    const std::string& ca_source) {
+  static const char* const kFlags[][2] = {
+      {"HttpProviderOptions.connect_timeout_ms", "--connect-timeout-ms"},
+      {"HttpProviderOptions.timeout_ms", "--timeout-ms"},
+      {"HttpProviderOptions.allow_insecure_http", "--allow-insecure-http"},
+      {"http.allow_insecure_http", "--allow-insecure-http"},
+      {"HttpProviderOptions.base_url", "--base-url"},
+      {"HttpProviderOptions.api_key_env", "--api-key-env"},
+      {"HttpProviderOptions.model", "--model"},
+      {"HttpProviderOptions.structured_output", "structured output"},
+      {"http.api_key", "(the variable named by --api-key-env)"},
   };
-  ReplaceAll(&m, "HttpProviderOptions.ca_path", ca_source);
-  for (const auto& w : kWords) ReplaceAll(&m, std::string("HttpProviderOptions.") + w[0], w[1]);
-  // Bare names ("within timeout_ms = 1000 ms", "the variable named by api_key_env").
-  for (const auto& w : kWords) {
-    if (std::string(w[0]) == "model") continue;  // an ordinary word too
-    const std::string name = w[0];
-    for (std::size_t at = m.find(name); at != std::string::npos; at = m.find(name, at + 1)) {
-      const bool word_start = at == 0 || !(std::isalnum(static_cast<unsigned char>(m[at - 1])) ||
-                                           m[at - 1] == '_' || m[at - 1] == '-');
-      const std::size_t end = at + name.size();
-      const bool word_end =
-          end >= m.size() || !(std::isalnum(static_cast<unsigned char>(m[end])) || m[end] == '_');
-      if (word_start && word_end) m.replace(at, name.size(), w[1]);
-    }
+  for (const auto& f : kFlags) {
+    if (r.id == f[0]) return std::string(f[1]);
   }
-  ReplaceAll(&m, "ca_path", ca_source);
-  ReplaceAll(&m, "HttpProviderOptions.max_retries", "recap's retries");
+  if (r.id == "HttpProviderOptions.ca_path") return ca_source;
   // The retry settings have no flag: the command keeps the library's (2 retries, at most 30 s
   // apart), so its messages say what happened in plain words.
-  for (std::size_t at = m.find("; max_retries = "); at != std::string::npos;
-       at = m.find("; max_retries = ", at)) {
-    const std::size_t end = m.find(')', at);
-    if (end == std::string::npos) break;
-    m.replace(at, end - at, ", the most the command retries");
+  if (r.id == "HttpProviderOptions.max_retries")
+    return std::string(", the most the command retries");
+  if (r.id == "HttpProviderOptions.max_retry_delay_ms") {
+    return "the command waits between tries (" + r.value + " ms)";
   }
-  const std::string delay = "longer than max_retry_delay_ms = ";
-  for (std::size_t at = m.find(delay); at != std::string::npos; at = m.find(delay, at)) {
-    const std::size_t digits = at + delay.size();
-    std::size_t end = digits;
-    while (end < m.size() && std::isdigit(static_cast<unsigned char>(m[end]))) ++end;
-    m.replace(
-        at, end - at,
-        "longer than the command waits between tries (" + m.substr(digits, end - digits) + " ms)");
-  }
-  ReplaceAll(&m, "HttpProviderOptions.structured_output", "structured output");
-  ReplaceAll(&m, "HttpProviderOptions.", "");
-  return m;
+  // Any other option the command sets itself: its bare name.
+  const std::string prefix = "HttpProviderOptions.";
+  if (r.id.rfind(prefix, 0) == 0) return r.id.substr(prefix.size());
+  return std::nullopt;
+}
+
+std::string InCommandWords(const recap::Status& status, const std::string& ca_source) {
+  return status.Rendered(
+      [&](const recap::Remedy& r) { return HttpRemedyInCommandWords(r, ca_source); });
 }
 
 // The HTTP provider with every failure it reports in the command's words, which also tells
@@ -892,7 +856,7 @@ class CommandProvider final : public recap::Provider {
     SetActiveProgressStep(waiting_);
     recap::Result<recap::Completion> r = inner_->Complete(request, cancel);
     if (r.ok()) return r;
-    return recap::Status(r.status().code(), InCommandWords(r.status().message(), ca_source_));
+    return recap::Status(r.status().code(), InCommandWords(r.status(), ca_source_));
   }
   std::optional<std::size_t> ContextWindow() override { return inner_->ContextWindow(); }
   std::string Name() const override { return inner_->Name(); }
@@ -903,7 +867,7 @@ class CommandProvider final : public recap::Provider {
     SetActiveProgressStep(waiting_);
     recap::Result<recap::NativeCompaction> r = inner_->CompactNative(request, cancel);
     if (r.ok()) return r;
-    return recap::Status(r.status().code(), InCommandWords(r.status().message(), ca_source_));
+    return recap::Status(r.status().code(), InCommandWords(r.status(), ca_source_));
   }
 
  private:
@@ -1005,7 +969,7 @@ recap::Result<std::shared_ptr<recap::Provider>> BuildProvider(const Args& args, 
       *usage = provider.status().code() == recap::StatusCode::kInvalidArgument;
       return recap::Status(
           provider.status().code(),
-          "--provider " + name + ": " + InCommandWords(provider.status().message(), ca_source));
+          "--provider " + name + ": " + InCommandWords(provider.status(), ca_source));
     }
     std::string waiting = "waiting for " + (*provider)->Name() + " (up to " +
                           std::to_string(timeout_s) + " s a request; --timeout-ms)";

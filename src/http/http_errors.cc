@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <vector>
 
+#include "recap_internal/remedy_text.h"
 #include "wire_format.h"
 
 namespace recap {
@@ -66,6 +67,14 @@ std::string Join(const std::string& what, long status, const std::string& proble
   return m;
 }
 
+// Join, its advice naming options as remedies (docs/errors.md).
+Status Joined(StatusCode code, const std::string& what, long status, const std::string& problem,
+              const std::string& says, const internal::RemedyText& advice) {
+  internal::RemedyText m(Join(what, status, problem, says, ""));
+  m << " " << advice;
+  return m.ToStatus(code);
+}
+
 }  // namespace
 
 namespace {
@@ -115,6 +124,20 @@ void Scrubber::Add(const std::string& secret) {
       add_windows(Base64Core(secret, offset, alphabet));
     }
   }
+}
+
+Status Scrubber::operator()(const Status& status) const {
+  if (status.ok()) return status;
+  const std::string& m = status.message();
+  internal::RemedyText out;
+  std::size_t at = 0;
+  for (const Remedy& r : status.remedies()) {
+    out << (*this)(m.substr(at, r.offset - at));
+    out.Remedy(r.id, std::string_view(m).substr(r.offset, r.size), r.value);
+    at = r.offset + r.size;
+  }
+  out << (*this)(m.substr(at));
+  return out.ToStatus(status.code());
 }
 
 std::string Scrubber::operator()(std::string text) const {
@@ -237,18 +260,21 @@ HttpFailure ClassifyHttpStatus(const std::string& what, long status, std::string
   }
   if (structured_sent && (status == 400 || status == 422) && MentionsStructuredOutput(lower)) {
     f.structured_rejected = true;
-    f.status = Status::InvalidArgument(
-        Join(what, status,
-             "the server rejected the structured-output request (response_format or text.format).",
-             says, "Turn off HttpProviderOptions.structured_output for this server."));
+    internal::RemedyText advice("Turn off ");
+    advice.Option("HttpProviderOptions.structured_output") << " for this server.";
+    f.status = Joined(
+        StatusCode::kInvalidArgument, what, status,
+        "the server rejected the structured-output request (response_format or text.format).", says,
+        advice);
     return f;
   }
   if (status == 401 || status == 403) {
-    f.status = Status::FailedPrecondition(
-        Join(what, status, "the server refused the credentials.", says,
-             "Check the API key (HttpProviderOptions.api_key or the variable named by api_key_env) "
-             "and that it may use model \"" +
-                 model + "\"."));
+    internal::RemedyText advice("Check the API key ");
+    advice.Remedy("http.api_key",
+                  "(HttpProviderOptions.api_key or the variable named by api_key_env)");
+    advice << " and that it may use model \"" + model + "\".";
+    f.status = Joined(StatusCode::kFailedPrecondition, what, status,
+                      "the server refused the credentials.", says, advice);
     return f;
   }
   if (status == 429) {
@@ -269,18 +295,18 @@ HttpFailure ClassifyHttpStatus(const std::string& what, long status, std::string
     return f;
   }
   if (status >= 300 && status < 400) {
-    f.status = Status::InvalidArgument(
-        Join(what, status, "the server redirected the request.", "",
-             "recap does not follow redirects (they would carry the API key elsewhere): set "
-             "HttpProviderOptions.base_url to the final address."));
+    internal::RemedyText advice(
+        "recap does not follow redirects (they would carry the API key elsewhere): set ");
+    advice.Option("HttpProviderOptions.base_url") << " to the final address.";
+    f.status = Joined(StatusCode::kInvalidArgument, what, status,
+                      "the server redirected the request.", "", advice);
     return f;
   }
   if (status == 404) {
-    f.status = Status::InvalidArgument(Join(
-        what, status, "not found.", says,
-        "Check HttpProviderOptions.base_url (OpenAI-compatible servers usually end in /v1) and "
-        "the model \"" +
-            model + "\"."));
+    internal::RemedyText advice("Check ");
+    advice.Option("HttpProviderOptions.base_url")
+        << " (OpenAI-compatible servers usually end in /v1) and the model \"" + model + "\".";
+    f.status = Joined(StatusCode::kInvalidArgument, what, status, "not found.", says, advice);
     return f;
   }
   if (status >= 400) {
@@ -306,8 +332,10 @@ Status MalformedResponse(const std::string& what, long status, const std::string
   } else if (!raw.empty()) {
     m += "; it starts \"" + Excerpt(raw, 120) + "\"";
   }
-  m += ". Is HttpProviderOptions.base_url the API's address (not a web page or a proxy's login)?";
-  return Status::Unavailable(std::move(m));
+  internal::RemedyText said(m + ". Is ");
+  said.Option("HttpProviderOptions.base_url")
+      << " the API's address (not a web page or a proxy's login)?";
+  return said.ToStatus(StatusCode::kUnavailable);
 }
 
 HttpFailure ClassifyInBandError(const std::string& what, long status, const std::string& text,

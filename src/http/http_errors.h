@@ -34,6 +34,8 @@ class Scrubber {
  public:
   void Add(const std::string& secret);
   std::string operator()(std::string text) const;
+  // The same for a Status's message, around its remedies (recap's own words), which it keeps.
+  Status operator()(const Status& status) const;
 
   // The run length from which a piece of a secret is redacted.
   static constexpr std::size_t kRun = 8;

@@ -21,6 +21,7 @@
 #include "curl_transport.h"
 #include "http_errors.h"
 #include "recap_internal/log_internal.h"
+#include "recap_internal/remedy_text.h"
 #include "sse_parser.h"
 #include "wire_format.h"
 
@@ -413,21 +414,25 @@ class HttpProvider final : public Provider {
                         attempt_no, ms, StatusCodeName(failed.code()));
         if (retries == 0) return failed;
         const auto total = std::chrono::duration_cast<milliseconds>(Clock::now() - started).count();
-        return Status(failed.code(),
-                      failed.message() + " (gave up after " + std::to_string(attempt_no) +
-                          " attempts in " + std::to_string(total) +
-                          " ms; max_retries = " + std::to_string(options_.max_retries) + ")");
+        internal::RemedyText m(failed);
+        m << " (gave up after " + std::to_string(attempt_no) + " attempts in " +
+                 std::to_string(total) + " ms";
+        const std::string n = std::to_string(options_.max_retries);
+        m.Remedy("HttpProviderOptions.max_retries", "; max_retries = " + n, n) << ")";
+        return m.ToStatus(failed.code());
       }
       ++retries;
       milliseconds delay =
           Backoff(retries, options_.retry_base_delay_ms, options_.max_retry_delay_ms);
       if (a.retry_after) {
         if (*a.retry_after > milliseconds(options_.max_retry_delay_ms)) {
-          return Status(failed.code(), failed.message() + " The server asked to retry after " +
-                                           std::to_string(a.retry_after->count()) +
-                                           " ms, longer than max_retry_delay_ms = " +
-                                           std::to_string(options_.max_retry_delay_ms) +
-                                           "; not retried.");
+          internal::RemedyText m(failed);
+          m << " The server asked to retry after " + std::to_string(a.retry_after->count()) +
+                   " ms, longer than ";
+          const std::string most = std::to_string(options_.max_retry_delay_ms);
+          m.Remedy("HttpProviderOptions.max_retry_delay_ms", "max_retry_delay_ms = " + most, most)
+              << "; not retried.";
+          return m.ToStatus(failed.code());
         }
         delay = *a.retry_after;
       }
@@ -475,20 +480,25 @@ class HttpProvider final : public Provider {
       case TransportError::kCancelled:
         a.result = Status::Cancelled(what + ": cancelled.");
         return a;
-      case TransportError::kTimeout:
-        a.result = Status::DeadlineExceeded(
-            what + ": no complete reply within timeout_ms = " +
-            std::to_string(options_.timeout_ms) + " ms" +
-            (t.status ? " (HTTP " + std::to_string(t.status) + ", " + std::to_string(t.body_bytes) +
-                            " bytes received)"
-                      : "") +
-            ". Raise HttpProviderOptions.timeout_ms if the model needs longer.");
+      case TransportError::kTimeout: {
+        internal::RemedyText m(what + ": no complete reply within ");
+        m.Option("HttpProviderOptions.timeout_ms", "timeout_ms")
+            << " = " + std::to_string(options_.timeout_ms) + " ms" +
+                   (t.status ? " (HTTP " + std::to_string(t.status) + ", " +
+                                   std::to_string(t.body_bytes) + " bytes received)"
+                             : "") +
+                   ". Raise ";
+        m.Option("HttpProviderOptions.timeout_ms") << " if the model needs longer.";
+        a.result = m.ToStatus(StatusCode::kDeadlineExceeded);
         return a;
-      case TransportError::kConnectTimeout:
-        a.result =
-            Status::DeadlineExceeded(what + ": could not connect within connect_timeout_ms = " +
-                                     std::to_string(options_.connect_timeout_ms) + " ms.");
+      }
+      case TransportError::kConnectTimeout: {
+        internal::RemedyText m(what + ": could not connect within ");
+        m.Option("HttpProviderOptions.connect_timeout_ms", "connect_timeout_ms")
+            << " = " + std::to_string(options_.connect_timeout_ms) + " ms.";
+        a.result = m.ToStatus(StatusCode::kDeadlineExceeded);
         return a;
+      }
       case TransportError::kConnect:
         a.retry = true;
         a.result = Status::Unavailable(what + ": could not connect: " + scrub_(t.detail) +
@@ -504,12 +514,13 @@ class HttpProvider final : public Provider {
                                           : ": the connection failed before a response arrived") +
                                 ": " + scrub_(t.detail) + ".");
         return a;
-      case TransportError::kTls:
-        a.result = Status::FailedPrecondition(
-            what + ": TLS failed: " + scrub_(t.detail) +
-            ". Check the server's certificate, or point HttpProviderOptions.ca_path at the CA "
-            "that signed it.");
+      case TransportError::kTls: {
+        internal::RemedyText m(what + ": TLS failed: " + scrub_(t.detail) +
+                               ". Check the server's certificate, or point ");
+        m.Option("HttpProviderOptions.ca_path") << " at the CA that signed it.";
+        a.result = m.ToStatus(StatusCode::kFailedPrecondition);
         return a;
+      }
       case TransportError::kTooLarge:
         a.result = Status::Unavailable(
             what + " answered HTTP " + std::to_string(t.status) + " with a " +
@@ -540,13 +551,11 @@ class HttpProvider final : public Provider {
                                                          options_.model);
       a.retry = f.retry;
       a.structured_rejected = f.structured_rejected;
-      std::string m = f.status.message();
+      internal::RemedyText m(f.status);
       if (!too_deep.empty())
-        m += " (The error body is JSON " + too_deep + "; recap did not parse it.)";
-      if (t.body_cut) {
-        m += " (Only the first 256 KiB of the error body were read.)";
-      }
-      a.result = Status(f.status.code(), scrub_(std::move(m)));
+        m << " (The error body is JSON " + too_deep + "; recap did not parse it.)";
+      if (t.body_cut) m << " (Only the first 256 KiB of the error body were read.)";
+      a.result = scrub_(m.ToStatus(f.status.code()));
       return a;
     }
 
@@ -562,7 +571,7 @@ class HttpProvider final : public Provider {
         HttpFailure f =
             internal::http::ClassifyInBandError(what, status, stream.error(), stream.error_kind());
         a.retry = f.retry;
-        a.result = Status(f.status.code(), scrub_(f.status.message()));
+        a.result = scrub_(f.status);
         return a;
       }
       if (!stream.finished()) {
@@ -587,30 +596,26 @@ class HttpProvider final : public Provider {
     std::string too_deep;
     nlohmann::json parsed = internal::http::ParseServerJson(t.body, &too_deep);
     if (parsed.is_discarded()) {
-      a.result = Status(StatusCode::kUnavailable,
-                        scrub_(internal::http::MalformedResponse(
-                                   what, status, t.content_type, t.body,
-                                   t.body.empty()     ? "the body is empty"
-                                   : too_deep.empty() ? "the body is not JSON"
-                                                      : "the body is JSON " + too_deep)
-                                   .message()));
+      a.result = scrub_(internal::http::MalformedResponse(what, status, t.content_type, t.body,
+                                                          t.body.empty() ? "the body is empty"
+                                                          : too_deep.empty()
+                                                              ? "the body is not JSON"
+                                                              : "the body is JSON " + too_deep));
       return a;
     }
     if (parsed.is_object() && parsed.contains("error") && !parsed["error"].is_null()) {
       HttpFailure f = internal::http::ClassifyInBandError(
           what, status, internal::http::ErrorText(parsed), internal::http::ErrorKind(parsed));
       a.retry = f.retry;
-      a.result = Status(f.status.code(), scrub_(f.status.message()));
+      a.result = scrub_(f.status);
       return a;
     }
     Result<Completion> reply = internal::http::ParseReply(options_.protocol, parsed);
     // A native compaction's artifact is read from the body as the server wrote it.
     if (reply.ok() && native_) reply->text = std::move(t.body);
     if (!reply.ok()) {
-      a.result = Status(StatusCode::kUnavailable,
-                        scrub_(internal::http::MalformedResponse(what, status, t.content_type,
-                                                                 t.body, reply.status().message())
-                                   .message()));
+      a.result = scrub_(internal::http::MalformedResponse(what, status, t.content_type, t.body,
+                                                          reply.status().message()));
       return a;
     }
     a.result = std::move(reply);
@@ -693,8 +698,12 @@ class HttpProvider final : public Provider {
   std::string window_error_;  // why the window is unknown (scrubbed)
 };
 
-Status Invalid(const std::string& message) {
-  return Status::InvalidArgument("HttpProviderOptions." + message);
+// kInvalidArgument for the option `name` of HttpProviderOptions: "HttpProviderOptions.<name>"
+// (a remedy: the command names its flag), then `rest`.
+Status Invalid(const std::string& name, const std::string& rest) {
+  internal::RemedyText m;
+  m.Option("HttpProviderOptions." + name) << rest;
+  return m.ToStatus(StatusCode::kInvalidArgument);
 }
 
 }  // namespace
@@ -729,23 +738,23 @@ Result<std::shared_ptr<Provider>> NewHttpProvider(HttpProviderOptions options) {
   while (!base.empty() && std::isspace(static_cast<unsigned char>(base.back()))) base.pop_back();
   while (!base.empty() && base.back() == '/') base.pop_back();
   if (base.empty()) {
-    return Invalid(
-        "base_url is empty: set it to the API's address, e.g. "
-        "\"https://api.openai.com/v1\", \"https://api.anthropic.com\" or "
-        "\"http://127.0.0.1:8080/v1\" (llama.cpp's server)");
+    return Invalid("base_url",
+                   " is empty: set it to the API's address, e.g. "
+                   "\"https://api.openai.com/v1\", \"https://api.anthropic.com\" or "
+                   "\"http://127.0.0.1:8080/v1\" (llama.cpp's server)");
   }
   const std::string lower = Lower(base);
   if (lower.rfind("http://", 0) != 0 && lower.rfind("https://", 0) != 0) {
-    return Invalid("base_url \"" + DisplayUrl(internal::http::Excerpt(base, 200)) +
-                   "\" must start with http:// or https://");
+    return Invalid("base_url", " \"" + DisplayUrl(internal::http::Excerpt(base, 200)) +
+                                   "\" must start with http:// or https://");
   }
   if (HasLineBreakOrControl(base) || base.find(' ') != std::string::npos) {
-    return Invalid("base_url contains spaces or control characters");
+    return Invalid("base_url", " contains spaces or control characters");
   }
   if (base.find_first_of("?#") != std::string::npos) {
-    return Invalid("base_url \"" + DisplayUrl(base) +
-                   "\" must not have a query or fragment: "
-                   "recap appends the endpoint's path to it");
+    return Invalid("base_url", " \"" + DisplayUrl(base) +
+                                   "\" must not have a query or fragment: "
+                                   "recap appends the endpoint's path to it");
   }
   if (options.protocol == HttpProtocol::kAnthropic && lower.size() >= 3 &&
       lower.compare(lower.size() - 3, 3, "/v1") == 0) {
@@ -753,106 +762,125 @@ Result<std::shared_ptr<Provider>> NewHttpProvider(HttpProviderOptions options) {
   }
   // model
   if (options.model.empty()) {
-    return Invalid(
-        "model is empty: name the model to ask, e.g. \"gpt-4o-mini\" or "
-        "\"claude-3-5-haiku-latest\" (any name for a local server that serves one)");
+    return Invalid("model",
+                   " is empty: name the model to ask, e.g. \"gpt-4o-mini\" or "
+                   "\"claude-3-5-haiku-latest\" (any name for a local server that serves one)");
   }
-  if (HasLineBreakOrControl(options.model)) return Invalid("model contains control characters");
+  if (HasLineBreakOrControl(options.model)) return Invalid("model", " contains control characters");
   // key
   std::string key;
   if (!options.api_key.empty() && !options.api_key_env.empty()) {
-    return Invalid("api_key and api_key_env are both set: set one of them");
+    internal::RemedyText m;
+    m.Option("HttpProviderOptions.api_key") << " and ";
+    m.Option("HttpProviderOptions.api_key_env", "api_key_env") << " are both set: set one of them";
+    return m.ToStatus(StatusCode::kInvalidArgument);
   }
   if (!options.api_key_env.empty()) {
     const char* value = std::getenv(options.api_key_env.c_str());
     if (!value || !*value) {
-      return Status::FailedPrecondition(
-          "HttpProviderOptions.api_key_env names the environment variable \"" +
-          internal::http::Excerpt(options.api_key_env, 100) +
-          "\", which is not set or is empty: export the API key in it, or leave api_key_env "
-          "empty for a server that needs no key");
+      internal::RemedyText m;
+      m.Option("HttpProviderOptions.api_key_env")
+          << " names the environment variable \"" +
+                 internal::http::Excerpt(options.api_key_env, 100) +
+                 "\", which is not set or is empty: export the API key in it, or leave ";
+      m.Option("HttpProviderOptions.api_key_env", "api_key_env")
+          << " empty for a server that needs no key";
+      return m.ToStatus(StatusCode::kFailedPrecondition);
     }
     key = value;
   } else {
     key = options.api_key;
   }
   if (HasLineBreakOrControl(key) || key.find(' ') != std::string::npos) {
-    return Invalid(std::string(options.api_key_env.empty() ? "api_key" : "api_key_env's variable") +
-                   " holds spaces or control characters (a stray newline?); it was not used");
+    internal::RemedyText m;
+    if (options.api_key_env.empty()) {
+      m.Option("HttpProviderOptions.api_key");
+    } else {
+      m.Option("HttpProviderOptions.api_key_env") << "'s variable";
+    }
+    m << " holds spaces or control characters (a stray newline?); it was not used";
+    return m.ToStatus(StatusCode::kInvalidArgument);
   }
   // headers
   for (const auto& [name, value] : options.extra_headers) {
     if (!ValidHeaderName(name)) {
-      return Invalid("extra_headers: the header name \"" + internal::http::Excerpt(name, 80) +
-                     "\" is empty or contains spaces, ':' or control characters");
+      return Invalid("extra_headers",
+                     ": the header name \"" + internal::http::Excerpt(name, 80) +
+                         "\" is empty or contains spaces, ':' or control characters");
     }
     if (HasLineBreakOrControl(value)) {
-      return Invalid("extra_headers: the value of \"" + name +
-                     "\" contains a line break or "
-                     "control character");
+      return Invalid("extra_headers", ": the value of \"" + name +
+                                          "\" contains a line break or "
+                                          "control character");
     }
   }
   // cleartext (R13.4): no credential over plain http:// off the machine, unless asked for
   {
     const UrlParts url = SplitUrl(base);
-    std::string credential;
+    internal::RemedyText credential;  // what would go in cleartext
     if (!key.empty()) {
-      credential = options.api_key_env.empty() ? "api_key" : "api_key_env";
+      credential.Option(options.api_key_env.empty() ? "HttpProviderOptions.api_key"
+                                                    : "HttpProviderOptions.api_key_env",
+                        options.api_key_env.empty() ? "api_key" : "api_key_env");
     } else if (url.userinfo.find(':') != std::string::npos) {
-      credential = "a password in base_url";
+      credential << "a password in ";
+      credential.Option("HttpProviderOptions.base_url", "base_url");
     } else {
       for (const auto& [name, value] : options.extra_headers) {
         if (LooksSecret(name) && !value.empty()) {
-          credential = "extra_headers \"" + name + "\"";
+          credential << "extra_headers \"" + name + "\"";
           break;
         }
       }
     }
-    if (url.scheme == "http" && !credential.empty() && !IsLoopbackHost(url.host) &&
+    if (url.scheme == "http" && !credential.text().empty() && !IsLoopbackHost(url.host) &&
         !options.allow_insecure_http) {
-      return Invalid("base_url \"" + DisplayUrl(base) +
-                     "\" is plain http:// to a host that is not loopback, and " + credential +
-                     " would be sent over it in cleartext: use https://, or set "
-                     "HttpProviderOptions.allow_insecure_http = true if the network is yours "
-                     "(loopback — 127.0.0.1, ::1, localhost — is always allowed)");
+      internal::RemedyText m;
+      m.Option("HttpProviderOptions.base_url")
+          << " \"" + DisplayUrl(base) + "\" is plain http:// to a host that is not loopback, and "
+          << credential << " would be sent over it in cleartext: use https://, or set ";
+      m.Remedy("http.allow_insecure_http", "HttpProviderOptions.allow_insecure_http = true")
+          << " if the network is yours (loopback — 127.0.0.1, ::1, localhost — is always "
+             "allowed)";
+      return m.ToStatus(StatusCode::kInvalidArgument);
     }
-    if (url.scheme == "http" && !credential.empty() && !IsLoopbackHost(url.host)) {
-      RECAP_LOG_WARN("http provider: {} goes to {} in cleartext (allow_insecure_http)", credential,
-                     DisplayUrl(base));
+    if (url.scheme == "http" && !credential.text().empty() && !IsLoopbackHost(url.host)) {
+      RECAP_LOG_WARN("http provider: {} goes to {} in cleartext (allow_insecure_http)",
+                     credential.text(), DisplayUrl(base));
     }
   }
   // limits
-  if (options.connect_timeout_ms == 0) return Invalid("connect_timeout_ms must be at least 1");
-  if (options.timeout_ms == 0) return Invalid("timeout_ms must be at least 1");
+  if (options.connect_timeout_ms == 0) return Invalid("connect_timeout_ms", " must be at least 1");
+  if (options.timeout_ms == 0) return Invalid("timeout_ms", " must be at least 1");
   if (options.max_retries > kMaxRetries) {
-    return Invalid("max_retries is " + std::to_string(options.max_retries) + "; allowed: 0 to " +
-                   std::to_string(kMaxRetries));
+    return Invalid("max_retries", " is " + std::to_string(options.max_retries) +
+                                      "; allowed: 0 to " + std::to_string(kMaxRetries));
   }
   if (options.max_retry_delay_ms < options.retry_base_delay_ms) {
-    return Invalid("max_retry_delay_ms (" + std::to_string(options.max_retry_delay_ms) +
-                   ") is smaller than retry_base_delay_ms (" +
-                   std::to_string(options.retry_base_delay_ms) + ")");
+    return Invalid("max_retry_delay_ms", " (" + std::to_string(options.max_retry_delay_ms) +
+                                             ") is smaller than retry_base_delay_ms (" +
+                                             std::to_string(options.retry_base_delay_ms) + ")");
   }
   if (!options.ca_path.empty()) {
     struct stat st {};
     if (::stat(options.ca_path.c_str(), &st) != 0) {
-      return Invalid("ca_path \"" + options.ca_path +
-                     "\" does not exist: give a PEM bundle file "
-                     "or a directory of hashed certificates");
+      return Invalid("ca_path", " \"" + options.ca_path +
+                                    "\" does not exist: give a PEM bundle file "
+                                    "or a directory of hashed certificates");
     }
   }
   if (options.protocol == HttpProtocol::kAnthropic &&
       (options.anthropic_version.empty() || HasLineBreakOrControl(options.anthropic_version))) {
-    return Invalid("anthropic_version is empty or malformed: use e.g. \"2023-06-01\"");
+    return Invalid("anthropic_version", " is empty or malformed: use e.g. \"2023-06-01\"");
   }
   if (options.max_tokens_field != "max_tokens" &&
       options.max_tokens_field != "max_completion_tokens") {
-    return Invalid("max_tokens_field is \"" +
-                   internal::http::Excerpt(options.max_tokens_field, 60) +
-                   "\": use \"max_tokens\" or \"max_completion_tokens\"");
+    return Invalid("max_tokens_field", " is \"" +
+                                           internal::http::Excerpt(options.max_tokens_field, 60) +
+                                           "\": use \"max_tokens\" or \"max_completion_tokens\"");
   }
   if (options.context_window && *options.context_window == 0) {
-    return Invalid("context_window is 0: leave it unset to read it from the model list");
+    return Invalid("context_window", " is 0: leave it unset to read it from the model list");
   }
   return std::shared_ptr<Provider>(
       std::make_shared<HttpProvider>(std::move(options), std::move(key)));

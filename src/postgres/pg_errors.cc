@@ -12,6 +12,7 @@
 #include "recap/transcript.h"
 #include "recap/version.h"
 
+#include "recap_internal/remedy_text.h"
 #include "recap_internal/store_rules.h"
 #include "schema.h"
 
@@ -48,13 +49,12 @@ Status FromFailure(const Describer& d, const std::string& doing, const PgFailure
                                ". Nothing was changed; retry: the next call connects again");
   }
   if (f.sqlstate == "57014") {
-    return Status::DeadlineExceeded(
-        where +
-        "the statement ran longer than statement_timeout_ms and the server cancelled "
-        "it" +
-        said +
-        ". Nothing was changed; retry, or raise "
-        "PostgresStoreOptions.statement_timeout_ms");
+    internal::RemedyText m(where + "the statement ran longer than ");
+    m.Remedy("PostgresStoreOptions.statement_timeout_ms", "statement_timeout_ms");
+    m << " and the server cancelled it" + said + ". Nothing was changed; retry";
+    m.Remedy("postgres.raise_statement_timeout",
+             ", or raise PostgresStoreOptions.statement_timeout_ms");
+    return m.ToStatus(StatusCode::kDeadlineExceeded);
   }
   if (f.sqlstate == "40001" || f.sqlstate == "40P01" || f.sqlstate == "55P03") {
     return Status::Unavailable(where +

@@ -12,6 +12,7 @@
 #include "recap/transcript.h"
 #include "recap/version.h"
 
+#include "recap_internal/remedy_text.h"
 #include "recap_internal/store_rules.h"
 #include "schema.h"
 
@@ -159,14 +160,16 @@ Status ConnectFailure(const std::string& server, const std::string& message) {
   if (Contains(lower, "password authentication failed") ||
       Contains(lower, "no password supplied") || Contains(lower, "authentication failed") ||
       (Contains(lower, "role \"") && Contains(lower, "does not exist"))) {
-    return Status::FailedPrecondition(where +
-                                      ". Check the user and password "
-                                      "(PostgresStoreOptions.user, password or password_env)");
+    internal::RemedyText said(where + ". Check the user and password ");
+    said.Remedy("postgres.credentials", "(PostgresStoreOptions.user, password or password_env)");
+    return said.ToStatus(StatusCode::kFailedPrecondition);
   }
   if (Contains(lower, "database \"") && Contains(lower, "does not exist")) {
-    return Status::NotFound(where +
-                            ". Create the database (CREATE DATABASE, or `createdb`), "
-                            "or name an existing one with dbname");
+    internal::RemedyText said(where +
+                              ". Create the database (CREATE DATABASE, or `createdb`), "
+                              "or name an existing one ");
+    said.Remedy("postgres.dbname", "with dbname");
+    return said.ToStatus(StatusCode::kNotFound);
   }
   if (Contains(lower, "no pg_hba.conf entry") || Contains(lower, "ssl") ||
       Contains(lower, "permission denied")) {
@@ -175,9 +178,9 @@ Status ConnectFailure(const std::string& server, const std::string& message) {
                                       "check its pg_hba.conf and the SSL settings");
   }
   if (Contains(lower, "too many connections") || Contains(lower, "remaining connection slots")) {
-    return Status::Unavailable(where +
-                               ". The server has no connection to spare; retry later "
-                               "or lower PostgresStoreOptions.pool_size");
+    internal::RemedyText said(where + ". The server has no connection to spare; retry later");
+    said.Remedy("postgres.lower_pool_size", " or lower PostgresStoreOptions.pool_size");
+    return said.ToStatus(StatusCode::kUnavailable);
   }
   // libpq often asks the question itself ("Is the server running locally …?").
   if (Contains(lower, "is the server running")) {

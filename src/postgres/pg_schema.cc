@@ -12,6 +12,7 @@
 #include "recap/transcript.h"
 #include "recap/version.h"
 
+#include "recap_internal/remedy_text.h"
 #include "recap_internal/store_rules.h"
 #include "schema.h"
 
@@ -49,10 +50,11 @@ Status EnsureSchema(Pool& pool) {
       ResultPtr v(PQexec(c.raw(), ("SELECT version FROM " + q + ".recap_schema").c_str()),
                   &PQclear);
       if (PQresultStatus(v.get()) != PGRES_TUPLES_OK || PQntuples(v.get()) != 1) {
-        throw Abort{Status::InvalidArgument(
-            "recap postgres store (" + spec.display + "): schema " + q +
-            " has a recap_schema table that is not recap's (it does not hold one version). "
-            "recap leaves it as it is; choose another PostgresStoreOptions.schema")};
+        internal::RemedyText m("recap postgres store (" + spec.display + "): schema " + q +
+                               " has a recap_schema table that is not recap's (it does not "
+                               "hold one version). recap leaves it as it is; ");
+        m.Remedy("postgres.other_schema", "choose another PostgresStoreOptions.schema");
+        throw Abort{m.ToStatus(StatusCode::kInvalidArgument)};
       }
       version = std::atoi(PQgetvalue(v.get(), 0, 0));
       if (version > kSchemaVersion) {
@@ -64,23 +66,26 @@ Status EnsureSchema(Pool& pool) {
                                        ". Upgrade recap to use it (it was left as it is)")};
       }
     } else if (spec.read_only) {
-      throw Abort{Status::NotFound(
-          "recap postgres store (" + spec.display + "): schema " + q +
-          " holds no recap sessions yet (it has no recap tables), and the store was opened "
-          "read-only, so they were not created. Store a session first (open it without "
-          "PostgresStoreOptions.read_only), or check PostgresStoreOptions.schema")};
+      internal::RemedyText m("recap postgres store (" + spec.display + "): schema " + q +
+                             " holds no recap sessions yet (it has no recap tables), and the "
+                             "store was opened read-only, so they were not created. ");
+      m.Remedy("postgres.store_first",
+               "Store a session first (open it without PostgresStoreOptions.read_only), or check "
+               "PostgresStoreOptions.schema");
+      throw Abort{m.ToStatus(StatusCode::kNotFound)};
     } else {
       std::string foreign;
       for (const char* t : kTables) {
         if (present.count(t)) foreign += (foreign.empty() ? "" : ", ") + std::string(t);
       }
       if (!foreign.empty()) {
-        throw Abort{Status::InvalidArgument(
-            "recap postgres store (" + spec.display + "): schema " + q + " already has tables " +
-            "named " + foreign +
-            " that are not recap's (there is no recap_schema table). recap "
-            "leaves them as they are; set PostgresStoreOptions.schema to a schema of recap's "
-            "own, e.g. \"recap\"")};
+        internal::RemedyText m("recap postgres store (" + spec.display + "): schema " + q +
+                               " already has tables named " + foreign +
+                               " that are not recap's (there is no recap_schema table). recap "
+                               "leaves them as they are; ");
+        m.Remedy("postgres.other_schema",
+                 "set PostgresStoreOptions.schema to a schema of recap's own, e.g. \"recap\"");
+        throw Abort{m.ToStatus(StatusCode::kInvalidArgument)};
       }
       c.Simple("CREATE SCHEMA IF NOT EXISTS " + q);
       c.Simple("CREATE TABLE " + q +
@@ -90,13 +95,14 @@ Status EnsureSchema(Pool& pool) {
     }
     if (version == kSchemaVersion) return;
     if (spec.read_only) {
-      throw Abort{Status::FailedPrecondition(
-          "recap postgres store (" + spec.display + "): schema " + q + " has version " +
-          std::to_string(version) +
-          ", written by an older recap, and the store was opened "
-          "read-only, so it was not migrated to version " +
-          std::to_string(kSchemaVersion) +
-          ". Open it once without PostgresStoreOptions.read_only to migrate it")};
+      internal::RemedyText m("recap postgres store (" + spec.display + "): schema " + q +
+                             " has version " + std::to_string(version) +
+                             ", written by an older recap, and the store was opened read-only, "
+                             "so it was not migrated to version " +
+                             std::to_string(kSchemaVersion) + ". ");
+      m.Remedy("postgres.migrate",
+               "Open it once without PostgresStoreOptions.read_only to migrate it");
+      throw Abort{m.ToStatus(StatusCode::kFailedPrecondition)};
     }
     for (int v = version; v < kSchemaVersion; ++v) c.Simple(WithSchema(kMigrations[v], q));
     c.Simple("UPDATE " + q + ".recap_schema SET version = " + std::to_string(kSchemaVersion) +

@@ -34,6 +34,7 @@
 #include "recap/transcript.h"
 
 #include "recap_internal/body_codec.h"
+#include "recap_internal/remedy_text.h"
 #include "recap_internal/store_rules.h"
 #include "schema.h"
 
@@ -74,12 +75,15 @@ Status FromSqlite(const std::string& path, const std::string& doing, int code,
   const std::string where = "recap sqlite store " + Quoted(path) + ": " + doing + " failed: ";
   switch (code & 0xFF) {
     case SQLITE_BUSY:
-    case SQLITE_LOCKED:
-      return Status::Unavailable(where +
-                                 "the database stayed locked by another connection for "
-                                 "longer than busy_timeout_ms (" +
-                                 std::to_string(options.busy_timeout_ms) +
-                                 " ms); retry, or raise busy_timeout_ms");
+    case SQLITE_LOCKED: {
+      // The remedy as data (docs/errors.md): the command says it in its own words.
+      const std::string ms = std::to_string(options.busy_timeout_ms);
+      internal::RemedyText m(where);
+      m << "the database stayed locked by another connection for longer than ";
+      m.Remedy("sqlite.busy_timeout_ms",
+               "busy_timeout_ms (" + ms + " ms); retry, or raise busy_timeout_ms", ms);
+      return m.ToStatus(StatusCode::kUnavailable);
+    }
     case SQLITE_READONLY:
       return Status::IOError(where + "the file or its folder is not writable by this process (" +
                              detail + "); SQLite in WAL mode also creates " +
@@ -346,9 +350,12 @@ class Connection {
   Status Transaction(const std::string& doing, bool write, Fn&& fn) {
     if (options_.read_only) {
       if (write) {
-        return Status::FailedPrecondition("recap sqlite store " + Quoted(path_) + ": " + doing +
-                                          " refused: the store was opened read-only "
-                                          "(SqliteStoreOptions::read_only)");
+        return internal::RemedyText("recap sqlite store " + Quoted(path_) + ": " + doing +
+                                    " refused: ")
+            .Remedy("store.read_only",
+                    "the store was opened read-only "
+                    "(SqliteStoreOptions::read_only)")
+            .ToStatus(StatusCode::kFailedPrecondition);
       }
       if (immutable_) {
         for (int attempt = 0; attempt < 3 && !Exists(path_ + "-wal"); ++attempt) {

@@ -1,12 +1,16 @@
 // Status and Result<T>: the error type every later component reports through.
+#include <optional>
+#include <random>
 #include <set>
 #include <string>
+#include <vector>
 
 #include <catch2/catch.hpp>
 
 #include "recap/status.h"
 #include "recap/version.h"
 
+using recap::Remedy;
 using recap::Result;
 using recap::Status;
 using recap::StatusCode;
@@ -83,4 +87,81 @@ TEST_CASE("Result: holds a value or the reason there is none") {
 
 TEST_CASE("version: the library reports the version of its headers") {
   CHECK(std::string(recap::LibraryVersion()) == RECAP_VERSION_STRING);
+}
+
+TEST_CASE("Status: a remedy is recorded as data, moved by WithContext, said in other words") {
+  const std::string text = "the database stayed locked for longer than busy_timeout_ms (200 ms)";
+  const std::size_t at = text.find("busy_timeout_ms");
+  Status s = Status::Unavailable(text).WithRemedy(
+      Remedy{"sqlite.busy_timeout_ms", "200", at, text.size() - at});
+  REQUIRE(s.remedies().size() == 1);
+  CHECK(s.message() == text);  // the C++ words stay in the message
+  CHECK(s.remedies()[0].value == "200");
+  // Said in another interface's words, without matching the sentence.
+  const auto words = [](const Remedy& r) -> std::optional<std::string> {
+    if (r.id == "sqlite.busy_timeout_ms") return "the command waits (" + r.value + " ms)";
+    return std::nullopt;
+  };
+  CHECK(s.Rendered(words) ==
+        "the database stayed locked for longer than the command waits (200 ms)");
+  // An interface without words for it keeps the C++ ones.
+  CHECK(s.Rendered([](const Remedy&) { return std::optional<std::string>(); }) == text);
+  // Context moves the remedy along; copies are deep.
+  const Status c = s.WithContext("appending to session \"a\"");
+  REQUIRE(c.remedies().size() == 1);
+  CHECK(c.message().substr(c.remedies()[0].offset, c.remedies()[0].size) ==
+        "busy_timeout_ms (200 ms)");
+  CHECK(c.Rendered(words) ==
+        "appending to session \"a\": the database stayed locked for longer than the command "
+        "waits (200 ms)");
+  CHECK(s.remedies()[0].offset == at);
+  // Outside the message, or over one already recorded: ignored.
+  CHECK(s.WithRemedy(Remedy{"x", "", text.size() - 2, 5}).remedies().size() == 1);
+  CHECK(s.WithRemedy(Remedy{"x", "", at + 3, 2}).remedies().size() == 1);
+  CHECK(s.WithRemedy(Remedy{"x", "", 0, 3}).remedies().size() == 2);
+  CHECK(Status().WithRemedy(Remedy{"x", "", 0, 0}).remedies().empty());
+  CHECK(Status().Rendered(words).empty());
+}
+
+TEST_CASE(
+    "Status: Rendered splices each remedy's words and keeps the rest, on generated messages") {
+  // Property: for random messages and random non-overlapping remedies, rendering with the
+  // remedies' own text gives the message back, and rendering some of them as "<id>" gives the
+  // splice done by hand.
+  const unsigned seed = std::random_device{}();
+  INFO("seed " << seed);
+  std::mt19937 gen(seed);
+  for (int round = 0; round < 2000; ++round) {
+    const std::size_t size = gen() % 60;
+    std::string text;
+    for (std::size_t i = 0; i < size; ++i) text += static_cast<char>('a' + gen() % 26);
+    Status s = Status::Internal(text);
+    if (text.empty()) s = Status::Internal("");
+    std::vector<Remedy> given;
+    std::size_t at = 0;
+    while (at < text.size() && gen() % 3 != 0) {
+      const std::size_t offset = at + gen() % (text.size() - at);
+      const std::size_t len = gen() % (text.size() - offset + 1);
+      given.push_back(Remedy{"r" + std::to_string(given.size()), "", offset, len});
+      at = offset + len + (len == 0 ? 1 : 0);
+    }
+    for (const Remedy& r : given) s = s.WithRemedy(r);
+    REQUIRE(s.remedies().size() == given.size());
+    CHECK(s.Rendered([&](const Remedy& r) -> std::optional<std::string> {
+      return text.substr(r.offset, r.size);
+    }) == text);
+    std::string expected;
+    std::size_t from = 0;
+    for (const Remedy& r : given) {
+      const bool said = (r.id.back() - '0') % 2 == 0;
+      if (!said) continue;
+      expected += text.substr(from, r.offset - from) + "<" + r.id + ">";
+      from = r.offset + r.size;
+    }
+    expected += text.substr(from);
+    CHECK(s.Rendered([](const Remedy& r) -> std::optional<std::string> {
+      if ((r.id.back() - '0') % 2 != 0) return std::nullopt;
+      return "<" + r.id + ">";
+    }) == expected);
+  }
 }

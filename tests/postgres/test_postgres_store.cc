@@ -18,6 +18,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
 #include <set>
 #include <sstream>
@@ -281,6 +282,18 @@ TEST_CASE(
   REQUIRE_FALSE(blocked.ok());
   CHECK(blocked.status().code() == StatusCode::kDeadlineExceeded);
   CHECK(blocked.status().message().find("statement_timeout_ms") != std::string::npos);
+  // Its remedies are data (docs/errors.md): rendered away, no option of the C++ API is named.
+  std::vector<std::string> ids;
+  for (const recap::Remedy& r : blocked.status().remedies()) ids.push_back(r.id);
+  CHECK(ids == std::vector<std::string>{"PostgresStoreOptions.statement_timeout_ms",
+                                        "postgres.raise_statement_timeout"});
+  const std::string plain =
+      blocked.status().Rendered([](const recap::Remedy& r) -> std::optional<std::string> {
+        return r.id == "postgres.raise_statement_timeout" ? "" : "the time the server allows";
+      });
+  CHECK(plain.find("PostgresStoreOptions") == std::string::npos);
+  CHECK(plain.find("ran longer than the time the server allows and") != std::string::npos);
+  CHECK(plain.find("; retry") != std::string::npos);
   CHECK(waited < std::chrono::seconds(5));
   PQclear(PQexec(holder, "ROLLBACK"));
   PQfinish(holder);

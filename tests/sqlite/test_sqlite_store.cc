@@ -1211,6 +1211,13 @@ TEST_CASE(
   CHECK(r.status().code() == StatusCode::kUnavailable);
   CheckNamesFile(r.status(), path);
   CHECK(ContainsAny(r.status().message(), {"busy_timeout_ms", "locked"}));
+  // The remedy is data (docs/errors.md): the command says it in its own words.
+  REQUIRE(r.status().remedies().size() == 1);
+  const recap::Remedy& remedy = r.status().remedies()[0];
+  CHECK(remedy.id == "sqlite.busy_timeout_ms");
+  CHECK(remedy.value == "200");
+  CHECK(r.status().message().substr(remedy.offset, remedy.size) ==
+        "busy_timeout_ms (200 ms); retry, or raise busy_timeout_ms");
   CHECK(waited >= std::chrono::milliseconds(150));
   CHECK(waited < std::chrono::seconds(5));
   // Readers are not blocked by a writer in WAL mode.
@@ -1363,6 +1370,8 @@ TEST_CASE(
   CHECK(refused.status().code() == StatusCode::kFailedPrecondition);
   CHECK_THAT(refused.status().message(),
              Catch::Matchers::Contains("SqliteStoreOptions::read_only"));
+  REQUIRE(refused.status().remedies().size() == 1);
+  CHECK(refused.status().remedies()[0].id == "store.read_only");
   std::vector<NewSession> create(1);
   create[0].session = "new";
   create[0].messages.push_back(Message::UserText("x"));

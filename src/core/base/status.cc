@@ -1,5 +1,6 @@
 #include "recap/status.h"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace recap {
@@ -26,7 +27,9 @@ const char* StatusCodeName(StatusCode code) noexcept {
 
 Status::Status(StatusCode code, std::string message) {
   // An "OK with a message" would be ambiguous; OK never allocates and never has a message.
-  if (code != StatusCode::kOk) state_ = std::make_unique<State>(State{code, std::move(message)});
+  if (code != StatusCode::kOk) {
+    state_ = std::make_unique<State>(State{code, std::move(message), {}});
+  }
 }
 
 Status::Status(const Status& other)
@@ -52,7 +55,49 @@ std::string Status::ToString() const {
 
 Status Status::WithContext(const std::string& context) const {
   if (ok()) return Status();
-  return Status(code(), context + ": " + state_->message);
+  Status out(code(), context + ": " + state_->message);
+  out.state_->remedies = state_->remedies;
+  for (Remedy& r : out.state_->remedies) r.offset += context.size() + 2;
+  return out;
+}
+
+const std::vector<Remedy>& Status::remedies() const noexcept {
+  static const std::vector<Remedy> kNone;
+  return state_ ? state_->remedies : kNone;
+}
+
+Status Status::WithRemedy(Remedy remedy) const {
+  Status out(*this);
+  if (ok()) return out;
+  const std::size_t size = state_->message.size();
+  if (remedy.offset > size || remedy.size > size - remedy.offset) return out;
+  std::vector<Remedy>& all = out.state_->remedies;
+  auto at = std::lower_bound(all.begin(), all.end(), remedy.offset,
+                             [](const Remedy& r, std::size_t offset) { return r.offset < offset; });
+  if (at != all.end() && at->offset < remedy.offset + remedy.size) return out;
+  if (at != all.begin() && std::prev(at)->offset + std::prev(at)->size > remedy.offset) {
+    return out;
+  }
+  all.insert(at, std::move(remedy));
+  return out;
+}
+
+std::string Status::Rendered(
+    const std::function<std::optional<std::string>(const Remedy&)>& words) const {
+  if (ok()) return std::string();
+  const std::string& m = state_->message;
+  std::string out;
+  out.reserve(m.size());
+  std::size_t at = 0;
+  for (const Remedy& r : state_->remedies) {
+    std::optional<std::string> said = words ? words(r) : std::nullopt;
+    if (!said) continue;
+    out.append(m, at, r.offset - at);
+    out += *said;
+    at = r.offset + r.size;
+  }
+  out.append(m, at, std::string::npos);
+  return out;
 }
 
 std::ostream& operator<<(std::ostream& os, const Status& s) { return os << s.ToString(); }

@@ -7,7 +7,7 @@ inline namespace v0 {
 
 Compactor::Impl::~Impl() {
   BackgroundQueue::Stopped stopped =
-      background.Stop("the Compactor was destroyed before a Prepare swapped it in");
+      background_queue.Stop("the Compactor was destroyed before a Prepare swapped it in");
   // Every compaction_started gets its end.
   for (const auto& task : stopped.never_ran) {
     task->job.error = Status::Cancelled(
@@ -52,14 +52,14 @@ void Compactor::Impl::SayFailed(const CompactionJob& job) {
 // The end of a background task's summarizer work, reported before the task is marked done:
 // the next Prepare of its session (which waits for "done") sees its events in order.
 void Compactor::Impl::Ran(BackgroundTask& task) {
-  const BackgroundQueue::Fate before = background.BeforeReport(task);
+  const BackgroundQueue::Fate before = background_queue.BeforeReport(task);
   const bool ok = task.job.summary.has_value();
   if (before.abandoned && (ok || !before.stopping)) {
     SayDiscarded(task.job, before.why);
   } else if (!ok) {
     SayFailed(task.job);  // a failure, or the cancellation of a Compactor going away
   }
-  const BackgroundQueue::Fate after = background.MarkDone(task);
+  const BackgroundQueue::Fate after = background_queue.MarkDone(task);
   // Given up while the lines above ran: its good result is not going to be swapped in.
   if (!before.abandoned && after.abandoned && ok) SayDiscarded(task.job, after.why);
 }
@@ -85,7 +85,7 @@ bool Compactor::Impl::StartBackground(const std::string& session, SessionCache& 
     return false;
   }
   const std::size_t messages = task->job.replaced_ids.size();  // the worker may change it
-  background.Start(session, std::move(task));
+  background_queue.Start(session, std::move(task));
   RECAP_LOG_DEBUG("session {}: compaction of {} messages started in the background", session,
                   messages);
   return true;
@@ -93,7 +93,7 @@ bool Compactor::Impl::StartBackground(const std::string& session, SessionCache& 
 
 std::shared_ptr<BackgroundTask> Compactor::Impl::AbandonTask(const std::string& session,
                                                              const std::string& why) {
-  BackgroundQueue::Abandoned given_up = background.Abandon(session, why);
+  BackgroundQueue::Abandoned given_up = background_queue.Abandon(session, why);
   if (given_up.discarded) SayDiscarded(given_up.discarded->job, why);
   return given_up.running;
 }
@@ -144,7 +144,7 @@ void Compactor::Impl::Collect(SessionCache& c, const RequestSizes& sizes, Backgr
 
 void Compactor::Impl::SwapWhenReady(const std::string& session,
                                     const std::shared_ptr<BackgroundTask>& task) {
-  if (!background.IsCurrent(session, task)) return;
+  if (!background_queue.IsCurrent(session, task)) return;
   // Every call that takes a task (Prepare, Compact, Recover) holds the session's lock, so the
   // check below and the swap are one step for them. A Prepare that holds it now (waiting for
   // this task, or running beside it) collects it itself, or leaves it to this worker.
@@ -158,7 +158,7 @@ void Compactor::Impl::SwapWhenReady(const std::string& session,
                     session, synced.message());
     return;
   }
-  if (!background.Claim(session, task)) return;
+  if (!background_queue.Claim(session, task)) return;
   SessionCache::BackgroundReport report;
   if (c.background_report) report = std::move(*c.background_report);
   const std::size_t chars_before = c.transcript().chars();
@@ -172,7 +172,7 @@ void Compactor::Impl::SwapWhenReady(const std::string& session,
 bool Compactor::Impl::PrepareBackground(const std::string& session, SessionCache& c,
                                         const RequestSizes& sizes, const CancellationToken& cancel,
                                         Plan& plan, Prepared& out) {
-  const BackgroundQueue::Look found = background.TakeIfDone(session);
+  const BackgroundQueue::Look found = background_queue.TakeIfDone(session);
   std::shared_ptr<BackgroundTask> task = found.task;
   if (c.background_report) {
     // A worker swapped it in (or discarded it) since the last Prepare: this call reports it.
@@ -198,7 +198,7 @@ bool Compactor::Impl::PrepareBackground(const std::string& session, SessionCache
     }
     out.waited_for_summarizer = true;
     RECAP_LOG_DEBUG("session {}: Prepare waits for the background compaction in flight", session);
-    bool finished = background.Wait(task, MaxWait(), cancel, &out.background_wait_ms);
+    bool finished = background_queue.Wait(task, MaxWait(), cancel, &out.background_wait_ms);
     if (!finished && !cancel.IsCancelled()) {
       // R15.3: bounded. Given up and cancelled; a summarizer that honours its token ends at
       // once, and then this Prepare compacts itself.
@@ -209,8 +209,8 @@ bool Compactor::Impl::PrepareBackground(const std::string& session, SessionCache
           "session {}: the background compaction did not finish within {} ms; Prepare goes "
           "on without it",
           session, config.compaction.background.max_wait_ms);
-      finished =
-          background.Wait(task, std::chrono::milliseconds(200), cancel, &out.background_wait_ms);
+      finished = background_queue.Wait(task, std::chrono::milliseconds(200), cancel,
+                                       &out.background_wait_ms);
     }
     if (!finished) {
       // Still running (its summarizer ignores cancellation, or the caller cancelled): no
@@ -218,8 +218,8 @@ bool Compactor::Impl::PrepareBackground(const std::string& session, SessionCache
       out.background_in_flight = true;
       return true;
     }
-    background.Forget(session, task);
-    if (!background.IsAbandoned(*task)) Collect(c, sizes, *task, out);
+    background_queue.Forget(session, task);
+    if (!background_queue.IsAbandoned(*task)) Collect(c, sizes, *task, out);
     Evaluate(sizes, c, plan);
   }
   // Start one early: between startAt x the trigger and the trigger, when the request may still

@@ -1,6 +1,7 @@
 // The hard limit (R6, R7 steps 2 to 4): the reduction of the kept tail and, when nothing
 // brought the request within the limit, the error that says what every attempt did.
 #include "compactor/compactor_impl.h"
+#include "recap_internal/remedy_text.h"
 
 namespace recap {
 inline namespace v0 {
@@ -36,14 +37,14 @@ Status Compactor::Impl::RunReduction(const std::string& session, SessionCache& c
 // R7 step 4, R12.8: what every attempt of this Prepare did, in order, and what to do.
 // `attempts`: step 1's (or why it did not run), then step 3's budget compaction if it ran;
 // `reduced_first` / `reduced_all`: messages the reducer clipped in step 2 / in all.
-std::string Compactor::Impl::BudgetMessage(std::size_t reducible, const RequestSizes& sizes,
-                                           const std::vector<Attempt>& attempts,
-                                           std::size_t reduced_first, std::size_t reduced_all,
-                                           bool budget_tried_before,
-                                           std::size_t stored_instructions) const {
+Status Compactor::Impl::BudgetError(std::size_t reducible, const RequestSizes& sizes,
+                                    const std::vector<Attempt>& attempts, std::size_t reduced_first,
+                                    std::size_t reduced_all, bool budget_tried_before,
+                                    std::size_t stored_instructions) const {
   const std::size_t limit = config.limits.max_context_chars;
-  std::string msg = "Context budget exceeded (approximately " + std::to_string(reducible) +
-                    " characters of conversation; limit " + std::to_string(limit) + ").";
+  // The failed attempts' errors keep their remedies (docs/errors.md) inside this message.
+  internal::RemedyText msg("Context budget exceeded (approximately " + std::to_string(reducible) +
+                           " characters of conversation; limit " + std::to_string(limit) + ").");
   const Attempt* first = nullptr;
   const Attempt* budget = nullptr;
   for (const Attempt& a : attempts) (a.budget_step ? budget : first) = &a;
@@ -71,70 +72,67 @@ std::string Compactor::Impl::BudgetMessage(std::size_t reducible, const RequestS
     return "there is no safe boundary to summarize";
   };
   // What happened after step 1, in order.
-  std::vector<std::string> then;
+  std::vector<internal::RemedyText> then;
   if (reduced_first > 0) {
-    then.push_back("the reducer clipped " + std::to_string(reduced_first) +
-                   (reduced_first == 1 ? " message" : " messages"));
+    then.emplace_back("the reducer clipped " + std::to_string(reduced_first) +
+                      (reduced_first == 1 ? " message" : " messages"));
   }
   if (budget != nullptr) {
-    std::string b = "a budget compaction ";
+    internal::RemedyText b("a budget compaction ");
     if (budget->kind == AttemptKind::kCommitted) {
-      b += "summarized " + std::to_string(budget->outcome.summarized_messages) +
-           " more messages inside the last turn";
+      b << "summarized " + std::to_string(budget->outcome.summarized_messages) +
+               " more messages inside the last turn";
       if (reduced_all > reduced_first) {
-        b += " and the reducer clipped " + std::to_string(reduced_all - reduced_first) + " more";
+        b << " and the reducer clipped " + std::to_string(reduced_all - reduced_first) + " more";
       }
     } else if (budget->kind == AttemptKind::kFailed) {
-      b += "failed (" + budget->error.message() + ")";
+      b << "failed (" << internal::RemedyText(budget->error) << ")";
     } else if (budget->skip != SkipReason::kNone &&
                budget->skip != SkipReason::kNothingToSummarize &&
                budget->skip != SkipReason::kNoSafeBoundary) {
-      b += "was skipped because " + skipped_because(*budget);
+      b << "was skipped because " + skipped_because(*budget);
     } else {
-      b += "found nothing left to summarize";
+      b << "found nothing left to summarize";
     }
     then.push_back(std::move(b));
   }
-  std::string rest;
-  for (const std::string& t : then) rest += (rest.empty() ? "" : ", then ") + t;
+  internal::RemedyText rest;
+  for (const internal::RemedyText& t : then) rest << (rest.empty() ? "" : ", then ") << t;
   if (first != nullptr && first->kind == AttemptKind::kCommitted) {
     if (rest.empty()) {
-      msg += " Automatic compaction ran but could not reduce it enough.";
+      msg << " Automatic compaction ran but could not reduce it enough.";
     } else {
-      msg += " Automatic compaction ran (" + std::to_string(first->outcome.summarized_messages) +
-             " messages summarized), then " + rest + ", but it is still over the limit.";
+      msg << " Automatic compaction ran (" + std::to_string(first->outcome.summarized_messages) +
+                 " messages summarized), then "
+          << rest << ", but it is still over the limit.";
     }
   } else {
     if (first != nullptr && first->kind == AttemptKind::kDisabled) {
-      msg += " Automatic compaction is disabled.";
+      msg << " Automatic compaction is disabled.";
     } else if (first != nullptr && first->kind == AttemptKind::kFailed) {
-      msg += " Automatic compaction failed (" + first->error.message() + ").";
+      msg << " Automatic compaction failed (" << internal::RemedyText(first->error) << ").";
     } else if (first != nullptr && first->kind == AttemptKind::kSkipped) {
-      msg += " Automatic compaction was skipped because " + skipped_because(*first) + ".";
+      msg << " Automatic compaction was skipped because " + skipped_because(*first) + ".";
     }
-    if (!rest.empty()) {
-      rest[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(rest[0])));
-      msg += " " + rest + ".";
-    }
+    if (!rest.empty()) msg << " " << rest.UpperFirst() << ".";
   }
   if (budget_tried_before) {
-    msg += " A budget compaction was already tried in this turn.";
+    msg << " A budget compaction was already tried in this turn.";
   }
   const std::size_t instructions = sizes.instructions_chars + stored_instructions;
   if (instructions + kMinReductionTarget > limit) {
     // They go with every request: no compaction, clipping or new session makes room.
-    msg += " The instructions alone are " + std::to_string(instructions) +
-           " characters, more than the limit leaves room for (it keeps " +
-           std::to_string(kMinReductionTarget) +
-           " for the conversation). To continue: shorten the instructions, or raise "
-           "limits.maxContextChars to at least " +
-           std::to_string(instructions + kMinReductionTarget) + ".";
-    return msg;
+    msg << " The instructions alone are " + std::to_string(instructions) +
+               " characters, more than the limit leaves room for (it keeps " +
+               std::to_string(kMinReductionTarget) +
+               " for the conversation). To continue: shorten the instructions, or raise "
+               "limits.maxContextChars to at least " +
+               std::to_string(instructions + kMinReductionTarget) + ".";
+    return msg.ToStatus(StatusCode::kContextBudgetExceeded);
   }
-  msg +=
-      " To continue: compact manually (with a focus), trim large tool outputs, start a new"
-      " session, or raise limits.maxContextChars.";
-  return msg;
+  msg << " To continue: compact manually (with a focus), trim large tool outputs, start a new"
+         " session, or raise limits.maxContextChars.";
+  return msg.ToStatus(StatusCode::kContextBudgetExceeded);
 }
 
 }  // namespace v0

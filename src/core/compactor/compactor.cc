@@ -48,8 +48,8 @@ Compactor::Impl::Impl(Config c, std::shared_ptr<Provider> p, std::shared_ptr<Ses
       sessions(config.cache.max_bytes),
       window_source(provider, clock),
       breaker(clock),
-      background(static_cast<std::size_t>(config.compaction.background.workers),
-                 [this](const std::shared_ptr<BackgroundTask>& task) { RunTask(task); }) {}
+      background_queue(static_cast<std::size_t>(config.compaction.background.workers),
+                       [this](const std::shared_ptr<BackgroundTask>& task) { RunTask(task); }) {}
 
 Compactor::Compactor(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Compactor::~Compactor() = default;
@@ -104,9 +104,9 @@ Result<Prepared> Compactor::Impl::PrepareOnce(const std::string& session, const 
   SaveLearned(session, c);
   // Step 4: fail with what happened and what to do; the reductions above stay persisted.
   if (run.Reducible(c) > config.limits.max_context_chars) {
-    return Status::ContextBudgetExceeded(BudgetMessage(
-        run.Reducible(c), sizes, run.attempts, run.reduced_first, run.out.reduced_messages,
-        run.budget_tried_before, StoredInstructionsChars(c.transcript())));
+    return BudgetError(run.Reducible(c), sizes, run.attempts, run.reduced_first,
+                       run.out.reduced_messages, run.budget_tried_before,
+                       StoredInstructionsChars(c.transcript()));
   }
   return Handed(c, run);
 }
@@ -330,7 +330,7 @@ Result<Plan> Compactor::PlanFor(const std::string& session, const RequestSizes& 
   }
   impl_->Evaluate(sizes, c, plan);
   if (impl_->config.compaction.background.enabled) {
-    const BackgroundQueue::Look task = impl_->background.Find(session);
+    const BackgroundQueue::Look task = impl_->background_queue.Find(session);
     if (task.task) {
       plan.background_ready = task.done && task.task->job.summary.has_value();
       plan.background_in_flight = !task.done;
@@ -391,7 +391,7 @@ Result<CompactOutcome> Compactor::Compact(const std::string& session, const Comp
   if (impl_->config.compaction.background.enabled) {
     if (auto running = impl_->AbandonTask(session, "a manual compaction replaced it")) {
       const std::size_t max_wait = impl_->config.compaction.background.max_wait_ms;
-      if (!impl_->background.Wait(running, impl_->MaxWait(), cancel, nullptr)) {
+      if (!impl_->background_queue.Wait(running, impl_->MaxWait(), cancel, nullptr)) {
         if (cancel.IsCancelled()) return Status::Cancelled("compaction was cancelled");
         return Status::Unavailable(
             "session " + internal::QuotedName(session) +
@@ -400,7 +400,7 @@ Result<CompactOutcome> Compactor::Compact(const std::string& session, const Comp
             std::to_string(max_wait) +
             " ms; its summarizer does not answer). Nothing was changed; compact again later.");
       }
-      impl_->background.Forget(session, running);
+      impl_->background_queue.Forget(session, running);
     }
   }
   const std::size_t retired = impl_->AdoptProviderCheckpoint(session, c);

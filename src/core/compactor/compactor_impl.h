@@ -111,7 +111,7 @@ struct RECAP_COMPACTOR_IMPL_HIDDEN Compactor::Impl {
   SummarizerBreaker breaker;   // R12.3
   // R15: declared last, so that it is destroyed (its workers joined) before the parts above
   // that its tasks use.
-  BackgroundQueue background;
+  BackgroundQueue background_queue;
 
   // The offline summarizer, known by what it is, never by its name: a host's provider that
   // calls itself "offline" is a model like any other (chunked requests, the fallback).
@@ -218,6 +218,8 @@ struct RECAP_COMPACTOR_IMPL_HIDDEN Compactor::Impl {
 
   // What one Prepare has found and done so far, handed from step to step.
   struct PrepareRun {
+    PrepareRun(const std::string& s, const RequestSizes& z, const CancellationToken& k)
+        : session(s), sizes(z), cancel(k) {}
     const std::string& session;
     const RequestSizes& sizes;
     const CancellationToken& cancel;
@@ -303,13 +305,14 @@ struct RECAP_COMPACTOR_IMPL_HIDDEN Compactor::Impl {
   Status RunReduction(const std::string& session, SessionCache& c, const RequestSizes& sizes,
                       std::size_t* reduced_messages);
 
-  // R7 step 4, R12.8: what every attempt of this Prepare did, in order, and what to do.
+  // R7 step 4, R12.8: kContextBudgetExceeded saying what every attempt of this Prepare did,
+  // in order, and what to do (their errors' remedies kept).
   // `attempts`: step 1's (or why it did not run), then step 3's budget compaction if it ran;
   // `reduced_first` / `reduced_all`: messages the reducer clipped in step 2 / in all.
-  std::string BudgetMessage(std::size_t reducible, const RequestSizes& sizes,
-                            const std::vector<Attempt>& attempts, std::size_t reduced_first,
-                            std::size_t reduced_all, bool budget_tried_before,
-                            std::size_t stored_instructions) const;
+  Status BudgetError(std::size_t reducible, const RequestSizes& sizes,
+                     const std::vector<Attempt>& attempts, std::size_t reduced_first,
+                     std::size_t reduced_all, bool budget_tried_before,
+                     std::size_t stored_instructions) const;
 };
 
 }  // namespace v0
