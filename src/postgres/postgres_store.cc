@@ -64,15 +64,7 @@ Status CheckName(const std::string& session) {
   return Status::OK();
 }
 
-struct SessionRow {
-  std::int64_t id = 0;
-  std::uint64_t version = 0;
-  std::uint64_t rewrite_version = 0;
-  std::int64_t compactions = 0;
-  std::int64_t reductions = 0;
-  std::int64_t recoveries = 0;
-  std::int64_t next_position = 0;
-};
+using internal::SessionRow;
 
 std::string ArrayLiteral(const std::vector<std::int64_t>& v) {
   std::string out = "{";
@@ -554,12 +546,8 @@ class PostgresSessionStore final : public SessionStore {
   }
 
   SessionRow CheckVersion(Connection& c, const std::string& session, std::uint64_t expected) {
-    std::optional<SessionRow> row = Lock(c, session);
-    if (Status s = internal::CheckExpectedVersion(session, expected, row ? row->version : 0);
-        !s.ok()) {
-      throw Abort{s};
-    }
-    if (!row) throw Abort{internal::NothingToCommitAgainst(session)};
+    Result<SessionRow> row = internal::CommitAgainst(session, expected, Lock(c, session));
+    if (!row.ok()) throw Abort{row.status()};
     return *row;
   }
 

@@ -183,6 +183,13 @@ Status NothingToCommitAgainst(const std::string& session) {
                                  " has no messages; there is nothing to commit against");
 }
 
+Result<SessionRow> CommitAgainst(const std::string& session, std::uint64_t expected,
+                                 const std::optional<SessionRow>& row) {
+  RECAP_RETURN_IF_ERROR(CheckExpectedVersion(session, expected, row ? row->version : 0));
+  if (!row) return NothingToCommitAgainst(session);
+  return *row;
+}
+
 Status CheckCompactionShape(const std::string& session, const CompactionCommit& commit) {
   if (commit.replaced.empty()) {
     return Status::InvalidArgument("a compaction of session " + QuotedName(session) +

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -91,6 +92,25 @@ std::string CompactionAddedName(const CompactionCommit& commit, std::size_t k);
 
 // kConflict when `expected` is not `now` (the session's version); OK otherwise.
 Status CheckExpectedVersion(const std::string& session, std::uint64_t expected, std::uint64_t now);
+
+// A session's row in a database store's `sessions` table, as both the SQLite and the
+// PostgreSQL store read it (docs/sqlite-store.md, docs/postgres.md).
+struct SessionRow {
+  std::int64_t id = 0;
+  std::uint64_t version = 0;
+  std::uint64_t rewrite_version = 0;  // the last version that did more than append
+  std::int64_t compactions = 0;
+  std::int64_t reductions = 0;
+  std::int64_t recoveries = 0;
+  std::int64_t next_position = 0;  // the PostgreSQL store keeps it in the row; SQLite asks
+};
+
+// The opening every commit of a database store shares, once the store has found (and
+// locked) the session's row inside its transaction: the row when the session is at
+// `expected`, kConflict when another writer moved it, and NothingToCommitAgainst for a session
+// never written.
+Result<SessionRow> CommitAgainst(const std::string& session, std::uint64_t expected,
+                                 const std::optional<SessionRow>& row);
 
 // kInvalidArgument when LoadChanges asks for a version beyond the session's.
 Status CheckSinceVersion(const std::string& session, std::uint64_t since, std::uint64_t version);
