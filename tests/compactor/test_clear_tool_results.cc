@@ -13,27 +13,19 @@
 #include "recap/config.h"
 
 #include "support/fake_provider.h"
+#include "support/host.h"
 #include "support/ok.h"
 #include "support/recording_sink.h"
-#include "support/test_store.h"
 
 using namespace recap;
-using recap::testing::RecordingSink;
-using recap::testing::ScriptedProvider;
 
 namespace {
 
 using recap::testing::Ok;
 
-struct Host {
-  std::shared_ptr<ScriptedProvider> provider = std::make_shared<ScriptedProvider>();
-  std::shared_ptr<SessionStore> store = recap::testing::NewTestSessionStore();
-  std::shared_ptr<RecordingSink> sink = std::make_shared<RecordingSink>();
-  std::unique_ptr<Compactor> compactor;
-
-  explicit Host(const Config& config) {
-    compactor = Ok(Compactor::Create(config, provider, store, {}, {sink}));
-  }
+// The shared host (support/host.h) over the scripted provider and the test store.
+struct Host : recap::testing::CompactorHost<> {
+  using CompactorHost::CompactorHost;
   // A turn: a request, `calls` tool calls of `tool` each answered with `output_chars`, a reply.
   void Turn(int n, const std::string& tool, std::size_t output_chars, int calls = 1) {
     std::vector<Message> m = {Message::UserText("request " + std::to_string(n))};
@@ -43,7 +35,7 @@ struct Host {
       m.push_back(Message::ToolOutput(id, std::string(output_chars, 'o')));
     }
     m.push_back(Message::AssistantText("answer " + std::to_string(n)));
-    REQUIRE(store->AppendMessages("s", std::move(m)).ok());
+    Append("s", std::move(m));
   }
 };
 

@@ -19,6 +19,7 @@
 #include "recap/time_source.h"
 
 #include "support/fake_provider.h"
+#include "support/host.h"
 #include "support/ok.h"
 #include "support/recording_sink.h"
 #include "support/test_store.h"
@@ -32,21 +33,12 @@ namespace {
 
 using recap::testing::Ok;
 
-struct Host {
-  std::shared_ptr<ScriptedProvider> provider = std::make_shared<ScriptedProvider>();
-  std::shared_ptr<SessionStore> store = recap::testing::NewTestSessionStore();
-  std::shared_ptr<RecordingSink> sink = std::make_shared<RecordingSink>();
-  std::unique_ptr<Compactor> compactor;
+// The shared host (support/host.h) over the scripted provider and the test store, on the
+// machine's clock or the test's.
+struct Host : recap::testing::CompactorHost<> {
+  explicit Host(const Config& config, std::shared_ptr<TimeSource> clock = nullptr)
+      : CompactorHost(config, {nullptr, nullptr, std::move(clock)}) {}
 
-  explicit Host(const Config& config, std::shared_ptr<TimeSource> clock = nullptr) {
-    auto made = Compactor::Create(config, provider, store, {}, {sink}, std::move(clock));
-    REQUIRE(made.ok());
-    compactor = std::move(made).value();
-  }
-
-  void Append(const std::string& session, Message m) {
-    REQUIRE(store->Append(session, std::move(m)).ok());
-  }
   // A turn: a request, a tool call, its output of `output_chars`, an answer.
   void Turn(const std::string& session, int n, std::size_t output_chars = 100) {
     const std::string id = "call_" + std::to_string(n);

@@ -22,6 +22,7 @@
 
 #include "support/fake_provider.h"
 #include "support/generator.h"
+#include "support/host.h"
 #include "support/ok.h"
 #include "support/recording_sink.h"
 #include "support/test_data.h"
@@ -31,8 +32,6 @@ using namespace recap;
 using recap::testing::DataPath;
 using recap::testing::JsonDifference;
 using recap::testing::ReadFile;
-using recap::testing::RecordingSink;
-using recap::testing::ScriptedProvider;
 
 namespace {
 
@@ -41,21 +40,12 @@ constexpr const char* kResponsesFile = "tau-bench_gpt-4o-airline_run5.compaction
 
 using recap::testing::Ok;
 
-struct Host {
-  std::shared_ptr<ScriptedProvider> provider = std::make_shared<ScriptedProvider>();
-  std::shared_ptr<SessionStore> store;
-  std::shared_ptr<RecordingSink> sink = std::make_shared<RecordingSink>();
-  std::unique_ptr<Compactor> compactor;
-
+// The shared host (support/host.h) over the scripted provider and the test store, or a store
+// another host already uses.
+struct Host : recap::testing::CompactorHost<> {
   explicit Host(const Config& config,
                 std::shared_ptr<SessionStore> shared = recap::testing::NewTestSessionStore())
-      : store(std::move(shared)) {
-    compactor = Ok(Compactor::Create(config, provider, store, {}, {sink}));
-  }
-  void Append(const std::string& session, std::vector<Message> messages) {
-    REQUIRE(store->AppendMessages(session, std::move(messages)).ok());
-  }
-  Prepared Prepare(const std::string& session) { return Ok(compactor->Prepare(session, {})); }
+      : CompactorHost(config, {nullptr, std::move(shared)}) {}
 };
 
 Config Roomy() {
