@@ -28,6 +28,7 @@
 #include "support/fake_provider.h"
 #include "support/forwarding_store.h"
 #include "support/generator.h"
+#include "support/host.h"
 #include "support/ok.h"
 #include "support/recording_sink.h"
 #include "support/test_store.h"
@@ -166,19 +167,14 @@ Config Background(std::size_t max_wait_ms = 600000) {
   return c;
 }
 
-struct Host {
-  std::shared_ptr<GatedProvider> provider;
-  std::shared_ptr<SessionStore> store;
-  std::shared_ptr<RecordingSink> sink = std::make_shared<RecordingSink>();
-  std::unique_ptr<Compactor> compactor;
+// The shared host (support/host.h) over a GatedProvider (a new one unless given) and the test
+// store (unless given), on session "s".
+struct Host : recap::testing::CompactorHost<GatedProvider> {
   int turns = 0;
 
   explicit Host(const Config& config, std::shared_ptr<GatedProvider> p = nullptr,
                 std::shared_ptr<SessionStore> s = nullptr)
-      : provider(p ? std::move(p) : std::make_shared<GatedProvider>()),
-        store(s ? std::move(s) : recap::testing::NewTestSessionStore()) {
-    compactor = Ok(Compactor::Create(config, provider, store, {}, {sink}));
-  }
+      : CompactorHost(config, {std::move(p), std::move(s)}) {}
   // A turn of about `chars` characters: a request, a tool call and its result, an answer.
   void Turn(std::size_t chars = 2000) {
     const int n = ++turns;
@@ -188,9 +184,8 @@ struct Host {
         Message::AssistantCalls({ToolCall{id, "read", R"({"path":"f.cc"})", {}}}),
         Message::ToolOutput(id, std::string(chars > 100 ? chars - 100 : 1, 'o')),
         Message::AssistantText("answer " + std::to_string(n))};
-    REQUIRE(store->AppendMessages("s", std::move(m)).ok());
+    Append("s", std::move(m));
   }
-  Prepared Prepare() { return Ok(compactor->Prepare("s", {})); }
   Plan PlanNow() { return Ok(compactor->PlanFor("s", {})); }
   // Turns until Prepare starts a background compaction (at most 40).
   Prepared TurnsUntilStarted() {

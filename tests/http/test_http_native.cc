@@ -14,13 +14,13 @@
 #include "recap/compactor.h"
 #include "recap/http/http_provider.h"
 
+#include "support/host.h"
 #include "support/http_test_server.h"
 #include "support/ok.h"
 #include "support/recording_sink.h"
 
 using namespace recap;
 using recap::testing::HttpTestServer;
-using recap::testing::RecordingSink;
 using recap::testing::ScriptedHttpResponse;
 using Json = nlohmann::json;
 
@@ -71,19 +71,19 @@ std::string AnthropicCompacted(const std::string& summary, const std::string& st
   return j.dump();
 }
 
-struct Host {
-  std::shared_ptr<Provider> provider;
-  std::shared_ptr<SessionStore> store = NewInMemorySessionStore();
-  std::shared_ptr<RecordingSink> sink = std::make_shared<RecordingSink>();
-  std::unique_ptr<Compactor> compactor;
+// Keeps the last turn; `fallback` when the provider fails.
+Config KeepOneTurn(Fallback fallback) {
+  Config config;
+  config.compaction.keep_turns = 1;
+  config.compaction.fallback = fallback;
+  return config;
+}
 
-  Host(const HttpProviderOptions& options, Fallback fallback = Fallback::kNone) {
-    provider = Ok(NewHttpProvider(options));
-    Config config;
-    config.compaction.keep_turns = 1;
-    config.compaction.fallback = fallback;
-    compactor = Ok(Compactor::Create(config, provider, store, {}, {sink}));
-  }
+// The shared host (support/host.h) over the HTTP provider `options` make and an in-memory store.
+struct Host : recap::testing::CompactorHost<Provider> {
+  Host(const HttpProviderOptions& options, Fallback fallback = Fallback::kNone)
+      : CompactorHost(KeepOneTurn(fallback),
+                      {Ok(NewHttpProvider(options)), NewInMemorySessionStore()}) {}
   void Turns(int from, int to) {
     std::vector<Message> m;
     for (int i = from; i < to; ++i) {
@@ -92,7 +92,7 @@ struct Host {
       m.push_back(
           Message::AssistantText("answer " + std::to_string(i) + " " + std::string(2500, 'a')));
     }
-    REQUIRE(store->AppendMessages("s", std::move(m)).ok());
+    Append("s", std::move(m));
   }
 };
 
