@@ -1,0 +1,98 @@
+"""The C library: _recap_c (or the file RECAP_C_LIBRARY names) loaded with ctypes, the C API's
+functions declared, and the strings recap returns read and freed."""
+
+import ctypes
+import os
+
+
+def _find_library():
+    here = os.path.dirname(os.path.abspath(__file__))
+    package = os.path.join(here, "__init__.py")
+    for name in ("_recap_c.so", "_recap_c.dylib", "_recap_c.dll"):
+        candidate = os.path.join(here, name)
+        if os.path.exists(candidate):
+            return candidate
+    named = os.environ.get("RECAP_C_LIBRARY")
+    if named:
+        return named
+    raise ImportError(
+        "recap: the shared library _recap_c is not next to %s and RECAP_C_LIBRARY is not set; "
+        "build recap with CMake (-DRECAP_BUILD_PYTHON=ON) and put <build>/python on "
+        "PYTHONPATH, or install it (docs/python.md)" % package)
+
+
+#: The path of the shared library this module calls.
+library_path = _find_library()
+_lib = ctypes.CDLL(library_path)
+
+_vp = ctypes.c_void_p
+_out = ctypes.POINTER(ctypes.c_void_p)
+_SUMMARIZE_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p)
+_FREE_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+_EVENT_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_char_p)
+
+
+class _Sizes(ctypes.Structure):
+    _fields_ = [("instructions_chars", ctypes.c_size_t),
+                ("tool_catalog_chars", ctypes.c_size_t),
+                ("profile_context_window", ctypes.c_size_t)]
+
+
+def _declare(name, restype, *argtypes):
+    function = getattr(_lib, name)
+    function.restype = restype
+    function.argtypes = list(argtypes)
+    return function
+
+
+_c_int, _c_char_p, _c_size_t = ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t
+_code_name = _declare("recap_code_name", _c_char_p, _c_int)
+_version = _declare("recap_version", _c_char_p)
+_free = _declare("recap_free", None, _vp)
+_store_open = _declare("recap_store_open", _c_int, _c_char_p, _out, _out)
+_store_free = _declare("recap_store_free", None, _vp)
+_provider_new_offline = _declare("recap_provider_new_offline", _c_int, _out, _out)
+_provider_new_http = _declare("recap_provider_new_http", _c_int, _c_char_p, _out, _out)
+_provider_new_callback = _declare("recap_provider_new_callback", _c_int, _c_char_p, _c_size_t,
+                                  _SUMMARIZE_FN, _vp, _FREE_FN, _out, _out)
+_reply_text = _declare("recap_reply_text", _c_int, _vp, _c_char_p, _c_int, ctypes.c_uint64,
+                       ctypes.c_uint64)
+_reply_fail = _declare("recap_reply_fail", _c_int, _vp, _c_int, _c_char_p)
+_reply_cancelled = _declare("recap_reply_cancelled", _c_int, _vp)
+_provider_free = _declare("recap_provider_free", None, _vp)
+_compactor_new = _declare("recap_compactor_new", _c_int, _c_char_p, _vp, _vp, _EVENT_FN, _vp,
+                          _out, _out)
+_compactor_free = _declare("recap_compactor_free", None, _vp)
+_append = _declare("recap_append", _c_int, _vp, _c_char_p, _c_char_p, _c_char_p,
+                   ctypes.POINTER(ctypes.c_uint64), _out)
+_prepare = _declare("recap_prepare", _c_int, _vp, _c_char_p, _c_char_p,
+                    ctypes.POINTER(_Sizes), _out, _out)
+_plan = _declare("recap_plan", _c_int, _vp, _c_char_p, ctypes.POINTER(_Sizes), _out, _out)
+_compact = _declare("recap_compact", _c_int, _vp, _c_char_p, _c_char_p, ctypes.POINTER(_Sizes),
+                    _out, _out)
+_recover = _declare("recap_recover", _c_int, _vp, _c_char_p, _c_int, _out, _out)
+_report_overflow = _declare("recap_report_overflow", _c_int, _vp, _c_char_p, _c_size_t, _out)
+_report_prompt_tokens = _declare("recap_report_prompt_tokens", _c_int, _vp, _c_char_p, _c_size_t,
+                                 _out)
+
+
+def _taken(pointer):
+    """The text of a string recap returned, which is then freed."""
+    try:
+        return ctypes.string_at(pointer).decode("utf-8", "replace")
+    finally:
+        _free(pointer)
+
+
+def _taken_bytes(pointer):
+    """The bytes of a string recap returned, which is then freed."""
+    try:
+        return ctypes.string_at(pointer)
+    finally:
+        _free(pointer)
+
+
+# strlen from the C library, to view a result in recap's memory without copying it first.
+_strlen = ctypes.CDLL(None).strlen
+_strlen.restype = ctypes.c_size_t
+_strlen.argtypes = [_vp]
