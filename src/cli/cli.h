@@ -1,6 +1,11 @@
 // recap CLI — what the subcommands share: exit codes, option parsing, opening the database,
-// the configuration, output helpers. One file per subcommand (import.cc, export.cc, stats.cc,
-// compact.cc, sessions.cc); main.cc dispatches.
+// the configuration, output helpers. One file per subcommand (import.cc, append.cc,
+// prepare.cc, export.cc, stats.cc, compact.cc, sessions.cc); main.cc dispatches. Shared:
+// common.cc (options' values, reporting, a library Status in the command's words),
+// database.cc (--db, opening it, a session's run), configuration.cc (--config and the
+// limits' flags, --provider and the HTTP provider's failures in the command's words),
+// import_formats.{h,cc} (the formats import and append read), import_sources.h and
+// json_skim.{h,cc} (the import's streamed messages and its skimmer), progress.{h,cc}.
 #ifndef RECAP_CLI_CLI_H_
 #define RECAP_CLI_CLI_H_
 
@@ -107,7 +112,11 @@ int UsageError(const Args& args, const std::string& message);
 // A failure of the work: prints the text (and, with --json, {"error": ...} on stdout);
 // returns 1.
 int Failure(const Args& args, const std::string& text);
+// The same for a library Status, in the command's words (InCommandWords).
 int Failure(const Args& args, const recap::Status& status);
+// A library Status's message in the command's words: each remedy of the stores it names
+// (recap::Remedy, docs/errors.md) said as a user of the command can act on it.
+std::string InCommandWords(const recap::Status& status);
 // `status` with "Nothing was written" added, unless its message says so already.
 recap::Status NothingWritten(const recap::Status& status);
 

@@ -219,11 +219,11 @@ int RunPrepare(const std::vector<std::string>& words) {
     }
   }
   if (!prepared->orphan_results.empty()) {
-    const std::size_t n = prepared->orphan_results.size();
-    std::cerr << "recap prepare: session '" << Shown(session) << "': " << Counted(n, "tool result")
-              << (n == 1 ? " answers" : " answer") << " no call before " << (n == 1 ? "it" : "them")
-              << " (call id '" << Shown(prepared->orphan_results[0]) << "'"
-              << (n > 1 ? " and more" : "")
+    const std::size_t orphans = prepared->orphan_results.size();
+    std::cerr << "recap prepare: session '" << Shown(session)
+              << "': " << Counted(orphans, "tool result") << (orphans == 1 ? " answers" : " answer")
+              << " no call before " << (orphans == 1 ? "it" : "them") << " (call id '"
+              << Shown(prepared->orphan_results[0]) << "'" << (orphans > 1 ? " and more" : "")
               << "); the model API will refuse the request. Append each result after the "
                  "message with its call (`recap sessions history` shows what was appended)\n";
   }
