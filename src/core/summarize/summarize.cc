@@ -1,9 +1,10 @@
 // One summary of a span through a Provider (internal::Summarize): the span rendered one message
 // at a time, fitted to the summarizer's input budget (R4.7: chunks, clipped older messages,
-// the oldest left out with a note), each chunk's request, the reply parsed (with one retry for a
-// reply that does not parse), the chunks folded into one checkpoint. Over 800 lines as one
-// idea: the budget, the chunking and the folding decide together what one request holds, and
-// apart they would pass that state through a dozen parameters.
+// the oldest left out with a note), each chunk's request with the previous checkpoint to merge,
+// the reply parsed (one without a checkpoint, cut off or over budget is a failure that replaces
+// nothing), each chunk's result folded into the next. Over 800 lines as one idea: the budget, the
+// chunking and the folding decide together what one request holds, and apart they would pass that
+// state through a dozen parameters.
 #include "summarize/summarize.h"
 
 #include <algorithm>
