@@ -25,8 +25,7 @@ void BackgroundQueue::Start(const std::string& session, std::shared_ptr<Backgrou
   changed_.notify_all();
 }
 
-BackgroundQueue::Look BackgroundQueue::Find(const std::string& session) const {
-  std::lock_guard<std::mutex> lock(mu_);
+BackgroundQueue::Look BackgroundQueue::LookLocked(const std::string& session) const {
   Look look;
   auto it = tasks_.find(session);
   if (it == tasks_.end()) return look;
@@ -36,15 +35,15 @@ BackgroundQueue::Look BackgroundQueue::Find(const std::string& session) const {
   return look;
 }
 
+BackgroundQueue::Look BackgroundQueue::Find(const std::string& session) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return LookLocked(session);
+}
+
 BackgroundQueue::Look BackgroundQueue::TakeIfDone(const std::string& session) {
   std::lock_guard<std::mutex> lock(mu_);
-  Look look;
-  auto it = tasks_.find(session);
-  if (it == tasks_.end()) return look;
-  look.task = it->second;
-  look.done = look.task->state == BackgroundTask::State::kDone;
-  look.abandoned = look.task->abandoned;
-  if (look.done) tasks_.erase(it);
+  Look look = LookLocked(session);
+  if (look.done) tasks_.erase(session);
   return look;
 }
 

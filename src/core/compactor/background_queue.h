@@ -127,6 +127,7 @@ class BackgroundQueue {
   void SpawnWorkerIfNeeded(bool beyond_limit);
   bool IsCurrentLocked(const std::string& session,
                        const std::shared_ptr<BackgroundTask>& task) const;
+  Look LookLocked(const std::string& session) const;  // mu_ held
 
   const std::size_t workers_limit_;
   const Run run_;
