@@ -33,8 +33,9 @@ Compactor::Impl::WindowChoice Compactor::Impl::Window(const RequestSizes& sizes,
 void Compactor::Impl::SayWindowUnknown(const std::string& session, SessionCache& c,
                                        const Plan& plan) {
   if (c.window_unknown_said || plan.window_source != std::string("fallback")) return;
-  const std::string error = window_source.Failure();
-  if (error.empty()) return;  // not asked yet, or the provider reports none: nothing failed
+  const std::optional<std::string> failure = window_source.Failure();
+  if (!failure) return;  // not asked yet, or the provider reports none: nothing failed
+  const std::string& error = *failure;
   c.window_unknown_said = true;
   events.Emit(EventType::kWindowUnknown, session,
               internal::WindowUnknownFields(error, FallbackWindow(), "maxContextChars / 4"));

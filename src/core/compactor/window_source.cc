@@ -46,9 +46,10 @@ std::optional<std::size_t> WindowSource::Get() {
   return std::nullopt;
 }
 
-std::string WindowSource::Failure() const {
+std::optional<std::string> WindowSource::Failure() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return loud_ ? error_ : std::string();
+  if (!loud_) return std::nullopt;
+  return error_;
 }
 
 }  // namespace compactor_detail

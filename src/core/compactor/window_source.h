@@ -37,9 +37,9 @@ class WindowSource {
   std::optional<std::size_t> Get();
 
   // Why the window is unknown when asking failed (the error, or a window recap does not
-  // trust): what window_unknown reports. Empty when it is known, not asked yet, or the
+  // trust): what window_unknown reports. Nothing when it is known, not asked yet, or the
   // provider said it reports none.
-  std::string Failure() const;
+  std::optional<std::string> Failure() const;
 
  private:
   const std::shared_ptr<Provider> provider_;
