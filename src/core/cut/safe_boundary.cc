@@ -16,7 +16,7 @@ namespace {
 // One pass over the transcript that pairs results with calls and records, for every matched
 // pair (c, r), that positions c+1..r are unsafe. `cover` is a difference array over
 // positions 0..n; `report` receives counts, orphans and uncertain calls.
-struct Scan {
+struct PairScan {
   PairingReport report;
   std::vector<int> cover;  // difference array, n + 2 entries
 };
@@ -100,9 +100,9 @@ class CallTable {
   std::size_t size_ = 0;
 };
 
-Scan ScanPairs(const Transcript& t) {
+PairScan ScanPairs(const Transcript& t) {
   const std::size_t n = t.size();
-  Scan s;
+  PairScan s;
   s.cover.assign(n + 2, 0);
   CallTable open;
 
@@ -210,7 +210,7 @@ CutDecision FindCutReference(const Transcript& t, const CutOptions& options) {
     d.skip = SkipReason::kNothingToSummarize;
     return d;
   }
-  Scan scan = ScanPairs(t);
+  PairScan scan = ScanPairs(t);
   if (!scan.report.uncertain.empty()) {
     d.skip = SkipReason::kUncertainToolResults;
     d.uncertain = std::move(scan.report.uncertain);
