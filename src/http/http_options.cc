@@ -24,7 +24,7 @@
 namespace recap {
 inline namespace v0 {
 namespace internal {
-namespace http {
+namespace http_options {
 
 bool HasLineBreakOrControl(const std::string& s) {
   return std::any_of(s.begin(), s.end(), [](char c) {
@@ -122,14 +122,15 @@ Result<std::string> CheckHttpOptions(HttpProviderOptions& options) {
   }
   const std::string lower = Lower(base);
   if (lower.rfind("http://", 0) != 0 && lower.rfind("https://", 0) != 0) {
-    return Invalid("base_url", " \"" + DisplayUrl(internal::http::Excerpt(base, 200)) +
+    return Invalid("base_url", " \"" +
+                                   internal::http::DisplayUrl(internal::http::Excerpt(base, 200)) +
                                    "\" must start with http:// or https://");
   }
   if (HasLineBreakOrControl(base) || base.find(' ') != std::string::npos) {
     return Invalid("base_url", " contains spaces or control characters");
   }
   if (base.find_first_of("?#") != std::string::npos) {
-    return Invalid("base_url", " \"" + DisplayUrl(base) +
+    return Invalid("base_url", " \"" + internal::http::DisplayUrl(base) +
                                    "\" must not have a query or fragment: "
                                    "recap appends the endpoint's path to it");
   }
@@ -214,7 +215,8 @@ Result<std::string> CheckHttpOptions(HttpProviderOptions& options) {
         !options.allow_insecure_http) {
       internal::RemedyText m;
       m.Option("HttpProviderOptions.base_url")
-          << " \"" + DisplayUrl(base) + "\" is plain http:// to a host that is not loopback, and "
+          << " \"" + internal::http::DisplayUrl(base) +
+                 "\" is plain http:// to a host that is not loopback, and "
           << credential << " would be sent over it in cleartext: use https://, or set ";
       m.Remedy("http.allow_insecure_http", "HttpProviderOptions.allow_insecure_http = true")
           << " if the network is yours (loopback — 127.0.0.1, ::1, localhost — is always "
@@ -223,7 +225,7 @@ Result<std::string> CheckHttpOptions(HttpProviderOptions& options) {
     }
     if (url.scheme == "http" && !credential.text().empty() && !IsLoopbackHost(url.host)) {
       RECAP_LOG_WARN("http provider: {} goes to {} in cleartext (allow_insecure_http)",
-                     credential.text(), DisplayUrl(base));
+                     credential.text(), internal::http::DisplayUrl(base));
     }
   }
   // limits
@@ -262,7 +264,7 @@ Result<std::string> CheckHttpOptions(HttpProviderOptions& options) {
   return key;
 }
 
-}  // namespace http
+}  // namespace http_options
 }  // namespace internal
 
 const char* HttpProtocolName(HttpProtocol protocol) noexcept {
@@ -277,7 +279,7 @@ const char* HttpProtocolName(HttpProtocol protocol) noexcept {
 }
 
 Result<HttpProtocol> ParseHttpProtocol(const std::string& name) {
-  const std::string n = internal::http::Lower(name);
+  const std::string n = internal::http_options::Lower(name);
   if (n == "openai_chat" || n == "openai") return HttpProtocol::kOpenAiChat;
   if (n == "anthropic") return HttpProtocol::kAnthropic;
   if (n == "openai_responses" || n == "responses") return HttpProtocol::kOpenAiResponses;

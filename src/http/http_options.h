@@ -13,7 +13,9 @@
 namespace recap {
 inline namespace v0 {
 namespace internal {
-namespace http {
+// Not internal::http: with a unity build, the anonymous helpers of the other files of
+// recap::http (Lower, EqualsNoCase) would meet these in one translation unit.
+namespace http_options {
 
 // The most retries HttpProviderOptions::max_retries may ask for.
 inline constexpr std::uint32_t kMaxRetries = 10;
@@ -42,7 +44,7 @@ bool IsLoopbackHost(const std::string& host);
 // option as a remedy (docs/errors.md).
 Result<std::string> CheckHttpOptions(HttpProviderOptions& options);
 
-}  // namespace http
+}  // namespace http_options
 }  // namespace internal
 }  // namespace v0
 }  // namespace recap

@@ -30,12 +30,12 @@ namespace recap {
 inline namespace v0 {
 namespace {
 
-using internal::http::EqualsNoCase;
-using internal::http::IsLoopbackHost;
-using internal::http::LooksSecret;
-using internal::http::Lower;
-using internal::http::SplitUrl;
-using internal::http::UrlParts;
+using internal::http_options::EqualsNoCase;
+using internal::http_options::IsLoopbackHost;
+using internal::http_options::LooksSecret;
+using internal::http_options::Lower;
+using internal::http_options::SplitUrl;
+using internal::http_options::UrlParts;
 
 using internal::http::DisplayUrl;
 using internal::http::HttpFailure;
@@ -628,7 +628,7 @@ class HttpProvider final : public Provider {
 }  // namespace
 
 Result<std::shared_ptr<Provider>> NewHttpProvider(HttpProviderOptions options) {
-  Result<std::string> key = internal::http::CheckHttpOptions(options);
+  Result<std::string> key = internal::http_options::CheckHttpOptions(options);
   RECAP_RETURN_IF_ERROR(key);
   return std::shared_ptr<Provider>(
       std::make_shared<HttpProvider>(std::move(options), std::move(key).value()));
