@@ -323,11 +323,10 @@ class PostgresSessionStore final : public SessionStore {
 
           // The kept messages, then the checkpoint and the injected messages, take the places just
           // before the messages after the span.
-          Transcript added;
-          added.Append(commit.checkpoint);
-          for (const Message& m : commit.injected) added.Append(m);
-          std::int64_t position =
-              last_position - static_cast<std::int64_t>(commit.kept.size() + added.size()) + 1;
+          const internal::CompactionPlacement placed =
+              internal::PlaceCompaction(commit, last_position);
+          const Transcript& added = placed.added;
+          std::int64_t position = placed.first_position;
           if (!commit.kept.empty()) {
             const std::unordered_set<std::string> kept(commit.kept.begin(), commit.kept.end());
             for (std::size_t j = 0; j < leading.size(); ++j) {

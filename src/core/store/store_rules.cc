@@ -190,6 +190,15 @@ Result<SessionRow> CommitAgainst(const std::string& session, std::uint64_t expec
   return *row;
 }
 
+CompactionPlacement PlaceCompaction(const CompactionCommit& commit, std::int64_t last_position) {
+  CompactionPlacement placed;
+  placed.added.Append(commit.checkpoint);
+  for (const Message& m : commit.injected) placed.added.Append(m);
+  placed.first_position =
+      last_position - static_cast<std::int64_t>(commit.kept.size() + placed.added.size()) + 1;
+  return placed;
+}
+
 Status CheckCompactionShape(const std::string& session, const CompactionCommit& commit) {
   if (commit.replaced.empty()) {
     return Status::InvalidArgument("a compaction of session " + QuotedName(session) +

@@ -118,6 +118,16 @@ Status CheckSinceVersion(const std::string& session, std::uint64_t since, std::u
 // A commit against version 0 of a session never written: there is nothing to replace.
 Status NothingToCommitAgainst(const std::string& session);
 
+// Where a compaction's messages go, the same in every store: `added` (the checkpoint, then
+// the injected messages) and the position of the first kept message. The kept messages take
+// the places just before the messages after the span, which ends at `last_position`; `added`
+// follows them.
+struct CompactionPlacement {
+  Transcript added;
+  std::int64_t first_position = 0;
+};
+CompactionPlacement PlaceCompaction(const CompactionCommit& commit, std::int64_t last_position);
+
 // The checks of a compaction that need no table: something replaced, a summary checkpoint.
 Status CheckCompactionShape(const std::string& session, const CompactionCommit& commit);
 
