@@ -70,7 +70,7 @@ bool Compactor::Impl::SummarizerAvailable(const Plan& plan) const {
 
 bool Compactor::Impl::MustWait(const Plan& plan, const SessionCache& c) const {
   const std::size_t window = plan.window_tokens ? *plan.window_tokens : FallbackWindow();
-  return c.overflow_pending || plan.reducible_chars > config.limits.max_context_chars ||
+  return c.overflow_pending() || plan.reducible_chars > config.limits.max_context_chars ||
          plan.full_tokens >= window;
 }
 
@@ -81,7 +81,7 @@ bool Compactor::Impl::StartBackground(const std::string& session, SessionCache& 
   const Attempt begun = BeginCompaction(session, c, plan, CompactionReason::kAuto, CutMode::kNormal,
                                         {}, /*background=*/true, task->job);
   if (begun.kind != AttemptKind::kNone) {
-    c.background_skipped_at = c.turn_serial();
+    c.BackgroundFoundNothing();
     return false;
   }
   const std::size_t messages = task->job.replaced_ids.size();  // the worker may change it
@@ -133,13 +133,13 @@ void Compactor::Impl::Collect(SessionCache& c, const RequestSizes& sizes, Backgr
   out.background_swapped = true;
   out.compactions.push_back(job.reason);
   out.summarized_messages += a.outcome.summarized_messages;
-  c.overflow_pending = false;  // the request the model refused is gone
+  c.OverflowHandled();  // the request the model refused is gone
   // R2.5, as for a compaction in Prepare.
   c.CountProgress(a.before_full, a.after_full);
   // Not again before the conversation has grown by a tenth of the trigger: a checkpoint that
   // leaves the request above startAt x the trigger would otherwise start one every turn.
   const std::size_t trigger = std::min(job.kept_limit * 2, config.limits.max_context_chars);
-  c.background_rest_until_chars = c.transcript().chars() + trigger / 10;
+  c.RestBackground(trigger);
 }
 
 void Compactor::Impl::SwapWhenReady(const std::string& session,
@@ -160,13 +160,15 @@ void Compactor::Impl::SwapWhenReady(const std::string& session,
   }
   if (!background_queue.Claim(session, task)) return;
   SessionCache::BackgroundReport report;
-  if (c.background_report) report = std::move(*c.background_report);
+  if (std::optional<SessionCache::BackgroundReport> kept = c.TakeBackgroundReport()) {
+    report = std::move(*kept);
+  }
   const std::size_t chars_before = c.transcript().chars();
   Collect(c, task->sizes, *task, report.prepared);
   if (report.prepared.background_swapped && chars_before > c.transcript().chars()) {
     report.removed_chars += chars_before - c.transcript().chars();
   }
-  c.background_report = std::move(report);
+  c.KeepBackgroundReport(std::move(report));
 }
 
 bool Compactor::Impl::PrepareBackground(const std::string& session, SessionCache& c,
@@ -174,9 +176,9 @@ bool Compactor::Impl::PrepareBackground(const std::string& session, SessionCache
                                         Plan& plan, Prepared& out) {
   const BackgroundQueue::Look found = background_queue.TakeIfDone(session);
   std::shared_ptr<BackgroundTask> task = found.task;
-  if (c.background_report) {
+  if (std::optional<SessionCache::BackgroundReport> report = c.TakeBackgroundReport()) {
     // A worker swapped it in (or discarded it) since the last Prepare: this call reports it.
-    const Prepared& r = c.background_report->prepared;
+    const Prepared& r = report->prepared;
     out.background_swapped = out.background_swapped || r.background_swapped;
     out.background_discarded = out.background_discarded || r.background_discarded;
     out.compactions.insert(out.compactions.end(), r.compactions.begin(), r.compactions.end());
@@ -184,7 +186,6 @@ bool Compactor::Impl::PrepareBackground(const std::string& session, SessionCache
     out.summarizer_calls += r.summarizer_calls;
     out.summarizer_usage.prompt_tokens += r.summarizer_usage.prompt_tokens;
     out.summarizer_usage.completion_tokens += r.summarizer_usage.completion_tokens;
-    c.background_report.reset();
   }
   if (task && found.done) {
     if (!found.abandoned) Collect(c, sizes, *task, out);
@@ -224,10 +225,9 @@ bool Compactor::Impl::PrepareBackground(const std::string& session, SessionCache
   }
   // Start one early: between startAt x the trigger and the trigger, when the request may still
   // go out as it is. At the trigger, step 1 decides (it starts one too unless it must wait).
-  if (plan.background_reached && !plan.trigger && config.compaction.auto_compact && !c.paused &&
-      !plan.irreducible && SummarizerAvailable(plan) &&
-      c.background_skipped_at != c.turn_serial() &&
-      c.transcript().chars() >= c.background_rest_until_chars && !MustWait(plan, c)) {
+  if (plan.background_reached && !plan.trigger && config.compaction.auto_compact && !c.paused() &&
+      !plan.irreducible && SummarizerAvailable(plan) && !c.background_skipped_this_turn() &&
+      !c.background_resting() && !MustWait(plan, c)) {
     if (StartBackground(session, c, sizes, plan)) {
       out.background_started = true;
       out.background_in_flight = true;

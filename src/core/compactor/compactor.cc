@@ -118,8 +118,7 @@ void Compactor::Impl::Survey(SessionCache& c, PrepareRun& run) {
   // R15: a background compaction is swapped in, waited for, or started first.
   const bool background = config.compaction.background.enabled;
   // The request's size before this call's swap, or the worker's since the last call.
-  const std::size_t reducible_before =
-      run.Reducible(c) + (c.background_report ? c.background_report->removed_chars : 0);
+  const std::size_t reducible_before = run.Reducible(c) + c.background_removed_chars();
   if (background) {
     run.in_flight = PrepareBackground(run.session, c, run.sizes, run.cancel, plan, out);
   } else {
@@ -140,11 +139,8 @@ void Compactor::Impl::Survey(SessionCache& c, PrepareRun& run) {
   out.trigger_rule = plan.rule;
   // R12.4: the no-progress pause lifts once the transcript has grown by a tenth of the
   // trigger since it began, not only at a new turn.
-  if (c.paused) {
-    const std::size_t trigger = std::min(plan.trigger_tokens * 4, plan.trigger_chars);
-    if (c.transcript().chars() >= c.chars_at_pause + trigger / 10) c.LiftPause();
-  }
-  if (!plan.irreducible) c.irreducible_said_for.reset();
+  c.LiftPauseAfterGrowth(std::min(plan.trigger_tokens * 4, plan.trigger_chars));
+  if (!plan.irreducible) c.IrreducibleGone();
 }
 
 void Compactor::Impl::Skip(PrepareRun& run, SkipReason reason, bool say) {
@@ -171,7 +167,7 @@ Status Compactor::Impl::CompactAtTrigger(SessionCache& c, PrepareRun& run) {
     if (run.out.background_wait_ms > 0) Skip(run, SkipReason::kBackgroundRunning, true);
     return Status::OK();
   }
-  if (c.paused && plan.reason != CompactionReason::kOverflow) {
+  if (c.paused() && plan.reason != CompactionReason::kOverflow) {
     Skip(run, SkipReason::kNoProgress, true);  // R2.5
     return Status::OK();
   }
@@ -180,12 +176,11 @@ Status Compactor::Impl::CompactAtTrigger(SessionCache& c, PrepareRun& run) {
     // once for each size of them.
     const std::pair<std::size_t, std::size_t> fixed{run.sizes.instructions_chars,
                                                     run.sizes.tool_catalog_chars};
-    Skip(run, SkipReason::kIrreducible, c.irreducible_said_for != fixed);
-    c.irreducible_said_for = fixed;
-    c.overflow_pending = false;
+    Skip(run, SkipReason::kIrreducible, c.SayIrreducibleFor(fixed));
+    c.OverflowHandled();
     return Status::OK();
   }
-  c.overflow_pending = false;
+  c.OverflowHandled();
   // R14.3: the cheap tier first; when it brings the request under the trigger, no summarizer
   // is called. Not for an overflow, which the model has already refused.
   if (config.compaction.clear_tool_results.enabled && plan.reason == CompactionReason::kAuto) {
@@ -229,11 +224,10 @@ Status Compactor::Impl::CompactForBudget(SessionCache& c, PrepareRun& run) {
       run.out.background_in_flight) {
     return Status::OK();
   }
-  if (c.budget_tried_at == c.turn_serial()) {
+  if (!c.TryBudgetThisTurn()) {
     run.budget_tried_before = true;  // once per turn
     return Status::OK();
   }
-  c.budget_tried_at = c.turn_serial();
   // The plan of step 1 still describes the session unless a commit since changed it.
   Plan now = run.plan;
   if (c.version() != run.evaluated_version) Evaluate(run.sizes, c, now);
@@ -278,9 +272,7 @@ Prepared Compactor::Impl::Handed(SessionCache& c, PrepareRun& run) {
           internal::QuotedName(out.orphan_results.front()));
     }
   }
-  c.last_full_tokens = out.after_tokens;
-  c.chars_at_last_prepare = c.transcript().chars();
-  c.rewritten_since_prepare = false;
+  c.Handed(out.after_tokens);
   return std::move(out);
 }
 
@@ -431,11 +423,7 @@ void Compactor::ReportOverflow(const std::string& session,
   // What the store knows first (another host may have learned something), then this; a store
   // that cannot be read now still gets the report in memory.
   (void)impl_->Sync(session, c);
-  c.overflow_pending = true;
-  const std::size_t rejected = rejected_tokens ? *rejected_tokens : c.last_full_tokens;
-  if (rejected > 0) {
-    c.overflow_window = c.overflow_window ? std::min(*c.overflow_window, rejected) : rejected;
-  }
+  c.OverflowReported(rejected_tokens);
   impl_->SaveLearned(session, c);
 }
 
@@ -449,15 +437,13 @@ void Compactor::ReportPromptTokens(const std::string& session, std::size_t promp
   SessionCache& c = *cache;
   std::lock_guard<std::mutex> lock(c.mu);
   (void)impl_->Sync(session, c);
-  if (c.rewritten_since_prepare) {
+  if (!c.PromptTokensReported(prompt_tokens)) {
     // The request it counted was compacted or rewritten since (a background swap, a manual
     // compaction, another writer): the next Prepare judges its own on estimates.
     RECAP_LOG_DEBUG("session {}: a token count for a transcript rewritten since was ignored",
                     session);
     return;
   }
-  c.reported_prompt_tokens = prompt_tokens;
-  c.chars_at_report = c.chars_at_last_prepare;
   // Kept in the store only when calibration uses it (R2.4): otherwise it is never read.
   if (impl_->config.compaction.calibrate) impl_->SaveLearned(session, c);
 }

@@ -52,7 +52,6 @@
 namespace recap {
 inline namespace v0 {
 
-using compactor_detail::ApplyLearned;
 using compactor_detail::Attempt;
 using compactor_detail::AttemptKind;
 using compactor_detail::BackgroundQueue;
@@ -64,7 +63,6 @@ using compactor_detail::HoldsProviderCheckpoint;
 using compactor_detail::IsResultOnly;
 using compactor_detail::IsUnreadableProviderCheckpoint;
 using compactor_detail::KeptByCompaction;
-using compactor_detail::LearnedText;
 using compactor_detail::MessageBytes;
 using compactor_detail::PinnedChars;
 using compactor_detail::RetirableProviderCheckpoint;

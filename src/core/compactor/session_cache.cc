@@ -1,5 +1,6 @@
 #include "compactor/session_cache.h"
 
+#include <algorithm>
 #include <variant>
 
 #include "recap/measure.h"
@@ -14,7 +15,7 @@ namespace compactor_detail {
 void SessionCache::Rederive() {
   pinned_chars_ = PinnedChars(transcript_);
   provider_checkpoint_pending_ = HoldsProviderCheckpoint(transcript_);
-  bytes = CachedBytes(*this);
+  bytes_ = CachedBytes(*this);
 }
 
 void SessionCache::Reload(Transcript transcript, std::uint64_t version) {
@@ -36,7 +37,7 @@ void SessionCache::AppendStored(Message m) {
   if (!provider_checkpoint_pending_ && FindProviderCheckpoint(m)) {
     provider_checkpoint_pending_ = true;
   }
-  bytes += MessageBytes(m);
+  bytes_ += MessageBytes(m);
   transcript_.Append(std::move(m));
   if (pinned) pinned_chars_ += transcript_.chars(transcript_.size() - 1);
 }
@@ -54,7 +55,7 @@ void SessionCache::RewrittenElsewhere(Transcript transcript) {
 void SessionCache::Committed(Transcript next, std::uint64_t version) {
   transcript_ = std::move(next);
   pinned_chars_ = PinnedChars(transcript_);
-  bytes = CachedBytes(*this);
+  bytes_ = CachedBytes(*this);
   version_ = version;
   ForgetReportedCount();
 }
@@ -62,7 +63,7 @@ void SessionCache::Committed(Transcript next, std::uint64_t version) {
 void SessionCache::CommittedReplacements(std::vector<std::pair<std::size_t, Message>> replacements,
                                          std::uint64_t version) {
   transcript_.Set(std::move(replacements));
-  bytes = CachedBytes(*this);
+  bytes_ = CachedBytes(*this);
   version_ = version;
   ForgetReportedCount();
 }
@@ -71,11 +72,11 @@ void SessionCache::KeepCheckpoint(std::size_t at, Checkpoint checkpoint) {
   const std::size_t old = checkpoint_ ? CheckpointBytes(*checkpoint_) : 0;
   checkpoint_message_ = transcript_.shared(at);
   checkpoint_ = std::make_shared<const Checkpoint>(std::move(checkpoint));
-  bytes = bytes - old + CheckpointBytes(*checkpoint_);
+  bytes_ = bytes_ - old + CheckpointBytes(*checkpoint_);
 }
 
 void SessionCache::ForgetCheckpoint() {
-  if (checkpoint_) bytes -= CheckpointBytes(*checkpoint_);
+  if (checkpoint_) bytes_ -= CheckpointBytes(*checkpoint_);
   checkpoint_message_.reset();
   checkpoint_.reset();
 }
@@ -91,31 +92,89 @@ std::size_t CountTurnStarts(const Transcript& t) {
   return n;
 }
 
-std::string LearnedText(const SessionCache& c) {
-  jsonutil::Json j = jsonutil::Json::object();
-  if (c.overflow_pending) j["overflowPending"] = true;
-  if (c.overflow_window) j["overflowWindow"] = *c.overflow_window;
-  if (c.reported_prompt_tokens) {
-    j["promptTokens"] = *c.reported_prompt_tokens;
-    j["charsAtReport"] = c.chars_at_report;
+void SessionCache::OverflowReported(std::optional<std::size_t> rejected_tokens) {
+  overflow_pending_ = true;
+  const std::size_t rejected = rejected_tokens ? *rejected_tokens : last_full_tokens_;
+  if (rejected > 0) {
+    overflow_window_ = overflow_window_ ? std::min(*overflow_window_, rejected) : rejected;
   }
-  if (c.weak_streak != 0) j["weakStreak"] = c.weak_streak;
-  if (c.paused) {
+}
+
+bool SessionCache::PromptTokensReported(std::size_t tokens) {
+  if (rewritten_since_prepare_) return false;
+  reported_prompt_tokens_ = tokens;
+  chars_at_report_ = chars_at_last_prepare_;
+  return true;
+}
+
+void SessionCache::Handed(std::size_t after_tokens) {
+  last_full_tokens_ = after_tokens;
+  chars_at_last_prepare_ = transcript_.chars();
+  rewritten_since_prepare_ = false;
+}
+
+void SessionCache::CountProgress(std::size_t before_full, std::size_t after_full) {
+  const bool weak = after_full * 10 > before_full * 9;  // freed < 10%
+  weak_streak_ = weak ? weak_streak_ + 1 : 0;
+  if (weak_streak_ >= 2 && !paused_) {
+    paused_ = true;
+    chars_at_pause_ = transcript_.chars();
+  }
+}
+
+void SessionCache::LiftPauseAfterGrowth(std::size_t trigger_chars) {
+  if (paused_ && transcript_.chars() >= chars_at_pause_ + trigger_chars / 10) LiftPause();
+}
+
+bool SessionCache::SayIrreducibleFor(std::pair<std::size_t, std::size_t> fixed) {
+  if (irreducible_said_for_ == fixed) return false;
+  irreducible_said_for_ = fixed;
+  return true;
+}
+
+bool SessionCache::SayWindowUnknownOnce() {
+  if (window_unknown_said_) return false;
+  window_unknown_said_ = true;
+  return true;
+}
+
+std::optional<SessionCache::BackgroundReport> SessionCache::TakeBackgroundReport() {
+  std::optional<BackgroundReport> report = std::move(background_report_);
+  background_report_.reset();
+  return report;
+}
+
+bool SessionCache::TryBudgetThisTurn() {
+  if (budget_tried_at_ == turn_serial_) return false;
+  budget_tried_at_ = turn_serial_;
+  return true;
+}
+
+std::string SessionCache::LearnedText() const {
+  jsonutil::Json j = jsonutil::Json::object();
+  if (overflow_pending_) j["overflowPending"] = true;
+  if (overflow_window_) j["overflowWindow"] = *overflow_window_;
+  if (reported_prompt_tokens_) {
+    j["promptTokens"] = *reported_prompt_tokens_;
+    j["charsAtReport"] = chars_at_report_;
+  }
+  if (weak_streak_ != 0) j["weakStreak"] = weak_streak_;
+  if (paused_) {
     j["paused"] = true;
-    j["charsAtPause"] = c.chars_at_pause;
+    j["charsAtPause"] = chars_at_pause_;
   }
   return j.empty() ? std::string() : j.dump();
 }
 
-void ApplyLearned(SessionCache& c, const std::string& text) {
-  c.learned_text = text;
-  c.overflow_pending = false;
-  c.overflow_window.reset();
-  c.reported_prompt_tokens.reset();
-  c.chars_at_report = 0;
-  c.weak_streak = 0;
-  c.paused = false;
-  c.chars_at_pause = 0;
+void SessionCache::ApplyLearned(const std::string& text) {
+  learned_text_ = text;
+  overflow_pending_ = false;
+  overflow_window_.reset();
+  reported_prompt_tokens_.reset();
+  chars_at_report_ = 0;
+  weak_streak_ = 0;
+  paused_ = false;
+  chars_at_pause_ = 0;
   // Written by recap, but read from a file anyone may have touched: a few hundred bytes, one
   // level deep; anything else is not parsed at all (R13.1).
   if (text.empty() || text.size() > 4096 ||
@@ -132,14 +191,14 @@ void ApplyLearned(SessionCache& c, const std::string& text) {
     auto it = j.find(key);
     return it != j.end() && it->is_boolean() && it->get<bool>();
   };
-  c.overflow_pending = flag("overflowPending");
-  c.overflow_window = count("overflowWindow");
-  if (c.overflow_window && *c.overflow_window == 0) c.overflow_window.reset();
-  c.reported_prompt_tokens = count("promptTokens");
-  c.chars_at_report = count("charsAtReport").value_or(0);
-  c.weak_streak = static_cast<int>(std::min<std::size_t>(count("weakStreak").value_or(0), 2));
-  c.paused = flag("paused");
-  c.chars_at_pause = count("charsAtPause").value_or(0);
+  overflow_pending_ = flag("overflowPending");
+  overflow_window_ = count("overflowWindow");
+  if (overflow_window_ && *overflow_window_ == 0) overflow_window_.reset();
+  reported_prompt_tokens_ = count("promptTokens");
+  chars_at_report_ = count("charsAtReport").value_or(0);
+  weak_streak_ = static_cast<int>(std::min<std::size_t>(count("weakStreak").value_or(0), 2));
+  paused_ = flag("paused");
+  chars_at_pause_ = count("charsAtPause").value_or(0);
 }
 
 std::size_t MessageBytes(const Message& m) {

@@ -41,13 +41,13 @@ struct Attempt {
 };
 
 // Everything the Compactor remembers about one session between calls. Guarded by `mu`, which
-// also serializes Prepare/Compact/Recover for the session: every member below is read and
-// changed only by a call that holds it (`bytes` aside, which the SessionTable reads without).
+// also serializes Prepare/Compact/Recover for the session: every method below is called only
+// by a call that holds it (bytes() aside, which the SessionTable reads without).
 //
-// The transcript and what is derived from it (its version, the pinned characters, the bytes,
-// the kept checkpoint, the provider-checkpoint flag, the turn count) change only through the
-// methods of the first group, each of which keeps them consistent; the bookkeeping of the
-// triggers below them is plain data the Compactor's steps read and set.
+// Its state changes only through its methods, each named for what happened (a sync, a commit,
+// a reported overflow or count, a request handed out, a skip said): the transcript and what is
+// derived from it stay consistent, and what the triggers keep between calls reads as the
+// rules of SPEC §3, §7 and §18 say it.
 class SessionCache {
  public:
   std::mutex mu;
@@ -103,82 +103,96 @@ class SessionCache {
   Transcript Substitute(Transcript t);
   void Restore(Transcript held) { transcript_ = std::move(held); }
 
-  // --- The triggers' bookkeeping.
+  // --- What the triggers keep between calls (R2.4–R2.6, R12.2–R12.5, R15, R7 step 3).
 
-  // R2.6: an overflow was reported; the window is lowered to what was rejected.
-  bool overflow_pending = false;
-  std::optional<std::size_t> overflow_window;
-  std::size_t last_full_tokens = 0;  // estimate of the last request Prepare handed out
+  // R2.6: an overflow was reported and not yet acted on; the window lowered to what the model
+  // rejected (the tokens it named, else the estimate of the last request handed out).
+  bool overflow_pending() const { return overflow_pending_; }
+  const std::optional<std::size_t>& overflow_window() const { return overflow_window_; }
+  void OverflowReported(std::optional<std::size_t> rejected_tokens);
+  // A compaction ran (or was found unable to help) for the request the model refused.
+  void OverflowHandled() { overflow_pending_ = false; }
 
-  // R2.4: the provider's count for the last request, and the transcript size it described.
-  std::optional<std::size_t> reported_prompt_tokens;
-  std::size_t chars_at_report = 0;
-  std::size_t chars_at_last_prepare = 0;
-  // The transcript was rewritten (compacted, reduced, reloaded after another writer) since the
-  // last Prepare returned it: a count reported now describes a request that is gone. A
-  // background compaction's worker swaps between two Prepares, before the host reports.
-  bool rewritten_since_prepare = false;
-
-  // R2.5: consecutive auto compactions that freed < 10%, and the pause they cause. R12.4: the
-  // pause also lifts once the transcript has grown by a tenth of the trigger since it began.
-  // Changed through CountProgress and LiftPause only (ApplyLearned reads them back).
-  int weak_streak = 0;
-  bool paused = false;
-  std::size_t chars_at_pause = 0;
-  // A committed auto compaction took the request from `before_full` to `after_full`: two in a
-  // row that free less than a tenth pause auto compaction (R2.5).
-  void CountProgress(std::size_t before_full, std::size_t after_full) {
-    const bool weak = after_full * 10 > before_full * 9;  // freed < 10%
-    weak_streak = weak ? weak_streak + 1 : 0;
-    if (weak_streak >= 2 && !paused) {
-      paused = true;
-      chars_at_pause = transcript_.chars();
-    }
+  // R2.4: the provider's count for the last request handed out, and the transcript size it
+  // described. A count reported after the transcript was rewritten (a compaction, a
+  // reduction, another writer, a background swap) describes a request that is gone: it is
+  // ignored (false).
+  const std::optional<std::size_t>& reported_prompt_tokens() const {
+    return reported_prompt_tokens_;
   }
-  // A new turn, a rewrite by another writer, or growth by a tenth of the trigger (R12.4) lifts
-  // the pause and starts the count again.
+  std::size_t chars_at_report() const { return chars_at_report_; }
+  bool PromptTokensReported(std::size_t tokens);
+  // Prepare handed out a request of `after_tokens` (estimated) for the transcript as it is.
+  void Handed(std::size_t after_tokens);
+
+  // R2.5: two auto compactions in a row that free less than a tenth pause auto compaction;
+  // R12.4: the pause lifts at a new turn, a rewrite by another writer, or once the transcript
+  // has grown by a tenth of the trigger since it began.
+  bool paused() const { return paused_; }
+  // A committed auto compaction took the request from `before_full` to `after_full`.
+  void CountProgress(std::size_t before_full, std::size_t after_full);
   void LiftPause() {
-    paused = false;
-    weak_streak = 0;
+    paused_ = false;
+    weak_streak_ = 0;
   }
+  // Lifts the pause when the transcript has grown by a tenth of `trigger_chars` since it began.
+  void LiftPauseAfterGrowth(std::size_t trigger_chars);
 
-  // R12.4: the (instructions, tool catalog) sizes for which `irreducible` was last said.
-  std::optional<std::pair<std::size_t, std::size_t>> irreducible_said_for;
+  // R12.4: compaction_skipped (irreducible) is said once for each size of the instructions
+  // and the tool catalog: true when it is to be said now for these sizes. IrreducibleGone:
+  // the request is no longer irreducible (the next time is said again).
+  bool SayIrreducibleFor(std::pair<std::size_t, std::size_t> fixed);
+  void IrreducibleGone() { irreducible_said_for_.reset(); }
 
-  // R12.2: window_unknown was emitted for this session.
-  bool window_unknown_said = false;
+  // R12.2: window_unknown is said once a session: true the first time only.
+  bool SayWindowUnknownOnce();
 
-  // R12.6: about how much memory the cached transcript holds (CachedBytes), kept up to date by
-  // the methods above; read by the SessionTable without `mu`.
-  std::atomic<std::size_t> bytes{0};
+  // R12.6: about how much memory the cached transcript and checkpoint hold (CachedBytes),
+  // kept up to date by the methods above; read by the SessionTable without `mu`.
+  std::size_t bytes() const { return bytes_.load(std::memory_order_relaxed); }
 
-  // R12.5: the learned state as the store last had it (LearnedText of the fields above).
-  std::string learned_text;
+  // R12.5: what was learned, as the store keeps it (a JSON object of what differs from a fresh
+  // session's state, or "") and as the store last had it; ApplyLearned takes such a text
+  // (maybe another host's) in, leaving at a fresh session's value what does not read as
+  // expected: it is advice.
+  std::string LearnedText() const;
+  const std::string& learned_text() const { return learned_text_; }
+  void ApplyLearned(const std::string& text);
+  void LearnedSaved(std::string text) { learned_text_ = std::move(text); }
 
-  // R15: the turn (turn_serial) at which a background start found nothing to compact; it is
-  // not tried again before the next turn.
-  std::optional<std::uint64_t> background_skipped_at;
-  // R15: after a background swap, none starts early again before the transcript has this many
-  // characters (a tenth of the trigger more than it had).
-  std::size_t background_rest_until_chars = 0;
+  // R15: a background start found nothing to compact at this turn: none is tried again
+  // before the next turn.
+  void BackgroundFoundNothing() { background_skipped_at_ = turn_serial_; }
+  bool background_skipped_this_turn() const { return background_skipped_at_ == turn_serial_; }
+  // R15: after a background swap, none starts early again before the transcript has grown by
+  // a tenth of `trigger_chars`.
+  void RestBackground(std::size_t trigger_chars) {
+    background_rest_until_chars_ = transcript_.chars() + trigger_chars / 10;
+  }
+  bool background_resting() const { return transcript_.chars() < background_rest_until_chars_; }
   // R15.2: what a worker's swap did since the last Prepare (the worker commits a finished
   // compaction itself when no call holds the session); the next Prepare reports it.
   struct BackgroundReport {
     Prepared prepared;  // background_swapped / _discarded, compactions, summarizer figures
     std::size_t removed_chars = 0;  // transcript characters the swap took away
   };
-  std::optional<BackgroundReport> background_report;
+  std::optional<BackgroundReport> TakeBackgroundReport();
+  void KeepBackgroundReport(BackgroundReport report) { background_report_ = std::move(report); }
+  std::size_t background_removed_chars() const {
+    return background_report_ ? background_report_->removed_chars : 0;
+  }
 
-  // The turn at which Prepare's step 3 last tried its budget compaction (R7).
-  std::optional<std::uint64_t> budget_tried_at;
+  // R7 step 3: the budget compaction runs once per turn: true (and noted) when it has not run
+  // at this turn yet.
+  bool TryBudgetThisTurn();
 
  private:
-  void Rederive();  // pinned_chars_, bytes, provider_checkpoint_pending_ from transcript_
+  void Rederive();  // pinned_chars_, bytes_, provider_checkpoint_pending_ from transcript_
   // The transcript the last reported count described is gone (R2.4): the count is dropped,
   // and one reported before the next Prepare is ignored.
   void ForgetReportedCount() {
-    reported_prompt_tokens.reset();
-    rewritten_since_prepare = true;
+    reported_prompt_tokens_.reset();
+    rewritten_since_prepare_ = true;
   }
 
   bool loaded_ = false;
@@ -189,17 +203,28 @@ class SessionCache {
   bool provider_checkpoint_pending_ = false;
   std::shared_ptr<const Message> checkpoint_message_;
   std::shared_ptr<const Checkpoint> checkpoint_;
+  std::atomic<std::size_t> bytes_{0};
+
+  bool overflow_pending_ = false;
+  std::optional<std::size_t> overflow_window_;
+  std::size_t last_full_tokens_ = 0;
+  std::optional<std::size_t> reported_prompt_tokens_;
+  std::size_t chars_at_report_ = 0;
+  std::size_t chars_at_last_prepare_ = 0;
+  bool rewritten_since_prepare_ = false;
+  int weak_streak_ = 0;
+  bool paused_ = false;
+  std::size_t chars_at_pause_ = 0;
+  std::optional<std::pair<std::size_t, std::size_t>> irreducible_said_for_;
+  bool window_unknown_said_ = false;
+  std::string learned_text_;
+  std::optional<std::uint64_t> background_skipped_at_;
+  std::size_t background_rest_until_chars_ = 0;
+  std::optional<BackgroundReport> background_report_;
+  std::optional<std::uint64_t> budget_tried_at_;
 };
 
 std::size_t CountTurnStarts(const Transcript& t);
-
-// R12.5: what the Compactor learned about a session, as the store keeps it: a JSON object of
-// the fields that differ from a fresh session's, or "" when none does.
-std::string LearnedText(const SessionCache& c);
-
-// Takes `text` (LearnedText, maybe written by another host or another recap) into `c`. What
-// does not read as expected is left at a fresh session's value: it is advice.
-void ApplyLearned(SessionCache& c, const std::string& text);
 
 // R12.6: about how many bytes of memory a message takes in the cache: its strings and the
 // fixed size of the objects that hold them. An estimate, for the cache's budget.

@@ -32,7 +32,7 @@ void SessionTable::Release(const std::string& session, std::shared_ptr<SessionCa
     std::lock_guard<std::mutex> lock(mu_);
     auto it = slots_.find(session);
     if (it != slots_.end() && it->second.cache == cache) {
-      const std::size_t now = cache->bytes.load(std::memory_order_relaxed);
+      const std::size_t now = cache->bytes();
       bytes_ = bytes_ - it->second.bytes + now;
       it->second.bytes = now;
     }

@@ -10,13 +10,13 @@ Status Compactor::Impl::Sync(const std::string& session, SessionCache& c) {
     auto state = store->Load(session);
     RECAP_RETURN_IF_ERROR(state);
     c.Reload(std::move(state->transcript), state->version);
-    ApplyLearned(c, state->learned);
+    c.ApplyLearned(state->learned);
     return Status::OK();
   }
   auto changes = store->LoadChanges(session, c.version());
   RECAP_RETURN_IF_ERROR(changes);
   // Another host of the fleet (or another Compactor) learned something: take it (R12.5).
-  if (changes->learned != c.learned_text) ApplyLearned(c, changes->learned);
+  if (changes->learned != c.learned_text()) c.ApplyLearned(changes->learned);
   if (changes->appended_only) {
     for (auto& m : changes->appended) c.AppendStored(std::move(m));
   } else {
@@ -29,8 +29,8 @@ Status Compactor::Impl::Sync(const std::string& session, SessionCache& c) {
 
 void Compactor::Impl::SaveLearned(const std::string& session, SessionCache& c) {
   if (!c.loaded()) return;  // nothing read yet: what the store has must not be overwritten
-  std::string text = LearnedText(c);
-  if (text == c.learned_text) return;
+  std::string text = c.LearnedText();
+  if (text == c.learned_text()) return;
   Status saved = store->SaveLearned(session, text);
   if (!saved.ok()) {
     RECAP_LOG_DEBUG(
@@ -39,7 +39,7 @@ void Compactor::Impl::SaveLearned(const std::string& session, SessionCache& c) {
         session, saved.message());
     return;
   }
-  c.learned_text = std::move(text);
+  c.LearnedSaved(std::move(text));
 }
 
 }  // namespace v0

@@ -23,8 +23,8 @@ Compactor::Impl::WindowChoice Compactor::Impl::Window(const RequestSizes& sizes,
   } else if ((w.tokens = window_source.Get())) {
     w.source = "provider";
   }
-  if (c.overflow_window && (!w.tokens || *c.overflow_window < *w.tokens)) {
-    w.tokens = c.overflow_window;
+  if (c.overflow_window() && (!w.tokens || *c.overflow_window() < *w.tokens)) {
+    w.tokens = c.overflow_window();
     w.source = "overflow";
   }
   return w;
@@ -32,11 +32,11 @@ Compactor::Impl::WindowChoice Compactor::Impl::Window(const RequestSizes& sizes,
 
 void Compactor::Impl::SayWindowUnknown(const std::string& session, SessionCache& c,
                                        const Plan& plan) {
-  if (c.window_unknown_said || plan.window_source != std::string("fallback")) return;
+  if (plan.window_source != std::string("fallback")) return;
   const std::optional<std::string> failure = window_source.Failure();
   if (!failure) return;  // not asked yet, or the provider reports none: nothing failed
+  if (!c.SayWindowUnknownOnce()) return;
   const std::string& error = *failure;
-  c.window_unknown_said = true;
   events.Emit(EventType::kWindowUnknown, session,
               internal::WindowUnknownFields(error, FallbackWindow(), "maxContextChars / 4"));
   RECAP_LOG_WARN(
@@ -62,16 +62,16 @@ void Compactor::Impl::Evaluate(const RequestSizes& sizes, const SessionCache& c,
       std::floor(threshold * static_cast<double>(config.limits.max_context_chars)));
 
   std::size_t used_tokens = plan.full_tokens;
-  if (config.compaction.calibrate && c.reported_prompt_tokens) {
+  if (config.compaction.calibrate && c.reported_prompt_tokens()) {
     // R2.4: what the provider counted for the last request, plus an estimate of what
     // was added since.
-    const std::size_t added = t_chars > c.chars_at_report ? t_chars - c.chars_at_report : 0;
-    used_tokens = *c.reported_prompt_tokens + EstimateTokens(added);
+    const std::size_t added = t_chars > c.chars_at_report() ? t_chars - c.chars_at_report() : 0;
+    used_tokens = *c.reported_prompt_tokens() + EstimateTokens(added);
   }
   plan.trigger = false;
   plan.rule.clear();
   plan.reason.reset();
-  if (c.overflow_pending) {
+  if (c.overflow_pending()) {
     plan.trigger = true;
     plan.rule = "overflow";
     plan.reason = CompactionReason::kOverflow;
@@ -94,7 +94,7 @@ void Compactor::Impl::Evaluate(const RequestSizes& sizes, const SessionCache& c,
     plan.background_reached = used_tokens >= plan.background_start_tokens ||
                               plan.full_chars >= plan.background_start_chars;
   }
-  plan.paused = c.paused;
+  plan.paused = c.paused();
   // R12.4: what no compaction can shrink reaches the trigger by itself: instructions (the
   // host's and the session's own, R12.1), pinned messages and the tool catalog.
   const std::size_t fixed = sizes.instructions_chars + StoredInstructionsChars(c.transcript()) +
