@@ -89,7 +89,7 @@ TEST_CASE("version: the library reports the version of its headers") {
   CHECK(std::string(recap::LibraryVersion()) == RECAP_VERSION_STRING);
 }
 
-TEST_CASE("Status: a remedy is recorded as data, moved by WithContext, said in other words") {
+TEST_CASE("R16 Status: a remedy is recorded as data, moved by WithContext, said in other words") {
   const std::string text = "the database stayed locked for longer than busy_timeout_ms (200 ms)";
   const std::size_t at = text.find("busy_timeout_ms");
   Status s = Status::Unavailable(text).WithRemedy(
@@ -124,7 +124,7 @@ TEST_CASE("Status: a remedy is recorded as data, moved by WithContext, said in o
 }
 
 TEST_CASE(
-    "Status: Rendered splices each remedy's words and keeps the rest, on generated messages") {
+    "R16 Status: Rendered splices each remedy's words and keeps the rest, on generated messages") {
   // Property: for random messages and random non-overlapping remedies, rendering with the
   // remedies' own text gives the message back, and rendering some of them as "<id>" gives the
   // splice done by hand.
