@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "recap/recap.h"
+#include "recap/sqlite/sqlite_store.h"
 
 namespace recap_cli {
 
@@ -169,6 +170,19 @@ enum class Access {
 // nothing. Messages name the database (never its password) and what to do.
 recap::Result<std::shared_ptr<recap::SessionStore>> OpenStore(const std::string& path,
                                                               Access access);
+
+// The SQLite store's options for `access` (and the RECAP_BUSY_TIMEOUT_MS variable).
+recap::Result<recap::SqliteStoreOptions> SqliteOptions(Access access);
+
+// Whether --db names a SQLite file that does not exist yet (`recap import` then builds it
+// aside with CreateInNewFile).
+bool IsNewSqliteFile(const std::string& path);
+
+// The import's CreateSessions into a SQLite file that does not exist yet: built aside and
+// put at `path` whole (recap::CreateSqliteSessions). Into the file that is there, should
+// another process create one meanwhile.
+recap::Result<std::vector<std::uint64_t>> CreateInNewFile(const std::string& path,
+                                                          std::vector<recap::NewSession> sessions);
 
 // Loads a session that must exist (version > 0); `db` is the --db value, as given.
 recap::Result<recap::SessionState> LoadExisting(recap::SessionStore& store, const std::string& db,

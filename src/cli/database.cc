@@ -215,6 +215,26 @@ recap::Result<std::shared_ptr<recap::SessionStore>> OpenStore(const std::string&
                                    "it is); " +
                                    import_hint + " in it");
   }
+  recap::Result<recap::SqliteStoreOptions> options = SqliteOptions(access);
+  RECAP_RETURN_IF_ERROR(options);
+  return recap::OpenSqliteSessionStore(path, *options);
+}
+
+bool IsNewSqliteFile(const std::string& path) {
+  struct stat st {};
+  return !path.empty() && !IsPostgresUrl(path) && ::lstat(path.c_str(), &st) != 0 &&
+         errno == ENOENT;
+}
+
+recap::Result<std::vector<std::uint64_t>> CreateInNewFile(const std::string& path,
+                                                          std::vector<recap::NewSession> sessions) {
+  recap::Result<recap::SqliteStoreOptions> options = SqliteOptions(Access::kCreate);
+  RECAP_RETURN_IF_ERROR(options);
+  return recap::CreateSqliteSessions(path, std::move(sessions), *options);
+}
+
+recap::Result<recap::SqliteStoreOptions> SqliteOptions(Access access) {
+  const bool create = access == Access::kCreate;
   recap::SqliteStoreOptions options;
   options.create_if_missing = create;
   options.read_only = access == Access::kRead;
@@ -237,7 +257,7 @@ recap::Result<std::shared_ptr<recap::SessionStore>> OpenStore(const std::string&
     }
     options.busy_timeout_ms = static_cast<std::uint32_t>(ms);
   }
-  return recap::OpenSqliteSessionStore(path, options);
+  return options;
 }
 
 recap::Result<recap::SessionState> LoadExisting(recap::SessionStore& store, const std::string& db,

@@ -39,9 +39,10 @@ const char* const kHelp =
     "before anything is written, then the session and its instructions are written in one\n"
     "transaction that checks the session is new: a file that does not decode, a session\n"
     "that exists (another import may have won the race) or an import killed half way\n"
-    "changes nothing. A leading system message (or the file's `system` or `instructions`)\n"
-    "becomes the session's instructions: kept apart from the transcript, never summarized,\n"
-    "counted as instructions.\n"
+    "changes nothing. A database file that does not exist yet is built aside and appears\n"
+    "only when it is complete. A leading system message (or the file's `system` or\n"
+    "`instructions`) becomes the session's instructions: kept apart from the transcript,\n"
+    "never summarized, counted as instructions.\n"
     "\n"
     "options:\n"
     "  --format F        the file's format (required), one of:\n"
@@ -167,12 +168,16 @@ int RunImport(const std::vector<std::string>& words) {
     text.shrink_to_fit();
   }
 
-  // 2. Open the database.
-  recap::Result<std::shared_ptr<recap::SessionStore>> store = OpenStore(db, Access::kCreate);
+  // 2. Open the database. A SQLite file that does not exist yet is not opened: step 3 builds
+  // it aside and gives it its name when it is complete (recap::CreateSqliteSessions).
+  const bool new_file = IsNewSqliteFile(db);
+  recap::Result<std::shared_ptr<recap::SessionStore>> store =
+      std::shared_ptr<recap::SessionStore>();
+  if (!new_file) store = OpenStore(db, Access::kCreate);
   if (!store.ok()) return Failure(args, NothingWritten(store.status()));
   // Instructions that `recap append` keeps for a session not yet written belong to that
   // session's appends: an import under its id would take them over (or, with its own, clash).
-  {
+  if (!new_file) {
     recap::Result<recap::SessionState> kept =
         (*store)->Load(std::string(kInstructionsPrefix) + session);
     if (!kept.ok()) return Failure(args, NothingWritten(kept.status()));
@@ -217,7 +222,9 @@ int RunImport(const std::vector<std::string>& words) {
     instructions.messages.push_back(*conversation.instructions);
     sessions.push_back(std::move(instructions));
   }
-  recap::Result<std::vector<std::uint64_t>> created = (*store)->CreateSessions(std::move(sessions));
+  recap::Result<std::vector<std::uint64_t>> created =
+      new_file ? CreateInNewFile(db, std::move(sessions))
+               : (*store)->CreateSessions(std::move(sessions));
   if (streamed) streamed->Stop();
   if (!created.ok()) {
     if (streamed && streamed->decode_failed()) {

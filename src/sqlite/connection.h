@@ -71,8 +71,19 @@ class Connection {
   Connection(std::string path, SqliteStoreOptions options)
       : path_(std::move(path)), options_(options) {}
 
+  // A connection to a new database built aside (aside_file.h) for `path_`: SQLite opens
+  // `file` through `vfs`, keeps its rollback journal in memory (nobody else can see the file,
+  // and a failed build is thrown away whole, so the journal only has to undo a statement) and
+  // never syncs; AsideFile::Publish syncs the file once, when it is complete. Its messages
+  // name `path_`. Call before Open.
+  void BuildAside(std::string file, const char* vfs) {
+    aside_file_ = std::move(file);
+    aside_vfs_ = vfs;
+  }
+
   Status Open() {
     if (options_.read_only) return OpenReadOnly();
+    if (!aside_file_.empty()) return OpenAside();
     struct stat st {};
     const bool exists = ::stat(path_.c_str(), &st) == 0;
     if (!exists && !options_.create_if_missing) {
@@ -132,6 +143,20 @@ class Connection {
       }
       if (version < kSchemaVersion) Migrate();
       if (options_.check_integrity) CheckIntegrity();
+    });
+  }
+
+  Status OpenAside() {
+    return Guard("creating the database", [&] {
+      db_ = std::make_unique<SQLite::Database>(
+          aside_file_.c_str(), SQLite::OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
+          static_cast<int>(options_.busy_timeout_ms), aside_vfs_);
+      db_->exec("PRAGMA journal_mode = MEMORY");
+      db_->exec("PRAGMA synchronous = OFF");
+      if (options_.max_page_count != 0) {
+        db_->exec("PRAGMA max_page_count = " + std::to_string(options_.max_page_count));
+      }
+      Migrate();
     });
   }
 
@@ -414,8 +439,10 @@ class Connection {
 
   std::string path_;
   SqliteStoreOptions options_;
-  bool immutable_ = false;  // read-only and no writer seen: the file is read as immutable
-  FileStamp before_;        // the file when it was opened immutable
+  std::string aside_file_;           // BuildAside
+  const char* aside_vfs_ = nullptr;  // BuildAside
+  bool immutable_ = false;           // read-only and no writer seen: the file is read as immutable
+  FileStamp before_;                 // the file when it was opened immutable
   std::unique_ptr<SQLite::Database> db_;
   std::unordered_map<const char*, std::unique_ptr<SQLite::Statement>> statements_;
 };

@@ -19,9 +19,12 @@
 #include <utility>
 #include <vector>
 
+#include <sys/stat.h>
+
 #include "recap/measure.h"
 #include "recap/transcript.h"
 
+#include "aside_file.h"
 #include "connection.h"
 #include "recap_internal/body_codec.h"
 #include "recap_internal/store_rules.h"
@@ -36,6 +39,7 @@ using internal::EncodeBody;
 using internal::EncodeBodyPieces;
 using internal::EncodedBodySize;
 using sqlite_internal::Abort;
+using sqlite_internal::AsideFile;
 using sqlite_internal::Connection;
 using sqlite_internal::kSchemaVersion;
 using sqlite_internal::NowUtc;
@@ -827,6 +831,47 @@ Result<std::shared_ptr<SessionStore>> OpenSqliteSessionStore(const std::string& 
   Result<std::unique_ptr<Connection>> c = OpenConnection(path, options);
   RECAP_RETURN_IF_ERROR(c);
   return std::shared_ptr<SessionStore>(std::make_shared<SqliteSessionStore>(std::move(c).value()));
+}
+
+Result<std::vector<std::uint64_t>> CreateSqliteSessions(const std::string& path,
+                                                        std::vector<NewSession> sessions,
+                                                        const SqliteStoreOptions& options) {
+  const auto in_place = [&](std::vector<NewSession> in) -> Result<std::vector<std::uint64_t>> {
+    Result<std::shared_ptr<SessionStore>> store = OpenSqliteSessionStore(path, options);
+    RECAP_RETURN_IF_ERROR(store);
+    return (*store)->CreateSessions(std::move(in));
+  };
+  struct stat st {};
+  if (options.read_only || !options.create_if_missing || path.empty() ||
+      ::lstat(path.c_str(), &st) == 0) {
+    return in_place(std::move(sessions));
+  }
+  AsideFile aside = AsideFile::Create(path);
+  if (!aside.ok()) return in_place(std::move(sessions));
+  auto c = std::make_unique<Connection>(path, options);
+  c->BuildAside(aside.sqlite_name(), AsideFile::vfs());
+  // Nothing is read from the sessions before the build's store is open: when it cannot be,
+  // the database is written in place instead.
+  if (!c->Open().ok()) return in_place(std::move(sessions));
+  auto built = std::make_unique<SqliteSessionStore>(std::move(c));
+  std::vector<std::string> names;
+  for (const NewSession& n : sessions) names.push_back(n.session);
+  Result<std::vector<std::uint64_t>> created = built->CreateSessions(std::move(sessions));
+  if (!created.ok()) return created;  // the unnamed file is freed with `aside`
+  if (aside.Publish(path, options.synchronous != SqliteSynchronous::kOff) == 0) return created;
+  // Another process created a file at `path` meanwhile (or the new one could not be named):
+  // the sessions go into that file, read back from the one built aside.
+  std::vector<NewSession> again;
+  for (const std::string& name : names) {
+    Result<SessionState> state = built->Load(name);
+    RECAP_RETURN_IF_ERROR(state);
+    NewSession n;
+    n.session = name;
+    n.messages = state->transcript.ToVector();
+    again.push_back(std::move(n));
+  }
+  built.reset();
+  return in_place(std::move(again));
 }
 
 }  // namespace v0

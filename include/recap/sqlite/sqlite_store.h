@@ -34,6 +34,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "recap/export.h"
 #include "recap/memory_plugin.h"
@@ -89,6 +90,22 @@ RECAP_EXPORT Result<std::shared_ptr<SessionStore>> OpenSqliteSessionStore(
 
 // The memory plugin's storage (memory_plugin.h) in the same kind of file — normally the same
 // file as the sessions, through its own connection.
+// SessionStore::CreateSessions on the database at `path`, for a bulk load (the `recap import`
+// command uses it). When no file is at `path` yet, the new database is built aside — in an
+// unnamed file in the same folder, each page written once, without SQLite's journal on disk
+// — and takes the name `path` only when it is complete and (unless options.synchronous is
+// kOff) on disk: a new database of a million messages is written in about three quarters of
+// the time, and a call that fails or a process that is killed leaves no file at all. When a
+// file is at `path`, or another process creates one before the build is done, the sessions
+// are created in that file as CreateSessions does (kConflict for a session that exists). The
+// file is in WAL mode from its first opening by OpenSqliteSessionStore. Returns what
+// CreateSessions returns. `options` as for OpenSqliteSessionStore (read_only must be false;
+// create_if_missing false makes it CreateSessions on an existing file only). The unnamed file
+// needs Linux (O_TMPFILE, /proc); elsewhere the database is written at `path` directly.
+RECAP_EXPORT Result<std::vector<std::uint64_t>> CreateSqliteSessions(
+    const std::string& path, std::vector<NewSession> sessions,
+    const SqliteStoreOptions& options = {});
+
 RECAP_EXPORT Result<std::shared_ptr<MemoryStore>> OpenSqliteMemoryStore(
     const std::string& path, const SqliteStoreOptions& options = {});
 
