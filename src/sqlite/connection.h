@@ -219,6 +219,7 @@ class Connection {
   Status OpenReader() {
     return Guard("opening the database", [&] {
       statements_.clear();
+      raw_statements_.clear();
       db_.reset();
       if (immutable_) {
         db_ = std::make_unique<SQLite::Database>(
@@ -373,6 +374,30 @@ class Connection {
     return st;
   }
 
+  // The same as SQLite's own handle, for a loop that binds many values (BulkInsert), where
+  // the checks of each SQLiteCpp call would cost more than SQLite's bind. Run it with Step.
+  sqlite3_stmt* RawStmt(const char* sql) {
+    auto it = raw_statements_.find(sql);
+    if (it == raw_statements_.end()) {
+      sqlite3_stmt* st = nullptr;
+      const int rc =
+          sqlite3_prepare_v3(db_->getHandle(), sql, -1, SQLITE_PREPARE_PERSISTENT, &st, nullptr);
+      if (rc != SQLITE_OK) throw SQLite::Exception(db_->getHandle(), rc);
+      it = raw_statements_.emplace(sql, RawStatement(st)).first;
+    }
+    sqlite3_reset(it->second.get());
+    return it->second.get();
+  }
+
+  // Runs a RawStmt that returns no row; SQLite's failure as its exception.
+  void Step(sqlite3_stmt* st) {
+    const int rc = sqlite3_step(st);
+    if (rc != SQLITE_DONE) {
+      const int code = sqlite3_reset(st);  // the error of the step, extended
+      throw SQLite::Exception(db_->getHandle(), code != SQLITE_OK ? code : rc);
+    }
+  }
+
   SQLite::Database& db() { return *db_; }
   const std::string& path() const { return path_; }
   const SqliteStoreOptions& options() const { return options_; }
@@ -445,6 +470,11 @@ class Connection {
   FileStamp before_;                 // the file when it was opened immutable
   std::unique_ptr<SQLite::Database> db_;
   std::unordered_map<const char*, std::unique_ptr<SQLite::Statement>> statements_;
+  struct Finalize {
+    void operator()(sqlite3_stmt* st) const { sqlite3_finalize(st); }
+  };
+  using RawStatement = std::unique_ptr<sqlite3_stmt, Finalize>;
+  std::unordered_map<const char*, RawStatement> raw_statements_;  // RawStmt
 };
 
 // A connection to `path` opened as `options` say, ready for transactions; or why not.

@@ -625,9 +625,11 @@ class SqliteSessionStore final : public SessionStore {
         next_seq_ = NextSeq();
         return;
       }
+      const std::size_t id_at = ids_.size();
+      ids_ += m.id;
       const std::size_t at = bodies_.size();
       EncodeBody(m, bodies_);
-      rows_.push_back(Row{m.id, m.role, m.summary, chars, at, bodies_.size() - at});
+      rows_.push_back(Row{m.role, m.summary, chars, id_at, m.id.size(), at, bodies_.size() - at});
       if (rows_.size() == kRows) Flush();
     }
 
@@ -635,25 +637,26 @@ class SqliteSessionStore final : public SessionStore {
     void Flush() {
       std::size_t done = 0;
       if (rows_.size() == kRows) {
-        Write(store_.c_->Stmt(MessagesSql()), store_.c_->Stmt(BodiesSql()), 0, kRows);
+        Write(store_.c_->RawStmt(MessagesSql()), store_.c_->RawStmt(BodiesSql()), 0, kRows);
         done = kRows;
       }
       for (; done < rows_.size(); ++done) {
-        Write(store_.c_->Stmt("INSERT INTO messages (seq, session_id, message_id, position, "
-                              "stored_version, role, summary, chars, stored_at) VALUES "
-                              "(?, ?, ?, ?, ?, ?, ?, ?, ?)"),
-              store_.c_->Stmt("INSERT INTO bodies (seq, body) VALUES (?, ?)"), done, 1);
+        Write(store_.c_->RawStmt("INSERT INTO messages (seq, session_id, message_id, position, "
+                                 "stored_version, role, summary, chars, stored_at) VALUES "
+                                 "(?, ?, ?, ?, ?, ?, ?, ?, ?)"),
+              store_.c_->RawStmt("INSERT INTO bodies (seq, body) VALUES (?, ?)"), done, 1);
       }
       rows_.clear();
+      ids_.clear();
       bodies_.clear();
     }
 
    private:
     struct Row {
-      std::string id;
       Role role;
       bool summary;
       std::size_t chars;
+      std::size_t id_at, id_size;      // in ids_
       std::size_t body_at, body_size;  // in bodies_
     };
 
@@ -665,28 +668,36 @@ class SqliteSessionStore final : public SessionStore {
       return seq;
     }
 
-    // Rows [from, from + n) through `messages` and `bodies`, statements of n rows.
-    void Write(SQLite::Statement& messages, SQLite::Statement& bodies, std::size_t from,
-               std::size_t n) {
+    // A bind's result: SQLite's failure (a value too big, out of memory) as its exception.
+    void Bound(int rc) {
+      if (rc != SQLITE_OK) throw SQLite::Exception(store_.c_->db().getHandle(), rc);
+    }
+
+    // Rows [from, from + n) through `messages` and `bodies`, statements of n rows, bound with
+    // SQLite's own calls (a million rows make eleven million binds).
+    void Write(sqlite3_stmt* m, sqlite3_stmt* b, std::size_t from, std::size_t n) {
       for (std::size_t k = 0; k < n; ++k) {
         const Row& r = rows_[from + k];
         const int p = static_cast<int>(k) * 9;
         const std::int64_t seq = next_seq_ + static_cast<std::int64_t>(k);
-        messages.bind(p + 1, seq);
-        messages.bind(p + 2, session_id_);
-        messages.bindNoCopy(p + 3, r.id);
-        messages.bind(p + 4, position_ + static_cast<std::int64_t>(k));
-        messages.bind(p + 5, static_cast<std::int64_t>(1));
-        messages.bindNoCopy(p + 6, RoleName(r.role));
-        messages.bind(p + 7, r.summary ? 1 : 0);
-        messages.bind(p + 8, static_cast<std::int64_t>(r.chars));
-        messages.bindNoCopy(p + 9, now_);
-        bodies.bind(static_cast<int>(k) * 2 + 1, seq);
-        bodies.bindNoCopy(static_cast<int>(k) * 2 + 2, bodies_.data() + r.body_at,
-                          static_cast<int>(r.body_size));
+        const char* const role = RoleName(r.role);
+        Bound(sqlite3_bind_int64(m, p + 1, seq));
+        Bound(sqlite3_bind_int64(m, p + 2, session_id_));
+        Bound(sqlite3_bind_text(m, p + 3, ids_.data() + r.id_at, static_cast<int>(r.id_size),
+                                SQLITE_STATIC));
+        Bound(sqlite3_bind_int64(m, p + 4, position_ + static_cast<std::int64_t>(k)));
+        Bound(sqlite3_bind_int64(m, p + 5, 1));
+        Bound(sqlite3_bind_text(m, p + 6, role, -1, SQLITE_STATIC));
+        Bound(sqlite3_bind_int64(m, p + 7, r.summary ? 1 : 0));
+        Bound(sqlite3_bind_int64(m, p + 8, static_cast<sqlite3_int64>(r.chars)));
+        Bound(
+            sqlite3_bind_text(m, p + 9, now_.data(), static_cast<int>(now_.size()), SQLITE_STATIC));
+        Bound(sqlite3_bind_int64(b, static_cast<int>(k) * 2 + 1, seq));
+        Bound(sqlite3_bind_blob(b, static_cast<int>(k) * 2 + 2, bodies_.data() + r.body_at,
+                                static_cast<int>(r.body_size), SQLITE_STATIC));
       }
-      messages.exec();
-      bodies.exec();
+      store_.c_->Step(m);
+      store_.c_->Step(b);
       next_seq_ += static_cast<std::int64_t>(n);
       position_ += static_cast<std::int64_t>(n);
     }
@@ -715,6 +726,7 @@ class SqliteSessionStore final : public SessionStore {
     const std::int64_t session_id_;
     const std::string& now_;
     std::vector<Row> rows_;
+    std::string ids_;     // the pending rows' message ids, one after another
     std::string bodies_;  // the pending rows' bodies, one after another
     std::int64_t next_seq_ = 0;
     std::int64_t position_ = 0;

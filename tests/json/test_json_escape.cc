@@ -130,3 +130,57 @@ TEST_CASE("R13.1 FindTooDeep finds the bracket that opens one level too many") {
   CHECK(FindTooDeep(deep + "[") == static_cast<std::size_t>(kMaxJsonDepth));
   CHECK(FindTooDeep(std::string(100000, '[')) == static_cast<std::size_t>(kMaxJsonDepth));
 }
+
+namespace {
+
+// The scan FindTooDeep makes, written byte by byte: what its skipping must agree with.
+std::size_t PlainFindTooDeep(std::string_view text, int max_depth) {
+  if (max_depth < 0) return text.empty() ? std::string_view::npos : 0;
+  std::size_t depth = 0;
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"' || c == '\n') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > static_cast<std::size_t>(max_depth)) return i;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return std::string_view::npos;
+}
+
+}  // namespace
+
+TEST_CASE("R13.1 FindTooDeep agrees with a byte-by-byte scan on generated texts") {
+  const std::uint64_t seed = 0xDEE9;
+  recap_test::Rng rng(seed);
+  // Texts dense in what the scan looks at (quotes, escapes, line breaks, brackets), with runs
+  // of plain bytes of every length around them, so that every alignment of the four-byte
+  // steps meets a stop; and the edge of the text after a backslash.
+  const std::vector<std::string> pieces = {"[", "]",  "{",   "}",    "\"",    "\\", "\\\"", "\n",
+                                           "a", "ab", "abc", "abcd", "abcde", ":",  ",",    "é"};
+  std::size_t deep = 0;
+  for (int n = 0; n < 20000; ++n) {
+    std::string text;
+    const std::size_t parts = rng.Size(0, 60);
+    for (std::size_t k = 0; k < parts; ++k) text += rng.Pick(pieces);
+    const int max_depth = static_cast<int>(rng.Size(0, 6)) - 1;
+    INFO("seed " << seed << ", case " << n << ", max_depth " << max_depth << ": " << text);
+    const std::size_t expected = PlainFindTooDeep(text, max_depth);
+    REQUIRE(FindTooDeep(text, max_depth) == expected);
+    if (expected != std::string_view::npos) ++deep;
+  }
+  // Both outcomes are common.
+  CHECK(deep > 2000);
+  CHECK(deep < 18000);
+}
