@@ -146,6 +146,13 @@ class [[nodiscard]] Status {
   RECAP_EXPORT std::string Rendered(
       const std::function<std::optional<std::string>(const Remedy&)>& words) const;
 
+  // The same as a Status: the code, the Rendered message, and every remedy kept, each where
+  // the new message says it (in the words given, or as it was). An interface that hands the
+  // remedies on (the C API does, to the languages built on it) renders with this, so that the
+  // next one can say them in its own words again.
+  RECAP_EXPORT Status
+  InWords(const std::function<std::optional<std::string>(const Remedy&)>& words) const;
+
   friend bool operator==(const Status& a, const Status& b) noexcept {
     return a.code() == b.code() && a.message() == b.message();
   }

@@ -5,7 +5,7 @@ import json
 import re
 
 from ._errors import _ERRORS, Error, InvalidArgument
-from ._library import _Sizes, _code_name, _taken
+from ._library import _Sizes, _code_name, _last_error_remedies, _taken, _taken_bytes
 
 #: The message formats recap reads and writes (the ``format`` argument).
 FORMATS = ("openai-chat", "anthropic", "openai-responses", "recap")
@@ -37,9 +37,58 @@ def _in_python_words(message):
     return _C_WORDS.sub(lambda m: _PYTHON_WORDS[m.group(0)], message)
 
 
+def _remedy_in_python_words(remedy):
+    """What a remedy of recap's message (docs/errors.md) says in the words of this module: the
+    arguments of HttpProvider and Compactor, or None for the C API's words."""
+    rid, value = remedy["id"], remedy["value"]
+    option = "HttpProviderOptions."
+    if rid == option + "max_retries":
+        return "; max_retries=" + value
+    if rid == option + "max_retry_delay_ms":
+        return "max_retry_delay_ms=" + value
+    if rid.startswith(option):
+        return rid[len(option):]
+    if rid == "http.allow_insecure_http":
+        return "allow_insecure_http=True"
+    if rid == "http.api_key":
+        return "(api_key=, or the variable named by api_key_env=)"
+    if rid == "postgres.credentials" or rid == "postgres.dbname":
+        return "in the URL given as store="
+    if rid == "postgres.other_schema":
+        return 'give store= another database (recap keeps its tables in schema "recap")'
+    return None
+
+
+def _in_own_words(message):
+    """recap's message (bytes, as the C API wrote it) with each remedy it names said in this
+    module's words: the C API lists where its message says them (recap_last_error_remedies), so
+    no sentence is matched as text."""
+    pointer = _last_error_remedies()
+    if not pointer:
+        return message
+    try:
+        remedies = json.loads(_taken(pointer))
+    except ValueError:
+        return message
+    out, at = [], 0
+    for remedy in sorted(remedies, key=lambda r: r["offset"]):
+        said = _remedy_in_python_words(remedy)
+        start, end = remedy["offset"], remedy["offset"] + remedy["size"]
+        if said is None or start < at or end > len(message):
+            continue
+        out.append(message[at:start])
+        out.append(said.encode("utf-8"))
+        at = end
+    out.append(message[at:])
+    return b"".join(out)
+
+
 def _raise(code, error):
-    """Raises the Error of a failed call, with recap's message."""
-    message = _in_python_words(_taken(error.value)) if error.value else ""
+    """Raises the Error of a failed call, with recap's message in the words of this module."""
+    message = ""
+    if error.value:
+        text = _in_own_words(_taken_bytes(error.value)).decode("utf-8", "replace")
+        message = _in_python_words(text)
     cls = _ERRORS.get(code)
     if cls is None:
         raise Error("recap returned code %d (%s): %s"

@@ -49,6 +49,7 @@ _c_int, _c_char_p, _c_size_t = ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t
 _code_name = _declare("recap_code_name", _c_char_p, _c_int)
 _version = _declare("recap_version", _c_char_p)
 _free = _declare("recap_free", None, _vp)
+_last_error_remedies = _declare("recap_last_error_remedies", _vp)
 _store_open = _declare("recap_store_open", _c_int, _c_char_p, _out, _out)
 _store_free = _declare("recap_store_free", None, _vp)
 _provider_new_offline = _declare("recap_provider_new_offline", _c_int, _out, _out)

@@ -7,6 +7,7 @@
 
 #include <exception>
 #include <new>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -19,7 +20,14 @@ namespace capi {
 // A copy of `text` the caller frees with recap_free; null when memory ran out.
 char* Dup(std::string_view text) noexcept;
 
+// A Status as the C API's error: its message with its remedies said in the C API's words
+// (CWords), which recap_last_error_remedies then lists. Returns its code.
 int Fail(char** error, const recap::Status& status) noexcept;
+// A remedy in the words of the C API (its JSON members, what recap_store_open takes), or
+// nothing for the C++ API's words. docs/errors.md has the table.
+std::optional<std::string> CWords(const recap::Remedy& r);
+// recap_last_error_remedies.
+char* LastRemedies() noexcept;
 int Fail(char** error, int code, const char* message) noexcept;
 
 // Runs `body` (returning a C code) so that no exception leaves the C API.

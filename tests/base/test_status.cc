@@ -165,3 +165,59 @@ TEST_CASE(
     }) == expected);
   }
 }
+
+TEST_CASE(
+    "R16 Status: InWords keeps each remedy where the new words say it, on generated messages") {
+  // Property: InWords(words) says what Rendered(words) says, keeps every remedy with its id
+  // and value, each spanning the words it was said in (or its old text); rendered again, the
+  // words of a second interface replace the first's exactly.
+  const unsigned seed = std::random_device{}();
+  INFO("seed " << seed);
+  std::mt19937 gen(seed);
+  for (int round = 0; round < 2000; ++round) {
+    std::string text;
+    const std::size_t size = 1 + gen() % 60;
+    for (std::size_t i = 0; i < size; ++i) text += static_cast<char>('a' + gen() % 26);
+    Status s = Status::Unavailable(text);
+    std::size_t at = 0;
+    int n = 0;
+    while (at < text.size() && gen() % 3 != 0) {
+      const std::size_t offset = at + gen() % (text.size() - at);
+      const std::size_t len = gen() % (text.size() - offset + 1);
+      s = s.WithRemedy(Remedy{"r" + std::to_string(n++), std::to_string(gen() % 100), offset, len});
+      at = offset + len + (len == 0 ? 1 : 0);
+    }
+    // The first interface says the even ones as "<id=value>" and the multiples of 3 as nothing.
+    const auto first = [](const Remedy& r) -> std::optional<std::string> {
+      const int k = std::stoi(r.id.substr(1));
+      if (k % 3 == 0) return std::string();
+      if (k % 2 == 0) return "<" + r.id + "=" + r.value + ">";
+      return std::nullopt;
+    };
+    const Status said = s.InWords(first);
+    CHECK(said.code() == s.code());
+    CHECK(said.message() == s.Rendered(first));
+    REQUIRE(said.remedies().size() == s.remedies().size());
+    for (std::size_t i = 0; i < said.remedies().size(); ++i) {
+      const Remedy& was = s.remedies()[i];
+      const Remedy& now = said.remedies()[i];
+      CHECK(now.id == was.id);
+      CHECK(now.value == was.value);
+      const std::string spanned = said.message().substr(now.offset, now.size);
+      CHECK(spanned == first(was).value_or(text.substr(was.offset, was.size)));
+    }
+    // A second interface, from the first's message and remedies alone.
+    const auto second = [](const Remedy& r) -> std::optional<std::string> {
+      return "[" + r.id + "]";
+    };
+    std::string expected;
+    std::size_t from = 0;
+    for (const Remedy& r : s.remedies()) {
+      expected += text.substr(from, r.offset - from) + "[" + r.id + "]";
+      from = r.offset + r.size;
+    }
+    expected += text.substr(from);
+    CHECK(said.Rendered(second) == expected);
+  }
+  CHECK(Status().InWords(nullptr).ok());
+}

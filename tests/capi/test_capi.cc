@@ -754,6 +754,51 @@ TEST_CASE("R16.1 R13.4 HTTP options: what is refused is named, and the key never
   CHECK(refused("[\"sk-hidden-9876\"]").find("JSON object") != std::string::npos);
   CHECK(refused(std::string(5000, '[')).find("too deep") != std::string::npos);
 }
+
+TEST_CASE("R16 the C API says what to change in its own words, and lists it as data") {
+  recap_provider* provider = nullptr;
+  char* error = nullptr;
+  const int code = recap_provider_new_http(
+      R"({"protocol":"openai_chat","baseUrl":"http://10.1.2.3/v1","model":"m","apiKey":"sk-9"})",
+      &provider, &error);
+  CHECK(code == RECAP_INVALID_ARGUMENT);
+  const std::string message = Take(error);
+  INFO(message);
+  // The JSON members recap_provider_new_http takes, not the C++ options.
+  CHECK(message.find("recap_provider_new_http: \"baseUrl\" \"http://10.1.2.3/v1\" is plain "
+                     "http://") == 0);
+  CHECK(message.find("\"apiKey\" would be sent over it in cleartext") != std::string::npos);
+  CHECK(message.find("or set \"allowInsecureHttp\": true if the network is yours") !=
+        std::string::npos);
+  CHECK(message.find("HttpProviderOptions") == std::string::npos);
+  // Where the message says each, for a language built on the C API to say them its own way.
+  const nlohmann::json remedies = nlohmann::json::parse(Take(recap_last_error_remedies()));
+  REQUIRE(remedies.size() == 3);
+  const std::vector<std::pair<std::string, std::string>> expected = {
+      {"HttpProviderOptions.base_url", "\"baseUrl\""},
+      {"HttpProviderOptions.api_key", "\"apiKey\""},
+      {"http.allow_insecure_http", "\"allowInsecureHttp\": true"}};
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    CHECK(remedies[i]["id"] == expected[i].first);
+    CHECK(message.substr(remedies[i]["offset"].get<std::size_t>(),
+                         remedies[i]["size"].get<std::size_t>()) == expected[i].second);
+  }
+  // A failure without remedies lists none; another thread's errors are its own.
+  CHECK(recap_provider_new_http("[]", &provider, &error) == RECAP_INVALID_ARGUMENT);
+  Take(error);
+  CHECK(Take(recap_last_error_remedies()) == "[]");
+  std::thread([&] {
+    char* e = nullptr;
+    recap_provider* p = nullptr;
+    CHECK(
+        recap_provider_new_http(
+            R"({"protocol":"openai_chat","baseUrl":"http://10.1.2.3/v1","model":"m","apiKey":"k"})",
+            &p, &e) == RECAP_INVALID_ARGUMENT);
+    Take(e);
+    CHECK(nlohmann::json::parse(Take(recap_last_error_remedies())).size() == 3);
+  }).join();
+  CHECK(Take(recap_last_error_remedies()) == "[]");
+}
 #endif
 
 namespace {

@@ -339,3 +339,24 @@ def test_an_http_summarizer_served_by_python_in_this_process():
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_an_http_option_error_names_the_python_arguments():
+    # R16: recap says what to change in the words of this module (HttpProvider's arguments),
+    # from the remedies the C API lists as data, not by matching its sentences.
+    try:
+        recap.HttpProvider("openai_chat", "http://127.0.0.1:9/v1", "m", api_key="k")
+    except recap.FailedPrecondition:
+        pytest.skip("this recap has no HTTP component")
+    with pytest.raises(recap.InvalidArgument) as raised:
+        recap.HttpProvider("openai_chat", "http://10.1.2.3/v1", "m", api_key="sk-secret-77")
+    message = str(raised.value)
+    assert 'base_url "http://10.1.2.3/v1" is plain http://' in message, message
+    assert "api_key would be sent over it in cleartext" in message, message
+    assert "or set allow_insecure_http=True if the network is yours" in message, message
+    for other_words in ("HttpProviderOptions", "allowInsecureHttp", "baseUrl", "apiKey"):
+        assert other_words not in message, message
+    assert "secret" not in message
+    with pytest.raises(recap.InvalidArgument) as raised:
+        recap.HttpProvider("openai_chat", "https://x/v1", "m", api_key="k", timeout_ms=0)
+    assert "timeout_ms" in str(raised.value) and "timeoutMs" not in str(raised.value)

@@ -86,6 +86,14 @@ RECAP_C_API const char* recap_code_name(int code);
 /* The library's version, e.g. "0.1.0". Static. */
 RECAP_C_API const char* recap_version(void);
 
+/* What the last error message a recap call returned on this thread tells the caller to
+ * change, as data: a JSON array of {"id", "value", "offset", "size"} — each a remedy of
+ * docs/errors.md, the figure it carries ("" when none), and where the message says it (bytes
+ * from the start of the message) — or "[]". A language built on the C API says these parts
+ * in its own words with them, as the C API says them in its own (JSON members such as
+ * "baseUrl"). The caller frees the result with recap_free; NULL when out of memory. */
+RECAP_C_API char* recap_last_error_remedies(void);
+
 /* Frees a string recap returned (a result or an error message). NULL is fine. */
 RECAP_C_API void recap_free(void* p);
 

@@ -85,19 +85,36 @@ Status Status::WithRemedy(Remedy remedy) const {
 std::string Status::Rendered(
     const std::function<std::optional<std::string>(const Remedy&)>& words) const {
   if (ok()) return std::string();
+  return InWords(words).message();
+}
+
+Status Status::InWords(
+    const std::function<std::optional<std::string>(const Remedy&)>& words) const {
+  if (ok()) return Status();
   const std::string& m = state_->message;
   std::string out;
   out.reserve(m.size());
+  std::vector<Remedy> kept;
+  kept.reserve(state_->remedies.size());
   std::size_t at = 0;
   for (const Remedy& r : state_->remedies) {
     std::optional<std::string> said = words ? words(r) : std::nullopt;
-    if (!said) continue;
     out.append(m, at, r.offset - at);
-    out += *said;
+    Remedy moved = r;
+    moved.offset = out.size();
+    if (said) {
+      out += *said;
+      moved.size = said->size();
+    } else {
+      out.append(m, r.offset, r.size);
+    }
     at = r.offset + r.size;
+    kept.push_back(std::move(moved));
   }
   out.append(m, at, std::string::npos);
-  return out;
+  Status s(code(), std::move(out));
+  s.state_->remedies = std::move(kept);  // in order, none overlapping, as they were
+  return s;
 }
 
 std::ostream& operator<<(std::ostream& os, const Status& s) { return os << s.ToString(); }
