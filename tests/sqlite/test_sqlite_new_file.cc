@@ -28,18 +28,11 @@
 #include "support/temp_dir.h"
 
 using namespace recap;
+using recap::testing::NamesIn;
 using recap::testing::Ok;
 using recap::testing::TempDir;
 
 namespace {
-
-std::set<std::string> NamesIn(const std::string& dir) {
-  std::set<std::string> out;
-  for (const auto& e : std::filesystem::directory_iterator(dir)) {
-    out.insert(e.path().filename().string());
-  }
-  return out;
-}
 
 std::vector<std::string> Encoded(const std::vector<Message>& messages) {
   std::vector<std::string> out;

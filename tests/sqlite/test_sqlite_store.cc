@@ -50,6 +50,7 @@
 #include "support/test_data.h"
 
 using namespace recap;
+using recap::testing::NamesIn;
 using recap::testing::TempDir;
 
 namespace {
@@ -1325,14 +1326,6 @@ TEST_CASE("R8 several connections opening one new file at once all open it and w
 
 namespace {
 
-std::set<std::string> FilesIn(const std::string& dir) {
-  std::set<std::string> out;
-  for (const auto& e : std::filesystem::directory_iterator(dir)) {
-    out.insert(e.path().filename().string());
-  }
-  return out;
-}
-
 std::shared_ptr<SessionStore> OpenReadOnly(const std::string& path) {
   SqliteStoreOptions o;
   o.read_only = true;
@@ -1353,7 +1346,7 @@ TEST_CASE(
     auto w = Open(path);
     Ok(w->AppendMessages("s", {Message::UserText("one"), Message::AssistantText("two")}));
   }
-  REQUIRE(FilesIn(dir.path()) == std::set<std::string>{"sessions.db"});
+  REQUIRE(NamesIn(dir.path()) == std::set<std::string>{"sessions.db"});
   const std::string bytes = [&] {
     std::ifstream in(path, std::ios::binary);
     return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
@@ -1363,7 +1356,7 @@ TEST_CASE(
   CHECK(Ok(r->Load("s")).transcript.size() == 2);
   CHECK(Ok(r->History("s")).size() == 2);
   CHECK(Ok(r->ListSessions()) == std::vector<std::string>{"s"});
-  CHECK(FilesIn(dir.path()) == std::set<std::string>{"sessions.db"});
+  CHECK(NamesIn(dir.path()) == std::set<std::string>{"sessions.db"});
 
   // Writes are refused, naming the option.
   Result<std::uint64_t> refused = r->Append("s", Message::UserText("three"));
@@ -1388,7 +1381,7 @@ TEST_CASE(
     CHECK(changes.appended.size() == 2);
     r.reset();  // the reader goes first; the writer, last to close, removes its -wal and -shm
   }
-  CHECK(FilesIn(dir.path()) == std::set<std::string>{"sessions.db"});
+  CHECK(NamesIn(dir.path()) == std::set<std::string>{"sessions.db"});
   // A reader opened when no writer is there, then a writer that comes and goes between two of
   // its reads: the second read sees the new file, and no file is left behind.
   auto r2 = OpenReadOnly(path);
@@ -1397,11 +1390,11 @@ TEST_CASE(
     auto w = Open(path);
     Ok(w->Append("s", Message::UserText("five")));
   }
-  CHECK(FilesIn(dir.path()) == std::set<std::string>{"sessions.db"});
+  CHECK(NamesIn(dir.path()) == std::set<std::string>{"sessions.db"});
   CHECK(Ok(r2->Load("s")).transcript.size() == 5);
   CHECK(Ok(r2->History("s")).size() == 5);
   r2.reset();
-  CHECK(FilesIn(dir.path()) == std::set<std::string>{"sessions.db"});
+  CHECK(NamesIn(dir.path()) == std::set<std::string>{"sessions.db"});
 
   // Nothing a reader did changed the file: reading it again read-only leaves it byte for byte.
   const std::string now = [&] {
@@ -1432,7 +1425,7 @@ TEST_CASE(
   CHECK(code(dir.File("empty.db")) == StatusCode::kNotFound);
   CHECK(code(dir.path()) == StatusCode::kInvalidArgument);
   CHECK(code("/dev/null") == StatusCode::kInvalidArgument);
-  CHECK(FilesIn(dir.path()) == std::set<std::string>{"empty.db"});
+  CHECK(NamesIn(dir.path()) == std::set<std::string>{"empty.db"});
   CHECK(std::filesystem::file_size(dir.File("empty.db")) == 0);
 }
 

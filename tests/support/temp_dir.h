@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <system_error>
@@ -37,6 +38,16 @@ class TempDir {
  private:
   std::string path_;
 };
+
+// The names of the entries in `dir` (not its subfolders' entries): what a test that checks
+// "no file left beside the database" compares.
+inline std::set<std::string> NamesIn(const std::string& dir) {
+  std::set<std::string> out;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    out.insert(e.path().filename().string());
+  }
+  return out;
+}
 
 }  // namespace recap::testing
 
