@@ -1,0 +1,534 @@
+#include "checkpoint/ledger.h"
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <optional>
+#include <set>
+#include <utility>
+
+#include "recap/measure.h"
+
+#include "json/json_util.h"
+
+namespace recap {
+inline namespace v0 {
+
+namespace {
+
+using jsonutil::Json;
+
+constexpr std::size_t kFailureLineMaxBytes = 200;
+constexpr std::size_t kCallWhatMaxBytes = 120;
+
+std::string_view Trimmed(std::string_view s) {
+  const auto space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
+  while (!s.empty() && space(s.front())) s.remove_prefix(1);
+  while (!s.empty() && space(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+// At most `max` bytes of `s`, never cutting a UTF-8 sequence.
+std::string_view Utf8Prefix(std::string_view s, std::size_t max) {
+  if (s.size() <= max) return s;
+  std::size_t n = max;
+  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
+  return s.substr(0, n);
+}
+
+std::string ClipRequest(std::string_view words) {
+  const std::size_t chars = CountCodePoints(words);
+  if (chars <= kLedgerRequestMaxChars) return std::string(words);
+  // The first kLedgerRequestMaxChars code points.
+  std::size_t bytes = 0;
+  for (std::size_t seen = 0; bytes < words.size() && seen < kLedgerRequestMaxChars; ++seen) {
+    ++bytes;
+    while (bytes < words.size() && (static_cast<unsigned char>(words[bytes]) & 0xC0) == 0x80) {
+      ++bytes;
+    }
+  }
+  return std::string(words.substr(0, bytes)) + " […" +
+         std::to_string(chars - kLedgerRequestMaxChars) + " more characters]";
+}
+
+// `text` without every <tag …>…</tag> block whose tag `drop` accepts (the block's text is kept
+// when `keep_inside` accepts the tag instead). An opening tag without its closing one is left.
+template <typename Drop, typename KeepInside>
+std::string WithoutBlocks(std::string_view text, Drop drop, KeepInside keep_inside) {
+  std::string out;
+  std::size_t at = 0;
+  while (at < text.size()) {
+    const std::size_t open = text.find('<', at);
+    if (open == std::string_view::npos) break;
+    std::size_t name_end = open + 1;
+    while (name_end < text.size() &&
+           (std::isalnum(static_cast<unsigned char>(text[name_end])) != 0 ||
+            text[name_end] == '-' || text[name_end] == '_')) {
+      ++name_end;
+    }
+    const std::string_view tag = text.substr(open + 1, name_end - open - 1);
+    const std::size_t tag_close = text.find('>', name_end);
+    const bool named = !tag.empty() && tag_close != std::string_view::npos &&
+                       (text[name_end] == '>' || text[name_end] == ' ');
+    const bool dropped = named && drop(tag);
+    const bool unwrapped = named && !dropped && keep_inside(tag);
+    if (!dropped && !unwrapped) {
+      out.append(text, at, open + 1 - at);
+      at = open + 1;
+      continue;
+    }
+    const std::string closing = "</" + std::string(tag) + ">";
+    const std::size_t end = text.find(closing, tag_close + 1);
+    if (end == std::string_view::npos) {
+      out.append(text, at, open + 1 - at);
+      at = open + 1;
+      continue;
+    }
+    out.append(text, at, open - at);
+    if (unwrapped) out.append(text, tag_close + 1, end - tag_close - 1);
+    at = end + closing.size();
+  }
+  if (at < text.size()) out.append(text, at, std::string_view::npos);
+  return out;
+}
+
+// The text between `open` and `close`, when both are there in that order.
+std::optional<std::string_view> Between(std::string_view text, std::string_view open,
+                                        std::string_view close) {
+  const std::size_t a = text.find(open);
+  if (a == std::string_view::npos) return std::nullopt;
+  const std::size_t b = text.find(close, a + open.size());
+  if (b == std::string_view::npos) return std::nullopt;
+  return text.substr(a + open.size(), b - a - open.size());
+}
+
+bool IsUrl(std::string_view t) { return t.rfind("http://", 0) == 0 || t.rfind("https://", 0) == 0; }
+
+bool HasDigit(std::string_view t) {
+  return std::any_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+bool HasLetter(std::string_view t) {
+  return std::any_of(t.begin(), t.end(),
+                     [](char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; });
+}
+
+// name.ext with a short alphanumeric extension and a name with a letter: "renderer.py".
+bool LooksLikeFileName(std::string_view t) {
+  const std::size_t dot = t.rfind('.');
+  if (dot == std::string_view::npos || dot == 0 || dot + 1 >= t.size()) return false;
+  const std::string_view ext = t.substr(dot + 1);
+  if (ext.size() > 5 || !HasLetter(ext)) return false;
+  for (char c : ext) {
+    if (std::isalnum(static_cast<unsigned char>(c)) == 0) return false;
+  }
+  const std::string_view name = t.substr(0, dot);
+  return HasLetter(name) && name.find_first_of(" ") == std::string_view::npos;
+}
+
+// A path a person typed: /x, ./x, ../x, ~/x, a folder (x/), two slashes or more, or a name
+// with an extension after a slash ("lib/pay.py"); or a file name alone ("renderer.py"). One
+// slash between two words is prose ("pros/cons", "and/or").
+bool LooksLikePath(std::string_view t) {
+  if (t.size() < 2) return false;
+  const std::size_t slashes = static_cast<std::size_t>(std::count(t.begin(), t.end(), '/'));
+  if (slashes == 0) return LooksLikeFileName(t);
+  if (!HasLetter(t) && !HasDigit(t)) return false;
+  if (t[0] == '/' || t.rfind("./", 0) == 0 || t.rfind("../", 0) == 0 || t.rfind("~/", 0) == 0) {
+    return true;
+  }
+  if (t.back() == '/' || slashes >= 2) return true;
+  const std::string_view last = t.substr(t.rfind('/') + 1);
+  return LooksLikeFileName(last) || t.find_first_of("_0123456789") != std::string_view::npos;
+}
+
+// The line of a failed call's output that says most: the last one with words in it (a
+// traceback ends with the exception, a test run with its tally), its banner padding ("=====
+// 2 failed in 0.3s =====") taken off.
+std::string TellingLine(std::string_view output) {
+  std::size_t end = output.size();
+  while (end > 0) {
+    const std::size_t start = output.rfind('\n', end - 1);
+    const std::size_t from = start == std::string_view::npos ? 0 : start + 1;
+    std::string_view line = Trimmed(output.substr(from, end - from));
+    while (!line.empty() && (line.front() == '=' || line.front() == '-' || line.front() == '*'))
+      line.remove_prefix(1);
+    while (!line.empty() && (line.back() == '=' || line.back() == '-' || line.back() == '*'))
+      line.remove_suffix(1);
+    line = Trimmed(line);
+    if (HasLetter(line)) return std::string(Utf8Prefix(line, kFailureLineMaxBytes));
+    if (start == std::string_view::npos) break;
+    end = start;
+  }
+  return std::string();
+}
+
+// A JSON object's string member, or nothing.
+std::optional<std::string> Member(const Json& object, const char* key) {
+  if (!object.is_object()) return std::nullopt;
+  const auto it = object.find(key);
+  if (it == object.end() || !it->is_string()) return std::nullopt;
+  return it->get<std::string>();
+}
+
+std::string Lowered(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// The files an apply_patch text names: "*** Add File: p", "*** Update File: p",
+// "*** Delete File: p", "*** Move to: p".
+void PatchFiles(std::string_view patch, std::vector<std::string>* out) {
+  static constexpr std::string_view kHeads[] = {
+      "*** Add File: ", "*** Update File: ", "*** Delete File: ", "*** Move to: "};
+  std::size_t at = 0;
+  while (at < patch.size()) {
+    std::size_t end = patch.find('\n', at);
+    if (end == std::string_view::npos) end = patch.size();
+    const std::string_view line = patch.substr(at, end - at);
+    for (std::string_view head : kHeads) {
+      if (line.rfind(head, 0) == 0) {
+        const std::string_view path = Trimmed(line.substr(head.size()));
+        if (!path.empty()) out->emplace_back(path);
+      }
+    }
+    at = end + 1;
+  }
+}
+
+// The files a plain shell command writes: `> path`, `>> path`, `tee [-a] path`, outside
+// quotes (a `>` inside a quoted script is the script's).
+void ShellWrites(std::string_view command, std::vector<std::string>* out) {
+  struct Word {
+    std::string text;
+    bool quoted_start = false;
+  };
+  std::vector<Word> words;
+  char quote = 0;
+  bool in_word = false;
+  for (std::size_t i = 0; i < command.size(); ++i) {
+    const char c = command[i];
+    if (quote != 0) {
+      if (c == quote) quote = 0;
+      words.back().text += c;
+      continue;
+    }
+    if (c == ' ' || c == '\t' || c == '\n' || c == ';' || c == '|' || c == '&') {
+      in_word = false;
+      if (c == '&' && !words.empty() && !words.back().text.empty() &&
+          words.back().text.back() == '>') {
+        words.back().text += c;  // >&2 stays one word
+        in_word = true;
+      }
+      continue;
+    }
+    if (!in_word) {
+      words.push_back(Word{std::string(), c == '"' || c == '\''});
+      in_word = true;
+    }
+    if (c == '"' || c == '\'') quote = c;
+    words.back().text += c;
+  }
+  const auto add = [&](const Word& word) {
+    std::string_view w = word.text;
+    if (w.size() >= 2 && (w[0] == '"' || w[0] == '\'') && w.back() == w[0]) {
+      w = w.substr(1, w.size() - 2);
+    }
+    if (w.empty() || w[0] == '&' || w[0] == '$' || w[0] == '(' || w.rfind("/dev/", 0) == 0) return;
+    if (!HasLetter(w) && !HasDigit(w)) return;
+    out->emplace_back(w);
+  };
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    const std::string& w = words[i].text;
+    if (words[i].quoted_start) continue;
+    if (w == ">" || w == ">>" || w == "1>" || w == "1>>") {
+      if (i + 1 < words.size()) add(words[i + 1]);
+    } else if (w.size() > 1 && w[0] == '>' && w[1] != '&' && w[1] != '(') {
+      add(Word{w.substr(w[1] == '>' ? 2 : 1), false});
+    } else if (w == "tee") {
+      std::size_t j = i + 1;
+      while (j < words.size() && !words[j].text.empty() && words[j].text[0] == '-') ++j;
+      if (j < words.size()) add(words[j]);
+    }
+  }
+}
+
+class Builder {
+ public:
+  explicit Builder(const Ledger& carried) {
+    for (const LedgerEntry& e : carried.entries) Add(e.kind, e.text, e.message_id);
+  }
+
+  void Add(LedgerKind kind, std::string text, const std::string& message_id) {
+    if (text.empty()) return;
+    if (!seen_.insert({kind, Lowered(text)}).second) return;
+    ledger_.entries.push_back(LedgerEntry{kind, std::move(text), message_id});
+  }
+
+  void Read(const Message& m) {
+    if (m.role == Role::kUser) ReadPerson(m);
+    for (const Part& part : m.parts) {
+      if (const auto* call = std::get_if<ToolCall>(&part)) {
+        ReadCall(m, *call);
+      } else if (const auto* result = std::get_if<ToolResult>(&part)) {
+        ReadResult(m, *result);
+      }
+    }
+  }
+
+  Ledger Finish() {
+    for (const LedgerEntry& todo : todos_) Add(todo.kind, todo.text, todo.message_id);
+    for (const auto& [signature, failure] : failures_) {
+      (void)signature;
+      pending_failures_.push_back(failure);
+    }
+    std::sort(pending_failures_.begin(), pending_failures_.end(),
+              [](const Failure& a, const Failure& b) { return a.order < b.order; });
+    for (const Failure& f : pending_failures_) Add(LedgerKind::kFailure, f.text, f.message_id);
+    return std::move(ledger_);
+  }
+
+ private:
+  struct Call {
+    std::string name;
+    std::string signature;  // the name and what it acted on: a retry has the same
+    std::string what;       // shown in a failure: the command, the path …
+  };
+  struct Failure {
+    std::size_t order = 0;
+    std::string text;
+    std::string message_id;
+  };
+
+  void ReadPerson(const Message& m) {
+    for (const Part& part : m.parts) {
+      const auto* text = std::get_if<Text>(&part);
+      if (text == nullptr) continue;
+      const std::string words = ledger_internal::PersonsWords(text->text);
+      if (words.empty()) continue;
+      Add(LedgerKind::kRequest, ClipRequest(words), m.id);
+      for (std::string& id : ledger_internal::Identifiers(words)) {
+        Add(LedgerKind::kIdentifier, std::move(id), m.id);
+      }
+    }
+  }
+
+  void ReadCall(const Message& m, const ToolCall& call) {
+    Json args;
+    if (!jsonutil::Parse(call.arguments, "arguments", &args).ok()) args = Json();
+    const std::string name = Lowered(call.name);
+    std::vector<std::string> written;
+    std::string what;
+    // The editors of the harnesses and wire formats.
+    const auto path = [&]() -> std::optional<std::string> {
+      for (const char* key : {"file_path", "notebook_path", "path", "filename", "file"}) {
+        if (auto p = Member(args, key)) return p;
+      }
+      return std::nullopt;
+    };
+    if (name == "write" || name == "edit" || name == "multiedit" || name == "notebookedit" ||
+        name == "write_file" || name == "edit_file" || name == "create_file" || name == "create" ||
+        name == "insert" || name == "replace_in_file") {
+      if (auto p = path()) {
+        written.push_back(*p);
+      } else if ((name == "edit" || name == "insert") && !open_file_.empty()) {
+        written.push_back(open_file_);  // SWE-agent edits the file it has open
+      }
+    } else if (name == "str_replace_editor" || name == "str_replace_based_edit_tool" ||
+               name == "text_editor") {
+      const std::string command = Member(args, "command").value_or("");
+      if (command == "create" || command == "str_replace" || command == "insert" ||
+          command == "undo_edit") {
+        if (auto p = path()) written.push_back(*p);
+      }
+    } else if (name == "apply_patch") {
+      if (auto input = Member(args, "input")) {
+        PatchFiles(*input, &written);
+      } else if (args.is_string()) {
+        PatchFiles(args.get<std::string>(), &written);
+      } else {
+        PatchFiles(call.arguments, &written);
+      }
+    } else if (name == "open") {
+      if (auto p = path()) open_file_ = *p;
+    }
+    if (name == "create") {
+      if (auto p = path()) open_file_ = *p;
+    }
+    // A shell's plain redirections.
+    std::optional<std::string> command = Member(args, "command");
+    if (!command) command = Member(args, "cmd");
+    if (!command && args.is_object()) {
+      const auto it = args.find("command");
+      if (it != args.end() && it->is_array()) {
+        std::string joined;
+        for (const Json& w : *it) {
+          if (w.is_string()) joined += (joined.empty() ? "" : " ") + w.get<std::string>();
+        }
+        command = joined;
+      }
+    }
+    const bool shell = name == "bash" || name == "shell" || name == "execute_bash" ||
+                       name == "run" || name == "run_command" || name == "exec_command" ||
+                       name == "local_shell" || name == "terminal";
+    if (shell && command) ShellWrites(*command, &written);
+    for (std::string& w : written) Add(LedgerKind::kFile, std::move(w), m.id);
+
+    // What a failure of this call would be called, and what a retry of it has in common.
+    if (shell && command) {
+      what = *command;
+    } else if (auto p = path()) {
+      what = *p;
+    } else {
+      what = call.arguments;
+    }
+    // Its first line: a script given inline is named by how it starts.
+    what = std::string(Trimmed(what));
+    if (const std::size_t nl = what.find('\n'); nl != std::string::npos) {
+      what = std::string(Trimmed(std::string_view(what).substr(0, nl))) + " …";
+    }
+    what = std::string(Utf8Prefix(what, kCallWhatMaxBytes));
+    calls_[call.id] = Call{call.name, call.name + '\0' + what, what};
+    // The newest to-do list replaces the ones before it.
+    ReadTodos(m, name, args);
+  }
+
+  void ReadTodos(const Message& m, const std::string& name, const Json& args) {
+    const char* list_key = name == "todowrite" ? "todos" : name == "update_plan" ? "plan" : nullptr;
+    if (list_key == nullptr || !args.is_object()) return;
+    const auto it = args.find(list_key);
+    if (it == args.end() || !it->is_array()) return;
+    todos_.clear();
+    for (const Json& item : *it) {
+      const std::string status = Member(item, "status").value_or("");
+      if (status == "completed" || status == "done") continue;
+      std::string text = Member(item, "content").value_or(Member(item, "step").value_or(""));
+      if (Trimmed(text).empty()) continue;
+      if (!status.empty()) text += " (" + status + ")";
+      todos_.push_back(LedgerEntry{LedgerKind::kTodo, std::move(text), m.id});
+    }
+  }
+
+  void ReadResult(const Message& m, const ToolResult& result) {
+    const auto call = calls_.find(result.call_id);
+    if (call == calls_.end()) return;  // its call is not in the span
+    const std::string& signature = call->second.signature;
+    if (!result.is_error) {
+      failures_.erase(signature);  // retried, and it worked
+      return;
+    }
+    std::string said;
+    for (const ResultItem& item : result.content) {
+      if (const auto* t = std::get_if<Text>(&item)) {
+        said = TellingLine(t->text);
+        if (!said.empty()) break;
+      }
+    }
+    std::string text = call->second.name;
+    if (!call->second.what.empty()) text += " " + call->second.what;
+    if (!said.empty()) text += ": " + said;
+    // A later failure of the same call is the one to keep: it says how it failed last.
+    failures_[signature] = Failure{order_++, std::move(text), m.id};
+  }
+
+  Ledger ledger_;
+  std::set<std::pair<LedgerKind, std::string>> seen_;
+  std::map<std::string, Call> calls_;        // by call id
+  std::map<std::string, Failure> failures_;  // by signature, not retried successfully yet
+  std::vector<Failure> pending_failures_;
+  std::vector<LedgerEntry> todos_;  // the newest list's open items
+  std::string open_file_;           // SWE-agent's open file
+  std::size_t order_ = 0;
+};
+
+}  // namespace
+
+const char* LedgerKindName(LedgerKind kind) noexcept {
+  switch (kind) {
+    case LedgerKind::kRequest: return "request";
+    case LedgerKind::kIdentifier: return "identifier";
+    case LedgerKind::kFile: return "file";
+    case LedgerKind::kTodo: return "todo";
+    case LedgerKind::kFailure: return "failure";
+  }
+  return "request";
+}
+
+std::size_t Ledger::Count(LedgerKind kind) const noexcept {
+  return static_cast<std::size_t>(std::count_if(
+      entries.begin(), entries.end(), [kind](const LedgerEntry& e) { return e.kind == kind; }));
+}
+
+Ledger BuildLedger(const Transcript& transcript, std::size_t begin, std::size_t end,
+                   const Ledger& carried) {
+  Builder builder(carried);
+  end = std::min(end, transcript.size());
+  for (std::size_t i = begin; i < end; ++i) builder.Read(transcript[i]);
+  return builder.Finish();
+}
+
+namespace ledger_internal {
+
+std::string PersonsWords(std::string_view text) {
+  // The task templates: the task is what the person wrote.
+  if (auto issue = Between(text, "<issue_description>", "</issue_description>")) {
+    return std::string(Trimmed(*issue));
+  }
+  if (auto issue = Between(text, "ISSUE:\n", "\nINSTRUCTIONS:")) {
+    return std::string(Trimmed(*issue));
+  }
+  const std::string unwrapped = WithoutBlocks(
+      text,
+      [](std::string_view tag) {
+        return tag == "system-reminder" || tag.rfind("local-command-", 0) == 0 ||
+               tag == "command-name" || tag == "command-message" || tag.rfind("ide_", 0) == 0;
+      },
+      [](std::string_view tag) { return tag == "command-args"; });
+  std::string out;
+  std::size_t at = 0;
+  while (at <= unwrapped.size()) {
+    std::size_t end = unwrapped.find('\n', at);
+    if (end == std::string::npos) end = unwrapped.size();
+    const std::string_view line = std::string_view(unwrapped).substr(at, end - at);
+    const std::string_view bare = Trimmed(line);
+    const bool harness =
+        bare.rfind("Caveat:", 0) == 0 || bare.rfind("[Request interrupted", 0) == 0;
+    if (!harness) {
+      if (!out.empty()) out += '\n';
+      out.append(line);
+    }
+    at = end + 1;
+  }
+  return std::string(Trimmed(out));
+}
+
+std::vector<std::string> Identifiers(std::string_view words) {
+  std::vector<std::string> out;
+  std::set<std::string> seen;
+  std::size_t at = 0;
+  const auto space = [](char c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '`';
+  };
+  while (at < words.size()) {
+    while (at < words.size() && space(words[at])) ++at;
+    std::size_t end = at;
+    while (end < words.size() && !space(words[end])) ++end;
+    std::string_view t = words.substr(at, end - at);
+    at = end;
+    // Punctuation around a token is the sentence's, not the token's.
+    static constexpr std::string_view kOpen = "([{<\"'@";
+    static constexpr std::string_view kClose = ")]}>\"',;:!?.";
+    while (!t.empty() && kOpen.find(t.front()) != std::string_view::npos) t.remove_prefix(1);
+    while (!t.empty() && kClose.find(t.back()) != std::string_view::npos) t.remove_suffix(1);
+    if (t.empty()) continue;
+    const bool keep = IsUrl(t) || LooksLikePath(t) || (HasDigit(t) && t.size() >= 2);
+    if (keep && seen.insert(std::string(t)).second) out.emplace_back(t);
+  }
+  return out;
+}
+
+}  // namespace ledger_internal
+
+}  // namespace v0
+}  // namespace recap
