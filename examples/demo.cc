@@ -200,7 +200,8 @@ std::string SkipInWords(const recap::CutDecision& cut, const recap::Transcript& 
     // The Compactor's own reasons; a cut decision never carries them.
     case recap::SkipReason::kNoProgress:
     case recap::SkipReason::kIrreducible:
-    case recap::SkipReason::kSummarizerUnavailable: return recap::SkipReasonName(cut.skip);
+    case recap::SkipReason::kSummarizerUnavailable:
+    case recap::SkipReason::kBackgroundRunning: return recap::SkipReasonName(cut.skip);
   }
   return "unknown";
 }

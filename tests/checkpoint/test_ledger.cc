@@ -220,3 +220,69 @@ TEST_CASE("R17.1 the ledgers of the real Claude Code sessions") {
     }
   }
 }
+
+TEST_CASE("R17.2 what a checkpoint carries: case, Markdown, white space and path prefixes aside") {
+  const std::string checkpoint =
+      "## Goal\nFix **issue 4821** in `src/lib/pay.py`.\n\n## Next steps\n- Run the   LINTER\n"
+      "- retry `npm run deploy` once permissions are fixed\n";
+  CHECK(LedgerCarries(checkpoint, {LedgerKind::kIdentifier, "4821", "m"}));
+  CHECK(LedgerCarries(checkpoint, {LedgerKind::kRequest, "fix issue 4821 in src/lib/pay.py", "m"}));
+  // A path by its last two components; not by its name alone.
+  CHECK(LedgerCarries(checkpoint, {LedgerKind::kFile, "/home/me/repo/src/lib/pay.py", "m"}));
+  CHECK(!LedgerCarries(checkpoint, {LedgerKind::kFile, "/home/me/repo/other/pay.py", "m"}));
+  CHECK(LedgerCarries(checkpoint, {LedgerKind::kTodo, "run the linter (in_progress)", "m"}));
+  // A failure by what failed, whatever the checkpoint says of how.
+  CHECK(LedgerCarries(
+      checkpoint, {LedgerKind::kFailure, "Bash npm run deploy: EACCES: permission denied", "m"}));
+  CHECK(!LedgerCarries(checkpoint, {LedgerKind::kFailure, "Bash make test: 2 failed", "m"}));
+  CHECK(!LedgerCarries(checkpoint, {LedgerKind::kIdentifier, "PR 99", "m"}));
+  CHECK(!LedgerCarries(checkpoint, {LedgerKind::kRequest, "", "m"}));
+}
+
+TEST_CASE(
+    "R17.2 the guard adds what the checkpoint lacks, within its budget, and says what it left") {
+  Ledger ledger;
+  ledger.entries = {{LedgerKind::kRequest, "Fix issue 4821 in lib/pay.py", "u1"},
+                    {LedgerKind::kIdentifier, "4821", "u1"},
+                    {LedgerKind::kIdentifier, "lib/pay.py", "u1"},
+                    {LedgerKind::kFile, "/r/lib/pay.py", "a2"},
+                    {LedgerKind::kFile, "/r/lib/new.py", "a3"},
+                    {LedgerKind::kTodo, "open the PR (pending)", "a4"},
+                    {LedgerKind::kFailure, "Bash make deploy: denied", "t5"}};
+  // A generic checkpoint that names nothing: everything is added.
+  const std::string generic = "## Goal\nThe user wants to improve the code.\n";
+  LedgerGuard all = GuardCheckpoint(generic, ledger, 10000);
+  CHECK(all.added.size() == ledger.entries.size());
+  CHECK(all.left_out.empty());
+  for (const LedgerEntry& e : ledger.entries) {
+    INFO(e.text);
+    CHECK(LedgerCarries(generic + "\n" + all.section, e));
+  }
+  CHECK(all.section.rfind("## Kept by recap\n", 0) == 0);
+  CHECK(all.tally[static_cast<int>(LedgerKind::kFile)].total == 2);
+  CHECK(all.tally[static_cast<int>(LedgerKind::kFile)].added == 2);
+
+  // A checkpoint that keeps some: only the rest is added, and the tally says which.
+  const std::string good = "Fix issue 4821 in lib/pay.py; wrote lib/new.py.";
+  LedgerGuard some = GuardCheckpoint(good, ledger, 10000);
+  const auto& files = some.tally[static_cast<int>(LedgerKind::kFile)];
+  CHECK(files.kept == 2);  // lib/pay.py and lib/new.py, by their last two components
+  CHECK(files.added == 0);
+  CHECK(some.tally[static_cast<int>(LedgerKind::kRequest)].kept == 1);
+  CHECK(some.added.size() == 2);  // the to-do and the failure
+
+  // A small budget: identifiers go first, then failures; requests last.
+  LedgerGuard tight = GuardCheckpoint(generic, ledger, 80);
+  CHECK(tight.tally[static_cast<int>(LedgerKind::kIdentifier)].left_out == 2);
+  CHECK(tight.tally[static_cast<int>(LedgerKind::kRequest)].added == 1);
+  std::size_t chars = 0;
+  for (const LedgerEntry& e : tight.added) chars += e.text.size() + 3;
+  CHECK(chars <= 80);
+  CHECK(tight.section.find("Left out for room: 2 identifiers") != std::string::npos);
+  CHECK(tight.section.find("(from messages u1") != std::string::npos);
+
+  // Nothing missing: no section.
+  std::string everything = generic;
+  for (const LedgerEntry& e : ledger.entries) everything += "\n" + e.text;
+  CHECK(GuardCheckpoint(everything, ledger, 10000).section.empty());
+}

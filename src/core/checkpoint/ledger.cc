@@ -444,6 +444,150 @@ class Builder {
 
 }  // namespace
 
+namespace {
+
+// Text as the guard compares it: lower case, no Markdown emphasis or code marks, no quotes,
+// one space for each run of white space.
+std::string Folded(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  bool space = false;
+  for (char c : text) {
+    if (c == '*' || c == '`' || c == '"' || c == '\\') continue;
+    if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+      space = !out.empty();
+      continue;
+    }
+    if (space) out += ' ';
+    space = false;
+    out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  return out;
+}
+
+// Importance, least first: what goes first when the section is over its budget.
+constexpr LedgerKind kLeastImportantFirst[] = {LedgerKind::kIdentifier, LedgerKind::kFailure,
+                                               LedgerKind::kTodo, LedgerKind::kFile,
+                                               LedgerKind::kRequest};
+
+const char* KindTitle(LedgerKind kind) {
+  switch (kind) {
+    case LedgerKind::kRequest: return "Requests";
+    case LedgerKind::kIdentifier: return "Identifiers";
+    case LedgerKind::kFile: return "Files written";
+    case LedgerKind::kTodo: return "Open to-dos";
+    case LedgerKind::kFailure: return "Failures not resolved";
+  }
+  return "Requests";
+}
+
+std::size_t EntryChars(const LedgerEntry& e) { return CountCodePoints(e.text) + 3; }  // "- " + \n
+
+}  // namespace
+
+bool LedgerCarries(std::string_view checkpoint, const LedgerEntry& entry) {
+  const std::string hay = Folded(checkpoint);
+  const auto has = [&](std::string_view needle) {
+    const std::string n = Folded(needle);
+    return !n.empty() && hay.find(n) != std::string::npos;
+  };
+  if (has(entry.text)) return true;
+  const std::string_view text = entry.text;
+  switch (entry.kind) {
+    case LedgerKind::kFile:
+    case LedgerKind::kIdentifier: {
+      // By its last two components: "/home/a/repo/src/x.py" as "src/x.py".
+      const std::size_t last = text.rfind('/');
+      if (last == std::string_view::npos || last + 1 >= text.size()) return false;
+      const std::size_t before = last == 0 ? std::string_view::npos : text.rfind('/', last - 1);
+      if (before == std::string_view::npos) return false;
+      return has(text.substr(before + 1));
+    }
+    case LedgerKind::kFailure: {
+      // By what failed: "<tool> <what>: <how>" as "<what>".
+      const std::size_t space = text.find(' ');
+      const std::size_t colon = text.find(": ");
+      if (space == std::string_view::npos || colon == std::string_view::npos || colon < space) {
+        return false;
+      }
+      return has(text.substr(space + 1, colon - space - 1));
+    }
+    case LedgerKind::kTodo: {
+      const std::size_t status = text.rfind(" (");
+      return status != std::string_view::npos && has(text.substr(0, status));
+    }
+    case LedgerKind::kRequest: return false;
+  }
+  return false;
+}
+
+LedgerGuard GuardCheckpoint(std::string_view checkpoint, const Ledger& ledger,
+                            std::size_t max_chars) {
+  LedgerGuard guard;
+  std::vector<bool> missing(ledger.entries.size(), false);
+  std::size_t chars = 0;
+  for (std::size_t i = 0; i < ledger.entries.size(); ++i) {
+    const LedgerEntry& e = ledger.entries[i];
+    LedgerGuard::Tally& t = guard.tally[static_cast<int>(e.kind)];
+    ++t.total;
+    if (LedgerCarries(checkpoint, e)) {
+      ++t.kept;
+    } else {
+      missing[i] = true;
+      chars += EntryChars(e);
+    }
+  }
+  // Over the budget: the oldest entries of the least important kinds go first.
+  std::vector<bool> dropped(ledger.entries.size(), false);
+  for (LedgerKind kind : kLeastImportantFirst) {
+    for (std::size_t i = 0; i < ledger.entries.size() && chars > max_chars; ++i) {
+      if (!missing[i] || dropped[i] || ledger.entries[i].kind != kind) continue;
+      dropped[i] = true;
+      chars -= EntryChars(ledger.entries[i]);
+    }
+  }
+  for (std::size_t i = 0; i < ledger.entries.size(); ++i) {
+    if (!missing[i]) continue;
+    const LedgerEntry& e = ledger.entries[i];
+    LedgerGuard::Tally& t = guard.tally[static_cast<int>(e.kind)];
+    if (dropped[i]) {
+      ++t.left_out;
+      guard.left_out.push_back(e);
+    } else {
+      ++t.added;
+      guard.added.push_back(e);
+    }
+  }
+  if (guard.added.empty() && guard.left_out.empty()) return guard;
+  std::string& out = guard.section;
+  out = "## Kept by recap\n";
+  for (LedgerKind kind : {LedgerKind::kRequest, LedgerKind::kFile, LedgerKind::kTodo,
+                          LedgerKind::kFailure, LedgerKind::kIdentifier}) {
+    bool titled = false;
+    for (const LedgerEntry& e : guard.added) {
+      if (e.kind != kind) continue;
+      if (!titled) out += std::string("\n### ") + KindTitle(kind) + "\n";
+      titled = true;
+      out += "- " + e.text + "\n";
+    }
+  }
+  if (!guard.left_out.empty()) {
+    out += "\nLeft out for room: ";
+    bool first = true;
+    for (LedgerKind kind : kLeastImportantFirst) {
+      const std::size_t n = guard.tally[static_cast<int>(kind)].left_out;
+      if (n == 0) continue;
+      out += std::string(first ? "" : ", ") + std::to_string(n) + " " + LedgerKindName(kind) +
+             (n == 1 ? "" : "s");
+      first = false;
+    }
+    out += " (from messages " + guard.left_out.front().message_id;
+    if (guard.left_out.size() > 1) out += " to " + guard.left_out.back().message_id;
+    out += ").\n";
+  }
+  return guard;
+}
+
 const char* LedgerKindName(LedgerKind kind) noexcept {
   switch (kind) {
     case LedgerKind::kRequest: return "request";

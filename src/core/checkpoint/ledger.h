@@ -51,6 +51,29 @@ inline constexpr std::size_t kLedgerRequestMaxChars = 2000;
 Ledger BuildLedger(const Transcript& transcript, std::size_t begin, std::size_t end,
                    const Ledger& carried = {});
 
+// Whether `checkpoint` (its text: Markdown or JSON) already carries `entry`: its text found in
+// the checkpoint's, both read without case, Markdown emphasis or runs of white space; a path
+// also by its last two components (a checkpoint may write it relative); a failure also by what
+// failed (its command or path, without the tool's name and how it failed); a to-do item
+// without its status.
+bool LedgerCarries(std::string_view checkpoint, const LedgerEntry& entry);
+
+// What the guard adds to a checkpoint (R17.2): the entries of `ledger` that `checkpoint` does
+// not carry, within `max_chars` (the oldest entries of the least important kinds left out
+// first: identifiers, then failures, to-dos, files, requests), and per kind what it had, what
+// the checkpoint kept by itself, what was added and what was left out.
+struct LedgerGuard {
+  struct Tally {
+    std::size_t total = 0, kept = 0, added = 0, left_out = 0;
+  };
+  std::vector<LedgerEntry> added;     // in the ledger's order
+  std::vector<LedgerEntry> left_out;  // in the ledger's order
+  Tally tally[5];                     // by LedgerKind
+  std::string section;                // "Kept by recap" in Markdown; empty when nothing added
+};
+LedgerGuard GuardCheckpoint(std::string_view checkpoint, const Ledger& ledger,
+                            std::size_t max_chars);
+
 namespace ledger_internal {
 
 // A person's message in their own words: the text inside a task template of SWE-agent
