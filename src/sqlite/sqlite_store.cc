@@ -5,7 +5,8 @@
 // file serialize on SQLite's write lock and the loser of a race sees the new version (R8.2).
 // The connection, its transactions and SQLite's errors are connection.h's. Over 800 lines as
 // one idea: the eleven methods of SessionStore on SQLite's tables and the row helpers they share
-// (finding, locking and versioning a session; inserting and retiring messages).
+// (finding, locking and versioning a session; inserting and retiring messages), and
+// CreateSqliteSessions, which runs CreateSessions on a store built aside (aside_file.h).
 #include "recap/sqlite/sqlite_store.h"
 
 #include <algorithm>
