@@ -14,7 +14,10 @@
 namespace recap {
 inline namespace v0 {
 
-namespace {
+// Everything below is this file's own, in a namespace of its own rather than an anonymous one:
+// recap_core may be built as one unity source, where other files' helpers of the same names
+// (Folded, Between, Member, HasLetter) would meet these.
+namespace ledger_build {
 
 using jsonutil::Json;
 
@@ -442,9 +445,9 @@ class Builder {
   std::size_t order_ = 0;
 };
 
-}  // namespace
+}  // namespace ledger_build
 
-namespace {
+namespace ledger_build {
 
 // Text as the guard compares it: lower case, no Markdown emphasis or code marks, no quotes,
 // one space for each run of white space.
@@ -483,12 +486,12 @@ const char* KindTitle(LedgerKind kind) {
 
 std::size_t EntryChars(const LedgerEntry& e) { return CountCodePoints(e.text) + 3; }  // "- " + \n
 
-}  // namespace
+}  // namespace ledger_build
 
 bool LedgerCarries(std::string_view checkpoint, const LedgerEntry& entry) {
-  const std::string hay = Folded(checkpoint);
+  const std::string hay = ledger_build::Folded(checkpoint);
   const auto has = [&](std::string_view needle) {
-    const std::string n = Folded(needle);
+    const std::string n = ledger_build::Folded(needle);
     return !n.empty() && hay.find(n) != std::string::npos;
   };
   if (has(entry.text)) return true;
@@ -534,16 +537,16 @@ LedgerGuard GuardCheckpoint(std::string_view checkpoint, const Ledger& ledger,
       ++t.kept;
     } else {
       missing[i] = true;
-      chars += EntryChars(e);
+      chars += ledger_build::EntryChars(e);
     }
   }
   // Over the budget: the oldest entries of the least important kinds go first.
   std::vector<bool> dropped(ledger.entries.size(), false);
-  for (LedgerKind kind : kLeastImportantFirst) {
+  for (LedgerKind kind : ledger_build::kLeastImportantFirst) {
     for (std::size_t i = 0; i < ledger.entries.size() && chars > max_chars; ++i) {
       if (!missing[i] || dropped[i] || ledger.entries[i].kind != kind) continue;
       dropped[i] = true;
-      chars -= EntryChars(ledger.entries[i]);
+      chars -= ledger_build::EntryChars(ledger.entries[i]);
     }
   }
   for (std::size_t i = 0; i < ledger.entries.size(); ++i) {
@@ -566,7 +569,7 @@ LedgerGuard GuardCheckpoint(std::string_view checkpoint, const Ledger& ledger,
     bool titled = false;
     for (const LedgerEntry& e : guard.added) {
       if (e.kind != kind) continue;
-      if (!titled) out += std::string("\n### ") + KindTitle(kind) + "\n";
+      if (!titled) out += std::string("\n### ") + ledger_build::KindTitle(kind) + "\n";
       titled = true;
       out += "- " + e.text + "\n";
     }
@@ -574,7 +577,7 @@ LedgerGuard GuardCheckpoint(std::string_view checkpoint, const Ledger& ledger,
   if (!guard.left_out.empty()) {
     out += "\nLeft out for room: ";
     bool first = true;
-    for (LedgerKind kind : kLeastImportantFirst) {
+    for (LedgerKind kind : ledger_build::kLeastImportantFirst) {
       const std::size_t n = guard.tally[static_cast<int>(kind)].left_out;
       if (n == 0) continue;
       out += std::string(first ? "" : ", ") + std::to_string(n) + " " + LedgerKindName(kind) +
@@ -606,7 +609,7 @@ std::size_t Ledger::Count(LedgerKind kind) const noexcept {
 
 Ledger BuildLedger(const Transcript& transcript, std::size_t begin, std::size_t end,
                    const Ledger& carried) {
-  Builder builder(carried);
+  ledger_build::Builder builder(carried);
   end = std::min(end, transcript.size());
   for (std::size_t i = begin; i < end; ++i) builder.Read(transcript[i]);
   return builder.Finish();
@@ -616,13 +619,13 @@ namespace ledger_internal {
 
 std::string PersonsWords(std::string_view text) {
   // The task templates: the task is what the person wrote.
-  if (auto issue = Between(text, "<issue_description>", "</issue_description>")) {
-    return std::string(Trimmed(*issue));
+  if (auto issue = ledger_build::Between(text, "<issue_description>", "</issue_description>")) {
+    return std::string(ledger_build::Trimmed(*issue));
   }
-  if (auto issue = Between(text, "ISSUE:\n", "\nINSTRUCTIONS:")) {
-    return std::string(Trimmed(*issue));
+  if (auto issue = ledger_build::Between(text, "ISSUE:\n", "\nINSTRUCTIONS:")) {
+    return std::string(ledger_build::Trimmed(*issue));
   }
-  const std::string unwrapped = WithoutBlocks(
+  const std::string unwrapped = ledger_build::WithoutBlocks(
       text,
       [](std::string_view tag) {
         return tag == "system-reminder" || tag.rfind("local-command-", 0) == 0 ||
@@ -635,7 +638,7 @@ std::string PersonsWords(std::string_view text) {
     std::size_t end = unwrapped.find('\n', at);
     if (end == std::string::npos) end = unwrapped.size();
     const std::string_view line = std::string_view(unwrapped).substr(at, end - at);
-    const std::string_view bare = Trimmed(line);
+    const std::string_view bare = ledger_build::Trimmed(line);
     const bool harness =
         bare.rfind("Caveat:", 0) == 0 || bare.rfind("[Request interrupted", 0) == 0;
     if (!harness) {
@@ -644,7 +647,7 @@ std::string PersonsWords(std::string_view text) {
     }
     at = end + 1;
   }
-  return std::string(Trimmed(out));
+  return std::string(ledger_build::Trimmed(out));
 }
 
 std::vector<std::string> Identifiers(std::string_view words) {
@@ -666,7 +669,8 @@ std::vector<std::string> Identifiers(std::string_view words) {
     while (!t.empty() && kOpen.find(t.front()) != std::string_view::npos) t.remove_prefix(1);
     while (!t.empty() && kClose.find(t.back()) != std::string_view::npos) t.remove_suffix(1);
     if (t.empty()) continue;
-    const bool keep = IsUrl(t) || LooksLikePath(t) || (HasDigit(t) && t.size() >= 2);
+    const bool keep = ledger_build::IsUrl(t) || ledger_build::LooksLikePath(t) ||
+                      (ledger_build::HasDigit(t) && t.size() >= 2);
     if (keep && seen.insert(std::string(t)).second) out.emplace_back(t);
   }
   return out;
