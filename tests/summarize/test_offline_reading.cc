@@ -13,7 +13,7 @@
 #include "recap/measure.h"
 #include "recap/offline_summarizer.h"
 
-#include "summarize/offline_reading.h"
+#include "reading/transcript_reading.h"
 #include "summarize/summarize.h"
 #include "support/generator.h"
 #include "support/test_data.h"
@@ -447,7 +447,7 @@ TEST_CASE("issue 21 §12 offline property: generated harness noise never reaches
       text += fragments[rng.Below(sizeof(fragments) / sizeof(fragments[0]))];
     }
     REQUIRE(IsValidUtf8(text));
-    const std::string person = offline::PersonText(text);
+    const std::string person = reading::PersonText(text);
     CHECK(IsValidUtf8(person));
     CHECK(person.find('\x1b') == std::string::npos);
     CHECK(person.find("<system-reminder") == std::string::npos);

@@ -10,6 +10,7 @@
 #include "recap/measure.h"
 
 #include "json/json_util.h"
+#include "reading/transcript_reading.h"
 
 namespace recap {
 inline namespace v0 {
@@ -42,67 +43,8 @@ std::string_view Utf8Prefix(std::string_view s, std::size_t max) {
 std::string ClipRequest(std::string_view words) {
   const std::size_t chars = CountCodePoints(words);
   if (chars <= kLedgerRequestMaxChars) return std::string(words);
-  // The first kLedgerRequestMaxChars code points.
-  std::size_t bytes = 0;
-  for (std::size_t seen = 0; bytes < words.size() && seen < kLedgerRequestMaxChars; ++seen) {
-    ++bytes;
-    while (bytes < words.size() && (static_cast<unsigned char>(words[bytes]) & 0xC0) == 0x80) {
-      ++bytes;
-    }
-  }
-  return std::string(words.substr(0, bytes)) + " […" +
-         std::to_string(chars - kLedgerRequestMaxChars) + " more characters]";
-}
-
-// `text` without every <tag …>…</tag> block whose tag `drop` accepts (the block's text is kept
-// when `keep_inside` accepts the tag instead). An opening tag without its closing one is left.
-template <typename Drop, typename KeepInside>
-std::string WithoutBlocks(std::string_view text, Drop drop, KeepInside keep_inside) {
-  std::string out;
-  std::size_t at = 0;
-  while (at < text.size()) {
-    const std::size_t open = text.find('<', at);
-    if (open == std::string_view::npos) break;
-    std::size_t name_end = open + 1;
-    while (name_end < text.size() &&
-           (std::isalnum(static_cast<unsigned char>(text[name_end])) != 0 ||
-            text[name_end] == '-' || text[name_end] == '_')) {
-      ++name_end;
-    }
-    const std::string_view tag = text.substr(open + 1, name_end - open - 1);
-    const std::size_t tag_close = text.find('>', name_end);
-    const bool named = !tag.empty() && tag_close != std::string_view::npos &&
-                       (text[name_end] == '>' || text[name_end] == ' ');
-    const bool dropped = named && drop(tag);
-    const bool unwrapped = named && !dropped && keep_inside(tag);
-    if (!dropped && !unwrapped) {
-      out.append(text, at, open + 1 - at);
-      at = open + 1;
-      continue;
-    }
-    const std::string closing = "</" + std::string(tag) + ">";
-    const std::size_t end = text.find(closing, tag_close + 1);
-    if (end == std::string_view::npos) {
-      out.append(text, at, open + 1 - at);
-      at = open + 1;
-      continue;
-    }
-    out.append(text, at, open - at);
-    if (unwrapped) out.append(text, tag_close + 1, end - tag_close - 1);
-    at = end + closing.size();
-  }
-  if (at < text.size()) out.append(text, at, std::string_view::npos);
-  return out;
-}
-
-// The text between `open` and `close`, when both are there in that order.
-std::optional<std::string_view> Between(std::string_view text, std::string_view open,
-                                        std::string_view close) {
-  const std::size_t a = text.find(open);
-  if (a == std::string_view::npos) return std::nullopt;
-  const std::size_t b = text.find(close, a + open.size());
-  if (b == std::string_view::npos) return std::nullopt;
-  return text.substr(a + open.size(), b - a - open.size());
+  return std::string(words.substr(0, PrefixBytesForCodePoints(words, kLedgerRequestMaxChars))) +
+         " […" + std::to_string(chars - kLedgerRequestMaxChars) + " more characters]";
 }
 
 bool IsUrl(std::string_view t) { return t.rfind("http://", 0) == 0 || t.rfind("https://", 0) == 0; }
@@ -281,7 +223,13 @@ class Builder {
   }
 
   Ledger Finish() {
-    for (const LedgerEntry& todo : todos_) Add(todo.kind, todo.text, todo.message_id);
+    ApplyTodos(std::string(), std::string_view());  // the calls whose results the span lacks
+    for (const reading::TodoItem& item : todos_) {
+      if (reading::TodoFinished(item.status)) continue;
+      std::string text(Trimmed(item.text));
+      if (!item.status.empty()) text += " (" + Lowered(item.status) + ")";
+      Add(LedgerKind::kTodo, std::move(text), todos_from_);
+    }
     for (const auto& [signature, failure] : failures_) {
       (void)signature;
       pending_failures_.push_back(failure);
@@ -308,7 +256,7 @@ class Builder {
     for (const Part& part : m.parts) {
       const auto* text = std::get_if<Text>(&part);
       if (text == nullptr) continue;
-      const std::string words = ledger_internal::PersonsWords(text->text);
+      const std::string words = reading::PersonText(text->text);
       if (words.empty()) continue;
       Add(LedgerKind::kRequest, ClipRequest(words), m.id);
       for (std::string& id : ledger_internal::Identifiers(words)) {
@@ -321,45 +269,7 @@ class Builder {
     Json args;
     if (!jsonutil::Parse(call.arguments, "arguments", &args).ok()) args = Json();
     const std::string name = Lowered(call.name);
-    std::vector<std::string> written;
-    std::string what;
-    // The editors of the harnesses and wire formats.
-    const auto path = [&]() -> std::optional<std::string> {
-      for (const char* key : {"file_path", "notebook_path", "path", "filename", "file"}) {
-        if (auto p = Member(args, key)) return p;
-      }
-      return std::nullopt;
-    };
-    if (name == "write" || name == "edit" || name == "multiedit" || name == "notebookedit" ||
-        name == "write_file" || name == "edit_file" || name == "create_file" || name == "create" ||
-        name == "insert" || name == "replace_in_file") {
-      if (auto p = path()) {
-        written.push_back(*p);
-      } else if ((name == "edit" || name == "insert") && !open_file_.empty()) {
-        written.push_back(open_file_);  // SWE-agent edits the file it has open
-      }
-    } else if (name == "str_replace_editor" || name == "str_replace_based_edit_tool" ||
-               name == "text_editor") {
-      const std::string command = Member(args, "command").value_or("");
-      if (command == "create" || command == "str_replace" || command == "insert" ||
-          command == "undo_edit") {
-        if (auto p = path()) written.push_back(*p);
-      }
-    } else if (name == "apply_patch") {
-      if (auto input = Member(args, "input")) {
-        PatchFiles(*input, &written);
-      } else if (args.is_string()) {
-        PatchFiles(args.get<std::string>(), &written);
-      } else {
-        PatchFiles(call.arguments, &written);
-      }
-    } else if (name == "open") {
-      if (auto p = path()) open_file_ = *p;
-    }
-    if (name == "create") {
-      if (auto p = path()) open_file_ = *p;
-    }
-    // A shell's plain redirections.
+    // The shell's command: a string, or an argument vector (Codex's shell).
     std::optional<std::string> command = Member(args, "command");
     if (!command) command = Member(args, "cmd");
     if (!command && args.is_object()) {
@@ -372,13 +282,46 @@ class Builder {
         command = joined;
       }
     }
-    const bool shell = name == "bash" || name == "shell" || name == "execute_bash" ||
-                       name == "run" || name == "run_command" || name == "exec_command" ||
-                       name == "local_shell" || name == "terminal";
+    const reading::ToolKind kind = reading::KindOf(call.name, command.value_or(""));
+    const auto path = [&]() -> std::optional<std::string> {
+      for (const char* key :
+           {"file_path", "filePath", "notebook_path", "path", "filename", "file"}) {
+        if (auto p = Member(args, key)) return p;
+      }
+      return std::nullopt;
+    };
+    std::vector<std::string> written;
+    if (kind == reading::ToolKind::kEdit) {
+      // The editors of the harnesses and wire formats: a path argument, the files a patch
+      // names, or the file SWE-agent has open.
+      if (name.find("patch") != std::string::npos && !path()) {
+        if (auto input = Member(args, "input")) {
+          PatchFiles(*input, &written);
+        } else if (auto patch = Member(args, "patch")) {
+          PatchFiles(*patch, &written);
+        } else if (args.is_string()) {
+          PatchFiles(args.get<std::string>(), &written);
+        } else {
+          PatchFiles(call.arguments, &written);
+        }
+      } else if (auto p = path()) {
+        written.push_back(*p);
+      } else if (!open_file_.empty()) {
+        written.push_back(open_file_);
+      }
+    }
+    if (name == "open" || name == "create") {
+      if (auto p = path()) open_file_ = *p;
+    }
+    // A shell's plain redirections.
+    const bool shell = kind == reading::ToolKind::kCommand;
     if (shell && command) ShellWrites(*command, &written);
-    for (std::string& w : written) Add(LedgerKind::kFile, std::move(w), m.id);
+    for (std::string& w : written) {
+      if (!reading::IsJunkPath(w)) Add(LedgerKind::kFile, std::move(w), m.id);
+    }
 
     // What a failure of this call would be called, and what a retry of it has in common.
+    std::string what;
     if (shell && command) {
       what = *command;
     } else if (auto p = path()) {
@@ -389,27 +332,27 @@ class Builder {
     // Its first line: a script given inline is named by how it starts.
     what = std::string(Trimmed(what));
     if (const std::size_t nl = what.find('\n'); nl != std::string::npos) {
-      what = std::string(Trimmed(std::string_view(what).substr(0, nl))) + " …";
+      what = std::string(Trimmed(std::string_view(what).substr(0, nl))) + " \u2026";
     }
     what = std::string(Utf8Prefix(what, kCallWhatMaxBytes));
     calls_[call.id] = Call{call.name, call.name + '\0' + what, what};
-    // The newest to-do list replaces the ones before it.
-    ReadTodos(m, name, args);
+    // A to-do tool's call changes the list once its result says how (TaskCreate's number).
+    if (kind == reading::ToolKind::kTodo) {
+      todo_calls_.push_back(TodoCall{call.id, call.name, std::move(args), m.id, false});
+    }
   }
 
-  void ReadTodos(const Message& m, const std::string& name, const Json& args) {
-    const char* list_key = name == "todowrite" ? "todos" : name == "update_plan" ? "plan" : nullptr;
-    if (list_key == nullptr || !args.is_object()) return;
-    const auto it = args.find(list_key);
-    if (it == args.end() || !it->is_array()) return;
-    todos_.clear();
-    for (const Json& item : *it) {
-      const std::string status = Member(item, "status").value_or("");
-      if (status == "completed" || status == "done") continue;
-      std::string text = Member(item, "content").value_or(Member(item, "step").value_or(""));
-      if (Trimmed(text).empty()) continue;
-      if (!status.empty()) text += " (" + status + ")";
-      todos_.push_back(LedgerEntry{LedgerKind::kTodo, std::move(text), m.id});
+  // Applies the to-do calls not applied yet: the one of `call_id` with its result's text, or
+  // (`call_id` empty) every one left, in order, without a result.
+  void ApplyTodos(const std::string& call_id, std::string_view result) {
+    for (TodoCall& t : todo_calls_) {
+      if (t.applied) continue;
+      const bool this_one = t.call_id == call_id;
+      if (!call_id.empty() && !this_one) continue;
+      t.applied = true;
+      if (reading::ApplyTodoCall(t.tool, t.args, this_one ? result : std::string_view(), todos_)) {
+        todos_from_ = t.message_id;
+      }
     }
   }
 
@@ -417,6 +360,13 @@ class Builder {
     const auto call = calls_.find(result.call_id);
     if (call == calls_.end()) return;  // its call is not in the span
     const std::string& signature = call->second.signature;
+    if (!todo_calls_.empty()) {
+      std::string said;
+      for (const ResultItem& item : result.content) {
+        if (const auto* t = std::get_if<Text>(&item)) said += t->text;
+      }
+      ApplyTodos(result.call_id, said);
+    }
     if (!result.is_error) {
       failures_.erase(signature);  // retried, and it worked
       return;
@@ -440,8 +390,17 @@ class Builder {
   std::map<std::string, Call> calls_;        // by call id
   std::map<std::string, Failure> failures_;  // by signature, not retried successfully yet
   std::vector<Failure> pending_failures_;
-  std::vector<LedgerEntry> todos_;  // the newest list's open items
-  std::string open_file_;           // SWE-agent's open file
+  struct TodoCall {
+    std::string call_id;
+    std::string tool;
+    Json args;
+    std::string message_id;
+    bool applied = false;
+  };
+  std::vector<TodoCall> todo_calls_;
+  std::vector<reading::TodoItem> todos_;  // the newest list
+  std::string todos_from_;                // the message of the call that last changed it
+  std::string open_file_;                 // SWE-agent's open file
   std::size_t order_ = 0;
 };
 
@@ -616,39 +575,6 @@ Ledger BuildLedger(const Transcript& transcript, std::size_t begin, std::size_t 
 }
 
 namespace ledger_internal {
-
-std::string PersonsWords(std::string_view text) {
-  // The task templates: the task is what the person wrote.
-  if (auto issue = ledger_build::Between(text, "<issue_description>", "</issue_description>")) {
-    return std::string(ledger_build::Trimmed(*issue));
-  }
-  if (auto issue = ledger_build::Between(text, "ISSUE:\n", "\nINSTRUCTIONS:")) {
-    return std::string(ledger_build::Trimmed(*issue));
-  }
-  const std::string unwrapped = ledger_build::WithoutBlocks(
-      text,
-      [](std::string_view tag) {
-        return tag == "system-reminder" || tag.rfind("local-command-", 0) == 0 ||
-               tag == "command-name" || tag == "command-message" || tag.rfind("ide_", 0) == 0;
-      },
-      [](std::string_view tag) { return tag == "command-args"; });
-  std::string out;
-  std::size_t at = 0;
-  while (at <= unwrapped.size()) {
-    std::size_t end = unwrapped.find('\n', at);
-    if (end == std::string::npos) end = unwrapped.size();
-    const std::string_view line = std::string_view(unwrapped).substr(at, end - at);
-    const std::string_view bare = ledger_build::Trimmed(line);
-    const bool harness =
-        bare.rfind("Caveat:", 0) == 0 || bare.rfind("[Request interrupted", 0) == 0;
-    if (!harness) {
-      if (!out.empty()) out += '\n';
-      out.append(line);
-    }
-    at = end + 1;
-  }
-  return std::string(ledger_build::Trimmed(out));
-}
 
 std::vector<std::string> Identifiers(std::string_view words) {
   std::vector<std::string> out;

@@ -76,13 +76,6 @@ LedgerGuard GuardCheckpoint(std::string_view checkpoint, const Ledger& ledger,
 
 namespace ledger_internal {
 
-// A person's message in their own words: the text inside a task template of SWE-agent
-// ("ISSUE: … INSTRUCTIONS:") or OpenHands (<issue_description>), else the text without
-// Claude Code's wrappers (<system-reminder>, <local-command-…>, <command-name>,
-// <command-message>, <ide_…>, "Caveat:" lines, "[Request interrupted…" lines; the text of
-// <command-args> is kept). Trimmed; empty when nothing of the person's is left.
-std::string PersonsWords(std::string_view text);
-
 // The identifiers of a person's words, in order, each once.
 std::vector<std::string> Identifiers(std::string_view words);
 

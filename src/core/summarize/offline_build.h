@@ -20,7 +20,7 @@
 #include "recap/transcript.h"
 
 #include "json/json_util.h"
-#include "summarize/offline_reading.h"
+#include "reading/transcript_reading.h"
 
 namespace recap {
 inline namespace v0 {
@@ -76,7 +76,7 @@ struct CallSeen {
   std::string_view name;
   std::string main;
   std::string target;  // the file it works on, else its main argument: "the same call"
-  offline::ToolKind kind;
+  reading::ToolKind kind;
   bool writes = false;
   std::vector<std::string> files;      // the files it reads or writes
   const ToolResult* result = nullptr;  // nullptr: its outcome is not in this span
@@ -93,13 +93,6 @@ inline std::string SameCall(const CallSeen& c) { return std::string(c.name) + '\
 // The text items of a tool result joined by newlines: a view of the single text when there is
 // one (the usual case), else joined into `scratch`.
 std::string_view ResultText(const ToolResult& r, std::string& scratch);
-
-// The to-do list after one call of a to-do tool: TodoWrite, update_plan and task_tracker state
-// the whole list; TaskCreate adds an item (numbered as its result says, else in order),
-// TaskUpdate changes one.
-// Returns false when the call stated nothing about the list (TaskList, TaskGet).
-bool ApplyTodoCall(std::string_view tool, const Json& doc, std::string_view result,
-                   std::vector<offline::TodoItem>& list);
 
 // The calls of the span in order, each with its result when the span holds it; `mentioned`
 // gets every path any call's arguments hold.

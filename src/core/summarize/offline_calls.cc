@@ -1,6 +1,5 @@
 // What the span's tool calls state, for the offline summarizer: each call's main argument,
-// the files it reads or writes, its result and whether it failed (ReadCalls), and the to-do
-// list a to-do tool's call states (ApplyTodoCall).
+// the files it reads or writes, its result and whether it failed (ReadCalls).
 #include <algorithm>
 #include <initializer_list>
 #include <string>
@@ -12,9 +11,9 @@
 
 #include "recap/transcript.h"
 
+#include "reading/transcript_reading.h"
 #include "recap_internal/json_depth.h"
 #include "summarize/offline_build.h"
-#include "summarize/offline_reading.h"
 
 namespace recap {
 inline namespace v0 {
@@ -118,62 +117,6 @@ std::string_view ResultText(const ToolResult& r, std::string& scratch) {
   return scratch;
 }
 
-bool ApplyTodoCall(std::string_view tool, const Json& doc, std::string_view result,
-                   std::vector<offline::TodoItem>& list) {
-  auto whole = [&](std::string_view member, std::initializer_list<std::string_view> text_keys) {
-    if (!doc.is_object()) return false;
-    auto it = doc.find(member);
-    if (it == doc.end() || !it->is_array()) return false;
-    std::vector<offline::TodoItem> items;
-    for (const auto& e : *it) {
-      offline::TodoItem item;
-      for (std::string_view k : text_keys) {
-        if (item.text.empty()) item.text = std::string(Member(e, k));
-      }
-      item.status = std::string(Member(e, "status"));
-      item.id = std::string(Member(e, "id"));
-      if (!Trim(item.text).empty()) items.push_back(std::move(item));
-    }
-    list = std::move(items);
-    return true;
-  };
-  if (whole("todos", {"content", "activeForm"}) || whole("plan", {"step"}) ||
-      whole("task_list", {"title", "notes"})) {
-    return true;
-  }
-  if (tool == "TaskCreate") {
-    offline::TodoItem item;
-    item.text = std::string(Member(doc, "subject"));
-    if (item.text.empty()) item.text = std::string(Member(doc, "description"));
-    item.status = "pending";
-    // "Task #3 created successfully: …"
-    const std::size_t hash = result.find('#');
-    if (hash != std::string_view::npos) {
-      std::size_t end = hash + 1;
-      while (end < result.size() && result[end] >= '0' && result[end] <= '9') ++end;
-      item.id = std::string(result.substr(hash + 1, end - hash - 1));
-    }
-    if (item.id.empty()) item.id = std::to_string(list.size() + 1);
-    if (!Trim(item.text).empty()) list.push_back(std::move(item));
-    return true;
-  }
-  if (tool == "TaskUpdate") {
-    std::string id(Member(doc, "taskId"));
-    if (id.empty() && doc.is_object() && doc.contains("taskId") && doc["taskId"].is_number()) {
-      id = doc["taskId"].dump();
-    }
-    for (auto& item : list) {
-      if (item.id != id) continue;
-      const std::string_view status = Member(doc, "status");
-      if (!status.empty()) item.status = std::string(status);
-      const std::string_view subject = Member(doc, "subject");
-      if (!subject.empty()) item.text = std::string(subject);
-    }
-    return true;
-  }
-  return false;
-}
-
 std::vector<CallSeen> ReadCalls(const Transcript& span,
                                 std::unordered_set<std::string>& mentioned) {
   // Each call's result (the first one given for its id).
@@ -199,34 +142,34 @@ std::vector<CallSeen> ReadCalls(const Transcript& span,
       seen.doc = ParseArguments(c->arguments);
       seen.main = MainArgument(seen.doc, c->arguments);
       const std::string_view sub = Member(seen.doc, "command");
-      seen.kind = offline::KindOf(c->name, sub);
-      seen.writes = offline::Writes(c->name, sub);
+      seen.kind = reading::KindOf(c->name, sub);
+      seen.writes = reading::Writes(c->name, sub);
       used.clear();
       mentions.clear();
       if (seen.doc.is_discarded()) {
         ScanPaths(c->arguments, mentions);
-        if (seen.kind == offline::ToolKind::kCommand) used = mentions;
+        if (seen.kind == reading::ToolKind::kCommand) used = mentions;
       } else {
         ArgumentFiles(seen.doc, "", used, mentions);
       }
       for (auto& p : mentions) mentioned.insert(std::move(p));
       for (auto& p : used) {
-        if (!offline::IsJunkPath(p)) seen.files.push_back(std::move(p));
+        if (!reading::IsJunkPath(p)) seen.files.push_back(std::move(p));
       }
-      seen.target = seen.kind == offline::ToolKind::kEdit && !seen.files.empty()
+      seen.target = seen.kind == reading::ToolKind::kEdit && !seen.files.empty()
                         ? seen.files.front()
                         : seen.main;
       auto it = results.find(c->id);
       if (it != results.end()) {
         seen.result = it->second;
         const std::string_view text = ResultText(*seen.result, scratch);
-        const auto code = offline::ReportedExitCode(text);
-        seen.rejected = offline::IsRejection(text);
+        const auto code = reading::ReportedExitCode(text);
+        seen.rejected = reading::IsRejection(text);
         seen.flagged =
-            seen.result->is_error || (code && *code != 0) || offline::StartsWithFailure(text);
-        seen.mentions = offline::MentionsError(text);
+            seen.result->is_error || (code && *code != 0) || reading::StartsWithFailure(text);
+        seen.mentions = reading::MentionsError(text);
       }
-      if (seen.kind != offline::ToolKind::kTodo) seen.doc = Json();
+      if (seen.kind != reading::ToolKind::kTodo) seen.doc = Json();
       calls.push_back(std::move(seen));
     }
   }

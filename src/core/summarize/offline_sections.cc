@@ -16,8 +16,8 @@
 #include "recap/measure.h"
 #include "recap/transcript.h"
 
+#include "reading/transcript_reading.h"
 #include "summarize/offline_build.h"
-#include "summarize/offline_reading.h"
 #include "summarize/summarize.h"
 
 namespace recap {
@@ -94,7 +94,7 @@ Checkpoint StartFromPrior(const SummarySource& source) {
     cp = *prior;
   } else if (prior != nullptr && !Trim(prior->text).empty()) {
     cp.discoveries.push_back("Earlier summary: " +
-                             offline::CutText(Trim(prior->text), kPriorTextChars));
+                             reading::CutText(Trim(prior->text), kPriorTextChars));
   }
   return cp;
 }
@@ -105,7 +105,7 @@ std::optional<std::size_t> WriteGoal(const Transcript& span, Checkpoint& cp) {
   for (std::size_t i = 0; i < span.size() && cp.goal.empty(); ++i) {
     const Message& m = span[i];
     if (m.summary || !IsTurnStart(m)) continue;
-    cp.goal = offline::CutText(offline::PersonText(JoinedText(m)), kGoalChars);
+    cp.goal = reading::CutText(reading::PersonText(JoinedText(m)), kGoalChars);
     if (!cp.goal.empty()) goal_at = i;
   }
 
@@ -121,7 +121,7 @@ std::optional<std::size_t> WriteInstructions(const Transcript& span, Checkpoint&
   for (std::size_t i = span.size(); i-- > 0 && !instructions.full();) {
     const Message& m = span[i];
     if (m.summary || !IsTurnStart(m)) continue;
-    const std::string text = offline::PersonText(JoinedText(m));
+    const std::string text = reading::PersonText(JoinedText(m));
     if (text.empty()) continue;
     if (!last_request) last_request = i;
     const std::size_t n = CountCodePoints(text);
@@ -129,7 +129,7 @@ std::optional<std::size_t> WriteInstructions(const Transcript& span, Checkpoint&
       budget -= n;
       instructions.Add(text);
     } else {
-      instructions.Add(offline::CutText(text, std::max(budget, kInstructionChars)));
+      instructions.Add(reading::CutText(text, std::max(budget, kInstructionChars)));
       budget = 0;
     }
   }
@@ -191,7 +191,7 @@ void WriteAccomplished(const std::vector<CallSeen>& calls, Checkpoint& cp) {
     }
     const std::string name = ToolName(c.name);
     switch (c.kind) {
-      case offline::ToolKind::kEdit:
+      case reading::ToolKind::kEdit:
         if (c.files.empty()) {
           outcomes.emplace_back(i, c.main.empty() ? name : name + ": " + c.main);
         }
@@ -208,16 +208,16 @@ void WriteAccomplished(const std::vector<CallSeen>& calls, Checkpoint& cp) {
           fc.last = i;
         }
         break;
-      case offline::ToolKind::kCommand:
+      case reading::ToolKind::kCommand:
         if (failed_before.count(SameCall(c)) != 0) {
           outcomes.emplace_back(i, name + ": " + c.main + " passed after failing");
         }
         break;
-      case offline::ToolKind::kOther:
+      case reading::ToolKind::kOther:
         outcomes.emplace_back(i, c.main.empty() ? name : name + ": " + c.main);
         break;
-      case offline::ToolKind::kRead:
-      case offline::ToolKind::kTodo: break;
+      case reading::ToolKind::kRead:
+      case reading::ToolKind::kTodo: break;
     }
   }
   for (const auto& [path, fc] : changes) {
@@ -247,7 +247,7 @@ void WriteCurrentState(const Transcript& span, Checkpoint& cp) {
     if (m.summary || m.role != Role::kAssistant) continue;
     const std::string joined = JoinedText(m);
     if (Trim(joined).empty()) continue;
-    cp.current_state = offline::CutText(Trim(joined), kStateChars);
+    cp.current_state = reading::CutText(Trim(joined), kStateChars);
     break;
   }
 }
@@ -258,10 +258,10 @@ void WriteNextSteps(const Transcript& span, const std::vector<CallSeen>& calls,
                     std::optional<std::size_t> last_request, std::optional<std::size_t> goal_at,
                     Checkpoint& cp) {
   std::string scratch;
-  std::vector<offline::TodoItem> todo;
+  std::vector<reading::TodoItem> todo;
   bool have_todo = false;
   for (const CallSeen& c : calls) {
-    if (c.kind != offline::ToolKind::kTodo || (c.result != nullptr && c.failed)) continue;
+    if (c.kind != reading::ToolKind::kTodo || (c.result != nullptr && c.failed)) continue;
     const std::string_view result =
         c.result == nullptr ? std::string_view() : ResultText(*c.result, scratch);
     if (ApplyTodoCall(c.name, c.doc, result, todo)) have_todo = true;
@@ -269,8 +269,8 @@ void WriteNextSteps(const Transcript& span, const std::vector<CallSeen>& calls,
   std::vector<std::string> next;
   for (const auto& item : todo) {
     if (next.size() >= kMaxNextSteps) break;
-    if (offline::TodoFinished(item.status)) continue;
-    std::string step = offline::CutText(offline::PersonText(item.text), kLineChars);
+    if (reading::TodoFinished(item.status)) continue;
+    std::string step = reading::CutText(reading::PersonText(item.text), kLineChars);
     if (item.status == "in_progress") step += " (in progress)";
     next.push_back(std::move(step));
   }
@@ -283,7 +283,7 @@ void WriteNextSteps(const Transcript& span, const std::vector<CallSeen>& calls,
     }
     if (!answered) {
       next.push_back("Answer the user's last request: " +
-                     offline::CutText(offline::PersonText(JoinedText(span[*last_request])),
+                     reading::CutText(reading::PersonText(JoinedText(span[*last_request])),
                                       kInstructionChars));
     }
   }
@@ -329,7 +329,7 @@ void WriteFiles(const Transcript& span, const std::vector<CallSeen>& calls,
           if (const auto* t = std::get_if<Text>(&item)) ScanPaths(t->text, found);
         }
         for (const auto& p : found) {
-          if (mentioned.count(p) != 0 && !offline::IsJunkPath(p)) note_path(p, false, tool);
+          if (mentioned.count(p) != 0 && !reading::IsJunkPath(p)) note_path(p, false, tool);
         }
       }
     }
@@ -346,7 +346,7 @@ void WriteFiles(const Transcript& span, const std::vector<CallSeen>& calls,
     if (!s.used_by.empty()) choose(s.path);
   }
   for (const auto& f : cp.relevant_files) {
-    if (!offline::IsJunkPath(f.path)) choose(f.path);
+    if (!reading::IsJunkPath(f.path)) choose(f.path);
   }
   for (const auto& s : paths) choose(s.path);
 

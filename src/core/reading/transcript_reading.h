@@ -1,9 +1,9 @@
-// What the offline summarizer reads in a transcript exactly (issue 21): what a person wrote
-// once the harness's wrappers are gone, whether a tool reported a failure, what kind of work a
-// tool does, and the to-do lists agents keep. No understanding of text: only what the
-// transcript states.
-#ifndef RECAP_SUMMARIZE_OFFLINE_READING_H_
-#define RECAP_SUMMARIZE_OFFLINE_READING_H_
+// What a transcript states exactly, read alike by the offline summarizer (issue 21) and the
+// ledger (R17.1): what a person wrote once the harness's wrappers are gone, whether a tool
+// reported a failure, what kind of work a tool does, and the to-do lists agents keep. No
+// understanding of text: only what the transcript states.
+#ifndef RECAP_SRC_CORE_READING_TRANSCRIPT_READING_H_
+#define RECAP_SRC_CORE_READING_TRANSCRIPT_READING_H_
 
 #include <cstddef>
 #include <optional>
@@ -11,15 +11,18 @@
 #include <string_view>
 #include <vector>
 
+#include "json/json_util.h"
+
 namespace recap {
 inline namespace v0 {
-namespace offline {
+namespace reading {
 
 // The request a person wrote in a user message's text, without what agent harnesses wrap
-// around it or put in its place: Claude Code's local-command caveat, slash-command tags and
-// their output, IDE selections and opened files, system reminders, interruption notices;
-// SWE-agent's and OpenHands' task templates (the issue or PR text is kept); terminal control
-// sequences and other control characters. Empty when the message is only a wrapper.
+// around it or put in its place: Claude Code's local-command caveat, slash-command tags (a
+// command's arguments are kept: "/review PR 482" keeps "PR 482") and their output, IDE selections
+// and opened files, system reminders, interruption notices; SWE-agent's and OpenHands' task
+// templates (the issue or PR text is kept); terminal control sequences and other control
+// characters. Empty when the message is only a wrapper.
 std::string PersonText(std::string_view text);
 
 // `text` whole when it has at most `max` code points, else its first code points and the
@@ -69,8 +72,15 @@ struct TodoItem {
 // True for a status that means the item is finished (completed, done, deleted, cancelled).
 bool TodoFinished(std::string_view status);
 
-}  // namespace offline
+// The to-do list after one call of a to-do tool: TodoWrite, update_plan and task_tracker state
+// the whole list; TaskCreate adds an item (numbered as its result says, else in order),
+// TaskUpdate changes one. `doc`: the call's parsed arguments; `result`: its result's text.
+// Returns false when the call stated nothing about the list (TaskList, TaskGet).
+bool ApplyTodoCall(std::string_view tool, const jsonutil::Json& doc, std::string_view result,
+                   std::vector<TodoItem>& list);
+
+}  // namespace reading
 }  // namespace v0
 }  // namespace recap
 
-#endif  // RECAP_SUMMARIZE_OFFLINE_READING_H_
+#endif  // RECAP_SRC_CORE_READING_TRANSCRIPT_READING_H_

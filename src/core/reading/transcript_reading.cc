@@ -1,16 +1,19 @@
-#include "summarize/offline_reading.h"
+#include "reading/transcript_reading.h"
 
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <initializer_list>
 
 #include "recap/measure.h"
 
 namespace recap {
 inline namespace v0 {
-namespace offline {
+namespace reading {
 
 namespace {
+
+using jsonutil::Json;
 
 std::string_view Trim(std::string_view s) {
   const auto b = s.find_first_not_of(" \t\r\n");
@@ -27,14 +30,11 @@ std::string Lower(std::string_view s) {
 bool StartsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 
 // Elements a harness adds to a user message; their content is not the person's request.
-constexpr std::string_view kHarnessTags[] = {"local-command-caveat", "command-name",
-                                             "command-message",      "command-args",
-                                             "local-command-stdout", "local-command-stderr",
-                                             "ide_selection",        "ide_opened_file",
-                                             "ide_diagnostics",      "system-reminder",
-                                             "bash-input",           "bash-stdout",
-                                             "bash-stderr",          "user-prompt-submit-hook",
-                                             "environment_context",  "uploaded_files"};
+constexpr std::string_view kHarnessTags[] = {
+    "local-command-caveat",    "command-name",        "command-message", "local-command-stdout",
+    "local-command-stderr",    "ide_selection",       "ide_opened_file", "ide_diagnostics",
+    "system-reminder",         "bash-input",          "bash-stdout",     "bash-stderr",
+    "user-prompt-submit-hook", "environment_context", "uploaded_files"};
 
 // Removes every <tag …>…</tag> of `tag` (an unclosed one to the end of the text), in one pass:
 // a text of many elements costs no more than any other.
@@ -122,6 +122,14 @@ std::string StripControls(std::string_view s) {
   return out;
 }
 
+// A string member of a JSON object, or "".
+std::string_view Member(const Json& doc, std::string_view key) {
+  if (!doc.is_object()) return {};
+  auto it = doc.find(key);
+  if (it == doc.end() || !it->is_string()) return {};
+  return it->get_ref<const std::string&>();
+}
+
 }  // namespace
 
 std::string PersonText(std::string_view text) {
@@ -136,9 +144,11 @@ std::string PersonText(std::string_view text) {
   }
   std::string s(body);
   for (std::string_view tag : kHarnessTags) RemoveElements(s, tag);
-  // Claude Code's interruption notices, wherever they stand.
+  // Claude Code's interruption notices, wherever they stand; a slash command's arguments are
+  // what the person typed after it ("/review PR 482"): kept without their tags.
   for (std::string_view notice :
-       {"[Request interrupted by user for tool use]", "[Request interrupted by user]"}) {
+       {"[Request interrupted by user for tool use]", "[Request interrupted by user]",
+        "<command-args>", "</command-args>"}) {
     RemoveAll(s, notice);
   }
   std::string kept;
@@ -313,6 +323,62 @@ bool TodoFinished(std::string_view status) {
          s == "canceled";
 }
 
-}  // namespace offline
+bool ApplyTodoCall(std::string_view tool, const jsonutil::Json& doc, std::string_view result,
+                   std::vector<TodoItem>& list) {
+  auto whole = [&](std::string_view member, std::initializer_list<std::string_view> text_keys) {
+    if (!doc.is_object()) return false;
+    auto it = doc.find(member);
+    if (it == doc.end() || !it->is_array()) return false;
+    std::vector<TodoItem> items;
+    for (const auto& e : *it) {
+      TodoItem item;
+      for (std::string_view k : text_keys) {
+        if (item.text.empty()) item.text = std::string(Member(e, k));
+      }
+      item.status = std::string(Member(e, "status"));
+      item.id = std::string(Member(e, "id"));
+      if (!Trim(item.text).empty()) items.push_back(std::move(item));
+    }
+    list = std::move(items);
+    return true;
+  };
+  if (whole("todos", {"content", "activeForm"}) || whole("plan", {"step"}) ||
+      whole("task_list", {"title", "notes"})) {
+    return true;
+  }
+  if (tool == "TaskCreate") {
+    TodoItem item;
+    item.text = std::string(Member(doc, "subject"));
+    if (item.text.empty()) item.text = std::string(Member(doc, "description"));
+    item.status = "pending";
+    // "Task #3 created successfully: …"
+    const std::size_t hash = result.find('#');
+    if (hash != std::string_view::npos) {
+      std::size_t end = hash + 1;
+      while (end < result.size() && result[end] >= '0' && result[end] <= '9') ++end;
+      item.id = std::string(result.substr(hash + 1, end - hash - 1));
+    }
+    if (item.id.empty()) item.id = std::to_string(list.size() + 1);
+    if (!Trim(item.text).empty()) list.push_back(std::move(item));
+    return true;
+  }
+  if (tool == "TaskUpdate") {
+    std::string id(Member(doc, "taskId"));
+    if (id.empty() && doc.is_object() && doc.contains("taskId") && doc["taskId"].is_number()) {
+      id = doc["taskId"].dump();
+    }
+    for (auto& item : list) {
+      if (item.id != id) continue;
+      const std::string_view status = Member(doc, "status");
+      if (!status.empty()) item.status = std::string(status);
+      const std::string_view subject = Member(doc, "subject");
+      if (!subject.empty()) item.text = std::string(subject);
+    }
+    return true;
+  }
+  return false;
+}
+
+}  // namespace reading
 }  // namespace v0
 }  // namespace recap
