@@ -43,9 +43,15 @@ struct Checkpoint {
   std::vector<std::string> next_steps;
   std::vector<RelevantFile> relevant_files;
 
-  // false for a text-only checkpoint (R4.3): then only `text` is set.
+  // false for a text-only checkpoint (R4.3): then only `text` is set (and kept_by_recap).
   bool structured = true;
   std::string text;
+
+  // R17.2: what the guard added from the span's ledger because the summarizer left it out —
+  // the body of the "Kept by recap" section (Markdown, by kind; recap/ledger.h), rendered
+  // last, after the sections or the text. Empty when the summarizer kept everything. Written
+  // by the Compactor, never read from a summarizer's reply.
+  std::string kept_by_recap;
 
   // True when nothing at all is set.
   bool empty() const noexcept;

@@ -47,6 +47,7 @@
 #include "recap/config.h"
 #include "recap/events.h"
 #include "recap/export.h"
+#include "recap/ledger.h"
 #include "recap/plugin_hook.h"
 #include "recap/provider.h"
 #include "recap/safe_boundary.h"
@@ -186,6 +187,10 @@ struct Plan {
   bool background_reached = false;
   bool background_in_flight = false;
   bool background_ready = false;
+  // R17.3, with compaction.ledger on: the ledger a compaction now would guard — the must-keep
+  // artifacts of the span it would summarize, after what the checkpoint it would replace
+  // carried (recap/ledger.h). Empty when nothing would be cut.
+  Ledger ledger;
 };
 
 struct CompactOptions {

@@ -72,6 +72,19 @@ struct BackgroundConfig {
   int workers = 4;                   // 1 .. 64
 };
 
+// R17: the ledger of every compaction and its guard. When enabled, recap reads each span's
+// must-keep artifacts (recap/ledger.h), tells the summarizer about them, and adds to the
+// checkpoint, in a "Kept by recap" section, whatever the summarizer left out. `max_chars`
+// bounds that section; the Compactor also keeps it within a quarter of the checkpoint's own
+// cap (half the compaction trigger, R12.7), so a small window never fills with it. Over its
+// budget, the oldest entries of the least important kinds go first and the section says how
+// many were left out and from which messages. JSON: `compaction.ledger`, either true / false
+// or an object {"enabled", "maxChars"}.
+struct LedgerConfig {
+  bool enabled = true;
+  std::size_t max_chars = 8000;  // >= 200
+};
+
 struct CompactionConfig {
   bool auto_compact = true;               // "auto"
   double threshold = 0.85;                // 0.1 .. 0.99
@@ -88,6 +101,7 @@ struct CompactionConfig {
   std::optional<std::size_t> max_summarizer_input_tokens;  // >= 1000, or null
   ClearToolResultsConfig clear_tool_results;               // "clearToolResults" (R14.3)
   BackgroundConfig background;                             // "background" (R15)
+  LedgerConfig ledger;                                     // "ledger" (R17)
 };
 
 struct LimitsConfig {

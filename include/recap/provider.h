@@ -41,6 +41,7 @@ inline namespace v0 {
 
 class Transcript;
 struct Checkpoint;
+struct Ledger;
 
 // The structured form of what a summarizer request asks about. Model providers ignore it
 // (they read the rendered text in `messages`); recap's offline summarizer, which has no
@@ -49,6 +50,9 @@ struct SummarySource {
   const Transcript* span = nullptr;   // the messages being summarized (this chunk)
   const Checkpoint* prior = nullptr;  // the checkpoint they fold into, if any (R3.5, R4.7)
   std::string focus;                  // manual focus instructions (R4.6)
+  // R17: the must-keep artifacts of the whole span being compacted (all chunks), with what
+  // the replaced checkpoint carried; null when compaction.ledger is off.
+  const Ledger* ledger = nullptr;
 };
 
 struct CompletionRequest {

@@ -10,6 +10,7 @@
 #include "recap/conversation.h"
 #include "recap/events.h"
 #include "recap/export.h"
+#include "recap/ledger.h"
 #include "recap/log.h"
 #include "recap/measure.h"
 #include "recap/memory_plugin.h"

@@ -9,6 +9,7 @@
 #include <catch2/catch.hpp>
 
 #include "recap/codec.h"
+#include "recap/measure.h"
 #include "recap/transcript.h"
 
 #include "checkpoint/ledger.h"
@@ -260,7 +261,7 @@ TEST_CASE(
     INFO(e.text);
     CHECK(LedgerCarries(generic + "\n" + all.section, e));
   }
-  CHECK(all.section.rfind("## Kept by recap\n", 0) == 0);
+  CHECK(all.section.rfind("### Requests\n- Fix issue 4821 in lib/pay.py\n", 0) == 0);
   CHECK(all.tally[static_cast<int>(LedgerKind::kFile)].total == 2);
   CHECK(all.tally[static_cast<int>(LedgerKind::kFile)].added == 2);
 
@@ -273,14 +274,14 @@ TEST_CASE(
   CHECK(some.tally[static_cast<int>(LedgerKind::kRequest)].kept == 1);
   CHECK(some.added.size() == 2);  // the to-do and the failure
 
-  // A small budget: identifiers go first, then failures; requests last.
-  LedgerGuard tight = GuardCheckpoint(generic, ledger, 80);
+  // A small budget: identifiers go first, then failures; requests last. The whole section,
+  // headings and the line of what was left out included, stays within it.
+  LedgerGuard tight = GuardCheckpoint(generic, ledger, 200);
   CHECK(tight.tally[static_cast<int>(LedgerKind::kIdentifier)].left_out == 2);
+  CHECK(tight.tally[static_cast<int>(LedgerKind::kFailure)].left_out == 1);
   CHECK(tight.tally[static_cast<int>(LedgerKind::kRequest)].added == 1);
-  std::size_t chars = 0;
-  for (const LedgerEntry& e : tight.added) chars += e.text.size() + 3;
-  CHECK(chars <= 80);
-  CHECK(tight.section.find("Left out for room: 2 identifiers") != std::string::npos);
+  CHECK(CountCodePoints(tight.section) <= 200);
+  CHECK(tight.section.find("Left out for room: 2 identifiers, 1 failure") != std::string::npos);
   CHECK(tight.section.find("(from messages u1") != std::string::npos);
 
   // Nothing missing: no section.

@@ -212,7 +212,8 @@ TEST_CASE("R1.1 unknown keys are rejected with the known ones listed") {
   CHECK(Rejected(One("compaction", "keepturns", "2")) ==
         "unknown key \"compaction.keepturns\"; known keys in \"compaction\" are: auto, "
         "threshold, keepTurns, maxOutputTokens, calibrate, fallback, "
-        "instructionsForSummarizerChars, maxSummarizerInputTokens, clearToolResults, background. "
+        "instructionsForSummarizerChars, maxSummarizerInputTokens, clearToolResults, background, "
+        "ledger. "
         "Did you mean "
         "\"compaction.keepTurns\"?");
   CHECK(Rejected(One("compaction", "max_output_tokens", "2"))
@@ -220,12 +221,13 @@ TEST_CASE("R1.1 unknown keys are rejected with the known ones listed") {
   CHECK(Rejected(One("compaction", "ratio", "0.5")) ==
         "unknown key \"compaction.ratio\"; known keys in \"compaction\" are: auto, threshold, "
         "keepTurns, maxOutputTokens, calibrate, fallback, instructionsForSummarizerChars, "
-        "maxSummarizerInputTokens, clearToolResults, background.");
+        "maxSummarizerInputTokens, clearToolResults, background, ledger.");
   // A key under the wrong section points to the right one.
   CHECK(Rejected(One("compaction", "maxContextChars", "9000")) ==
         "unknown key \"compaction.maxContextChars\"; known keys in \"compaction\" are: auto, "
         "threshold, keepTurns, maxOutputTokens, calibrate, fallback, "
-        "instructionsForSummarizerChars, maxSummarizerInputTokens, clearToolResults, background. "
+        "instructionsForSummarizerChars, maxSummarizerInputTokens, clearToolResults, background, "
+        "ledger. "
         "Did you mean "
         "\"limits.maxContextChars\"?");
   CHECK(Rejected(One("limits", "x", "1")) ==
@@ -261,7 +263,7 @@ TEST_CASE("R1.1 sections must be objects, and keys appear once") {
   CHECK(Rejected(R"({"compaction": 5})") ==
         "compaction is 5; it must be an object with some of the keys auto, threshold, keepTurns, "
         "maxOutputTokens, calibrate, fallback, instructionsForSummarizerChars, "
-        "maxSummarizerInputTokens, clearToolResults, background.");
+        "maxSummarizerInputTokens, clearToolResults, background, ledger.");
   CHECK(Rejected(R"({"limits": null})") ==
         "limits is null; it must be an object with some of the keys maxContextChars.");
   CHECK(Rejected(R"({"compaction": {"threshold": 0.5, "threshold": 0.6}})") ==
@@ -376,6 +378,10 @@ TEST_CASE("R1 ToJson writes every key, and FromJson reads it back") {
         "      \"startAt\": 0.7,\n"
         "      \"maxWaitMs\": 600000,\n"
         "      \"workers\": 4\n"
+        "    },\n"
+        "    \"ledger\": {\n"
+        "      \"enabled\": true,\n"
+        "      \"maxChars\": 8000\n"
         "    }\n"
         "  },\n"
         "  \"limits\": {\n"
@@ -523,4 +529,29 @@ TEST_CASE("R15.1 compaction.background: true, false, or an object of its own key
   Config bad;
   bad.compaction.background.start_at = 0.05;
   CHECK(bad.Validate().message().rfind("compaction.background.startAt is 0.05", 0) == 0);
+}
+
+TEST_CASE("R17.2 compaction.ledger: on by default, true, false, or {enabled, maxChars}") {
+  const Config defaults = Accepted("{}");
+  CHECK(defaults.compaction.ledger.enabled);
+  CHECK(defaults.compaction.ledger.max_chars == 8000);
+  CHECK_FALSE(Accepted(R"({"compaction": {"ledger": false}})").compaction.ledger.enabled);
+  const Config object = Accepted(R"({"compaction": {"ledger": {"maxChars": 3000}}})");
+  CHECK(object.compaction.ledger.enabled);
+  CHECK(object.compaction.ledger.max_chars == 3000);
+  CHECK_FALSE(Accepted(R"({"compaction": {"ledger": {"enabled": false, "maxChars": 3000}}})")
+                  .compaction.ledger.enabled);
+  CHECK(Accepted(object.ToJson()).compaction.ledger.max_chars == 3000);
+  CHECK(Rejected(R"({"compaction": {"ledger": {"maxChars": 10}}})") ==
+        "compaction.ledger.maxChars is 10; it must be an integer of at least 200.");
+  CHECK(Rejected(R"({"compaction": {"ledger": "yes"}})") ==
+        "compaction.ledger is \"yes\"; it must be true, false or an object with some of the keys "
+        "enabled, maxChars (e.g. {\"maxChars\": 8000}).");
+  CHECK(Rejected(R"({"compaction": {"ledger": {"max_chars": 100}}})") ==
+        "unknown key \"compaction.ledger.max_chars\"; known keys in \"compaction.ledger\" are: "
+        "enabled, maxChars. Did you mean \"compaction.ledger.maxChars\"?");
+  Config bad;
+  bad.compaction.ledger.max_chars = 0;
+  CHECK(bad.Validate().message() ==
+        "compaction.ledger.maxChars is 0; it must be an integer of at least 200.");
 }

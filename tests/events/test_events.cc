@@ -231,7 +231,7 @@ TEST_CASE("R10 compaction_completed fields") {
                          recap::internal::CompactionCompletedFields(info));
 
   CHECK(Keys(j) == Names{"v", "type", "session", "at", "reason", "before", "after", "summarized",
-                         "checkpoint", "usage", "plugins"});
+                         "checkpoint", "usage", "plugins", "ledger"});
   CHECK(j["type"] == "compaction_completed");
   CHECK(j["reason"] == "budget");
   CHECK(Keys(j["before"]) == Names{"chars", "tokens"});
@@ -264,6 +264,20 @@ TEST_CASE("R10 compaction_completed fields") {
   const Json none = EmitOne(recap::EventType::kCompactionCompleted,
                             recap::internal::CompactionCompletedFields({}));
   CHECK(none["plugins"] == Json::array());
+  CHECK(none["ledger"].is_null());  // compaction.ledger off
+
+  // R17.3: per kind, what the ledger had, kept, added and left out.
+  info.ledger.emplace();
+  (*info.ledger)[static_cast<std::size_t>(recap::LedgerKind::kFile)] = {5, 3, 1, 1};
+  const Json guarded = EmitOne(recap::EventType::kCompactionCompleted,
+                               recap::internal::CompactionCompletedFields(info));
+  CHECK(Keys(guarded["ledger"]) == Names{"request", "identifier", "file", "todo", "failure"});
+  CHECK(Keys(guarded["ledger"]["file"]) == Names{"total", "kept", "added", "left_out"});
+  CHECK(guarded["ledger"]["file"]["total"] == 5);
+  CHECK(guarded["ledger"]["file"]["kept"] == 3);
+  CHECK(guarded["ledger"]["file"]["added"] == 1);
+  CHECK(guarded["ledger"]["file"]["left_out"] == 1);
+  CHECK(guarded["ledger"]["todo"]["total"] == 0);
   CHECK(none["checkpoint"]["partial"] == false);
 }
 

@@ -133,18 +133,29 @@ TEST_CASE("R14.2 openai_compact: the span goes to /responses/compact, its output
   CHECK(body.at("input") == Json::parse(Ok(openai_responses::EncodeMessages(span))));
 
   // The instructions stay; the checkpoint holds OpenAI's output as it came; the tail stays.
-  REQUIRE(p.messages.size() == 4);
+  // R17.2: an artifact recap cannot read gets the span's ledger as a message of its own
+  // right after it.
+  REQUIRE(p.messages.size() == 5);
   CHECK(p.messages[0].id == before[0].id);
   const auto artifact = FindProviderCheckpoint(p.messages[1]);
   REQUIRE(artifact);
   CHECK(artifact->writer == "openai");
   CHECK(p.messages[1].summary);
   CHECK(OpaquePayloads(p.messages[1]).find(kEncrypted) != std::string::npos);
-  CHECK(p.messages[2].id == before[before.size() - 2].id);
+  CHECK(p.messages[2].summary);
+  // Each request is over 2,000 characters here, more than the section's budget in this small
+  // window: the section names them and where they are.
+  CHECK(JoinedText(p.messages[2]) ==
+        "## Kept by recap\nLeft out for room: 3 requests (from messages " + before[1].id + " to " +
+            before[5].id + ").\n");
+  CHECK(p.messages[3].id == before[before.size() - 2].id);
 
   const auto done = h.sink->OfType("compaction_completed");
   REQUIRE(done.size() == 1);
   CHECK(done[0]["checkpoint"]["writer"] == "openai-compact");
+  CHECK(done[0]["ledger"]["request"]["total"] == 3);
+  CHECK(done[0]["ledger"]["request"]["kept"] == 0);
+  CHECK(done[0]["ledger"]["request"]["left_out"] == 3);
   CHECK(done[0]["usage"]["prompt_tokens"] == 1200);
   CHECK(done[0]["usage"]["completion_tokens"] == 300);
   CHECK(done[0]["usage"]["calls"] == 1);
@@ -202,7 +213,7 @@ TEST_CASE("R14.2 anthropic_compact: the beta header, the compaction parameter, t
   CHECK(sent.at("content")[0].at("text") == "answer 0 " + std::string(2500, 'a'));
 
   const Transcript t = Ok(h.store->Load("s")).transcript;
-  REQUIRE(t.size() == 3);
+  REQUIRE(t.size() == 4);  // the artifact, the ledger's message (R17.2), the last turn
   const auto artifact = FindProviderCheckpoint(t[0]);
   REQUIRE(artifact);
   CHECK(artifact->writer == "anthropic");

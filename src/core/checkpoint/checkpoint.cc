@@ -341,7 +341,8 @@ std::string_view JsonRegion(std::string_view reply) {
 
 bool Checkpoint::empty() const noexcept {
   return goal.empty() && instructions.empty() && discoveries.empty() && accomplished.empty() &&
-         current_state.empty() && next_steps.empty() && relevant_files.empty() && text.empty();
+         current_state.empty() && next_steps.empty() && relevant_files.empty() && text.empty() &&
+         kept_by_recap.empty();
 }
 
 ParsedCheckpoint ParseCheckpoint(std::string_view reply, bool truncated,
@@ -483,6 +484,7 @@ std::string CheckpointToJson(const Checkpoint& c) {
   Json files = Json::array();
   for (const auto& f : c.relevant_files) files.push_back({{"path", f.path}, {"why", f.why}});
   j["relevantFiles"] = std::move(files);
+  if (!c.kept_by_recap.empty()) j["keptByRecap"] = c.kept_by_recap;  // R17.2
   return j.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 

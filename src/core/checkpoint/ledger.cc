@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
+#include <unordered_set>
 #include <utility>
 
 #include "recap/measure.h"
@@ -199,19 +202,68 @@ void ShellWrites(std::string_view command, std::vector<std::string>* out) {
   }
 }
 
+// A 64-bit FNV-1a hash of an entry's kind and lower-cased text: what deduplication remembers
+// of every entry, pruned ones included, without a second copy of its text.
+std::uint64_t EntryHash(LedgerKind kind, std::string_view text) {
+  std::uint64_t h = 14695981039346656037ull ^ static_cast<std::uint64_t>(kind);
+  for (char c : text) {
+    h ^= static_cast<unsigned char>(std::tolower(static_cast<unsigned char>(c)));
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
 class Builder {
  public:
-  explicit Builder(const Ledger& carried) {
+  Builder(const Ledger& carried, std::size_t max_chars) : max_chars_(max_chars) {
+    ledger_.pruned = carried.pruned;
+    ledger_.pruned_from = carried.pruned_from;
+    ledger_.pruned_to = carried.pruned_to;
     for (const LedgerEntry& e : carried.entries) Add(e.kind, e.text, e.message_id);
   }
 
   void Add(LedgerKind kind, std::string text, const std::string& message_id) {
     if (text.empty()) return;
-    if (!seen_.insert({kind, Lowered(text)}).second) return;
+    if (!seen_.insert(EntryHash(kind, text)).second) return;
+    chars_ += text.size();
     ledger_.entries.push_back(LedgerEntry{kind, std::move(text), message_id});
+    if (max_chars_ > 0 && chars_ > max_chars_) Prune(max_chars_ - max_chars_ / 4);
+  }
+
+  // Lets go of the oldest entries of the least important kinds until the text is within
+  // `target` bytes (a quarter below the bound, so that pruning is rare).
+  void Prune(std::size_t target) {
+    static constexpr LedgerKind kOrder[] = {LedgerKind::kIdentifier, LedgerKind::kFailure,
+                                            LedgerKind::kTodo, LedgerKind::kFile,
+                                            LedgerKind::kRequest};
+    std::vector<LedgerEntry>& entries = ledger_.entries;
+    std::vector<bool> drop(entries.size(), false);
+    std::size_t first = entries.size();
+    std::size_t last = 0;
+    for (LedgerKind kind : kOrder) {
+      for (std::size_t i = 0; i < entries.size() && chars_ > target; ++i) {
+        if (drop[i] || entries[i].kind != kind) continue;
+        drop[i] = true;
+        chars_ -= entries[i].text.size();
+        ++ledger_.pruned[static_cast<std::size_t>(kind)];
+        first = std::min(first, i);
+        last = std::max(last, i);
+      }
+    }
+    if (first == entries.size()) return;
+    if (ledger_.pruned_from.empty()) ledger_.pruned_from = entries[first].message_id;
+    ledger_.pruned_to = entries[last].message_id;
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+      if (drop[i]) continue;
+      if (kept != i) entries[kept] = std::move(entries[i]);
+      ++kept;
+    }
+    entries.resize(kept);
   }
 
   void Read(const Message& m) {
+    if (m.summary) return;  // a checkpoint, or context recap made: what it holds is carried
     if (m.role == Role::kUser) ReadPerson(m);
     for (const Part& part : m.parts) {
       if (const auto* call = std::get_if<ToolCall>(&part)) {
@@ -367,26 +419,43 @@ class Builder {
       }
       ApplyTodos(result.call_id, said);
     }
-    if (!result.is_error) {
-      failures_.erase(signature);  // retried, and it worked
-      return;
-    }
-    std::string said;
+    // Failed: flagged, or (tools without the flag: SWE-agent's, OpenHands') its output reports
+    // a non-zero exit code or starts by saying it failed. A call the person refused is their
+    // choice, not a failure.
+    std::string scratch;
+    std::string_view output;
     for (const ResultItem& item : result.content) {
       if (const auto* t = std::get_if<Text>(&item)) {
-        said = TellingLine(t->text);
-        if (!said.empty()) break;
+        if (output.empty()) {
+          output = t->text;
+        } else {
+          scratch = std::string(output) + "\n" + t->text;
+          output = scratch;
+        }
       }
     }
+    const std::optional<long> exit_code = reading::ReportedExitCode(output);
+    const bool failed =
+        !reading::IsRejection(output) &&
+        (result.is_error || (exit_code && *exit_code != 0) || reading::StartsWithFailure(output));
+    if (!failed) {
+      failures_.erase(signature);  // retried, and it worked
+      calls_.erase(call);
+      return;
+    }
+    const std::string said = TellingLine(output);
     std::string text = call->second.name;
     if (!call->second.what.empty()) text += " " + call->second.what;
     if (!said.empty()) text += ": " + said;
     // A later failure of the same call is the one to keep: it says how it failed last.
     failures_[signature] = Failure{order_++, std::move(text), m.id};
+    calls_.erase(call);
   }
 
   Ledger ledger_;
-  std::set<std::pair<LedgerKind, std::string>> seen_;
+  std::size_t max_chars_ = 0;
+  std::size_t chars_ = 0;                    // bytes of the entries' text
+  std::unordered_set<std::uint64_t> seen_;   // EntryHash of every entry ever added
   std::map<std::string, Call> calls_;        // by call id
   std::map<std::string, Failure> failures_;  // by signature, not retried successfully yet
   std::vector<Failure> pending_failures_;
@@ -443,12 +512,41 @@ const char* KindTitle(LedgerKind kind) {
   return "Requests";
 }
 
-std::size_t EntryChars(const LedgerEntry& e) { return CountCodePoints(e.text) + 3; }  // "- " + \n
+// "- text\n", each further line of the text indented by two spaces (the checkpoint's list
+// layout: no line of an entry can pass for a heading).
+void AppendItem(std::string_view text, std::string& out) {
+  out += "- ";
+  std::size_t at = 0;
+  while (true) {
+    const std::size_t nl = text.find('\n', at);
+    out.append(text.substr(at, nl == std::string_view::npos ? nl : nl - at));
+    if (nl == std::string_view::npos) break;
+    out += "\n  ";
+    at = nl + 1;
+  }
+  out += '\n';
+}
+
+// What an entry costs in the section: "- ", its text, two spaces per further line, "\n".
+std::size_t EntryChars(const LedgerEntry& e) {
+  return CountCodePoints(e.text) + 3 +
+         2 * static_cast<std::size_t>(std::count(e.text.begin(), e.text.end(), '\n'));
+}
 
 }  // namespace ledger_build
 
+namespace ledger_build {
+bool Carries(const std::string& hay, const LedgerEntry& entry);
+}  // namespace ledger_build
+
 bool LedgerCarries(std::string_view checkpoint, const LedgerEntry& entry) {
-  const std::string hay = ledger_build::Folded(checkpoint);
+  return ledger_build::Carries(ledger_build::Folded(checkpoint), entry);
+}
+
+namespace ledger_build {
+
+// LedgerCarries with the checkpoint folded once for all entries.
+bool Carries(const std::string& hay, const LedgerEntry& entry) {
   const auto has = [&](std::string_view needle) {
     const std::string n = ledger_build::Folded(needle);
     return !n.empty() && hay.find(n) != std::string::npos;
@@ -483,35 +581,91 @@ bool LedgerCarries(std::string_view checkpoint, const LedgerEntry& entry) {
   return false;
 }
 
+}  // namespace ledger_build
+
 LedgerGuard GuardCheckpoint(std::string_view checkpoint, const Ledger& ledger,
                             std::size_t max_chars) {
   LedgerGuard guard;
-  std::vector<bool> missing(ledger.entries.size(), false);
-  std::size_t chars = 0;
-  for (std::size_t i = 0; i < ledger.entries.size(); ++i) {
-    const LedgerEntry& e = ledger.entries[i];
-    LedgerGuard::Tally& t = guard.tally[static_cast<int>(e.kind)];
+  const std::vector<LedgerEntry>& entries = ledger.entries;
+  std::vector<bool> missing(entries.size(), false);
+  std::size_t chars = 0;  // of the missing entries' items
+  std::size_t added_in[kLedgerKinds] = {};
+  const std::string hay = ledger_build::Folded(checkpoint);
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const LedgerEntry& e = entries[i];
+    LedgerTally& t = guard.tally[static_cast<std::size_t>(e.kind)];
     ++t.total;
-    if (LedgerCarries(checkpoint, e)) {
+    if (ledger_build::Carries(hay, e)) {
       ++t.kept;
     } else {
       missing[i] = true;
       chars += ledger_build::EntryChars(e);
+      ++added_in[static_cast<std::size_t>(e.kind)];
     }
   }
-  // Over the budget: the oldest entries of the least important kinds go first.
-  std::vector<bool> dropped(ledger.entries.size(), false);
+  // What the ledger let go of before (Ledger::pruned) is left out too.
+  std::size_t left_in[kLedgerKinds] = {};
+  std::size_t left_total = 0;
+  for (std::size_t k = 0; k < kLedgerKinds; ++k) {
+    left_in[k] = ledger.pruned[k];
+    left_total += ledger.pruned[k];
+    guard.tally[k].total += ledger.pruned[k];
+  }
+  const bool pruned = left_total > 0;
+  std::size_t first_left = entries.size();
+  std::size_t last_left = 0;
+  // The section's last line: how many of each kind were left out, and from which messages.
+  const auto left_line = [&] {
+    std::string line = "Left out for room: ";
+    bool first = true;
+    for (LedgerKind kind : ledger_build::kLeastImportantFirst) {
+      const std::size_t n = left_in[static_cast<std::size_t>(kind)];
+      if (n == 0) continue;
+      line += std::string(first ? "" : ", ") + std::to_string(n) + " " + LedgerKindName(kind) +
+              (n == 1 ? "" : "s");
+      first = false;
+    }
+    const std::string& from = pruned ? ledger.pruned_from : entries[first_left].message_id;
+    const std::string& to =
+        first_left < entries.size() ? entries[last_left].message_id : ledger.pruned_to;
+    line += " (from messages " + from;
+    if (left_total > 1 && to != from) line += " to " + to;
+    line += ").\n";
+    return line;
+  };
+  const auto section_chars = [&] {
+    std::size_t n = chars;
+    std::size_t blocks = 0;
+    for (std::size_t k = 0; k < kLedgerKinds; ++k) {
+      if (added_in[k] == 0) continue;
+      n += 5 + std::string_view(ledger_build::KindTitle(static_cast<LedgerKind>(k))).size();
+      ++blocks;
+    }
+    if (blocks > 1) n += blocks - 1;
+    if (left_total == 0) return n;
+    return n + (blocks > 0 ? 1 : 0) + CountCodePoints(left_line());
+  };
+  // Over the budget: the oldest entries of the least important kinds go first, until the whole
+  // section — its headings and the line saying what was left out included — fits.
+  std::vector<bool> dropped(entries.size(), false);
   for (LedgerKind kind : ledger_build::kLeastImportantFirst) {
-    for (std::size_t i = 0; i < ledger.entries.size() && chars > max_chars; ++i) {
-      if (!missing[i] || dropped[i] || ledger.entries[i].kind != kind) continue;
+    const auto k = static_cast<std::size_t>(kind);
+    for (std::size_t i = 0; i < entries.size() && added_in[k] > 0 && section_chars() > max_chars;
+         ++i) {
+      if (!missing[i] || dropped[i] || entries[i].kind != kind) continue;
       dropped[i] = true;
-      chars -= ledger_build::EntryChars(ledger.entries[i]);
+      chars -= ledger_build::EntryChars(entries[i]);
+      --added_in[k];
+      ++left_in[k];
+      ++left_total;
+      first_left = std::min(first_left, i);
+      last_left = std::max(last_left, i);
     }
   }
-  for (std::size_t i = 0; i < ledger.entries.size(); ++i) {
+  for (std::size_t i = 0; i < entries.size(); ++i) {
     if (!missing[i]) continue;
-    const LedgerEntry& e = ledger.entries[i];
-    LedgerGuard::Tally& t = guard.tally[static_cast<int>(e.kind)];
+    const LedgerEntry& e = entries[i];
+    LedgerTally& t = guard.tally[static_cast<std::size_t>(e.kind)];
     if (dropped[i]) {
       ++t.left_out;
       guard.left_out.push_back(e);
@@ -520,32 +674,25 @@ LedgerGuard GuardCheckpoint(std::string_view checkpoint, const Ledger& ledger,
       guard.added.push_back(e);
     }
   }
-  if (guard.added.empty() && guard.left_out.empty()) return guard;
+  for (std::size_t k = 0; k < kLedgerKinds; ++k) guard.tally[k].left_out += ledger.pruned[k];
+  if (guard.added.empty() && left_total == 0) return guard;
   std::string& out = guard.section;
-  out = "## Kept by recap\n";
   for (LedgerKind kind : {LedgerKind::kRequest, LedgerKind::kFile, LedgerKind::kTodo,
                           LedgerKind::kFailure, LedgerKind::kIdentifier}) {
-    bool titled = false;
+    bool headed = false;
     for (const LedgerEntry& e : guard.added) {
       if (e.kind != kind) continue;
-      if (!titled) out += std::string("\n### ") + ledger_build::KindTitle(kind) + "\n";
-      titled = true;
-      out += "- " + e.text + "\n";
+      if (!headed) {
+        if (!out.empty()) out += '\n';
+        out += std::string("### ") + ledger_build::KindTitle(kind) + "\n";
+      }
+      headed = true;
+      ledger_build::AppendItem(e.text, out);
     }
   }
-  if (!guard.left_out.empty()) {
-    out += "\nLeft out for room: ";
-    bool first = true;
-    for (LedgerKind kind : ledger_build::kLeastImportantFirst) {
-      const std::size_t n = guard.tally[static_cast<int>(kind)].left_out;
-      if (n == 0) continue;
-      out += std::string(first ? "" : ", ") + std::to_string(n) + " " + LedgerKindName(kind) +
-             (n == 1 ? "" : "s");
-      first = false;
-    }
-    out += " (from messages " + guard.left_out.front().message_id;
-    if (guard.left_out.size() > 1) out += " to " + guard.left_out.back().message_id;
-    out += ").\n";
+  if (left_total > 0) {
+    if (!out.empty()) out += '\n';
+    out += left_line();
   }
   return guard;
 }
@@ -567,12 +714,18 @@ std::size_t Ledger::Count(LedgerKind kind) const noexcept {
 }
 
 Ledger BuildLedger(const Transcript& transcript, std::size_t begin, std::size_t end,
-                   const Ledger& carried) {
-  ledger_build::Builder builder(carried);
+                   const Ledger& carried, std::size_t max_chars) {
+  ledger_build::Builder builder(carried, max_chars);
   end = std::min(end, transcript.size());
   for (std::size_t i = begin; i < end; ++i) builder.Read(transcript[i]);
   return builder.Finish();
 }
+
+LedgerBuilder::LedgerBuilder(const Ledger& carried, std::size_t max_chars)
+    : builder_(std::make_unique<ledger_build::Builder>(carried, max_chars)) {}
+LedgerBuilder::~LedgerBuilder() = default;
+void LedgerBuilder::Read(const Message& m) { builder_->Read(m); }
+Ledger LedgerBuilder::Finish() { return builder_->Finish(); }
 
 namespace ledger_internal {
 

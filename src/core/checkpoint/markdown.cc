@@ -38,6 +38,7 @@ namespace {
 
 constexpr std::string_view kHeader = "# Checkpoint";
 constexpr std::string_view kDash = " \xE2\x80\x94 ";  // " — "
+constexpr std::string_view kKeptHeading = "## Kept by recap\n";
 
 void AppendParagraph(std::string_view text, std::string& out) {
   std::size_t pos = 0;
@@ -85,6 +86,17 @@ std::string CodeSpan(std::string_view path) {
   return out;
 }
 
+// R17.2: the guard's section, last: "\n\n## Kept by recap\n" and its body (one blank line
+// before it after a text-only checkpoint's text, as between sections).
+void AppendKeptByRecap(const Checkpoint& c, std::string& out) {
+  if (c.kept_by_recap.empty()) return;
+  if (!out.empty() && out.back() != '\n') out += '\n';
+  out += '\n';
+  out += kKeptHeading;
+  out += c.kept_by_recap;
+  if (out.back() != '\n') out += '\n';
+}
+
 }  // namespace
 
 std::string RenderCheckpoint(const Checkpoint& c) {
@@ -93,6 +105,7 @@ std::string RenderCheckpoint(const Checkpoint& c) {
   if (!c.structured) {
     out += '\n';
     out += c.text;
+    AppendKeptByRecap(c, out);
     return out;
   }
   for (std::size_t i = 0; i < kSections.size(); ++i) {
@@ -129,6 +142,7 @@ std::string RenderCheckpoint(const Checkpoint& c) {
     out += body;
     out += '\n';
   }
+  AppendKeptByRecap(c, out);
   return out;
 }
 
@@ -269,6 +283,17 @@ Checkpoint ParseRenderedCheckpoint(std::string_view rendered) {
   if (StartsWith(rendered, kHeader) &&
       (rendered.size() == kHeader.size() || rendered[kHeader.size()] == '\n')) {
     std::string_view rest = rendered.substr(std::min(rendered.size(), kHeader.size() + 1));
+    // R17.2: the guard's section is the last one, after the sections or the text.
+    std::string kept;
+    if (const std::size_t at = rest.rfind(std::string("\n\n") + std::string(kKeptHeading));
+        at != std::string_view::npos) {
+      kept = std::string(rest.substr(at + 2 + kKeptHeading.size()));
+      rest = rest.substr(0, at);
+    } else if (StartsWith(rest, std::string("\n") + std::string(kKeptHeading))) {
+      kept = std::string(rest.substr(1 + kKeptHeading.size()));
+      rest = std::string_view();
+    }
+    if (!kept.empty() && kept.back() == '\n') kept.pop_back();
     // Some transports drop a final newline; the layout does not depend on it.
     Checkpoint structured;
     std::string restored;
@@ -276,11 +301,15 @@ Checkpoint ParseRenderedCheckpoint(std::string_view rendered) {
       restored = std::string(rest) + '\n';
       rest = restored;
     }
-    if (ParseStructured(rest, &structured)) return structured;
+    if (ParseStructured(rest, &structured)) {
+      structured.kept_by_recap = std::move(kept);
+      return structured;
+    }
     // Text-only: what follows the header and its blank line.
     if (StartsWith(rest, "\n")) rest.remove_prefix(1);
     c.structured = false;
     c.text = std::string(rest);
+    c.kept_by_recap = std::move(kept);
     return c;
   }
   c.structured = false;

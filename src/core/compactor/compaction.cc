@@ -1,5 +1,6 @@
 // One compaction (R3, R4, R5, R7.1, R12.7): the cut, the plugins, the summarizer with its
 // fallback and back-off, the checkpoint fitted to half the trigger, the commit and the events.
+#include "checkpoint/ledger.h"
 #include "compactor/compactor_impl.h"
 
 namespace recap {
@@ -87,6 +88,55 @@ Status Compactor::Impl::FitCheckpoint(internal::SummarizeOutput& summary, std::s
   return Status::OK();
 }
 
+Ledger Compactor::Impl::CarriedLedger(const std::string& session, const SessionCache& c,
+                                      const Transcript& span) const {
+  bool holds_checkpoint = false;
+  for (std::size_t i = 0; i < span.size(); ++i) {
+    if (!span[i].summary) continue;
+    if (c.ledger() && span.shared(i) == c.ledger_message()) return *c.ledger();
+    holds_checkpoint = true;
+  }
+  if (!holds_checkpoint) return Ledger();
+  // After a reload: what every compaction before carried is the ledger of what they retired.
+  LedgerBuilder builder(Ledger(), LedgerBound());
+  const Status walked = store->ForEachHistoryEntry(session, [&](HistoryEntry&& e) {
+    if (e.state != HistoryState::kActive) builder.Read(e.message);
+    return Status::OK();
+  });
+  if (!walked.ok()) {
+    RECAP_LOG_WARN(
+        "session {}: the ledger of earlier compactions could not be read from the store ({}); "
+        "this compaction guards only its own span",
+        session, walked.message());
+    return Ledger();
+  }
+  return builder.Finish();
+}
+
+Status Compactor::Impl::GuardAndFit(internal::SummarizeOutput& summary, CompactionJob& job) const {
+  Checkpoint& cp = summary.parsed.checkpoint;
+  // The section never makes the checkpoint larger than what it replaces: a compaction frees
+  // room (R3). What does not fit is named in the section's last line, by message.
+  const auto guard = [&] {
+    cp.kept_by_recap.clear();
+    const std::size_t bare = MessageChars(CheckpointMessage(cp));
+    const std::size_t room = job.summarized_chars > bare ? job.summarized_chars - bare : 0;
+    job.guard =
+        GuardCheckpoint(RenderCheckpoint(cp), job.ledger, std::min(job.ledger_max_chars, room));
+    cp.kept_by_recap = job.guard.section;
+  };
+  if (!job.ledger_on) return FitCheckpoint(summary, job.kept_limit, job.session);
+  guard();
+  if (MessageChars(CheckpointMessage(cp)) <= job.kept_limit) return Status::OK();
+  // Too large with the section: the summarizer's part is fitted to what the section leaves
+  // (its budget and heading), and guarded again, since fitting may cut what it carried.
+  cp.kept_by_recap.clear();
+  const std::size_t reserve = std::min(job.kept_limit / 2, job.ledger_max_chars + 32);
+  RECAP_RETURN_IF_ERROR(FitCheckpoint(summary, job.kept_limit - reserve, job.session));
+  guard();
+  return Status::OK();
+}
+
 // Phase 1 of a compaction: the cut and the span. See CompactionJob.
 Attempt Compactor::Impl::BeginCompaction(const std::string& session, const SessionCache& c,
                                          const Plan& plan, CompactionReason reason, CutMode mode,
@@ -138,6 +188,15 @@ Attempt Compactor::Impl::BeginCompaction(const std::string& session, const Sessi
   job.before_full_tokens = plan.full_tokens;
   job.kept_limit = KeptLimit(plan);
   job.offline_output_tokens = OfflineOutputTokens(plan);
+  // R17.2: the guard's section has at most a quarter of the checkpoint's cap (R12.7). The
+  // offline summarizer's own budget gives it that room, so that its checkpoint and the section
+  // together stay within what the checkpoint alone had (R3.8: compactions stay rare).
+  job.ledger_on = config.compaction.ledger.enabled;
+  if (job.ledger_on) {
+    job.ledger_max_chars = std::min(config.compaction.ledger.max_chars, job.kept_limit / 4);
+    job.offline_output_tokens = std::max(job.offline_output_tokens / 2,
+                                         job.offline_output_tokens - job.ledger_max_chars / 4);
+  }
   job.native = !job.offline_instead && provider->WritesNativeCheckpoints();
   if (!SplitSpan(job, !job.native)) return skip(SkipReason::kNothingToSummarize);
 
@@ -169,6 +228,9 @@ Attempt Compactor::Impl::BeginCompaction(const std::string& session, const Sessi
     in.native_instructions = JoinedText(t[0]);
   in.known_prior_message = c.checkpoint_message();
   in.known_prior = c.checkpoint();
+  // R17.1: the ledger's carried part; the span is read in SummarizeJob, off this thread when
+  // the compaction runs in the background.
+  if (job.ledger_on) job.carried = CarriedLedger(session, c, in.span);
   return a;  // kNone: ready for SummarizeJob
 }
 
@@ -228,6 +290,20 @@ void Compactor::Impl::SummarizeJob(CompactionJob& job, const CancellationToken& 
     for (const auto& f : r.request.output_fields) in.plugin_fields.push_back(f);
   }
 
+  const Provider& writer_for_listing = job.offline_instead ? *offline : *provider;
+  if (job.ledger_on) {
+    job.ledger = BuildLedger(in.span, 0, in.span.size(), job.carried, LedgerBound());
+    in.ledger = &job.ledger;
+    // Listed for a model within an eighth of what one request may hold (R4.7), so that the
+    // listing never splits a span into more chunks; a request too small for it lists nothing.
+    std::size_t listing = config.compaction.ledger.max_chars;
+    if (in.max_request_chars > 0) listing = std::min(listing, in.max_request_chars / 8);
+    in.must_keep.clear();
+    if (!IsOffline(writer_for_listing) && listing >= 200) {
+      in.must_keep = internal::MustKeepListing(job.ledger, listing);
+    }
+  }
+
   Provider& writer = job.offline_instead ? *offline : *provider;
   auto summary = RunSummarizer(writer, in, job, cancel);
   job.calls += summary.ok() ? summary->calls : 1;
@@ -254,10 +330,14 @@ void Compactor::Impl::SummarizeJob(CompactionJob& job, const CancellationToken& 
     // R12.7: no checkpoint above half the trigger. A reply within its budget that would
     // still make a larger one is cut to fit, as a reply over its budget is, and marked
     // partial (R5.2); one that cannot be made to fit is refused.
-    // A provider's artifact is not recap's to cut.
+    // A provider's artifact is not recap's to cut: what it lacks of the ledger goes in a
+    // message of its own after it (R17.2).
     if (!summary->native_checkpoint) {
-      Status fitted = FitCheckpoint(*summary, job.kept_limit, session);
+      Status fitted = GuardAndFit(*summary, job);
       if (!fitted.ok()) summary = fitted;
+    } else if (job.ledger_on) {
+      job.guard =
+          GuardCheckpoint(summary->parsed.checkpoint.text, job.ledger, job.ledger_max_chars);
     }
   }
   if (!summary.ok()) {
@@ -322,6 +402,12 @@ Attempt Compactor::Impl::FinishCompaction(SessionCache& c, const RequestSizes& s
   commit.checkpoint =
       summary.native_checkpoint ? *summary.native_checkpoint : CheckpointMessage(checkpoint);
   commit.checkpoint.id = NewMessageId();
+  if (summary.native_checkpoint && !job.guard.section.empty()) {
+    Message m = Message::UserText("## Kept by recap\n" + job.guard.section);
+    m.summary = true;
+    m.id = NewMessageId();
+    commit.injected.push_back(std::move(m));
+  }
   for (const auto& r : job.after.ok) {
     if (r.result.inject_context.empty()) continue;
     // Injected context is bounded, recap-made context like the checkpoint: flagged summary
@@ -370,6 +456,7 @@ Attempt Compactor::Impl::FinishCompaction(SessionCache& c, const RequestSizes& s
   } else {
     c.KeepCheckpoint(checkpoint_at, checkpoint);
   }
+  if (job.ledger_on) c.KeepLedger(checkpoint_at, std::move(job.ledger));
 
   // The request's size after the commit: arithmetic, no second evaluation of the triggers.
   a.after_full = sizes.instructions_chars + c.transcript().chars() + sizes.tool_catalog_chars;
@@ -396,6 +483,7 @@ Attempt Compactor::Impl::FinishCompaction(SessionCache& c, const RequestSizes& s
   for (const auto& r : job.after.ok) {
     if (!r.result.report.empty()) info.plugins.push_back({r.plugin, r.result.report});
   }
+  if (job.ledger_on) info.ledger = job.guard.tally;
   events.Emit(EventType::kCompactionCompleted, session,
               Fields(job, internal::CompactionCompletedFields(info)));
 

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "recap/compactor.h"
+#include "recap/ledger.h"
 #include "recap/safe_boundary.h"
 #include "recap/transcript.h"
 
@@ -52,6 +53,13 @@ struct CompactionJob {
   std::size_t calls = 0;
   Usage usage;
   bool provider_failed = false;
+  // R17: the span's ledger after what the replaced checkpoint carried (BeginCompaction finds
+  // `carried`, SummarizeJob reads the span), the guard's budget, and what the guard did.
+  bool ledger_on = false;
+  std::size_t ledger_max_chars = 0;
+  Ledger carried;
+  Ledger ledger;
+  LedgerGuard guard;
 };
 
 // The fields of an event about `job`, with "background": true when it ran in the background.

@@ -362,6 +362,17 @@ Result<Plan> Compactor::PlanFor(const std::string& session, const RequestSizes& 
                                        impl_->config.compaction.max_output_tokens * 4));
     plan.estimated_after_chars =
         sizes.instructions_chars + checkpoint_estimate + plan.cut.kept_chars;
+    // R17.3: the ledger a compaction now would guard (its span: what the cut summarizes, the
+    // instructions and pinned messages aside).
+    if (impl_->config.compaction.ledger.enabled) {
+      const Transcript& t = c.transcript();
+      Transcript span;
+      for (std::size_t i = 0; i < plan.cut.position && i < t.size(); ++i) {
+        if (!KeptByCompaction(t, i)) internal::TranscriptAccess::AppendFrom(span, t, i);
+      }
+      plan.ledger = BuildLedger(span, 0, span.size(), impl_->CarriedLedger(session, c, span),
+                                impl_->LedgerBound());
+    }
   } else {
     plan.estimated_after_chars = plan.reducible_chars;
   }

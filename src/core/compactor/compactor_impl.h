@@ -172,6 +172,18 @@ struct RECAP_COMPACTOR_IMPL_HIDDEN Compactor::Impl {
                                                      const internal::SummarizeInput& in,
                                                      const CancellationToken& cancel);
 
+  // R17.1: what the checkpoint(s) in `span` carried: the cached ledger when the span holds the
+  // very message it belongs to; else, when the span holds a checkpoint, the ledger of every
+  // message the session's history has retired (rebuilt once, after a reload); else nothing.
+  Ledger CarriedLedger(const std::string& session, const SessionCache& c,
+                       const Transcript& span) const;
+  // The most text a ledger keeps (BuildLedger's max_chars): 8 x compaction.ledger.maxChars,
+  // more than a checkpoint's section could ever show.
+  std::size_t LedgerBound() const { return config.compaction.ledger.max_chars * 8; }
+  // R17.2: adds to the checkpoint what it lacks of the job's ledger, and fits it to `max_chars`
+  // with the section (R12.7). Not OK when even that cannot be made to fit.
+  Status GuardAndFit(internal::SummarizeOutput& summary, CompactionJob& job) const;
+
   // Cuts the summarizer's checkpoint to at most `max_chars` characters as a message (R12.7).
   Status FitCheckpoint(internal::SummarizeOutput& summary, std::size_t max_chars,
                        const std::string& session) const;

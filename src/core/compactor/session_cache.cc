@@ -22,6 +22,8 @@ void SessionCache::Reload(Transcript transcript, std::uint64_t version) {
   transcript_ = std::move(transcript);
   checkpoint_message_.reset();  // no message of a fresh load is the one it was made for
   checkpoint_.reset();
+  ledger_message_.reset();
+  ledger_.reset();
   version_ = version;
   Rederive();
   turn_serial_ = CountTurnStarts(transcript_);
@@ -46,6 +48,8 @@ void SessionCache::RewrittenElsewhere(Transcript transcript) {
   transcript_ = std::move(transcript);
   checkpoint_message_.reset();
   checkpoint_.reset();
+  ledger_message_.reset();
+  ledger_.reset();
   Rederive();
   turn_serial_ += 1;
   LiftPause();
@@ -73,6 +77,13 @@ void SessionCache::KeepCheckpoint(std::size_t at, Checkpoint checkpoint) {
   checkpoint_message_ = transcript_.shared(at);
   checkpoint_ = std::make_shared<const Checkpoint>(std::move(checkpoint));
   bytes_ = bytes_ - old + CheckpointBytes(*checkpoint_);
+}
+
+void SessionCache::KeepLedger(std::size_t at, Ledger ledger) {
+  const std::size_t old = ledger_ ? LedgerBytes(*ledger_) : 0;
+  ledger_message_ = transcript_.shared(at);
+  ledger_ = std::make_shared<const Ledger>(std::move(ledger));
+  bytes_ = bytes_ - old + LedgerBytes(*ledger_);
 }
 
 void SessionCache::ForgetCheckpoint() {
@@ -241,11 +252,20 @@ std::size_t CheckpointBytes(const Checkpoint& c) {
   }
   for (const RelevantFile& f : c.relevant_files)
     n += sizeof(RelevantFile) + f.path.size() + f.why.size();
+  return n + c.kept_by_recap.size();
+}
+
+std::size_t LedgerBytes(const Ledger& l) {
+  std::size_t n = sizeof(Ledger);
+  for (const LedgerEntry& e : l.entries) {
+    n += sizeof(LedgerEntry) + e.text.size() + e.message_id.size();
+  }
   return n;
 }
 
 std::size_t CachedBytes(const SessionCache& c) {
-  return TranscriptBytes(c.transcript()) + (c.checkpoint() ? CheckpointBytes(*c.checkpoint()) : 0);
+  return TranscriptBytes(c.transcript()) + (c.checkpoint() ? CheckpointBytes(*c.checkpoint()) : 0) +
+         (c.ledger() ? LedgerBytes(*c.ledger()) : 0);
 }
 
 std::size_t StoredInstructionsChars(const Transcript& t) {

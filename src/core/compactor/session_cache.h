@@ -16,6 +16,7 @@
 
 #include "recap/checkpoint.h"
 #include "recap/compactor.h"
+#include "recap/ledger.h"
 #include "recap/message.h"
 #include "recap/status.h"
 #include "recap/transcript.h"
@@ -71,6 +72,12 @@ class SessionCache {
   // struct as its prior; the Markdown is parsed back only after a reload.
   const std::shared_ptr<const Message>& checkpoint_message() const { return checkpoint_message_; }
   const std::shared_ptr<const Checkpoint>& checkpoint() const { return checkpoint_; }
+  // R17.1: the full ledger of the compaction this process committed last, beside the message
+  // it belongs to (the checkpoint, or a provider's artifact). The next compaction whose span
+  // holds that very message carries it forward; after a reload it is rebuilt from the
+  // session's history instead.
+  const std::shared_ptr<const Message>& ledger_message() const { return ledger_message_; }
+  const std::shared_ptr<const Ledger>& ledger() const { return ledger_; }
 
   // The session as the store holds it, read whole.
   void Reload(Transcript transcript, std::uint64_t version);
@@ -95,6 +102,8 @@ class SessionCache {
   // struct; or none kept (a provider's artifact, or the kept one was retired).
   void KeepCheckpoint(std::size_t at, Checkpoint checkpoint);
   void ForgetCheckpoint();
+  // The ledger of the compaction just committed, whose checkpoint is at `at`.
+  void KeepLedger(std::size_t at, Ledger ledger);
   // R14.1: the provider's checkpoint was adopted, or there is none to adopt.
   void ProviderCheckpointSettled() { provider_checkpoint_pending_ = false; }
   // The next Prepare's judgement of `t` instead of the transcript (Plan: what Prepare would
@@ -203,6 +212,8 @@ class SessionCache {
   bool provider_checkpoint_pending_ = false;
   std::shared_ptr<const Message> checkpoint_message_;
   std::shared_ptr<const Checkpoint> checkpoint_;
+  std::shared_ptr<const Message> ledger_message_;
+  std::shared_ptr<const Ledger> ledger_;
   std::atomic<std::size_t> bytes_{0};
 
   bool overflow_pending_ = false;
@@ -235,6 +246,8 @@ std::size_t TranscriptBytes(const Transcript& t);
 // The same for the checkpoint struct a session keeps beside its transcript
 // (SessionCache::checkpoint), so the cache's budget sees it too.
 std::size_t CheckpointBytes(const Checkpoint& c);
+// The same for the ledger it keeps (SessionCache::ledger).
+std::size_t LedgerBytes(const Ledger& l);
 
 // What `c` holds: its transcript and its kept checkpoint struct.
 std::size_t CachedBytes(const SessionCache& c);

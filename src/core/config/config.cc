@@ -443,6 +443,46 @@ Key Background() {
   return key;
 }
 
+// compaction.ledger (R17): true / false, or an object of its own keys.
+Key LedgerKey() {
+  Key key{"compaction", "ledger", {}, {}, {}};
+  const std::string path = key.Path();
+  constexpr std::int64_t kMinChars = 200;
+  key.read = [=](const Json& value, Config& config) -> Status {
+    return ReadSwitchable<LedgerConfig>(
+        value, path, {"enabled", "maxChars"}, "{\"maxChars\": 8000}", config.compaction.ledger,
+        [&](const std::string& name, const Json& v, const std::string& at,
+            LedgerConfig& out) -> std::optional<Status> {
+          if (name != "maxChars") return std::nullopt;
+          const std::optional<double> d = WholeNumber(v);
+          if (!d || *d < kMinChars || *d > static_cast<double>(kMaxJsonInteger)) {
+            return Problem(at, Shown(v),
+                           IntegerRange(kMinChars, kMaxJsonInteger, d && *d > kMinChars));
+          }
+          out.max_chars = static_cast<std::size_t>(*d);
+          return Status::OK();
+        });
+  };
+  key.check = [=](const Config& config) {
+    const LedgerConfig& c = config.compaction.ledger;
+    if (c.max_chars < static_cast<std::size_t>(kMinChars) ||
+        c.max_chars > static_cast<std::size_t>(kMaxJsonInteger)) {
+      return Problem(path + ".maxChars", std::to_string(c.max_chars),
+                     IntegerRange(kMinChars, kMaxJsonInteger,
+                                  c.max_chars > static_cast<std::size_t>(kMinChars)));
+    }
+    return Status::OK();
+  };
+  key.write = [](const Config& config) {
+    const LedgerConfig& c = config.compaction.ledger;
+    Json j = Json::object();
+    j["enabled"] = c.enabled;
+    j["maxChars"] = c.max_chars;
+    return j;
+  };
+  return key;
+}
+
 // Every key, in the order ToJson writes them and error messages list them. Sections appear in
 // the order of their first key.
 const std::vector<Key>& Keys() {
@@ -464,6 +504,7 @@ const std::vector<Key>& Keys() {
               Slot{&Config::compaction, &CompactionConfig::max_summarizer_input_tokens}),
       ClearToolResults(),
       Background(),
+      LedgerKey(),
       Integer("limits", "maxContextChars", 4000, kMaxJsonInteger,
               Slot{&Config::limits, &LimitsConfig::max_context_chars}),
       Integer("pluginHooks", "timeoutMs", 1, kMaxJsonInteger,

@@ -143,6 +143,20 @@ Json CompactionCompletedFields(const CompletedInfo& info) {
     plugins.push_back(std::move(entry));
   }
   j["plugins"] = std::move(plugins);
+  Json ledger(nullptr);
+  if (info.ledger) {
+    ledger = Json::object();
+    for (std::size_t k = 0; k < kLedgerKinds; ++k) {
+      const LedgerTally& t = (*info.ledger)[k];
+      Json kind = Json::object();
+      kind["total"] = t.total;
+      kind["kept"] = t.kept;
+      kind["added"] = t.added;
+      kind["left_out"] = t.left_out;
+      ledger[LedgerKindName(static_cast<LedgerKind>(k))] = std::move(kind);
+    }
+  }
+  j["ledger"] = std::move(ledger);
   return j;
 }
 

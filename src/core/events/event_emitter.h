@@ -12,15 +12,18 @@
 #ifndef RECAP_SRC_CORE_EVENTS_EVENT_EMITTER_H_
 #define RECAP_SRC_CORE_EVENTS_EVENT_EMITTER_H_
 
+#include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "recap/events.h"
+#include "recap/ledger.h"
 
 #include "json/json_util.h"
 
@@ -87,13 +90,18 @@ struct CompletedInfo {
   // One entry per plugin whose AfterCompact returned a non-empty report, in plugin order
   // (docs/events.md promises that; a failed hook is a plugin_hook_failed event instead).
   std::vector<CompletedPlugin> plugins;
+  // R17.3: per ledger kind, what the span's ledger had, what the summarizer kept by itself,
+  // what the guard added and what it left out for room; none when compaction.ledger is off.
+  std::optional<std::array<LedgerTally, kLedgerKinds>> ledger;
 };
 
 // compaction_completed.
 // -> {"reason", "before": {"chars", "tokens"}, "after": {"chars", "tokens"},
 //     "summarized": {"messages", "chars"}, "checkpoint": {"chars", "structured", "partial",
 //     "writer"}, "usage": {"prompt_tokens", "completion_tokens", "calls"},
-//     "plugins": [{"name", "report"}]}
+//     "plugins": [{"name", "report"}],
+//     "ledger": {"request"|"identifier"|"file"|"todo"|"failure":
+//                {"total", "kept", "added", "left_out"}} or null (compaction.ledger off)}
 jsonutil::Json CompactionCompletedFields(const CompletedInfo& info);
 
 // compaction_skipped: "nothing_to_summarize", "no_safe_boundary", "uncertain_tool_results",

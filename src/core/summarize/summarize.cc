@@ -386,7 +386,7 @@ Status CallOnce(Provider& provider, const SummarizeInput& in, const std::string&
   const std::string context = "summarizer (" + out->writer + ")";
   if (cancel.IsCancelled()) return Status::Cancelled("compaction was cancelled");
 
-  SummarySource source{call.span, call.prior, in.focus};
+  SummarySource source{call.span, call.prior, in.focus, in.ledger};
   CompletionRequest request;
   request.system_prompt = system_prompt;
   request.messages.push_back(Message::UserText(std::move(call.user_text)));
@@ -536,7 +536,7 @@ bool IsRenderedCheckpoint(std::string_view text) {
          (text.size() == kHeader.size() || text[kHeader.size()] == '\n');
 }
 
-std::string SummarizerSystemPrompt(const SummarizeInput& in) {
+std::string SummarizerSystemPrompt(const SummarizeInput& in, bool with_must_keep) {
   // ordered_json keeps the members in R4.1 order, so the same input always gives the same
   // bytes and provider-side prompt caches hit.
   Json shape = Json::object();
@@ -596,6 +596,14 @@ std::string SummarizerSystemPrompt(const SummarizeInput& in) {
     p += Trim(in.focus);
     p += '\n';
   }
+  if (with_must_keep && !in.must_keep.empty()) {
+    p += "\nThe conversation holds these artifacts, which the agent must still know afterwards. "
+         "Keep each one in the checkpoint, written exactly as here (requests in "
+         "\"instructions\", files in \"relevantFiles\", open to-dos in \"nextSteps\", "
+         "failures in \"discoveries\"):\n<must_keep>\n";
+    p += in.must_keep;
+    p += "</must_keep>\n";
+  }
   bool any_instruction = false;
   for (const auto& instruction : in.plugin_instructions) {
     if (Trim(instruction).empty()) continue;
@@ -606,6 +614,36 @@ std::string SummarizerSystemPrompt(const SummarizeInput& in) {
     p += '\n';
   }
   return p;
+}
+
+std::string MustKeepListing(const Ledger& ledger, std::size_t max_chars) {
+  constexpr std::size_t kLineChars = 300;
+  std::string out;
+  std::size_t chars = 0;
+  std::size_t listed = 0;
+  for (const LedgerEntry& e : ledger.entries) {
+    std::string line = "- ";
+    line += LedgerKindName(e.kind);
+    line += ": ";
+    // One line each: a long request is named by its beginning (the span holds it whole).
+    std::string text = e.text;
+    std::replace(text.begin(), text.end(), '\n', ' ');
+    if (CountCodePoints(text) > kLineChars) {
+      text.resize(PrefixBytesForCodePoints(text, kLineChars));
+      text += "\xE2\x80\xA6";
+    }
+    line += text;
+    line += '\n';
+    const std::size_t n = CountCodePoints(line);
+    if (chars + n > max_chars) break;
+    chars += n;
+    out += line;
+    ++listed;
+  }
+  if (listed < ledger.entries.size()) {
+    out += "- (and " + std::to_string(ledger.entries.size() - listed) + " more)\n";
+  }
+  return out;
 }
 
 std::string RenderSpanAsText(const Transcript& span, std::size_t max_tool_output_chars) {
@@ -664,12 +702,22 @@ Result<SummarizeOutput> Summarize(Provider& provider, const SummarizeInput& in,
     }
   }
 
-  const std::string system_prompt = SummarizerSystemPrompt(in);
+  std::string system_prompt = SummarizerSystemPrompt(in);
   const std::string schema = CheckpointJsonSchema(in.plugin_fields);
   const std::string first_prior_block = PriorBlock(earlier, prior_text);
+  const std::size_t limit = in.max_request_chars;
+  // R17: the must-keep listing never costs a request: a span that fits one request without it
+  // but not with it is sent without it (the guard still adds what the reply lacks).
+  if (!in.must_keep.empty() && limit > 0 && !IsOfflineSummarizer(provider)) {
+    const std::size_t text = TotalChars(SpanRenderer(body).Sizes(0)) +
+                             CountCodePoints(first_prior_block) + kUserTextOverhead;
+    std::string without = SummarizerSystemPrompt(in, /*with_must_keep=*/false);
+    if (text + CountCodePoints(system_prompt) > limit && text + CountCodePoints(without) <= limit) {
+      system_prompt = std::move(without);
+    }
+  }
   const std::size_t fixed =
       CountCodePoints(system_prompt) + CountCodePoints(first_prior_block) + kUserTextOverhead;
-  const std::size_t limit = in.max_request_chars;
   // The offline summarizer reads the structured span, not the text: it gets the whole span in
   // one call, and rendering a long span for nobody is skipped.
   if (IsOfflineSummarizer(provider)) {

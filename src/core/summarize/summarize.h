@@ -27,6 +27,7 @@
 
 #include "recap/cancellation.h"
 #include "recap/checkpoint.h"
+#include "recap/ledger.h"
 #include "recap/provider.h"
 #include "recap/status.h"
 #include "recap/transcript.h"
@@ -59,7 +60,17 @@ struct SummarizeInput {
   // For a provider-native summarizer (R14.2): the session's instructions in full, sent as the
   // provider's system prompt.
   std::string native_instructions;
+  // R17: the span's ledger (null when compaction.ledger is off), handed to the offline
+  // summarizer through SummarySource, and its compact listing for a model's system prompt
+  // (MustKeepListing), so that a good model keeps the artifacts itself and the guard adds
+  // little.
+  const Ledger* ledger = nullptr;
+  std::string must_keep;
 };
+
+// The ledger as a model is asked to keep it: one line per entry ("- file: src/a.py"), newest
+// first kept when over `max_chars`, with a count of what was not listed.
+std::string MustKeepListing(const Ledger& ledger, std::size_t max_chars);
 
 struct SummarizeOutput {
   ParsedCheckpoint parsed;  // usable is always true on success
@@ -83,7 +94,8 @@ Result<SummarizeOutput> Summarize(Provider& provider, const SummarizeInput& in,
 
 // The system prompt of every request for `in` (the same for every chunk, so provider-side
 // prompt caches keep working).
-std::string SummarizerSystemPrompt(const SummarizeInput& in);
+// `with_must_keep`: the ledger's listing (SummarizeInput::must_keep) is in it, if any.
+std::string SummarizerSystemPrompt(const SummarizeInput& in, bool with_must_keep = true);
 
 // How many prior checkpoints Summarize has read back from their Markdown in this process
 // (none when the prior is the known one). For tests.
