@@ -8,12 +8,14 @@
 
 #include <catch2/catch.hpp>
 
+#include "recap/checkpoint.h"
 #include "recap/codec.h"
 #include "recap/measure.h"
 #include "recap/transcript.h"
 
 #include "checkpoint/ledger.h"
 #include "reading/transcript_reading.h"
+#include "support/generator.h"
 #include "support/test_data.h"
 
 using namespace recap;
@@ -288,4 +290,92 @@ TEST_CASE(
   std::string everything = generic;
   for (const LedgerEntry& e : ledger.entries) everything += "\n" + e.text;
   CHECK(GuardCheckpoint(everything, ledger, 10000).section.empty());
+}
+
+TEST_CASE("R17.1 to-dos from Claude Code's task tools, and failures reported without a flag") {
+  std::vector<Message> span = {
+      WithId(Message::UserText("port the job"), "u1"),
+      Call("t1", "TaskCreate", R"({"subject": "Port the retry policy"})"),
+      Message::ToolOutput("t1", "Task #1 created successfully: Port the retry policy"),
+      Call("t2", "TaskCreate", R"({"subject": "Read the old job"})"),
+      Message::ToolOutput("t2", "Task #2 created successfully: Read the old job"),
+      Call("t3", "TaskUpdate", R"({"taskId": "2", "status": "completed"})"),
+      Message::ToolOutput("t3", "Updated task #2 status"),
+      // OpenHands and SWE-agent flag nothing: the output says it failed.
+      Call("b1", "execute_bash", R"({"command": "make test"})"),
+      Message::ToolOutput("b1", "2 failed, 3 passed\n[The command completed with exit code 2.]"),
+      Call("b2", "execute_bash", R"({"command": "ls"})"),
+      Message::ToolOutput("b2", "a b\n[The command completed with exit code 0.]"),
+      // A refusal is the person's choice, not a failure.
+      Call("b3", "Bash", R"({"command": "rm -rf build"})"),
+      Message::ToolOutput("b3", "The user doesn't want to proceed with this tool use.", true),
+  };
+  const Ledger ledger = Build(span);
+  CHECK(Of(ledger, LedgerKind::kTodo) ==
+        std::vector<std::string>{"Port the retry policy (pending)"});
+  CHECK(Of(ledger, LedgerKind::kFailure) ==
+        std::vector<std::string>{
+            "execute_bash make test: [The command completed with exit code 2.]"});
+}
+
+TEST_CASE("R17.2 property: the guard never changes what the summarizer wrote, and reads back") {
+  // Over generated transcripts and checkpoints: the checkpoint with the guard's section renders
+  // as the summarizer's checkpoint followed by the section (nothing removed, nothing moved),
+  // reads back to the same fields and the same section, and the section keeps its budget.
+  const std::uint64_t run = 0x17;
+  for (int k = 0; k < 2000; ++k) {
+    const std::uint64_t seed = recap_test::MixSeed(run, static_cast<std::uint64_t>(k));
+    INFO("seed " << seed << " (case " << k << ")");
+    recap_test::Rng rng(seed);
+    recap_test::GeneratorOptions options;
+    options.max_turns = 8;
+    const Transcript t = recap_test::GenerateTranscript(seed, options);
+    const Ledger ledger = BuildLedger(t, 0, t.size());
+    Checkpoint cp;
+    const auto text = [&](std::size_t n) {
+      return recap_test::RandomText(rng, rng.Size(0, n), recap_test::RandomStyle(rng, 0.3, 0.05));
+    };
+    cp.structured = rng.Below(4) != 0;
+    if (cp.structured) {
+      cp.goal = text(200);
+      for (std::size_t i = rng.Size(0, 4); i > 0; --i) cp.instructions.push_back(text(120));
+      for (std::size_t i = rng.Size(0, 4); i > 0; --i) cp.discoveries.push_back(text(120));
+      cp.current_state = text(200);
+      for (std::size_t i = rng.Size(0, 3); i > 0; --i) cp.next_steps.push_back(text(80));
+      for (std::size_t i = rng.Size(0, 3); i > 0; --i) {
+        cp.relevant_files.push_back({"src/" + std::to_string(i) + ".cc", text(40)});
+      }
+    } else {
+      cp.text = text(600);
+    }
+    // What the Compactor stores must read back as the summarizer's own: the checkpoint as a
+    // rendered text is the reference.
+    const Checkpoint before = ParseRenderedCheckpoint(RenderCheckpoint(cp));
+    const std::string rendered = RenderCheckpoint(before);
+    const std::size_t budget = rng.Size(200, 6000);
+    const LedgerGuard guard = GuardCheckpoint(rendered, ledger, budget);
+    Checkpoint guarded = before;
+    guarded.kept_by_recap = guard.section;
+    const std::string with = RenderCheckpoint(guarded);
+    REQUIRE(with.rfind(rendered, 0) == 0);  // the summarizer's text, whole and first
+    const Checkpoint back = ParseRenderedCheckpoint(with);
+    CHECK(back.structured == before.structured);
+    CHECK(back.text == before.text);
+    CHECK(back.goal == before.goal);
+    CHECK(back.instructions == before.instructions);
+    CHECK(back.discoveries == before.discoveries);
+    CHECK(back.current_state == before.current_state);
+    CHECK(back.next_steps == before.next_steps);
+    CHECK(back.relevant_files.size() == before.relevant_files.size());
+    CHECK(back.kept_by_recap == guard.section.substr(0, guard.section.size() - 1));
+    // Within its budget, unless all it says is what it left out.
+    CHECK((CountCodePoints(guard.section) <= budget || guard.added.empty()));
+    // Every entry is kept, added or left out, exactly once.
+    for (std::size_t kind = 0; kind < kLedgerKinds; ++kind) {
+      const LedgerTally& tally = guard.tally[kind];
+      CHECK(tally.kept + tally.added + tally.left_out == tally.total);
+    }
+    // What was added is carried by the checkpoint with its section.
+    for (const LedgerEntry& e : guard.added) CHECK(LedgerCarries(with, e));
+  }
 }

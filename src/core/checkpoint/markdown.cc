@@ -86,12 +86,13 @@ std::string CodeSpan(std::string_view path) {
   return out;
 }
 
-// R17.2: the guard's section, last: "\n\n## Kept by recap\n" and its body (one blank line
-// before it after a text-only checkpoint's text, as between sections).
+// R17.2: the guard's section, last: "## Kept by recap" and its body.
 void AppendKeptByRecap(const Checkpoint& c, std::string& out) {
   if (c.kept_by_recap.empty()) return;
-  if (!out.empty() && out.back() != '\n') out += '\n';
-  out += '\n';
+  // After the sections (each ends with its newline): one blank line, as between sections.
+  // After a text: a line end and a blank line whatever the text ends with, so that the text
+  // reads back exactly.
+  out += c.structured ? "\n" : "\n\n";
   out += kKeptHeading;
   out += c.kept_by_recap;
   if (out.back() != '\n') out += '\n';
@@ -284,14 +285,19 @@ Checkpoint ParseRenderedCheckpoint(std::string_view rendered) {
       (rendered.size() == kHeader.size() || rendered[kHeader.size()] == '\n')) {
     std::string_view rest = rendered.substr(std::min(rendered.size(), kHeader.size() + 1));
     // R17.2: the guard's section is the last one, after the sections or the text.
+    // After sections it follows the last one's line end and a blank line; after a text, a line
+    // end and a blank line of its own: the sections read up to the first of the two, a text
+    // up to before it.
     std::string kept;
+    std::string_view text_rest = rest;
     if (const std::size_t at = rest.rfind(std::string("\n\n") + std::string(kKeptHeading));
         at != std::string_view::npos) {
       kept = std::string(rest.substr(at + 2 + kKeptHeading.size()));
-      rest = rest.substr(0, at);
+      text_rest = rest.substr(0, at);
+      rest = rest.substr(0, at + 1);
     } else if (StartsWith(rest, std::string("\n") + std::string(kKeptHeading))) {
       kept = std::string(rest.substr(1 + kKeptHeading.size()));
-      rest = std::string_view();
+      rest = text_rest = std::string_view();
     }
     if (!kept.empty() && kept.back() == '\n') kept.pop_back();
     // Some transports drop a final newline; the layout does not depend on it.
@@ -306,6 +312,7 @@ Checkpoint ParseRenderedCheckpoint(std::string_view rendered) {
       return structured;
     }
     // Text-only: what follows the header and its blank line.
+    rest = text_rest;
     if (StartsWith(rest, "\n")) rest.remove_prefix(1);
     c.structured = false;
     c.text = std::string(rest);
