@@ -45,6 +45,49 @@ void Row(const std::string& label, const std::string& value, const std::string& 
   std::printf("  %-20s %14s  %s\n", label.c_str(), value.c_str(), note.c_str());
 }
 
+// R17.3: the ledger a compaction now would guard, a line per entry (the newest 30 of each
+// kind are shown; --json lists all).
+void PrintLedger(const recap::Plan& plan, const recap::Config& config) {
+  if (!config.compaction.ledger.enabled) {
+    std::printf("\nthe ledger (compaction.ledger) is off: nothing is guarded\n");
+    return;
+  }
+  const recap::Ledger& ledger = plan.ledger;
+  std::printf(
+      "\nwhat the checkpoint must keep (the ledger; recap adds what the summarizer leaves out)\n");
+  for (std::size_t k = 0; k < recap::kLedgerKinds; ++k) {
+    const auto kind = static_cast<recap::LedgerKind>(k);
+    const std::size_t n = ledger.Count(kind);
+    std::string note;
+    if (ledger.pruned[k] > 0) note = "and " + Num(ledger.pruned[k]) + " older ones let go";
+    Row(std::string(recap::LedgerKindName(kind)) + "s", Num(n), note);
+  }
+  constexpr std::size_t kShown = 30;
+  for (std::size_t k = 0; k < recap::kLedgerKinds; ++k) {
+    const auto kind = static_cast<recap::LedgerKind>(k);
+    std::vector<const recap::LedgerEntry*> of;
+    for (const recap::LedgerEntry& e : ledger.entries) {
+      if (e.kind == kind) of.push_back(&e);
+    }
+    const std::size_t from = of.size() > kShown ? of.size() - kShown : 0;
+    if (from > 0)
+      std::printf("    %s: %s older ones not shown\n", recap::LedgerKindName(kind),
+                  Num(from).c_str());
+    for (std::size_t i = from; i < of.size(); ++i) {
+      std::string line = of[i]->text.substr(0, of[i]->text.find('\n'));
+      if (line.size() > 100) {
+        std::size_t cut = 100;
+        while (cut > 0 && (static_cast<unsigned char>(line[cut]) & 0xC0) == 0x80) --cut;
+        line = line.substr(0, cut) + "\xE2\x80\xA6";
+      } else if (line.size() < of[i]->text.size()) {
+        line += " \xE2\x80\xA6";
+      }
+      std::printf("    %-10s %s  (message %s)\n", recap::LedgerKindName(kind), Shown(line).c_str(),
+                  Shown(of[i]->message_id).c_str());
+    }
+  }
+}
+
 std::string Chars(std::size_t chars) {
   return Num(chars) + " chars (~" + Num(recap::EstimateTokens(chars)) + " tokens)";
 }
@@ -232,6 +275,22 @@ int RunPlan(const std::vector<std::string>& words) {
       j["uncertain"] = std::move(uncertain);
       return j;
     };
+    // R17.3: the ledger a compaction now would guard.
+    auto ledger_json = [&]() {
+      Json entries = Json::array();
+      for (const recap::LedgerEntry& e : plan->ledger.entries) {
+        entries.push_back(
+            {{"kind", recap::LedgerKindName(e.kind)}, {"text", e.text}, {"message", e.message_id}});
+      }
+      Json pruned = Json::object();
+      for (std::size_t k = 0; k < recap::kLedgerKinds; ++k) {
+        pruned[recap::LedgerKindName(static_cast<recap::LedgerKind>(k))] = plan->ledger.pruned[k];
+      }
+      return Json{{"enabled", config->compaction.ledger.enabled},
+                  {"max_chars", config->compaction.ledger.max_chars},
+                  {"entries", std::move(entries)},
+                  {"pruned", std::move(pruned)}};
+    };
     Json out = {{"session", session},
                 {"messages", t.size()},
                 {"keep_turns", config->compaction.keep_turns},
@@ -264,6 +323,7 @@ int RunPlan(const std::vector<std::string>& words) {
                   {"reached", plan->background_reached},
                   {"in_flight", plan->background_in_flight},
                   {"ready", plan->background_ready}}},
+                {"ledger", ledger_json()},
                 {"estimated_after_chars", plan->estimated_after_chars},
                 {"frees_chars", frees},
                 {"would_reduce", plan->would_reduce}};
@@ -320,6 +380,7 @@ int RunPlan(const std::vector<std::string>& words) {
       Row("keepTurns alone", "#" + std::to_string(plain.position),
           "where keepTurns " + std::to_string(config->compaction.keep_turns) + " alone would cut");
     }
+    PrintLedger(*plan, *config);
   } else {
     Row("no compaction", recap::SkipReasonName(cut.skip));
     switch (cut.skip) {

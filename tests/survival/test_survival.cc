@@ -5,6 +5,7 @@
 // checker (support/artifact_checker.h), never by the ledger's code. Each test also runs with
 // the ledger off, where the same measure must fail: the check can tell.
 #include <algorithm>
+#include <array>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -20,6 +21,7 @@
 #include "support/artifact_checker.h"
 #include "support/fake_provider.h"
 #include "support/ok.h"
+#include "support/recording_sink.h"
 #include "support/test_data.h"
 
 using namespace recap;
@@ -318,4 +320,36 @@ TEST_CASE(
   const std::string text = JoinedText(sent.messages[0]);
   CHECK(text.find("\n## Kept by recap\n") != std::string::npos);
   CHECK(text.size() - text.find("\n## Kept by recap\n") == section.size() + 18);
+}
+
+TEST_CASE("R17.2 the offline summarizer keeps the ledger itself: the guard adds little to it") {
+  // Every real session compacted once (keepTurns 1) by the offline summarizer: per kind, what
+  // the ledger held and what the guard had to add, read from compaction_completed.
+  std::array<std::size_t, kArtifactKinds> total{}, added{};
+  for (const auto& real : recap::testing::AllRealTranscripts()) {
+    auto store = NewInMemorySessionStore();
+    auto sink = std::make_shared<recap::testing::RecordingSink>();
+    auto compactor = Ok(Compactor::Create(SurvivalConfig(true), nullptr, store, {}, {sink}));
+    REQUIRE(store->AppendMessages("s", WithInstructions(real.conversation)).ok());
+    if (!Ok(compactor->Compact("s")).compacted) continue;
+    const auto done = sink->OfType("compaction_completed");
+    REQUIRE(done.size() == 1);
+    for (std::size_t k = 0; k < kArtifactKinds; ++k) {
+      const auto& tally =
+          done[0]["ledger"][recap::testing::ArtifactKindName(static_cast<ArtifactKind>(k))];
+      total[k] += tally["total"].get<std::size_t>();
+      added[k] += tally["added"].get<std::size_t>();
+    }
+  }
+  std::ostringstream figures;
+  std::size_t all = 0, all_added = 0;
+  for (std::size_t k = 0; k < kArtifactKinds; ++k) {
+    figures << " " << recap::testing::ArtifactKindName(static_cast<ArtifactKind>(k)) << " "
+            << added[k] << "/" << total[k];
+    all += total[k];
+    all_added += added[k];
+  }
+  WARN("offline summarizer, added by the guard:" << figures.str());
+  REQUIRE(all > 1000);
+  CHECK(all_added * 100 <= all);  // at most 1% of the ledger is the guard's to add (0 today)
 }

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "recap/checkpoint.h"
+#include "recap/ledger.h"
 #include "recap/provider.h"
 #include "recap/transcript.h"
 
@@ -102,6 +103,12 @@ std::vector<CallSeen> ReadCalls(const Transcript& span, std::unordered_set<std::
 
 // The checkpoint of a span, section by section (SPEC §5's order).
 Checkpoint Build(const SummarySource& source);
+
+// R17: what the span's ledger holds that the checkpoint does not, written in the section it
+// belongs to, the ledger's own words: requests as instructions, files as relevant files, open
+// to-dos as next steps, failures not resolved as discoveries. Identifiers are the requests'.
+// In ledger order, while the checkpoint stays within `max_chars` (the rest is the guard's).
+void KeepLedger(const Ledger& ledger, std::size_t max_chars, Checkpoint& cp);
 
 // Makes the checkpoint's JSON at most `max_chars` code points, giving up first what matters
 // least: the older half of the finished work, as often as it takes, then of the errors met,

@@ -392,6 +392,23 @@ Checkpoint Build(const SummarySource& source) {
   return cp;
 }
 
+void KeepLedger(const Ledger& ledger, std::size_t max_chars, Checkpoint& cp) {
+  const std::string rendered = RenderCheckpoint(cp);
+  std::size_t chars = CountCodePoints(rendered);
+  for (const LedgerEntry& e : ledger.entries) {
+    if (LedgerCarries(rendered, e)) continue;
+    chars += CountCodePoints(e.text) + 24;  // its list item, and a note
+    if (chars > max_chars) break;
+    switch (e.kind) {
+      case LedgerKind::kRequest: cp.instructions.push_back(e.text); break;
+      case LedgerKind::kFile: cp.relevant_files.push_back({e.text, "written or edited"}); break;
+      case LedgerKind::kTodo: cp.next_steps.push_back(e.text); break;
+      case LedgerKind::kFailure: cp.discoveries.push_back(e.text + " (not resolved yet)"); break;
+      case LedgerKind::kIdentifier: break;
+    }
+  }
+}
+
 }  // namespace offline_build
 }  // namespace v0
 }  // namespace recap

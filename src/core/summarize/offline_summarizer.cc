@@ -50,6 +50,11 @@ class OfflineSummarizer final : public Provider {
           "provider or as its fallback, not as a general-purpose model.");
     }
     Checkpoint cp = Build(*request.source);
+    // R17: the ledger's artifacts in their sections, while the checkpoint stays within half
+    // of what it replaces (a compaction frees room).
+    if (request.source->ledger != nullptr) {
+      KeepLedger(*request.source->ledger, request.source->span->chars() / 2, cp);
+    }
     if (NothingWritten(cp)) {
       // A span of nothing recap can read (harness noise, empty turns; blank items are dropped
       // when read): said so, since a reply with every section empty is no checkpoint
