@@ -83,6 +83,8 @@ COMPARISONS+=(recap_bench_tiers)
 COMPARISONS+=(recap_bench_background)
 # The request body per turn and the C API's Prepare (issue 22).
 COMPARISONS+=(recap_bench_reach)
+# What the ledger costs a compaction (issue 37).
+COMPARISONS+=(recap_bench_ledger)
 SOAK=()
 if grep -q '^RECAP_BUILD_HTTP:BOOL=ON$' "$BUILD/CMakeCache.txt" 2>/dev/null; then
   SOAK=(recap_bench_soak)

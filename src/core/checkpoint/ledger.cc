@@ -207,7 +207,8 @@ void ShellWrites(std::string_view command, std::vector<std::string>* out) {
 std::uint64_t EntryHash(LedgerKind kind, std::string_view text) {
   std::uint64_t h = 14695981039346656037ull ^ static_cast<std::uint64_t>(kind);
   for (char c : text) {
-    h ^= static_cast<unsigned char>(std::tolower(static_cast<unsigned char>(c)));
+    const auto u = static_cast<unsigned char>(c);
+    h ^= u >= 'A' && u <= 'Z' ? u + ('a' - 'A') : u;  // ASCII lower case, no locale call
     h *= 1099511628211ull;
   }
   return h;

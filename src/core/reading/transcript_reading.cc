@@ -21,9 +21,12 @@ std::string_view Trim(std::string_view s) {
   return s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
 }
 
+// ASCII lower case (what every phrase and tool name here is), without a locale call a byte.
 std::string Lower(std::string_view s) {
   std::string out(s);
-  for (char& ch : out) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  for (char& ch : out) {
+    if (ch >= 'A' && ch <= 'Z') ch = static_cast<char>(ch + ('a' - 'A'));
+  }
   return out;
 }
 
@@ -180,7 +183,11 @@ std::string CutText(std::string_view text, std::size_t max) {
 }
 
 std::optional<long> ReportedExitCode(std::string_view output) {
-  // The last three lines that hold anything: where shells and agent tools report it.
+  // The last three lines that hold anything: where shells and agent tools report it. Only the
+  // output's last 1,024 bytes are read: a report is a short line, and an output of megabytes
+  // without a line end must not be lowered and searched whole.
+  constexpr std::size_t kTail = 1024;
+  if (output.size() > kTail) output.remove_prefix(output.size() - kTail);
   std::size_t end = output.size();
   for (int lines = 0; lines < 3 && end > 0;) {
     const std::size_t nl = output.rfind('\n', end - 1);
@@ -191,7 +198,13 @@ std::optional<long> ReportedExitCode(std::string_view output) {
     ++lines;
     for (std::string_view phrase :
          {"exited with code", "exit code", "exit status", "returned non-zero exit status"}) {
-      const std::size_t at = line.rfind(phrase);
+      // The last occurrence, found forwards: find() skips to candidates with memchr, where
+      // rfind() compares at every position.
+      std::size_t at = std::string::npos;
+      for (std::size_t p = line.find(phrase); p != std::string::npos;
+           p = line.find(phrase, p + 1)) {
+        at = p;
+      }
       if (at == std::string::npos) continue;
       std::size_t i = at + phrase.size();
       while (i < line.size() && (line[i] == ' ' || line[i] == ':' || line[i] == '`')) ++i;

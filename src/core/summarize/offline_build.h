@@ -105,8 +105,9 @@ std::vector<CallSeen> ReadCalls(const Transcript& span, std::unordered_set<std::
 Checkpoint Build(const SummarySource& source);
 
 // R17: what the span's ledger holds that the checkpoint does not, written in the section it
-// belongs to, the ledger's own words: requests as instructions, files as relevant files, open
-// to-dos as next steps, failures not resolved as discoveries. Identifiers are the requests'.
+// belongs to, the ledger's own words: files as relevant files, open to-dos as next steps,
+// failures not resolved as discoveries. Requests (and their identifiers) are WriteInstructions'
+// own, clipped to its lines; what they lack is the guard's.
 // In ledger order, while the checkpoint stays within `max_chars` (the rest is the guard's).
 void KeepLedger(const Ledger& ledger, std::size_t max_chars, Checkpoint& cp);
 

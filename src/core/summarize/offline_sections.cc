@@ -2,6 +2,7 @@
 // prior, then the goal, the instructions, the discoveries, what was accomplished, the current
 // state, the next steps and the files (Build).
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <set>
@@ -395,12 +396,13 @@ Checkpoint Build(const SummarySource& source) {
 void KeepLedger(const Ledger& ledger, std::size_t max_chars, Checkpoint& cp) {
   const std::string rendered = RenderCheckpoint(cp);
   std::size_t chars = CountCodePoints(rendered);
-  for (const LedgerEntry& e : ledger.entries) {
-    if (LedgerCarries(rendered, e)) continue;
+  // What the checkpoint lacks: the guard's answer with no budget (the text folded once).
+  const LedgerGuard missing = GuardCheckpoint(rendered, ledger, SIZE_MAX);
+  for (const LedgerEntry& e : missing.added) {
     chars += CountCodePoints(e.text) + 24;  // its list item, and a note
     if (chars > max_chars) break;
     switch (e.kind) {
-      case LedgerKind::kRequest: cp.instructions.push_back(e.text); break;
+      case LedgerKind::kRequest: break;  // WriteInstructions keeps them, clipped to its lines
       case LedgerKind::kFile: cp.relevant_files.push_back({e.text, "written or edited"}); break;
       case LedgerKind::kTodo: cp.next_steps.push_back(e.text); break;
       case LedgerKind::kFailure: cp.discoveries.push_back(e.text + " (not resolved yet)"); break;
