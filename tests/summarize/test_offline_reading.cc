@@ -464,3 +464,91 @@ TEST_CASE("issue 21 §12 offline property: generated harness noise never reaches
     }
   }
 }
+
+// Issue 37: what a new user saw wrong in the demo's checkpoints.
+namespace {
+
+std::vector<std::string> Paths(const Checkpoint& c) {
+  std::vector<std::string> out;
+  for (const auto& f : c.relevant_files) out.push_back(f.path);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("issue 37 offline: an airport code is no file (tau-bench's SEA)") {
+  Transcript t;
+  t.Append(Message::UserText("book me a flight from JFK to Seattle"));
+  t.Append(Message::AssistantCalls(
+      {Call("c1", "search_direct_flight",
+            R"({"origin": "JFK", "destination": "SEA", "date": "2024-05-20"})")}));
+  t.Append(Message::ToolOutput("c1", "[]"));
+  t.Append(Message::AssistantCalls(
+      {Call("c2", "copy_file", R"({"source": "notes/a.txt", "destination": "backup/a.txt"})")}));
+  t.Append(Message::ToolOutput("c2", "copied"));
+  t.Append(Message::AssistantText("Done."));
+  const std::vector<std::string> paths = Paths(Offline(t));
+  INFO(Joined(paths));
+  CHECK(std::find(paths.begin(), paths.end(), "SEA") == paths.end());
+  CHECK(std::find(paths.begin(), paths.end(), "JFK") == paths.end());
+  CHECK(std::find(paths.begin(), paths.end(), "backup/a.txt") != paths.end());
+  // The real run of the demo.
+  const std::vector<std::string> real = Paths(Offline(Real("tau-bench/")));
+  INFO(Joined(real));
+  CHECK(std::find(real.begin(), real.end(), "SEA") == real.end());
+}
+
+TEST_CASE("issue 37 offline: folders are no files, and a file is listed once, by its full path") {
+  Transcript t;
+  t.Append(Message::UserText("look at the parser"));
+  t.Append(Message::AssistantCalls({Call("c1", "LS", R"({"path": "/repo"})")}));
+  t.Append(Message::ToolOutput("c1", "- src/\n  - parser.py"));
+  t.Append(
+      Message::AssistantCalls({Call("c2", "Grep", R"({"pattern": "def parse", "path": "src"})")}));
+  t.Append(Message::ToolOutput("c2", "src/parser.py:3: def parse"));
+  t.Append(
+      Message::AssistantCalls({Call("c3", "Read", R"({"file_path": "/repo/src/parser.py"})")}));
+  t.Append(Message::ToolOutput("c3", "def parse(): pass"));
+  t.Append(Message::AssistantCalls({Call("c4", "Bash", R"({"command": "python src/parser.py"})")}));
+  t.Append(Message::ToolOutput("c4", "ok"));
+  t.Append(Message::AssistantText("Read it."));
+  const Checkpoint c = Offline(t);
+  const std::vector<std::string> paths = Paths(c);
+  INFO(Joined(paths));
+  CHECK(paths == std::vector<std::string>{"/repo/src/parser.py"});
+  // The relative mention's tools join the full path's.
+  REQUIRE(c.relevant_files.size() == 1);
+  CHECK(c.relevant_files[0].why.find("Bash") != std::string::npos);
+  CHECK(c.relevant_files[0].why.find("Read") != std::string::npos);
+}
+
+TEST_CASE("issue 37 offline: a failed test run is named by its tally, not by pytest's banner") {
+  Transcript t;
+  t.Append(Message::UserText("run the tests"));
+  t.Append(Message::AssistantCalls({Call("c1", "Bash", R"({"command": "uv run pytest -q"})")}));
+  t.Append(Message::ToolOutput("c1",
+                               "============================= test session starts "
+                               "==============================\nplatform linux -- Python 3.11\n"
+                               "collected 205 items / 205 deselected / 0 selected\n\n"
+                               "============================ 205 deselected in 0.58s "
+                               "============================",
+                               true));
+  t.Append(Message::AssistantText("No test is marked unit."));
+  const Checkpoint c = Offline(t);
+  INFO(Joined(c.discoveries));
+  CHECK(AnyContains(c.discoveries, "205 deselected in 0.58s"));
+  CHECK_FALSE(AnyContains(c.discoveries, "test session starts"));
+}
+
+TEST_CASE("issue 37 offline: the agent's Markdown headings are not shown escaped") {
+  Transcript t;
+  t.Append(Message::UserText("simplify the navigation"));
+  t.Append(Message::AssistantText(
+      "Perfect!\n\n## Summary\n\nI replaced the links.\n\n### Changes\n- one link"));
+  const Checkpoint c = Offline(t);
+  const std::string rendered = RenderCheckpoint(c);
+  INFO(rendered);
+  CHECK(rendered.find("\\#") == std::string::npos);
+  CHECK(c.current_state.find("Summary") != std::string::npos);
+  CHECK(c.current_state.find("I replaced the links.") != std::string::npos);
+}

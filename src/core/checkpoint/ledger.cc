@@ -90,27 +90,6 @@ bool LooksLikePath(std::string_view t) {
   return LooksLikeFileName(last) || t.find_first_of("_0123456789") != std::string_view::npos;
 }
 
-// The line of a failed call's output that says most: the last one with words in it (a
-// traceback ends with the exception, a test run with its tally), its banner padding ("=====
-// 2 failed in 0.3s =====") taken off.
-std::string TellingLine(std::string_view output) {
-  std::size_t end = output.size();
-  while (end > 0) {
-    const std::size_t start = output.rfind('\n', end - 1);
-    const std::size_t from = start == std::string_view::npos ? 0 : start + 1;
-    std::string_view line = Trimmed(output.substr(from, end - from));
-    while (!line.empty() && (line.front() == '=' || line.front() == '-' || line.front() == '*'))
-      line.remove_prefix(1);
-    while (!line.empty() && (line.back() == '=' || line.back() == '-' || line.back() == '*'))
-      line.remove_suffix(1);
-    line = Trimmed(line);
-    if (HasLetter(line)) return std::string(Utf8Prefix(line, kFailureLineMaxBytes));
-    if (start == std::string_view::npos) break;
-    end = start;
-  }
-  return std::string();
-}
-
 // A JSON object's string member, or nothing.
 std::optional<std::string> Member(const Json& object, const char* key) {
   if (!object.is_object()) return std::nullopt;
@@ -444,7 +423,7 @@ class Builder {
       calls_.erase(call);
       return;
     }
-    const std::string said = TellingLine(output);
+    const std::string said = reading::TellingLine(output, kFailureLineMaxBytes);
     std::string text = call->second.name;
     if (!call->second.what.empty()) text += " " + call->second.what;
     if (!said.empty()) text += ": " + said;

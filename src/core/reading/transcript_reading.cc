@@ -243,6 +243,34 @@ bool MentionsError(std::string_view output) {
   return false;
 }
 
+std::string_view WithoutBanner(std::string_view line) {
+  const auto pad = [](char c) { return c == '=' || c == '-' || c == '*' || c == '#' || c == '_'; };
+  line = Trim(line);
+  while (!line.empty() && pad(line.front())) line.remove_prefix(1);
+  while (!line.empty() && pad(line.back())) line.remove_suffix(1);
+  return Trim(line);
+}
+
+std::string TellingLine(std::string_view output, std::size_t max_bytes) {
+  std::size_t end = output.size();
+  while (end > 0) {
+    const std::size_t start = output.rfind('\n', end - 1);
+    const std::size_t from = start == std::string_view::npos ? 0 : start + 1;
+    const std::string_view line = WithoutBanner(output.substr(from, end - from));
+    const bool letter = std::any_of(line.begin(), line.end(), [](char c) {
+      return std::isalpha(static_cast<unsigned char>(c)) != 0;
+    });
+    if (letter) {
+      std::size_t n = std::min(max_bytes, line.size());
+      while (n > 0 && n < line.size() && (static_cast<unsigned char>(line[n]) & 0xC0) == 0x80) --n;
+      return std::string(line.substr(0, n));
+    }
+    if (start == std::string_view::npos) break;
+    end = start;
+  }
+  return std::string();
+}
+
 bool IsRejection(std::string_view output) {
   return StartsWith(Trim(output), "The user doesn't want to proceed with this tool use");
 }

@@ -42,6 +42,15 @@ bool StartsWithFailure(std::string_view output);
 // read may hold "except ValueError"); it counts only when the next call retried the same one.
 bool MentionsError(std::string_view output);
 
+// A line without a banner's padding: "===== 2 failed in 0.3s =====" is "2 failed in 0.3s".
+std::string_view WithoutBanner(std::string_view line);
+
+// The line of a tool's output that says most about how it ended: the last one with a letter in
+// it once banner padding is taken off (a traceback ends with the exception, a test run with its
+// tally), at most `max_bytes` bytes of it (never cutting a UTF-8 character). Empty when no line
+// has a letter.
+std::string TellingLine(std::string_view output, std::size_t max_bytes);
+
 // Claude Code's answer when the person refused a tool call.
 bool IsRejection(std::string_view output);
 

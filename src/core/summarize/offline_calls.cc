@@ -59,7 +59,11 @@ void ArgumentFiles(const Json& v, std::string_view key, std::vector<std::string>
     const std::string& s = v.get_ref<const std::string&>();
     const bool one_token =
         !s.empty() && s.size() <= kMaxPathBytes && std::all_of(s.begin(), s.end(), IsPathChar);
-    if (IsPathKey(key) && one_token && HasLetter(s)) {
+    // "source" and "destination" name places too (an airport, a queue): a path among them
+    // has a slash or an extension ("SEA" is no file).
+    const bool loose_key = key == "source" || key == "destination";
+    const bool path_shaped = s.find('/') != std::string::npos || s.find('.') != std::string::npos;
+    if (IsPathKey(key) && one_token && HasLetter(s) && (!loose_key || path_shaped)) {
       used.push_back(s);
       mentioned.push_back(s);
       return;

@@ -9,6 +9,7 @@
 
 #include "recap/measure.h"
 
+#include "reading/transcript_reading.h"
 #include "summarize/offline_build.h"
 
 namespace recap {
@@ -57,8 +58,19 @@ std::string ErrorLine(std::string_view text) {
   if (text.find("Traceback") != std::string_view::npos) return OneLine(lines.back(), kLineChars);
   for (std::string_view line : lines) {
     for (std::string_view word : {"error", "Error", "ERROR", "fail", "FAIL", "Fail"}) {
-      if (line.find(word) != std::string_view::npos) return OneLine(line, kLineChars);
+      if (line.find(word) != std::string_view::npos) {
+        return OneLine(reading::WithoutBanner(line), kLineChars);
+      }
     }
+  }
+  // No line says error: the first line, unless it is a banner (a test run's "=== test session
+  // starts ==="): then the line that says how it ended (its tally).
+  const std::string_view first = lines.front();
+  const bool banner = first.size() >= 3 && first[0] == first[1] && first[1] == first[2] &&
+                      (first[0] == '=' || first[0] == '-' || first[0] == '*' || first[0] == '_');
+  if (banner) {
+    const std::string telling = reading::TellingLine(text, 4 * kLineChars);
+    if (!telling.empty()) return OneLine(telling, kLineChars);
   }
   return OneLine(lines.front(), kLineChars);
 }

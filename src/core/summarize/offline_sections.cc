@@ -242,13 +242,33 @@ void WriteAccomplished(const std::vector<CallSeen>& calls, Checkpoint& cp) {
 }
 
 // Where things stand: the latest assistant text.
+// The agent's Markdown headings as plain lines ("## Summary" is "Summary"): inside a section of
+// the checkpoint they would read as its own headings, and be shown escaped.
+std::string WithoutHeadingMarks(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  std::size_t at = 0;
+  while (at <= text.size()) {
+    std::size_t nl = text.find('\n', at);
+    if (nl == std::string_view::npos) nl = text.size();
+    std::string_view line = text.substr(at, nl - at);
+    std::size_t hashes = 0;
+    while (hashes < line.size() && hashes < 6 && line[hashes] == '#') ++hashes;
+    if (hashes > 0 && hashes < line.size() && line[hashes] == ' ') line.remove_prefix(hashes + 1);
+    out.append(line);
+    if (nl < text.size()) out += '\n';
+    at = nl + 1;
+  }
+  return out;
+}
+
 void WriteCurrentState(const Transcript& span, Checkpoint& cp) {
   for (std::size_t i = span.size(); i-- > 0;) {
     const Message& m = span[i];
     if (m.summary || m.role != Role::kAssistant) continue;
     const std::string joined = JoinedText(m);
     if (Trim(joined).empty()) continue;
-    cp.current_state = reading::CutText(Trim(joined), kStateChars);
+    cp.current_state = reading::CutText(Trim(WithoutHeadingMarks(joined)), kStateChars);
     break;
   }
 }
@@ -294,6 +314,72 @@ void WriteNextSteps(const Transcript& span, const std::vector<CallSeen>& calls,
 // Files: the ones this span's calls read or wrote come first, then the prior's, then those
 // tools printed that a call's arguments also name, up to the cap; shown prior first, then in
 // order of appearance.
+// Adds `from`'s tools to `into`'s, each once, at most three.
+void JoinTools(const std::vector<std::string>& from, std::vector<std::string>& into) {
+  for (const std::string& t : from) {
+    if (into.size() >= 3) break;
+    if (std::find(into.begin(), into.end(), t) == into.end()) into.push_back(t);
+  }
+}
+
+// A relative path that ends a full one the span also names ("src/a.py" of "/repo/src/a.py")
+// is that file: listed once, by its full path, with the tools of both.
+void MergeRelativeIntoFull(std::vector<PathSeen>& paths) {
+  std::vector<bool> gone(paths.size(), false);
+  for (std::size_t i = 0; i < paths.size(); ++i) {
+    const std::string& rel = paths[i].path;
+    if (rel.empty() || rel[0] == '/' || rel[0] == '~') continue;
+    const std::string tail = "/" + (rel.rfind("./", 0) == 0 ? rel.substr(2) : rel);
+    for (std::size_t j = 0; j < paths.size(); ++j) {
+      const std::string& full = paths[j].path;
+      if (j == i || gone[j] || full.empty() || full[0] != '/' || full.size() <= tail.size() ||
+          full.compare(full.size() - tail.size(), tail.size(), tail) != 0) {
+        continue;
+      }
+      JoinTools(paths[i].used_by, paths[j].used_by);
+      JoinTools(paths[i].printed_by, paths[j].printed_by);
+      gone[i] = true;
+      break;
+    }
+  }
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < paths.size(); ++i) {
+    if (gone[i]) continue;
+    if (kept != i) paths[kept] = std::move(paths[i]);
+    ++kept;
+  }
+  paths.resize(kept);
+}
+
+// A path that another one lies under is a folder ("/repo" of "/repo/src/a.py", "src" of
+// "/repo/src/a.py"): no file to list.
+void DropFolders(std::vector<PathSeen>& paths) {
+  std::vector<bool> folder(paths.size(), false);
+  for (std::size_t i = 0; i < paths.size(); ++i) {
+    std::string p = paths[i].path;
+    while (p.size() > 1 && p.back() == '/') p.pop_back();
+    if (p.empty() || p == "/" || p == "." || p == "~") {
+      folder[i] = true;
+      continue;
+    }
+    const bool rooted = p[0] == '/' || p[0] == '~';
+    const std::string under = p + "/";
+    const std::string inside = "/" + p + "/";
+    for (std::size_t j = 0; j < paths.size() && !folder[i]; ++j) {
+      const std::string& q = paths[j].path;
+      if (j == i) continue;
+      folder[i] = q.rfind(under, 0) == 0 || (!rooted && q.find(inside) != std::string::npos);
+    }
+  }
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < paths.size(); ++i) {
+    if (folder[i]) continue;
+    if (kept != i) paths[kept] = std::move(paths[i]);
+    ++kept;
+  }
+  paths.resize(kept);
+}
+
 void WriteFiles(const Transcript& span, const std::vector<CallSeen>& calls,
                 const std::unordered_set<std::string>& mentioned, Checkpoint& cp) {
   std::vector<PathSeen> paths;
@@ -335,6 +421,9 @@ void WriteFiles(const Transcript& span, const std::vector<CallSeen>& calls,
       }
     }
   }
+
+  MergeRelativeIntoFull(paths);
+  DropFolders(paths);
 
   std::set<std::string> chosen;
   std::size_t room = kMaxFiles;
