@@ -88,6 +88,20 @@ Json PreparedFigures(const recap::Prepared& p) {
               {"orphan_results", p.orphan_results}};
 }
 
+// R17.3: the ledger a compaction now would guard: every entry, and what was let go by kind.
+Json LedgerJson(const recap::Ledger& ledger) {
+  Json entries = Json::array();
+  for (const recap::LedgerEntry& e : ledger.entries) {
+    entries.push_back(
+        {{"kind", recap::LedgerKindName(e.kind)}, {"text", e.text}, {"message", e.message_id}});
+  }
+  Json pruned = Json::object();
+  for (std::size_t k = 0; k < recap::kLedgerKinds; ++k) {
+    pruned[recap::LedgerKindName(static_cast<recap::LedgerKind>(k))] = ledger.pruned[k];
+  }
+  return Json{{"entries", std::move(entries)}, {"pruned", std::move(pruned)}};
+}
+
 Json PlanJson(const recap::Plan& p) {
   const recap::CutDecision& cut = p.cut;
   return Json{{"trigger", p.trigger},
@@ -124,7 +138,8 @@ Json PlanJson(const recap::Plan& p) {
               {"background_start_chars", p.background_start_chars},
               {"background_reached", p.background_reached},
               {"background_in_flight", p.background_in_flight},
-              {"background_ready", p.background_ready}};
+              {"background_ready", p.background_ready},
+              {"ledger", LedgerJson(p.ledger)}};
 }
 
 // --- the event sink --------------------------------------------------------------------------

@@ -517,6 +517,11 @@ TEST_CASE("R16.1 plan, compact, recover and the reports through the C API") {
   CHECK(plan["rule"] == "window");
   CHECK(plan["cut"]["skip"] == "none");
   CHECK(plan["cut"]["position"] == 10);
+  // R17.3: the ledger the compaction would guard: the five requests it would summarize.
+  std::size_t requests = 0;
+  for (const Json& e : plan["ledger"]["entries"]) requests += e["kind"] == "request" ? 1 : 0;
+  CHECK(requests == 5);
+  CHECK(plan["ledger"]["pruned"]["request"] == 0);
 
   REQUIRE(recap_compact(c.c, "s", "the numbers", nullptr, &out, &error) == RECAP_OK);
   const Json compacted = Json::parse(Take(out));

@@ -249,7 +249,9 @@ RECAP_C_API int recap_prepare(recap_compactor* compactor, const char* session, c
 /* What recap_prepare would do now, without calling the model or writing (Compactor::PlanFor):
  * the members of the C++ Plan as a JSON object, `reason` a string or null and `cut` an object
  * {"skip": "none"|…, "position", "summarized_chars", "kept_chars", "kept_turns",
- * "inside_turn", "uncertain": [{"message", "call_id", "name"}]}. */
+ * "inside_turn", "uncertain": [{"message", "call_id", "name"}]}, and `ledger` (SPEC R17.3)
+ * {"entries": [{"kind", "text", "message"}], "pruned": {kind: count}}: what a compaction now
+ * would guard. */
 RECAP_C_API int recap_plan(recap_compactor* compactor, const char* session,
                            const recap_sizes* sizes, char** plan_json, char** error);
 
