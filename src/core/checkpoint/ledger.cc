@@ -12,6 +12,7 @@
 
 #include "recap/measure.h"
 
+#include "checkpoint/sections.h"
 #include "json/json_util.h"
 #include "reading/transcript_reading.h"
 
@@ -492,21 +493,6 @@ const char* KindTitle(LedgerKind kind) {
   return "Requests";
 }
 
-// "- text\n", each further line of the text indented by two spaces (the checkpoint's list
-// layout: no line of an entry can pass for a heading).
-void AppendItem(std::string_view text, std::string& out) {
-  out += "- ";
-  std::size_t at = 0;
-  while (true) {
-    const std::size_t nl = text.find('\n', at);
-    out.append(text.substr(at, nl == std::string_view::npos ? nl : nl - at));
-    if (nl == std::string_view::npos) break;
-    out += "\n  ";
-    at = nl + 1;
-  }
-  out += '\n';
-}
-
 // What an entry costs in the section: "- ", its text, two spaces per further line, "\n".
 std::size_t EntryChars(const LedgerEntry& e) {
   return CountCodePoints(e.text) + 3 +
@@ -667,7 +653,8 @@ LedgerGuard GuardCheckpoint(std::string_view checkpoint, const Ledger& ledger,
         out += std::string("### ") + ledger_build::KindTitle(kind) + "\n";
       }
       headed = true;
-      ledger_build::AppendItem(e.text, out);
+      checkpoint_detail::AppendItem(e.text, out);
+      out += '\n';
     }
   }
   if (left_total > 0) {

@@ -11,6 +11,7 @@
 namespace recap {
 inline namespace v0 {
 
+using checkpoint_detail::AppendItem;
 using checkpoint_detail::Kind;
 using checkpoint_detail::kSections;
 using checkpoint_detail::ListField;
@@ -50,18 +51,6 @@ void AppendParagraph(std::string_view text, std::string& out) {
     out.append(line);
     if (nl == std::string_view::npos) break;
     out += '\n';
-    pos = nl + 1;
-  }
-}
-
-void AppendItem(std::string_view item, std::string& out) {
-  out += "- ";
-  std::size_t pos = 0;
-  while (true) {
-    const std::size_t nl = item.find('\n', pos);
-    out.append(item.substr(pos, nl == std::string_view::npos ? nl : nl - pos));
-    if (nl == std::string_view::npos) break;
-    out += "\n  ";
     pos = nl + 1;
   }
 }

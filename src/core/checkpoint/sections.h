@@ -72,6 +72,20 @@ inline std::string_view Trim(std::string_view s) {
 
 inline bool IsBlank(std::string_view s) { return Trim(s).empty(); }
 
+// A list item: "- " and the item, each further line of it indented by two spaces, so that no
+// line of a list can pass for a heading (the rendering, R4.4, and the guard's section, R17.2).
+inline void AppendItem(std::string_view item, std::string& out) {
+  out += "- ";
+  std::size_t pos = 0;
+  while (true) {
+    const std::size_t nl = item.find('\n', pos);
+    out.append(item.substr(pos, nl == std::string_view::npos ? nl : nl - pos));
+    if (nl == std::string_view::npos) break;
+    out += "\n  ";
+    pos = nl + 1;
+  }
+}
+
 inline bool StartsWith(std::string_view s, std::string_view prefix) {
   return s.size() >= prefix.size() && s.compare(0, prefix.size(), prefix) == 0;
 }

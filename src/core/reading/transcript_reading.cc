@@ -125,15 +125,14 @@ std::string StripControls(std::string_view s) {
   return out;
 }
 
-// A string member of a JSON object, or "".
-std::string_view Member(const Json& doc, std::string_view key) {
+}  // namespace
+
+std::string_view StringMember(const jsonutil::Json& doc, std::string_view key) {
   if (!doc.is_object()) return {};
   auto it = doc.find(key);
   if (it == doc.end() || !it->is_string()) return {};
   return it->get_ref<const std::string&>();
 }
-
-}  // namespace
 
 std::string PersonText(std::string_view text) {
   // Task templates: the person's request is the issue they quote.
@@ -374,10 +373,10 @@ bool ApplyTodoCall(std::string_view tool, const jsonutil::Json& doc, std::string
     for (const auto& e : *it) {
       TodoItem item;
       for (std::string_view k : text_keys) {
-        if (item.text.empty()) item.text = std::string(Member(e, k));
+        if (item.text.empty()) item.text = std::string(StringMember(e, k));
       }
-      item.status = std::string(Member(e, "status"));
-      item.id = std::string(Member(e, "id"));
+      item.status = std::string(StringMember(e, "status"));
+      item.id = std::string(StringMember(e, "id"));
       if (!Trim(item.text).empty()) items.push_back(std::move(item));
     }
     list = std::move(items);
@@ -389,8 +388,8 @@ bool ApplyTodoCall(std::string_view tool, const jsonutil::Json& doc, std::string
   }
   if (tool == "TaskCreate") {
     TodoItem item;
-    item.text = std::string(Member(doc, "subject"));
-    if (item.text.empty()) item.text = std::string(Member(doc, "description"));
+    item.text = std::string(StringMember(doc, "subject"));
+    if (item.text.empty()) item.text = std::string(StringMember(doc, "description"));
     item.status = "pending";
     // "Task #3 created successfully: …"
     const std::size_t hash = result.find('#');
@@ -404,15 +403,15 @@ bool ApplyTodoCall(std::string_view tool, const jsonutil::Json& doc, std::string
     return true;
   }
   if (tool == "TaskUpdate") {
-    std::string id(Member(doc, "taskId"));
+    std::string id(StringMember(doc, "taskId"));
     if (id.empty() && doc.is_object() && doc.contains("taskId") && doc["taskId"].is_number()) {
       id = doc["taskId"].dump();
     }
     for (auto& item : list) {
       if (item.id != id) continue;
-      const std::string_view status = Member(doc, "status");
+      const std::string_view status = StringMember(doc, "status");
       if (!status.empty()) item.status = std::string(status);
-      const std::string_view subject = Member(doc, "subject");
+      const std::string_view subject = StringMember(doc, "subject");
       if (!subject.empty()) item.text = std::string(subject);
     }
     return true;

@@ -72,6 +72,9 @@ bool Writes(std::string_view tool, std::string_view subcommand);
 // and caches (/tmp, __pycache__, node_modules), mangled tokens ("-experiments/…").
 bool IsJunkPath(std::string_view path);
 
+// A JSON object's string member, or "" (not an object, no such member, not a string).
+std::string_view StringMember(const jsonutil::Json& doc, std::string_view key);
+
 // One to-do item as a to-do tool's arguments state it.
 struct TodoItem {
   std::string id;  // TaskCreate's number, when known

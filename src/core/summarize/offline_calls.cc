@@ -91,14 +91,6 @@ void ArgumentFiles(const Json& v, std::string_view key, std::vector<std::string>
   }
 }
 
-// A string member of a JSON object, or "".
-std::string_view Member(const Json& doc, std::string_view key) {
-  if (!doc.is_object()) return {};
-  auto it = doc.find(key);
-  if (it == doc.end() || !it->is_string()) return {};
-  return it->get_ref<const std::string&>();
-}
-
 }  // namespace
 
 std::string_view ResultText(const ToolResult& r, std::string& scratch) {
@@ -145,7 +137,7 @@ std::vector<CallSeen> ReadCalls(const Transcript& span,
       seen.name = c->name;
       seen.doc = ParseArguments(c->arguments);
       seen.main = MainArgument(seen.doc, c->arguments);
-      const std::string_view sub = Member(seen.doc, "command");
+      const std::string_view sub = reading::StringMember(seen.doc, "command");
       seen.kind = reading::KindOf(c->name, sub);
       seen.writes = reading::Writes(c->name, sub);
       used.clear();
