@@ -117,22 +117,31 @@ Status Compactor::Impl::GuardAndFit(internal::SummarizeOutput& summary, Compacti
   Checkpoint& cp = summary.parsed.checkpoint;
   // The section never makes the checkpoint larger than what it replaces: a compaction frees
   // room (R3). What does not fit is named in the section's last line, by message.
+  // Nor past the checkpoint's cap (R12.7): in a window too small even for the line that says
+  // what was left out, the section is dropped (the event still counts what it held).
+  constexpr std::size_t kHeading = 20;  // "\n\n## Kept by recap\n"
   const auto guard = [&] {
     cp.kept_by_recap.clear();
     const std::size_t bare = MessageChars(CheckpointMessage(cp));
-    const std::size_t room = job.summarized_chars > bare ? job.summarized_chars - bare : 0;
+    std::size_t room = job.summarized_chars > bare ? job.summarized_chars - bare : 0;
+    room = std::min(room, job.kept_limit > bare + kHeading ? job.kept_limit - bare - kHeading : 0);
     job.guard =
         GuardCheckpoint(RenderCheckpoint(cp), job.ledger, std::min(job.ledger_max_chars, room));
     cp.kept_by_recap = job.guard.section;
+    if (MessageChars(CheckpointMessage(cp)) > job.kept_limit) cp.kept_by_recap.clear();
   };
   if (!job.ledger_on) return FitCheckpoint(summary, job.kept_limit, job.session);
-  guard();
-  if (MessageChars(CheckpointMessage(cp)) <= job.kept_limit) return Status::OK();
-  // Too large with the section: the summarizer's part is fitted to what the section leaves
-  // (its budget and heading), and guarded again, since fitting may cut what it carried.
-  cp.kept_by_recap.clear();
-  const std::size_t reserve = std::min(job.kept_limit / 2, job.ledger_max_chars + 32);
-  RECAP_RETURN_IF_ERROR(FitCheckpoint(summary, job.kept_limit - reserve, job.session));
+  if (MessageChars(CheckpointMessage(cp)) <= job.kept_limit) {
+    guard();
+    return Status::OK();
+  }
+  // Too large already: the summarizer's part is fitted to leave the section its budget (and
+  // its heading), then guarded, since fitting may cut what it carried; when even that cannot
+  // be, it is fitted to the cap as without the ledger.
+  const std::size_t reserve = std::min(job.kept_limit / 2, job.ledger_max_chars + kHeading);
+  if (!FitCheckpoint(summary, job.kept_limit - reserve, job.session).ok()) {
+    RECAP_RETURN_IF_ERROR(FitCheckpoint(summary, job.kept_limit, job.session));
+  }
   guard();
   return Status::OK();
 }
@@ -194,8 +203,9 @@ Attempt Compactor::Impl::BeginCompaction(const std::string& session, const Sessi
   job.ledger_on = config.compaction.ledger.enabled;
   if (job.ledger_on) {
     job.ledger_max_chars = std::min(config.compaction.ledger.max_chars, job.kept_limit / 4);
-    job.offline_output_tokens = std::max(job.offline_output_tokens / 2,
-                                         job.offline_output_tokens - job.ledger_max_chars / 4);
+    const std::size_t room = job.ledger_max_chars / 4;  // in tokens
+    const std::size_t tokens = job.offline_output_tokens;
+    job.offline_output_tokens = std::max(tokens / 2, tokens > room ? tokens - room : 0);
   }
   job.native = !job.offline_instead && provider->WritesNativeCheckpoints();
   if (!SplitSpan(job, !job.native)) return skip(SkipReason::kNothingToSummarize);
