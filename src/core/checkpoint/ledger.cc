@@ -278,6 +278,7 @@ class Builder {
     std::string name;
     std::string signature;  // the name and what it acted on: a retry has the same
     std::string what;       // shown in a failure: the command, the path …
+    bool todo = false;      // a to-do tool's call, applied when its result comes
   };
   struct Failure {
     std::size_t order = 0;
@@ -368,7 +369,8 @@ class Builder {
       what = std::string(Trimmed(std::string_view(what).substr(0, nl))) + " \u2026";
     }
     what = std::string(Utf8Prefix(what, kCallWhatMaxBytes));
-    calls_[call.id] = Call{call.name, call.name + '\0' + what, what};
+    calls_[call.id] =
+        Call{call.name, call.name + '\0' + what, what, kind == reading::ToolKind::kTodo};
     // A to-do tool's call changes the list once its result says how (TaskCreate's number).
     if (kind == reading::ToolKind::kTodo) {
       todo_calls_.push_back(TodoCall{call.id, call.name, std::move(args), m.id, false});
@@ -393,7 +395,7 @@ class Builder {
     const auto call = calls_.find(result.call_id);
     if (call == calls_.end()) return;  // its call is not in the span
     const std::string& signature = call->second.signature;
-    if (!todo_calls_.empty()) {
+    if (call->second.todo) {  // only a to-do call's result is read for the list
       std::string said;
       for (const ResultItem& item : result.content) {
         if (const auto* t = std::get_if<Text>(&item)) said += t->text;
