@@ -113,7 +113,51 @@ struct HistoryEntry {
   std::uint64_t seq = 0;  // the store's own order: every stored message gets the next number
   Message message;
   HistoryState state = HistoryState::kActive;
-  std::string replaced_by;  // what retired it: "compaction:<n>" or "reduction:<n>"; empty if active
+  // What retired it: "compaction:<n>", "reduction:<n>", or "undo:<n>" (a checkpoint or reduced
+  // copy that CommitUndo took back); empty if active.
+  std::string replaced_by;
+  // The person's turn it belongs to (R18.1): how many turn starts (IsTurnStart) the session had
+  // stored up to it, itself included — 0 for what came before the first. A reduced copy has its
+  // original's turn; a checkpoint, the turn it was written in.
+  std::uint64_t turn = 0;
+};
+
+// What SearchHistory looks for (R18.1). A message matches when its id is in `ids`, or, with
+// `terms` or a turn range given, when it is within the range (when given) and holds one of the
+// terms (when given). Nothing asked matches nothing.
+struct HistorySearch {
+  // Words as a person types them. A term with punctuation inside ("parse_config", "app.py")
+  // matches that run of words; punctuation alone, or a term without a letter or digit, matches
+  // nothing. Case and diacritics are ignored.
+  std::vector<std::string> terms;
+  std::vector<std::string> ids;  // every stored copy of these messages matches, whatever its text
+  std::uint64_t first_turn = 0;  // a turn range, inclusive; last_turn 0: none
+  std::uint64_t last_turn = 0;
+  bool include_active = false;  // active messages too; by default only retired ones
+  std::size_t limit = 20;       // at most this many entries, best first
+};
+
+struct HistoryHit {
+  HistoryEntry entry;
+  // Relevance to `terms` (larger is better; the stores' own scales, not comparable across
+  // stores); 0 for a message matched by id or turn alone.
+  double score = 0;
+};
+
+// An undo (R18.3): the newest compaction or reduction of the session that is not undone yet is
+// taken back — what it retired is active again, in its places, and what it added (the
+// checkpoint and injected messages, the reduced copies) is retired as "undo:<n>".
+struct UndoCommit {
+  std::uint64_t expected_version = 0;
+};
+
+struct UndoOutcome {
+  bool undone = false;        // false: the session has no compaction or reduction left to undo
+  std::string commit;         // what was undone: "compaction:<n>" or "reduction:<n>"
+  std::string reason;         // a compaction's reason ("auto", "manual", …); empty otherwise
+  std::size_t restored = 0;   // messages active again
+  std::size_t retired = 0;    // messages the commit had added, retired now
+  std::uint64_t version = 0;  // the session's version afterwards
 };
 
 // The messages of a session being created (SessionStore::CreateSessions), handed over one at a
@@ -197,6 +241,27 @@ class RECAP_EXPORT SessionStore {
   // result).
   virtual Result<std::uint64_t> CommitRecovery(const std::string& session,
                                                const RecoveryCommit& commit) = 0;
+
+  // Takes back the newest compaction or reduction not undone yet (R18.3), all-or-nothing and
+  // version-checked like the commits above. The messages it retired take their places again;
+  // kept messages go back where they were; messages appended or recovered since stay after the
+  // restored ones, in their order; what it added is retired ("undo:<n>") and stays in the
+  // history. A second call takes back the one before. Returns undone == false, changing nothing,
+  // when nothing is left to undo. kFailedPrecondition, nothing changed, when the commit cannot
+  // be taken back (it was written by a recap that did not record its places; a message appended
+  // since took the id of one it would restore). The default refuses with kFailedPrecondition: a
+  // store of a host's own has no undo unless it implements this.
+  virtual Result<UndoOutcome> CommitUndo(const std::string& session, const UndoCommit& commit);
+
+  // The history's messages that match `search` (R18.1), best first: those named by id (in the
+  // order of `ids`, each id's copies in store order), then those matching the terms, most
+  // relevant first (ties: newer first), or, with a turn range and no terms, in store order.
+  // Never more than search.limit; nothing of another session. The default walks the history
+  // (ForEachHistoryEntry) and ranks by how many of the terms a message holds, then how often; the
+  // SQLite and PostgreSQL stores use their full-text indexes (docs/embedding.md, "Getting it
+  // back", says how each ranks).
+  virtual Result<std::vector<HistoryHit>> SearchHistory(const std::string& session,
+                                                        const HistorySearch& search);
 
   // Every message ever stored for the session, in store order (seq), active or compacted.
   virtual Result<std::vector<HistoryEntry>> History(const std::string& session) = 0;

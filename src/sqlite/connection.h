@@ -32,6 +32,7 @@
 #include "recap/sqlite/sqlite_store.h"
 #include "recap/status.h"
 
+#include "recall_index.h"
 #include "recap_internal/remedy_text.h"
 #include "recap_internal/store_rules.h"
 #include "schema.h"
@@ -212,7 +213,9 @@ class Connection {
             "or check the path")};
       }
       // An older version is read as it is: version 2 only added the `learned` table, which
-      // such a file simply lacks (ReadLearned). Opened read-only, it is not migrated.
+      // such a file simply lacks (ReadLearned); version 3 the turns and the recall index, which
+      // are then counted and scanned instead. Opened read-only, it is not migrated.
+      schema_ = version;
     });
   }
 
@@ -399,6 +402,8 @@ class Connection {
   }
 
   SQLite::Database& db() { return *db_; }
+  // The schema version of the open file: kSchemaVersion, or an older one opened read-only.
+  int schema() const { return schema_; }
   const std::string& path() const { return path_; }
   const SqliteStoreOptions& options() const { return options_; }
 
@@ -408,7 +413,11 @@ class Connection {
     try {
       // Another process may have migrated while this one waited for the lock.
       int version = db_->execAndGet("PRAGMA user_version").getInt();
-      for (; version < kSchemaVersion; ++version) db_->exec(kMigrations[version]);
+      for (; version < kSchemaVersion; ++version) {
+        db_->exec(kMigrations[version]);
+        // Version 3's index and turns are filled by reading the messages already stored.
+        if (version + 1 == kRecallSchemaVersion) BackfillRecall(*db_);
+      }
       db_->exec("PRAGMA user_version = " + std::to_string(kSchemaVersion));
       db_->exec("COMMIT");
     } catch (...) {
@@ -463,6 +472,7 @@ class Connection {
   }
 
   std::string path_;
+  int schema_ = kSchemaVersion;
   SqliteStoreOptions options_;
   std::string aside_file_;           // BuildAside
   const char* aside_vfs_ = nullptr;  // BuildAside

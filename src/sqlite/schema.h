@@ -87,7 +87,31 @@ CREATE TABLE learned (
   updated_at TEXT    NOT NULL
 );
 )sql",
+    // Version 3: getting it back (R18). `turn` on each message (HistoryEntry::turn) and the
+    // session's count of turn starts; the places each compaction or reduction changed, so that
+    // it can be undone (`span_seqs`: the seqs it retired or kept, in their places' order;
+    // `added_seqs`: the seqs it added; `undone_by`: the undo that took it back), and the
+    // session's count of undos; `recall_index`, a contentless FTS5 index of every message's
+    // searchable text (rowid = seq), written in the transaction that stores the message. The
+    // migration fills `turn` and the index for the messages already stored
+    // (recall_index.h, BackfillRecall). Commits made before it record no places and cannot be
+    // undone.
+    R"sql(
+ALTER TABLE sessions ADD COLUMN turns INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE sessions ADD COLUMN undos INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE messages ADD COLUMN turn INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE commits ADD COLUMN span_seqs TEXT;
+ALTER TABLE commits ADD COLUMN added_seqs TEXT;
+ALTER TABLE commits ADD COLUMN undone_by INTEGER;
+CREATE VIRTUAL TABLE recall_index USING fts5 (
+  text, content = '', tokenize = 'unicode61 remove_diacritics 2'
+);
+)sql",
 };
+
+// The version that added `turn` and `recall_index`: a file opened read-only below it is
+// searched by a scan, its turns counted as it is read.
+inline constexpr int kRecallSchemaVersion = 3;
 
 inline constexpr int kSchemaVersion =
     static_cast<int>(sizeof(kMigrations) / sizeof(kMigrations[0]));

@@ -27,7 +27,9 @@
 
 #include "aside_file.h"
 #include "connection.h"
+#include "recall_index.h"
 #include "recap_internal/body_codec.h"
+#include "recap_internal/history_search.h"
 #include "recap_internal/store_rules.h"
 
 namespace recap {
@@ -122,13 +124,15 @@ class SqliteSessionStore final : public SessionStore {
       if (!row) row = CreateSession(session, now);
       version = row->version + 1;
       std::int64_t position = NextPosition(row->id);
+      std::uint64_t turns = row->turns;
       for (std::size_t i = 0; i < batch.size(); ++i) {
         if (IsActiveId(row->id, batch[i].id)) {
           throw Abort{internal::AppendIdTaken(session, i, batch[i].id)};
         }
-        InsertMessage(row->id, batch[i], batch.chars(i), position++, version, now);
+        turns = internal::TurnOf(batch[i], turns);
+        InsertMessage(row->id, batch[i], batch.chars(i), position++, version, now, turns);
       }
-      SetVersion(row->id, version, row->rewrite_version);
+      SetVersion(row->id, version, row->rewrite_version, turns);
     });
     RECAP_RETURN_IF_ERROR(s);
     return version;
@@ -179,7 +183,7 @@ class SqliteSessionStore final : public SessionStore {
         }
         bulk.Flush();
         if (reader.count() == 0) throw Abort{internal::NewSessionEmpty(n.session)};
-        SetVersion(row.id, 1, 0);
+        SetVersion(row.id, 1, 0, bulk.turns());
         versions.push_back(1);
       }
     });
@@ -252,16 +256,18 @@ class SqliteSessionStore final : public SessionStore {
       }
       std::unordered_set<std::string> ids;
       const std::string now = NowUtc();
+      std::vector<std::int64_t> added_seqs;
       for (std::size_t k = 0; k < added.size(); ++k) {
         if (!ids.insert(added[k].id).second || IsActiveId(row.id, added[k].id)) {
           throw Abort{internal::CommitIdTaken(session, internal::CompactionAddedName(commit, k),
                                               added[k].id)};
         }
-        InsertMessage(row.id, added[k], added.chars(k), position++, version, now);
+        added_seqs.push_back(
+            InsertMessage(row.id, added[k], added.chars(k), position++, version, now, row.turns));
       }
       MarkRewrite(row.id, version, CommitKind::kCompaction, number);
       LogCommit(row.id, version, "compaction", number, commit.reason, commit.replaced.size(),
-                added.size(), now);
+                added.size(), now, &seqs, &added_seqs);
     });
     RECAP_RETURN_IF_ERROR(s);
     return version;
@@ -279,10 +285,11 @@ class SqliteSessionStore final : public SessionStore {
       }
       std::unordered_set<std::string> seen;
       std::vector<std::pair<std::int64_t, std::int64_t>> targets;  // seq, position
+      std::vector<std::uint64_t> turns;
       for (std::size_t i = 0; i < commit.replacements.size(); ++i) {
         const std::string& id = commit.replacements[i].id;
         SQLite::Statement& find = c_->Stmt(
-            "SELECT seq, position FROM messages WHERE session_id = ? AND message_id = ? AND "
+            "SELECT seq, position, turn FROM messages WHERE session_id = ? AND message_id = ? AND "
             "position IS NOT NULL");
         find.bind(1, row.id);
         find.bind(2, id);
@@ -290,6 +297,7 @@ class SqliteSessionStore final : public SessionStore {
           throw Abort{internal::ReplacementNotActive(session, i, id)};
         }
         targets.emplace_back(find.getColumn(0).getInt64(), find.getColumn(1).getInt64());
+        turns.push_back(static_cast<std::uint64_t>(find.getColumn(2).getInt64()));
         find.reset();
         if (!seen.insert(id).second) {
           throw Abort{internal::ReplacedTwice(session, i, id)};
@@ -301,16 +309,21 @@ class SqliteSessionStore final : public SessionStore {
       const std::string now = NowUtc();
       Transcript added;
       for (const Message& m : commit.replacements) added.Append(m);
+      std::vector<std::int64_t> span_seqs;
+      std::vector<std::int64_t> added_seqs;
       for (std::size_t i = 0; i < targets.size(); ++i) {
         SQLite::Statement& retire =
             c_->Stmt("UPDATE messages SET position = NULL, replaced_by = ? WHERE seq = ?");
         retire.bind(1, by);
         retire.bind(2, targets[i].first);
         retire.exec();
-        InsertMessage(row.id, added[i], added.chars(i), targets[i].second, version, now);
+        span_seqs.push_back(targets[i].first);
+        added_seqs.push_back(InsertMessage(row.id, added[i], added.chars(i), targets[i].second,
+                                           version, now, turns[i]));
       }
       MarkRewrite(row.id, version, CommitKind::kReduction, number);
-      LogCommit(row.id, version, "reduction", number, "", targets.size(), targets.size(), now);
+      LogCommit(row.id, version, "reduction", number, "", targets.size(), targets.size(), now,
+                &span_seqs, &added_seqs);
     });
     RECAP_RETURN_IF_ERROR(s);
     return version;
@@ -352,7 +365,7 @@ class SqliteSessionStore final : public SessionStore {
         auto it = after.find(id);
         if (it == after.end()) continue;
         for (std::size_t r : it->second) {
-          InsertMessage(row.id, results[r], results.chars(r), position++, version, now);
+          InsertMessage(row.id, results[r], results.chars(r), position++, version, now, row.turns);
         }
       }
       const std::int64_t number = row.recoveries + 1;
@@ -361,6 +374,240 @@ class SqliteSessionStore final : public SessionStore {
     });
     RECAP_RETURN_IF_ERROR(s);
     return version;
+  }
+
+  Result<UndoOutcome> CommitUndo(const std::string& session, const UndoCommit& commit) override {
+    RECAP_RETURN_IF_ERROR(CheckWritten(session));
+    std::lock_guard<std::mutex> lock(mu_);
+    UndoOutcome out;
+    Status s =
+        c_->Transaction("undoing the last compaction of session " + Quoted(session), true, [&] {
+          out = UndoOutcome{};
+          SessionRow row = CheckVersion(session, commit.expected_version);
+          out.version = row.version;
+          SQLite::Statement& last = c_->Stmt(
+              "SELECT commit_id, kind, number, reason, span_seqs, added_seqs FROM commits WHERE "
+              "session_id = ? AND kind IN ('compaction', 'reduction') AND undone_by IS NULL ORDER "
+              "BY commit_id DESC LIMIT 1");
+          last.bind(1, row.id);
+          if (!last.executeStep()) {
+            last.reset();
+            return;
+          }
+          const std::int64_t commit_id = last.getColumn(0).getInt64();
+          const bool compaction = last.getColumn(1).getString() == "compaction";
+          const std::string name =
+              last.getColumn(1).getString() + ":" + last.getColumn(2).getString();
+          const std::string reason =
+              last.getColumn(3).isNull() ? "" : last.getColumn(3).getString();
+          const bool recorded = !last.getColumn(4).isNull() && !last.getColumn(5).isNull();
+          const std::vector<std::int64_t> span =
+              recorded ? ParseSeqList(last.getColumn(4).getString()) : std::vector<std::int64_t>{};
+          const std::vector<std::int64_t> added =
+              recorded ? ParseSeqList(last.getColumn(5).getString()) : std::vector<std::int64_t>{};
+          last.reset();
+          if (!recorded) {
+            throw Abort{internal::UndoImpossible(session, name,
+                                                 "it was committed by an older recap, which did "
+                                                 "not record where its messages stood")};
+          }
+          // Where each message of the commit stands now: every added one must be active still (an
+          // undo takes back the newest commit first, so they are).
+          SQLite::Statement& at = c_->Stmt(
+              "SELECT position, message_id FROM messages WHERE seq = ? AND session_id = ?");
+          auto where = [&](std::int64_t seq) {
+            at.bind(1, seq);
+            at.bind(2, row.id);
+            if (!at.executeStep()) {
+              at.reset();
+              throw Abort{internal::UndoImpossible(
+                  session, name,
+                  "a message it names (" + std::to_string(seq) + ") is not in the file")};
+            }
+            std::pair<std::optional<std::int64_t>, std::string> w;
+            if (!at.getColumn(0).isNull()) w.first = at.getColumn(0).getInt64();
+            w.second = at.getColumn(1).getString();
+            at.reset();
+            return w;
+          };
+          std::vector<std::int64_t> added_positions;
+          for (std::int64_t seq : added) {
+            auto [position, id] = where(seq);
+            if (!position) {
+              throw Abort{internal::UndoImpossible(session, name,
+                                                   "a message it added is no longer active")};
+            }
+            added_positions.push_back(*position);
+          }
+          const std::unordered_set<std::int64_t> mine = [&] {
+            std::unordered_set<std::int64_t> m(span.begin(), span.end());
+            m.insert(added.begin(), added.end());
+            return m;
+          }();
+          SQLite::Statement& holder = c_->Stmt(
+              "SELECT seq FROM messages WHERE session_id = ? AND message_id = ? AND position IS "
+              "NOT "
+              "NULL");
+          std::vector<bool> retired(span.size(), false);
+          for (std::size_t k = 0; k < span.size(); ++k) {
+            auto [position, id] = where(span[k]);
+            if (position) continue;  // kept by the compaction
+            retired[k] = true;
+            holder.bind(1, row.id);
+            holder.bind(2, id);
+            const bool taken =
+                holder.executeStep() && mine.count(holder.getColumn(0).getInt64()) == 0;
+            holder.reset();
+            if (taken) throw Abort{internal::UndoTaken(session, name, id)};
+          }
+
+          const std::int64_t number = row.undos + 1;
+          const std::string by = "undo:" + std::to_string(number);
+          const std::int64_t version = static_cast<std::int64_t>(row.version) + 1;
+          SQLite::Statement& retire =
+              c_->Stmt("UPDATE messages SET position = NULL, replaced_by = ? WHERE seq = ?");
+          SQLite::Statement& place =
+              c_->Stmt("UPDATE messages SET position = ?, replaced_by = NULL WHERE seq = ?");
+          auto set = [&](SQLite::Statement& st, std::int64_t seq, auto value) {
+            st.reset();
+            st.bind(1, value);
+            st.bind(2, seq);
+            st.exec();
+          };
+          if (compaction) {
+            // The span takes the places just before the first active message that is neither in
+            // it nor added by it (those after the span, appended or recovered since).
+            std::optional<std::int64_t> first;
+            SQLite::Statement& active = c_->Stmt(
+                "SELECT seq, position FROM messages WHERE session_id = ? AND position IS NOT NULL "
+                "ORDER BY position");
+            active.bind(1, row.id);
+            while (active.executeStep()) {
+              if (mine.count(active.getColumn(0).getInt64()) == 0) {
+                first = active.getColumn(1).getInt64();
+                break;
+              }
+            }
+            active.reset();
+            const std::int64_t end = first ? *first : NextPosition(row.id);
+            for (std::int64_t seq : added) set(retire, seq, by);
+            SQLite::Statement& unplace =
+                c_->Stmt("UPDATE messages SET position = NULL WHERE seq = ?");
+            for (std::size_t k = 0; k < span.size(); ++k) {
+              if (retired[k]) continue;
+              unplace.reset();
+              unplace.bind(1, span[k]);
+              unplace.exec();
+            }
+            std::int64_t position = end - static_cast<std::int64_t>(span.size());
+            for (std::int64_t seq : span) set(place, seq, position++);
+          } else {
+            for (std::size_t k = 0; k < added.size(); ++k) {
+              set(retire, added[k], by);
+              set(place, span[k], added_positions[k]);
+            }
+          }
+          SQLite::Statement& done =
+              c_->Stmt("UPDATE commits SET undone_by = ? WHERE commit_id = ?");
+          done.bind(1, number);
+          done.bind(2, commit_id);
+          done.exec();
+          MarkRewrite(row.id, static_cast<std::uint64_t>(version), CommitKind::kUndo, number);
+          std::size_t restored = 0;
+          for (bool r : retired) restored += r ? 1 : 0;
+          LogCommit(row.id, static_cast<std::uint64_t>(version), "undo", number, name, added.size(),
+                    restored, NowUtc());
+          out.undone = true;
+          out.commit = name;
+          out.reason = compaction ? reason : "";
+          out.restored = restored;
+          out.retired = added.size();
+          out.version = static_cast<std::uint64_t>(version);
+        });
+    RECAP_RETURN_IF_ERROR(s);
+    return out;
+  }
+
+  Result<std::vector<HistoryHit>> SearchHistory(const std::string& session,
+                                                const HistorySearch& search) override {
+    RECAP_RETURN_IF_ERROR(CheckName(session));
+    if (c_->schema() < sqlite_internal::kRecallSchemaVersion) {
+      // A file of an older schema, opened read-only: no index to ask.
+      return internal::ScanHistory(*this, session, search);
+    }
+    const std::string match = internal::Fts5Query(search.terms);
+    const bool ranged = search.last_turn != 0;
+    std::vector<HistoryHit> hits;
+    if (search.limit == 0 || (search.ids.empty() && match.empty() && !ranged)) return hits;
+    if (!search.terms.empty() && match.empty() && search.ids.empty()) return hits;
+    std::lock_guard<std::mutex> lock(mu_);
+    Status s = c_->Transaction("searching the history of session " + Quoted(session), false, [&] {
+      hits.clear();
+      std::optional<SessionRow> row = FindSession(session);
+      if (!row) return;
+      std::unordered_set<std::int64_t> seen;
+      auto take = [&](SQLite::Statement& st, bool scored) {
+        while (st.executeStep()) {
+          const std::int64_t seq = st.getColumn(0).getInt64();
+          if (!seen.insert(seq).second) continue;
+          HistoryHit hit;
+          hit.entry.seq = static_cast<std::uint64_t>(seq);
+          const SQLite::Column by = st.getColumn(1);
+          if (!by.isNull()) {
+            hit.entry.state = HistoryState::kCompacted;
+            hit.entry.replaced_by = by.getString();
+          }
+          hit.entry.message = Decode(st.getColumn(2), hit.entry.seq);
+          hit.entry.turn = static_cast<std::uint64_t>(st.getColumn(3).getInt64());
+          if (scored) hit.score = -st.getColumn(4).getDouble();  // bm25: smaller is better
+          hits.push_back(std::move(hit));
+        }
+        st.reset();
+      };
+      const std::int64_t active = search.include_active ? 1 : 0;
+      for (const std::string& id : search.ids) {
+        SQLite::Statement& st = c_->Stmt(
+            "SELECT m.seq, m.replaced_by, b.body, m.turn FROM messages m JOIN bodies b ON b.seq "
+            "= m.seq WHERE m.session_id = ? AND m.message_id = ? AND (? OR m.position IS NULL) "
+            "ORDER BY m.seq");
+        st.bind(1, row->id);
+        st.bind(2, id);
+        st.bind(3, active);
+        take(st, false);
+      }
+      const std::int64_t first = static_cast<std::int64_t>(search.first_turn);
+      const std::int64_t last = ranged ? static_cast<std::int64_t>(search.last_turn)
+                                       : std::numeric_limits<std::int64_t>::max();
+      const std::int64_t limit = static_cast<std::int64_t>(search.limit);
+      if (!match.empty()) {
+        SQLite::Statement& st = c_->Stmt(
+            "SELECT m.seq, m.replaced_by, b.body, m.turn, bm25(recall_index) AS rank FROM "
+            "recall_index JOIN messages m ON m.seq = recall_index.rowid JOIN bodies b ON b.seq = "
+            "m.seq WHERE recall_index MATCH ? AND m.session_id = ? AND (? OR m.position IS NULL) "
+            "AND m.turn BETWEEN ? AND ? ORDER BY rank, m.seq DESC LIMIT ?");
+        st.bind(1, match);
+        st.bind(2, row->id);
+        st.bind(3, active);
+        st.bind(4, first);
+        st.bind(5, last);
+        st.bind(6, limit);
+        take(st, true);
+      } else if (ranged && search.terms.empty()) {
+        SQLite::Statement& st = c_->Stmt(
+            "SELECT m.seq, m.replaced_by, b.body, m.turn FROM messages m JOIN bodies b ON b.seq "
+            "= m.seq WHERE m.session_id = ? AND (? OR m.position IS NULL) AND m.turn BETWEEN ? "
+            "AND ? ORDER BY m.seq LIMIT ?");
+        st.bind(1, row->id);
+        st.bind(2, active);
+        st.bind(3, first);
+        st.bind(4, last);
+        st.bind(5, limit);
+        take(st, false);
+      }
+    });
+    RECAP_RETURN_IF_ERROR(s);
+    internal::RankHits(hits, search);
+    return hits;
   }
 
   Result<std::vector<HistoryEntry>> History(const std::string& session) override {
@@ -449,10 +696,17 @@ class SqliteSessionStore final : public SessionStore {
       }
       std::optional<SessionRow> row = FindSession(session);
       if (!row) return;
-      SQLite::Statement& st = c_->Stmt(
-          "SELECT m.seq, m.replaced_by, b.body FROM messages m JOIN bodies b ON b.seq = m.seq "
-          "WHERE m.session_id = ? ORDER BY m.seq");
+      // A file of an older schema, opened read-only, has no turns: they are counted here.
+      const bool turned = c_->schema() >= sqlite_internal::kRecallSchemaVersion;
+      SQLite::Statement& st =
+          turned ? c_->Stmt(
+                       "SELECT m.seq, m.replaced_by, b.body, m.turn FROM messages m JOIN bodies b "
+                       "ON b.seq = m.seq WHERE m.session_id = ? ORDER BY m.seq")
+                 : c_->Stmt(
+                       "SELECT m.seq, m.replaced_by, b.body FROM messages m JOIN bodies b ON "
+                       "b.seq = m.seq WHERE m.session_id = ? ORDER BY m.seq");
       st.bind(1, row->id);
+      std::uint64_t turns = 0;
       while (st.executeStep()) {
         HistoryEntry e;
         e.seq = static_cast<std::uint64_t>(st.getColumn(0).getInt64());
@@ -462,6 +716,11 @@ class SqliteSessionStore final : public SessionStore {
           e.replaced_by = by.getString();
         }
         e.message = Decode(st.getColumn(2), e.seq);
+        if (turned) {
+          e.turn = static_cast<std::uint64_t>(st.getColumn(3).getInt64());
+        } else {
+          e.turn = turns = internal::TurnOf(e.message, turns);
+        }
         ++delivered;
         if (Status v = visit(std::move(e)); !v.ok()) {
           st.tryReset();  // a statement left mid-way would keep the read open
@@ -489,9 +748,14 @@ class SqliteSessionStore final : public SessionStore {
   }
 
   std::optional<SessionRow> FindSession(const std::string& name) {
-    SQLite::Statement& st = c_->Stmt(
-        "SELECT session_id, version, rewrite_version, compactions, reductions, recoveries FROM "
-        "sessions WHERE name = ?");
+    const bool v3 = c_->schema() >= sqlite_internal::kRecallSchemaVersion;
+    SQLite::Statement& st =
+        v3 ? c_->Stmt(
+                 "SELECT session_id, version, rewrite_version, compactions, reductions, "
+                 "recoveries, turns, undos FROM sessions WHERE name = ?")
+           : c_->Stmt(
+                 "SELECT session_id, version, rewrite_version, compactions, reductions, "
+                 "recoveries FROM sessions WHERE name = ?");
     st.bind(1, name);
     if (!st.executeStep()) return std::nullopt;
     SessionRow row;
@@ -501,6 +765,10 @@ class SqliteSessionStore final : public SessionStore {
     row.compactions = st.getColumn(3).getInt64();
     row.reductions = st.getColumn(4).getInt64();
     row.recoveries = st.getColumn(5).getInt64();
+    if (v3) {
+      row.turns = static_cast<std::uint64_t>(st.getColumn(6).getInt64());
+      row.undos = st.getColumn(7).getInt64();
+    }
     st.reset();
     return row;
   }
@@ -542,11 +810,13 @@ class SqliteSessionStore final : public SessionStore {
     return found;
   }
 
-  void InsertMessage(std::int64_t session_id, const Message& m, std::size_t chars,
-                     std::int64_t position, std::uint64_t version, const std::string& now) {
+  // Stores message `m` (its row, its body and its index entry) and returns its seq.
+  std::int64_t InsertMessage(std::int64_t session_id, const Message& m, std::size_t chars,
+                             std::int64_t position, std::uint64_t version, const std::string& now,
+                             std::uint64_t turn) {
     SQLite::Statement& row = c_->Stmt(
         "INSERT INTO messages (session_id, message_id, position, stored_version, role, summary, "
-        "chars, stored_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
+        "chars, stored_at, turn) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
     row.bind(1, session_id);
     row.bindNoCopy(2, m.id);
     row.bind(3, position);
@@ -555,8 +825,26 @@ class SqliteSessionStore final : public SessionStore {
     row.bind(6, m.summary ? 1 : 0);
     row.bind(7, static_cast<std::int64_t>(chars));
     row.bindNoCopy(8, now);
+    row.bind(9, static_cast<std::int64_t>(turn));
     row.exec();
     const std::int64_t seq = c_->db().getLastInsertRowid();
+    Index(seq, m);
+    WriteBody(seq, m);
+    return seq;
+  }
+
+  // The message's searchable text into the recall index (recall_index.h).
+  void Index(std::int64_t seq, const Message& m) {
+    text_ = internal::SearchableText(m);
+    if (text_.empty()) return;
+    const std::string_view indexed = sqlite_internal::IndexedText(text_);
+    SQLite::Statement& st = c_->Stmt("INSERT INTO recall_index (rowid, text) VALUES (?, ?)");
+    st.bind(1, seq);
+    st.bindNoCopy(2, indexed.data(), static_cast<int>(indexed.size()));
+    st.exec();
+  }
+
+  void WriteBody(std::int64_t seq, const Message& m) {
     const std::size_t size = EncodedBodySize(m);
     if (size < kBlobStreamBytes) {
       scratch_.clear();
@@ -620,19 +908,25 @@ class SqliteSessionStore final : public SessionStore {
     }
 
     void Add(const Message& m, std::size_t chars) {
+      turns_ = internal::TurnOf(m, turns_);
       if (EncodedBodySize(m) >= kBlobStreamBytes) {
         Flush();
-        store_.InsertMessage(session_id_, m, chars, position_++, 1, now_);
+        store_.InsertMessage(session_id_, m, chars, position_++, 1, now_, turns_);
         next_seq_ = NextSeq();
         return;
       }
+      store_.Index(next_seq_ + static_cast<std::int64_t>(rows_.size()), m);
       const std::size_t id_at = ids_.size();
       ids_ += m.id;
       const std::size_t at = bodies_.size();
       EncodeBody(m, bodies_);
-      rows_.push_back(Row{m.role, m.summary, chars, id_at, m.id.size(), at, bodies_.size() - at});
+      rows_.push_back(
+          Row{m.role, m.summary, chars, id_at, m.id.size(), at, bodies_.size() - at, turns_});
       if (rows_.size() == kRows) Flush();
     }
+
+    // The turn starts of the messages added (HistoryEntry::turn).
+    std::uint64_t turns() const { return turns_; }
 
     // Writes what is pending (the last rows one statement each).
     void Flush() {
@@ -643,8 +937,8 @@ class SqliteSessionStore final : public SessionStore {
       }
       for (; done < rows_.size(); ++done) {
         Write(store_.c_->RawStmt("INSERT INTO messages (seq, session_id, message_id, position, "
-                                 "stored_version, role, summary, chars, stored_at) VALUES "
-                                 "(?, ?, ?, ?, ?, ?, ?, ?, ?)"),
+                                 "stored_version, role, summary, chars, stored_at, turn) VALUES "
+                                 "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"),
               store_.c_->RawStmt("INSERT INTO bodies (seq, body) VALUES (?, ?)"), done, 1);
       }
       rows_.clear();
@@ -659,6 +953,7 @@ class SqliteSessionStore final : public SessionStore {
       std::size_t chars;
       std::size_t id_at, id_size;      // in ids_
       std::size_t body_at, body_size;  // in bodies_
+      std::uint64_t turn;
     };
 
     std::int64_t NextSeq() {
@@ -679,7 +974,7 @@ class SqliteSessionStore final : public SessionStore {
     void Write(sqlite3_stmt* m, sqlite3_stmt* b, std::size_t from, std::size_t n) {
       for (std::size_t k = 0; k < n; ++k) {
         const Row& r = rows_[from + k];
-        const int p = static_cast<int>(k) * 9;
+        const int p = static_cast<int>(k) * 10;
         const std::int64_t seq = next_seq_ + static_cast<std::int64_t>(k);
         const char* const role = RoleName(r.role);
         Bound(sqlite3_bind_int64(m, p + 1, seq));
@@ -693,6 +988,7 @@ class SqliteSessionStore final : public SessionStore {
         Bound(sqlite3_bind_int64(m, p + 8, static_cast<sqlite3_int64>(r.chars)));
         Bound(
             sqlite3_bind_text(m, p + 9, now_.data(), static_cast<int>(now_.size()), SQLITE_STATIC));
+        Bound(sqlite3_bind_int64(m, p + 10, static_cast<sqlite3_int64>(r.turn)));
         Bound(sqlite3_bind_int64(b, static_cast<int>(k) * 2 + 1, seq));
         Bound(sqlite3_bind_blob(b, static_cast<int>(k) * 2 + 2, bodies_.data() + r.body_at,
                                 static_cast<int>(r.body_size), SQLITE_STATIC));
@@ -707,9 +1003,9 @@ class SqliteSessionStore final : public SessionStore {
       static const std::string kSql = [] {
         std::string q =
             "INSERT INTO messages (seq, session_id, message_id, position, stored_version, role, "
-            "summary, chars, stored_at) VALUES ";
+            "summary, chars, stored_at, turn) VALUES ";
         for (std::size_t k = 0; k < kRows; ++k)
-          q += k ? ",(?,?,?,?,?,?,?,?,?)" : "(?,?,?,?,?,?,?,?,?)";
+          q += k ? ",(?,?,?,?,?,?,?,?,?,?)" : "(?,?,?,?,?,?,?,?,?,?)";
         return q;
       }();
       return kSql.c_str();
@@ -731,9 +1027,10 @@ class SqliteSessionStore final : public SessionStore {
     std::string bodies_;  // the pending rows' bodies, one after another
     std::int64_t next_seq_ = 0;
     std::int64_t position_ = 0;
+    std::uint64_t turns_ = 0;
   };
 
-  enum class CommitKind { kCompaction, kReduction, kRecovery };
+  enum class CommitKind { kCompaction, kReduction, kRecovery, kUndo };
 
   // A commit that rewrote the active transcript: the version moves on, appends before it no
   // longer count as "appended only" (LoadChanges), and the kind's counter becomes `number`.
@@ -747,6 +1044,9 @@ class SqliteSessionStore final : public SessionStore {
         : kind == CommitKind::kReduction
             ? "UPDATE sessions SET version = ?1, rewrite_version = ?1, reductions = ?2 WHERE "
               "session_id = ?3"
+        : kind == CommitKind::kUndo
+            ? "UPDATE sessions SET version = ?1, rewrite_version = ?1, undos = ?2 WHERE "
+              "session_id = ?3"
             : "UPDATE sessions SET version = ?1, rewrite_version = ?1, recoveries = ?2 WHERE "
               "session_id = ?3";
     SQLite::Statement& st = c_->Stmt(sql);
@@ -756,21 +1056,47 @@ class SqliteSessionStore final : public SessionStore {
     st.exec();
   }
 
-  void SetVersion(std::int64_t session_id, std::uint64_t version, std::uint64_t rewrite_version) {
-    SQLite::Statement& st =
-        c_->Stmt("UPDATE sessions SET version = ?, rewrite_version = ? WHERE session_id = ?");
+  void SetVersion(std::int64_t session_id, std::uint64_t version, std::uint64_t rewrite_version,
+                  std::uint64_t turns) {
+    SQLite::Statement& st = c_->Stmt(
+        "UPDATE sessions SET version = ?, rewrite_version = ?, turns = ? WHERE session_id = ?");
     st.bind(1, static_cast<std::int64_t>(version));
     st.bind(2, static_cast<std::int64_t>(rewrite_version));
-    st.bind(3, session_id);
+    st.bind(3, static_cast<std::int64_t>(turns));
+    st.bind(4, session_id);
     st.exec();
   }
 
+  static std::string SeqList(const std::vector<std::int64_t>& seqs) {
+    std::string out;
+    for (std::size_t k = 0; k < seqs.size(); ++k) {
+      if (k) out += ',';
+      out += std::to_string(seqs[k]);
+    }
+    return out;
+  }
+
+  static std::vector<std::int64_t> ParseSeqList(const std::string& text) {
+    std::vector<std::int64_t> out;
+    std::size_t at = 0;
+    while (at < text.size()) {
+      std::size_t end = text.find(',', at);
+      if (end == std::string::npos) end = text.size();
+      out.push_back(std::stoll(text.substr(at, end - at)));
+      at = end + 1;
+    }
+    return out;
+  }
+
+  // `span_seqs`, `added_seqs`: what CommitUndo needs to take a compaction or reduction back.
   void LogCommit(std::int64_t session_id, std::uint64_t version, const char* kind,
                  std::int64_t number, const std::string& reason, std::size_t retired,
-                 std::size_t added, const std::string& now) {
+                 std::size_t added, const std::string& now,
+                 const std::vector<std::int64_t>* span_seqs = nullptr,
+                 const std::vector<std::int64_t>* added_seqs = nullptr) {
     SQLite::Statement& st = c_->Stmt(
-        "INSERT INTO commits (session_id, version, kind, number, reason, retired, added, at) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
+        "INSERT INTO commits (session_id, version, kind, number, reason, retired, added, at, "
+        "span_seqs, added_seqs) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
     st.bind(1, session_id);
     st.bind(2, static_cast<std::int64_t>(version));
     st.bind(3, kind);
@@ -783,6 +1109,13 @@ class SqliteSessionStore final : public SessionStore {
     st.bind(6, static_cast<std::int64_t>(retired));
     st.bind(7, static_cast<std::int64_t>(added));
     st.bind(8, now);
+    if (span_seqs) {
+      st.bind(9, SeqList(*span_seqs));
+      st.bind(10, SeqList(*added_seqs));
+    } else {
+      st.bind(9);
+      st.bind(10);
+    }
     st.exec();
   }
 
@@ -833,6 +1166,7 @@ class SqliteSessionStore final : public SessionStore {
   std::mutex mu_;
   std::unique_ptr<Connection> c_;
   std::string scratch_;  // the body being written
+  std::string text_;     // the searchable text being indexed
 };
 
 }  // namespace

@@ -397,10 +397,22 @@ std::map<std::string, std::vector<Message>> Sources() {
 
 }  // namespace
 
+// Turns a file of the current schema into what an older recap wrote: version 2 lacks R18's
+// turns, undo records and recall index; version 1 also the `learned` table.
+void Downgrade(const std::string& path, int version) {
+  Sql(path,
+      "DROP TABLE recall_index; ALTER TABLE sessions DROP COLUMN turns; ALTER TABLE sessions "
+      "DROP COLUMN undos; ALTER TABLE messages DROP COLUMN turn; ALTER TABLE commits DROP "
+      "COLUMN span_seqs; ALTER TABLE commits DROP COLUMN added_seqs; ALTER TABLE commits DROP "
+      "COLUMN undone_by; PRAGMA user_version = 2;");
+  if (version == 1) Sql(path, "DROP TABLE learned; PRAGMA user_version = 1;");
+  REQUIRE(Sql(path, "PRAGMA user_version") == std::to_string(version));
+}
+
 TEST_CASE("R8 a new file is a WAL database at the current schema version") {
   TempDir dir("recap-sqlite");
   const std::string path = dir.File("sessions.db");
-  CHECK(SqliteSchemaVersion() == 2);
+  CHECK(SqliteSchemaVersion() == 3);
   {
     auto store = Open(path);
     REQUIRE(Exists(path));
@@ -413,8 +425,8 @@ TEST_CASE("R8 a new file is a WAL database at the current schema version") {
 }
 
 TEST_CASE(
-    "R12.5 a version-1 file is read as it is when opened read-only, and migrated to version 2 by a "
-    "writer") {
+    "R12.5 a version-1 file is read as it is when opened read-only, and migrated to the current "
+    "version by a writer") {
   TempDir dir("recap-sqlite");
   const std::string path = dir.File("old.db");
   {
@@ -422,8 +434,7 @@ TEST_CASE(
     Ok(store->Append("s", Message::UserText("hello")));
   }
   // What a recap of version 1 left: no `learned` table, user_version 1.
-  Sql(path, "DROP TABLE learned; PRAGMA user_version = 1;");
-  REQUIRE(Sql(path, "PRAGMA user_version") == "1");
+  Downgrade(path, 1);
   {
     SqliteStoreOptions o;
     o.read_only = true;
@@ -439,10 +450,79 @@ TEST_CASE(
   CHECK(Sql(path, "PRAGMA user_version") == "1");  // not migrated by a reader
   {
     auto store = Open(path);
-    CHECK(Sql(path, "PRAGMA user_version") == "2");
+    CHECK(Sql(path, "PRAGMA user_version") == std::to_string(SqliteSchemaVersion()));
     REQUIRE(store->SaveLearned("s", R"({"paused":true})").ok());
     CHECK(Ok(store->Load("s")).learned == R"({"paused":true})");
     CHECK(Ok(store->Load("s")).transcript.size() == 1);
+  }
+  CHECK(Sql(path, "PRAGMA integrity_check") == "ok");
+}
+
+TEST_CASE(
+    "R18 a version-2 file is searched by a scan when opened read-only; a writer migrates it, "
+    "filling the turns and the recall index; its old compactions cannot be undone") {
+  TempDir dir("recap-sqlite");
+  const std::string path = dir.File("old.db");
+  std::uint64_t v = 0;
+  std::vector<HistoryEntry> history;
+  {
+    auto store = Open(path);
+    Ok(store->AppendMessages(
+        "s", {Message::UserText("the launch code is ZEBRA-42"), Message::AssistantText("noted"),
+              Message::UserText("now the weather")}));
+    const SessionState state = Ok(store->Load("s"));
+    CompactionCommit c;
+    c.expected_version = state.version;
+    c.replaced = {state.transcript[0].id, state.transcript[1].id};
+    c.checkpoint = Message::UserText("## Goal\nweather");
+    c.checkpoint.summary = true;
+    v = Ok(store->CommitCompaction("s", c));
+    history = Ok(store->History("s"));
+  }
+  Downgrade(path, 2);
+  HistorySearch q;
+  q.terms = {"zebra-42"};
+  {
+    SqliteStoreOptions o;
+    o.read_only = true;
+    auto store = Ok(OpenSqliteSessionStore(path, o));
+    const std::vector<HistoryHit> hits = Ok(store->SearchHistory("s", q));
+    REQUIRE(hits.size() == 1);
+    CHECK(hits[0].entry.replaced_by == "compaction:1");
+    CHECK(hits[0].entry.turn == 1);
+    const std::vector<HistoryEntry> h = Ok(store->History("s"));
+    REQUIRE(h.size() == history.size());
+    for (std::size_t i = 0; i < h.size(); ++i) CHECK(h[i].turn == history[i].turn);
+  }
+  CHECK(Sql(path, "PRAGMA user_version") == "2");  // not migrated by a reader
+  {
+    auto store = Open(path);
+    CHECK(Sql(path, "PRAGMA user_version") == "3");
+    CHECK(Sql(path, "SELECT turns FROM sessions") == "2");
+    const std::vector<HistoryHit> hits = Ok(store->SearchHistory("s", q));
+    REQUIRE(hits.size() == 1);
+    CHECK(JoinedText(hits[0].entry.message) == "the launch code is ZEBRA-42");
+    const std::vector<HistoryEntry> h = Ok(store->History("s"));
+    REQUIRE(h.size() == history.size());
+    for (std::size_t i = 0; i < h.size(); ++i) CHECK(h[i].turn == history[i].turn);
+    // The compaction made before the migration recorded no places.
+    Result<UndoOutcome> undo = store->CommitUndo("s", UndoCommit{v});
+    INFO(undo.status().ToString());
+    CHECK(undo.status().code() == StatusCode::kFailedPrecondition);
+    CHECK(undo.status().message().find("older recap") != std::string::npos);
+    // What is appended and compacted after it is found and undone as usual.
+    v = Ok(store->Append("s", Message::UserText("the boat is called PELICAN")));
+    const SessionState state = Ok(store->Load("s"));
+    CompactionCommit c;
+    c.expected_version = v;
+    REQUIRE(state.transcript.size() == 3);
+    c.replaced = {state.transcript[0].id, state.transcript[1].id, state.transcript[2].id};
+    c.checkpoint = Message::UserText("## Goal\nboats");
+    c.checkpoint.summary = true;
+    v = Ok(store->CommitCompaction("s", c));
+    q.terms = {"pelican"};
+    CHECK(Ok(store->SearchHistory("s", q)).size() == 1);
+    CHECK(Ok(store->CommitUndo("s", UndoCommit{v})).commit == "compaction:2");
   }
   CHECK(Sql(path, "PRAGMA integrity_check") == "ok");
 }

@@ -34,7 +34,9 @@
 //  * History() retires messages with replaced_by "compaction:<n>" / "reduction:<n>", n
 //    counting that session's compactions / reductions from 1;
 //  * CreateSessions creates sessions at version 1; a message whose calls share an id is
-//    refused by it and by AppendMessages.
+//    refused by it and by AppendMessages;
+//  * CommitUndo retires what it takes back with replaced_by "undo:<n>", n counting that
+//    session's undos from 1.
 #ifndef RECAP_TESTING_STORE_CONFORMANCE_H_
 #define RECAP_TESTING_STORE_CONFORMANCE_H_
 
@@ -75,6 +77,12 @@ void CreateSessionsAllOrNothing(const SessionStoreFactory& make);
 void RepeatedCallIdsRefused(const SessionStoreFactory& make);
 void ConcurrentCreatesOneWins(const SessionStoreFactory& make);
 void CompactionAfterAppends(const SessionStoreFactory& make);
+void SearchFindsWhatWasRetired(const SessionStoreFactory& make);
+void SearchIsolatesSessions(const SessionStoreFactory& make);
+void SearchTakesAnyText(const SessionStoreFactory& make);
+void UndoTakesBackTheNewestRewrite(const SessionStoreFactory& make);
+void UndoKeepsKeptMessagesInPlace(const SessionStoreFactory& make);
+void UndoRefusesWhatItCannotRestore(const SessionStoreFactory& make);
 }  // namespace conformance
 
 }  // namespace testing
@@ -161,6 +169,26 @@ void CompactionAfterAppends(const SessionStoreFactory& make);
   RECAP_STORE_CONFORMANCE_CASE_(store_name, factory,                                               \
                                 "R15.2 a compaction of the leading span commits after later "      \
                                 "appends and leaves them after the checkpoint",                    \
-                                CompactionAfterAppends)
+                                CompactionAfterAppends)                                            \
+  RECAP_STORE_CONFORMANCE_CASE_(store_name, factory,                                               \
+                                "R18.1 a search finds retired messages by words, id and turn, "    \
+                                "best first",                                                      \
+                                SearchFindsWhatWasRetired)                                         \
+  RECAP_STORE_CONFORMANCE_CASE_(store_name, factory,                                               \
+                                "R18.1 a search never returns another session's messages",         \
+                                SearchIsolatesSessions)                                            \
+  RECAP_STORE_CONFORMANCE_CASE_(store_name, factory,                                               \
+                                "R18.1 search syntax and huge terms are plain text, never errors", \
+                                SearchTakesAnyText)                                                \
+  RECAP_STORE_CONFORMANCE_CASE_(store_name, factory,                                               \
+                                "R18.3 an undo takes back the newest compaction or reduction, "    \
+                                "then the one before",                                             \
+                                UndoTakesBackTheNewestRewrite)                                     \
+  RECAP_STORE_CONFORMANCE_CASE_(store_name, factory,                                               \
+                                "R18.3 an undo puts kept messages back where they were",           \
+                                UndoKeepsKeptMessagesInPlace)                                      \
+  RECAP_STORE_CONFORMANCE_CASE_(store_name, factory,                                               \
+                                "R18.3 an undo that cannot restore changes nothing",               \
+                                UndoRefusesWhatItCannotRestore)
 
 #endif  // RECAP_TESTING_STORE_CONFORMANCE_H_

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -18,6 +19,7 @@
 #include "recap/measure.h"
 
 #include "model/transcript_access.h"
+#include "recap_internal/history_search.h"
 #include "recap_internal/store_rules.h"
 
 namespace recap {
@@ -50,6 +52,19 @@ Status SessionStore::ForEachHistoryEntry(const std::string& session,
   return Status::OK();
 }
 
+Result<UndoOutcome> SessionStore::CommitUndo(const std::string& session, const UndoCommit&) {
+  return Status::FailedPrecondition(
+      "session " + internal::QuotedName(session) +
+      ": this session store cannot undo a compaction (SessionStore::CommitUndo is not "
+      "implemented by it); recap's in-memory, SQLite and PostgreSQL stores can");
+}
+
+Result<std::vector<HistoryHit>> SessionStore::SearchHistory(const std::string& session,
+                                                            const HistorySearch& search) {
+  RECAP_RETURN_IF_ERROR(internal::CheckSessionName(session));
+  return internal::ScanHistory(*this, session, search);
+}
+
 namespace {
 
 struct Entry {
@@ -57,6 +72,18 @@ struct Entry {
   std::shared_ptr<const Message> message;
   HistoryState state = HistoryState::kActive;
   std::string replaced_by;
+  std::uint64_t turn = 0;
+};
+
+// A compaction or reduction, as CommitUndo takes it back: the history indexes of what it
+// retired or kept (`span`, in their places' order) and of what it added.
+struct RewriteRecord {
+  bool compaction = true;
+  std::uint64_t number = 0;
+  std::string reason;
+  std::vector<std::size_t> span;
+  std::vector<std::size_t> added;
+  bool undone = false;
 };
 
 // A batch of appends: it produced `version`, and its first message sits at `first` in the
@@ -79,14 +106,26 @@ struct Session {
   std::uint64_t compactions = 0;
   std::uint64_t reductions = 0;
   std::uint64_t recoveries = 0;
+  std::uint64_t undos = 0;
+  std::uint64_t turns = 0;  // turn starts stored
+  std::vector<RewriteRecord> rewrites;
   std::string learned;  // SaveLearned (R12.5)
 
-  void AddToHistory(const std::shared_ptr<const Message>& m) {
+  // `turn`: the turn a reduced copy inherits; none: counted from the message.
+  std::size_t AddToHistory(const std::shared_ptr<const Message>& m,
+                           std::optional<std::uint64_t> turn = std::nullopt) {
     Entry e;
     e.seq = history.empty() ? 1 : history.back().seq + 1;
     e.message = m;
+    if (turn) {
+      e.turn = *turn;
+    } else {
+      e.turn = internal::TurnOf(*m, turns);
+      turns = std::max(turns, e.turn);
+    }
     active[m->id] = history.size();
     history.push_back(std::move(e));
+    return history.size() - 1;
   }
 
   void Retire(const std::string& id, const std::string& by) {
@@ -255,19 +294,24 @@ class InMemorySessionStore final : public SessionStore {
     // Everything is valid: apply. The kept messages stay as they are (same entries of the
     // history), first.
     Session& s = *found;
-    const std::string by = "compaction:" + std::to_string(++s.compactions);
+    RewriteRecord record;
+    record.number = ++s.compactions;
+    record.reason = commit.reason;
+    const std::string by = "compaction:" + std::to_string(record.number);
     const std::unordered_set<std::string> kept(commit.kept.begin(), commit.kept.end());
     Transcript next;
     for (std::size_t i = 0; i < span; ++i) {
+      record.span.push_back(s.active.at(s.transcript[i].id));
       if (kept.count(s.transcript[i].id) != 0) {
         internal::TranscriptAccess::AppendFrom(next, s.transcript, i);
       }
     }
     for (const std::string& id : commit.replaced) s.Retire(id, by);
     for (std::size_t i = 0; i < added.size(); ++i) {
-      s.AddToHistory(added.shared(i));
+      record.added.push_back(s.AddToHistory(added.shared(i)));
       internal::TranscriptAccess::AppendFrom(next, added, i);
     }
+    s.rewrites.push_back(std::move(record));
     for (std::size_t i = span; i < s.transcript.size(); ++i) {
       internal::TranscriptAccess::AppendFrom(next, s.transcript, i);
     }
@@ -298,12 +342,22 @@ class InMemorySessionStore final : public SessionStore {
     changes.reserve(commit.replacements.size());
     for (const Message& m : commit.replacements) changes.emplace_back(position.at(m.id), m);
 
-    const std::string by = "reduction:" + std::to_string(++s.reductions);
-    for (const Message& m : commit.replacements) s.Retire(m.id, by);
-    s.transcript.Set(std::move(changes));
+    RewriteRecord record;
+    record.compaction = false;
+    record.number = ++s.reductions;
+    const std::string by = "reduction:" + std::to_string(record.number);
+    std::vector<std::uint64_t> turns;
     for (const Message& m : commit.replacements) {
-      s.AddToHistory(s.transcript.shared(position.at(m.id)));
+      record.span.push_back(s.active.at(m.id));
+      turns.push_back(s.history[record.span.back()].turn);
+      s.Retire(m.id, by);
     }
+    s.transcript.Set(std::move(changes));
+    for (std::size_t k = 0; k < commit.replacements.size(); ++k) {
+      record.added.push_back(
+          s.AddToHistory(s.transcript.shared(position.at(commit.replacements[k].id)), turns[k]));
+    }
+    s.rewrites.push_back(std::move(record));
     return s.MarkRewrite();
   }
 
@@ -348,8 +402,93 @@ class InMemorySessionStore final : public SessionStore {
       h.message = *e.message;
       h.state = e.state;
       h.replaced_by = e.replaced_by;
+      h.turn = e.turn;
       out.push_back(std::move(h));
     }
+    return out;
+  }
+
+  Result<UndoOutcome> CommitUndo(const std::string& session, const UndoCommit& commit) override {
+    RECAP_RETURN_IF_ERROR(internal::CheckWrittenSessionName(session, false));
+    std::lock_guard<std::mutex> lock(mu_);
+    Session* found = Find(session);
+    RECAP_RETURN_IF_ERROR(CheckVersion(session, found, commit.expected_version));
+    Session& s = *found;
+    UndoOutcome out;
+    out.version = s.version;
+    RewriteRecord* last = nullptr;
+    for (auto it = s.rewrites.rbegin(); it != s.rewrites.rend(); ++it) {
+      if (!it->undone) {
+        last = &*it;
+        break;
+      }
+    }
+    if (!last) return out;
+    const std::string name =
+        std::string(last->compaction ? "compaction:" : "reduction:") + std::to_string(last->number);
+    // Every message it added must be active still (an undo takes back the newest first, so they
+    // are), and no message appended since may hold the id of one it restores.
+    std::unordered_set<std::size_t> added(last->added.begin(), last->added.end());
+    std::unordered_set<std::size_t> span(last->span.begin(), last->span.end());
+    for (std::size_t h : last->added) {
+      if (s.history[h].state != HistoryState::kActive) {
+        return internal::UndoImpossible(session, name, "a message it added is no longer active");
+      }
+    }
+    for (std::size_t h : last->span) {
+      const Entry& e = s.history[h];
+      if (e.state == HistoryState::kActive) continue;  // a kept one
+      auto it = s.active.find(e.message->id);
+      if (it != s.active.end() && added.count(it->second) == 0 && span.count(it->second) == 0) {
+        return internal::UndoTaken(session, name, e.message->id);
+      }
+    }
+    const std::string by = "undo:" + std::to_string(++s.undos);
+    Transcript next;
+    if (last->compaction) {
+      // The span in its places, then what is active and was neither in it nor added by it.
+      for (std::size_t h : last->span) next.Append(s.history[h].message);
+      for (std::size_t i = 0; i < s.transcript.size(); ++i) {
+        const std::size_t h = s.active.at(s.transcript[i].id);
+        if (added.count(h) == 0 && span.count(h) == 0) {
+          internal::TranscriptAccess::AppendFrom(next, s.transcript, i);
+        }
+      }
+    } else {
+      std::unordered_map<std::size_t, std::size_t> original;  // added -> span
+      for (std::size_t k = 0; k < last->added.size(); ++k) {
+        original.emplace(last->added[k], last->span[k]);
+      }
+      for (std::size_t i = 0; i < s.transcript.size(); ++i) {
+        auto it = original.find(s.active.at(s.transcript[i].id));
+        if (it == original.end()) {
+          internal::TranscriptAccess::AppendFrom(next, s.transcript, i);
+        } else {
+          next.Append(s.history[it->second].message);
+        }
+      }
+    }
+    for (std::size_t h : last->added) {
+      Entry& e = s.history[h];
+      s.active.erase(e.message->id);
+      e.state = HistoryState::kCompacted;
+      e.replaced_by = by;
+    }
+    for (std::size_t h : last->span) {
+      Entry& e = s.history[h];
+      if (e.state == HistoryState::kActive) continue;
+      e.state = HistoryState::kActive;
+      e.replaced_by.clear();
+      s.active[e.message->id] = h;
+      ++out.restored;
+    }
+    out.retired = last->added.size();
+    out.undone = true;
+    out.commit = name;
+    out.reason = last->reason;
+    last->undone = true;
+    s.transcript = std::move(next);
+    out.version = s.MarkRewrite();
     return out;
   }
 

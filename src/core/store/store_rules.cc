@@ -305,6 +305,18 @@ Status NoReplacements(const std::string& session) {
                                  " must replace at least one message; `replacements` is empty");
 }
 
+Status UndoImpossible(const std::string& session, const std::string& commit,
+                      const std::string& why) {
+  return Status::FailedPrecondition("session " + QuotedName(session) + ": " + commit +
+                                    " cannot be undone: " + why + ". Nothing was changed");
+}
+
+Status UndoTaken(const std::string& session, const std::string& commit, const std::string& id) {
+  return UndoImpossible(session, commit,
+                        "it would make message " + QuotedName(id) +
+                            " active again, and a message appended since holds that id");
+}
+
 Status ReplacementNotActive(const std::string& session, std::size_t i, const std::string& id) {
   return Status::InvalidArgument("replacement " + std::to_string(i) + " has id " + QuotedName(id) +
                                  ", which is not an active message of session " +

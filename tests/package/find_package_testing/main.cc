@@ -48,6 +48,10 @@ class HostStore : public recap::SessionStore {
                                               const recap::RecoveryCommit& commit) override {
     return inner_->CommitRecovery(session, commit);
   }
+  recap::Result<recap::UndoOutcome> CommitUndo(const std::string& session,
+                                               const recap::UndoCommit& commit) override {
+    return inner_->CommitUndo(session, commit);
+  }
   recap::Result<std::vector<recap::HistoryEntry>> History(const std::string& session) override {
     return inner_->History(session);
   }

@@ -102,6 +102,8 @@ struct SessionRow {
   std::int64_t compactions = 0;
   std::int64_t reductions = 0;
   std::int64_t recoveries = 0;
+  std::int64_t undos = 0;
+  std::uint64_t turns = 0;         // turn starts stored (HistoryEntry::turn)
   std::int64_t next_position = 0;  // the PostgreSQL store keeps it in the row; SQLite asks
 };
 
@@ -152,6 +154,12 @@ Status CheckCompactionSpan(const std::string& session, const CompactionCommit& c
 
 // A reduction with no replacements.
 Status NoReplacements(const std::string& session);
+
+// CommitUndo cannot take back `commit` ("compaction:3") of the session, because `why`.
+Status UndoImpossible(const std::string& session, const std::string& commit,
+                      const std::string& why);
+// CommitUndo would restore a message whose id an active message appended since holds.
+Status UndoTaken(const std::string& session, const std::string& commit, const std::string& id);
 
 // Replacement i of a reduction whose id is not an active message of the session.
 Status ReplacementNotActive(const std::string& session, std::size_t i, const std::string& id);
