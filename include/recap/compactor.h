@@ -50,6 +50,7 @@
 #include "recap/ledger.h"
 #include "recap/plugin_hook.h"
 #include "recap/provider.h"
+#include "recap/recall.h"
 #include "recap/safe_boundary.h"
 #include "recap/session_store.h"
 #include "recap/status.h"
@@ -212,6 +213,18 @@ struct CompactOutcome {
   std::size_t provider_retired_messages = 0;
 };
 
+// What Uncompact took back (R18.3).
+struct UncompactOutcome {
+  bool undone = false;  // false: nothing left to undo (nothing changed)
+  std::string commit;   // "compaction:<n>" or "reduction:<n>" (a clearing or the reducer's clip)
+  std::string reason;   // a compaction's reason ("auto", "manual", …)
+  std::size_t restored_messages = 0;  // active again
+  std::size_t retired_messages = 0;   // the checkpoint and what it injected, or reduced copies
+  std::size_t before_chars = 0;       // the transcript's characters before and after
+  std::size_t after_chars = 0;
+  std::uint64_t version = 0;
+};
+
 struct RecoveryOutcome {
   std::vector<UncertainCall> recovered;  // the calls whose missing results were recorded
   std::uint64_t version = 0;
@@ -263,6 +276,30 @@ class RECAP_EXPORT Compactor {
   // repeated (R8.3). Refuses with kFailedPrecondition unless `acknowledge` is true, saying
   // which calls are uncertain. recap never re-runs a tool.
   Result<RecoveryOutcome> Recover(const std::string& session, bool acknowledge);
+
+  // R18.1: the originals in the session's history that match `query` (recap/recall.h), best
+  // first, cut to its budget. Reads the store; never writes. Works with every store (one without
+  // an index of its own is scanned).
+  Result<Recalled> Recall(const std::string& session, const RecallQuery& query);
+
+  // R18.2: the tool result that answers the model's `recap_recall` call, to append to the
+  // session like any tool result: a `tool` message (OpenAI chat and Responses) or a user message
+  // carrying the result (Anthropic), by `format`. Arguments the model got wrong are answered with
+  // an error result that says how to call the tool, so the model can try again. kInvalidArgument
+  // when `call` is not a recap_recall call; the store's error when it cannot be read.
+  Result<Message> AnswerRecall(const std::string& session, const ToolCall& call,
+                               ToolFormat format = ToolFormat::kOpenAIChat);
+
+  // R18.3: restores the active transcript as it was before the session's newest compaction,
+  // clearing or reduction not undone yet, in one transaction of the store: the checkpoint and
+  // what it injected (or the reduced copies) retired to the history as "undo:<n>", the originals
+  // active again in their places, messages appended since after them. A second call undoes the
+  // one before. A compaction of the session running in the background is cancelled first. The
+  // event compaction_undone says what was undone. undone == false when nothing is left to undo.
+  // Note that the next Prepare compacts again when the restored transcript is over the trigger:
+  // a host that wants it to stay turns compaction.auto off or raises the limits first.
+  // kFailedPrecondition when the store cannot undo (SessionStore::CommitUndo).
+  Result<UncompactOutcome> Uncompact(const std::string& session);
 
   const Config& config() const noexcept;
   SessionStore& store() noexcept;

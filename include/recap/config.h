@@ -5,6 +5,7 @@
 //   {
 //     "compaction":  { "auto": true, "threshold": 0.85, "keepTurns": 2,
 //                      "maxOutputTokens": 16000, "calibrate": false, "fallback": "none",
+//                      "recallTool": false,
 //                      "background": { "enabled": false, "startAt": 0.7, "maxWaitMs": 600000,
 //                                      "workers": 4 } },
 //     "limits":      { "maxContextChars": 800000 },
@@ -54,6 +55,10 @@ struct ClearToolResultsConfig {
 // What a cleared tool result holds (R14.3), exactly.
 inline constexpr const char* kClearedToolResultMarker =
     "[tool result cleared to save context; the original is in the session history]";
+// With compaction.recallTool on (R18.2), the marker names the message to ask for instead:
+// kClearedToolResultRecallMarker followed by the message id and "\"]}]".
+inline constexpr const char* kClearedToolResultRecallMarker =
+    "[tool result cleared to save context; to see it again, call recap_recall with {\"ids\": [\"";
 
 // R15: background compaction. When the full request reaches `start_at` x the trigger,
 // Prepare hands a snapshot of the span before a safe cut to a worker thread and returns at once
@@ -102,6 +107,12 @@ struct CompactionConfig {
   ClearToolResultsConfig clear_tool_results;               // "clearToolResults" (R14.3)
   BackgroundConfig background;                             // "background" (R15)
   LedgerConfig ledger;                                     // "ledger" (R17)
+  // R18.2: the host offers the model the recap_recall tool (RecallTool in its catalog, calls
+  // answered with Compactor::AnswerRecall). Then each compaction adds a line after the
+  // checkpoint saying which messages it summarized and that recap_recall gets them back, the
+  // ledger's "left out" line says so too, and a cleared tool result's marker names its message
+  // id to ask for. Off: nothing mentions a tool the model may not have.
+  bool recall_tool = false;  // "recallTool"
 };
 
 struct LimitsConfig {

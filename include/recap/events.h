@@ -46,6 +46,7 @@ enum class EventType : std::uint8_t {
   kProviderCheckpoint,   // R14.1: a provider's own checkpoint arrived; what precedes it retired
   kToolResultsCleared,   // R14.3: old tool results cleared instead of (or before) summarizing
   kCompactionDiscarded,  // R15.2: a background compaction's result dropped, the session changed
+  kCompactionUndone,     // R18.3: Compactor::Uncompact took back a compaction, clearing or clip
 };
 RECAP_EXPORT const char* EventTypeName(EventType type) noexcept;
 

@@ -95,9 +95,10 @@ struct LedgerGuard {
 
 // The entries of `ledger` that `checkpoint` does not carry, within `max_chars` characters of
 // section: over it, the oldest entries of the least important kinds are left out first
-// (identifiers, then failures, to-dos, files, requests).
+// (identifiers, then failures, to-dos, files, requests). With `recall_tool` (the host offers
+// the model recap_recall, R18.2), the line that counts what was left out says how to get it.
 RECAP_EXPORT LedgerGuard GuardCheckpoint(std::string_view checkpoint, const Ledger& ledger,
-                                         std::size_t max_chars);
+                                         std::size_t max_chars, bool recall_tool = false);
 
 }  // namespace v0
 }  // namespace recap

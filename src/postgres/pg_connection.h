@@ -71,6 +71,9 @@ std::int64_t GetInt(const PGresult* r, int row, int col);
 
 std::string_view GetView(const PGresult* r, int row, int col);
 
+// A float8 column.
+double GetDouble(const PGresult* r, int row, int col);
+
 bool IsNull(const PGresult* r, int row, int col);
 
 // The statements, by index; "{S}" is replaced by the quoted schema.
@@ -99,6 +102,21 @@ enum Q : int {
   kRestoreKept,
   kSaveLearned,
   kClearLearned,
+  kMarkUndo,
+  kLastRewrite,
+  kSeqPlaces,
+  kFirstOther,
+  kRetireSeqs,
+  kUnplaceSeqs,
+  kPlaceSeqs,
+  kMarkUndone,
+  kSessionId,
+  kSearchIds,
+  kSearchText,
+  kSearchTurns,
+  kBackfillRead,
+  kBackfillWrite,
+  kBackfillTurns,
   kStatementCount
 };
 

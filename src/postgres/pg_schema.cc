@@ -12,6 +12,9 @@
 #include "recap/transcript.h"
 #include "recap/version.h"
 
+#include "pg_search.h"
+#include "recap_internal/body_codec.h"
+#include "recap_internal/history_search.h"
 #include "recap_internal/remedy_text.h"
 #include "recap_internal/store_rules.h"
 #include "schema.h"
@@ -19,6 +22,75 @@
 namespace recap {
 inline namespace v0 {
 namespace postgres_internal {
+
+namespace {
+
+// Fills `messages.turn`, `messages.search` and `sessions.turns` for every message stored before
+// version 3, inside the migration's transaction: the messages in store order, session by
+// session, a chunk at a time (a chunk's updates pipelined, one round trip). A body that cannot
+// be decoded is left as it is (turn 0, no search text; the store reports it when the message is
+// read), as the SQLite store's migration does.
+void BackfillRecall(Connection& c, const std::vector<std::string>& texts) {
+  constexpr std::int64_t kChunk = 256;                        // messages read at once
+  constexpr std::size_t kFlushBytes = std::size_t{16} << 20;  // text sent at once, at most
+  std::int64_t after_session = -1;
+  std::int64_t after_seq = -1;
+  std::int64_t session = -1;
+  std::uint64_t count = 0;
+  auto close = [&] {
+    if (session < 0) return;
+    Params p;
+    p.Int(session).Int(static_cast<std::int64_t>(count));
+    c.Run(kBackfillTurns, texts, p);
+  };
+  for (;;) {
+    Params rp;
+    rp.Int(after_session).Int(after_seq).Int(kChunk);
+    ResultPtr rows = c.Run(kBackfillRead, texts, rp);
+    const int n = PQntuples(rows.get());
+    if (n == 0) break;
+    // Reserved: a Params points into its own strings, which a reallocation would copy away.
+    std::vector<Params> sets;
+    sets.reserve(static_cast<std::size_t>(n));
+    std::size_t pending = 0;  // the bytes of text in `sets`
+    auto flush = [&] {
+      if (sets.empty()) return;
+      std::size_t failed = 0;
+      c.RunPipelined(kBackfillWrite, texts, sets, &failed);
+      sets.clear();
+      pending = 0;
+    };
+    for (int i = 0; i < n; ++i) {
+      const std::int64_t seq = GetInt(rows.get(), i, 0);
+      const std::int64_t sid = GetInt(rows.get(), i, 1);
+      after_session = sid;
+      after_seq = seq;
+      if (sid != session) {
+        close();
+        session = sid;
+        count = 0;
+      }
+      Result<Message> m = internal::DecodeBody(GetView(rows.get(), i, 2));
+      if (!m.ok()) continue;
+      count = internal::TurnOf(*m, count);
+      sets.emplace_back();
+      sets.back().Int(seq).Int(static_cast<std::int64_t>(count));
+      const std::string text = IndexedText(internal::SearchableText(*m));
+      if (text.empty()) {
+        sets.back().Null();
+      } else {
+        sets.back().Text(text);
+      }
+      pending += text.size();
+      if (pending >= kFlushBytes) flush();
+    }
+    flush();
+    if (n < kChunk) break;
+  }
+  close();
+}
+
+}  // namespace
 
 Status EnsureSchema(Pool& pool) {
   const ConnectSpec& spec = pool.spec();
@@ -104,7 +176,11 @@ Status EnsureSchema(Pool& pool) {
                "Open it once without PostgresStoreOptions.read_only to migrate it");
       throw Abort{m.ToStatus(StatusCode::kFailedPrecondition)};
     }
-    for (int v = version; v < kSchemaVersion; ++v) c.Simple(WithSchema(kMigrations[v], q));
+    for (int v = version; v < kSchemaVersion; ++v) {
+      c.Simple(WithSchema(kMigrations[v], q));
+      // Version 3's turns and search text are filled by reading the messages already stored.
+      if (v + 1 == kRecallSchemaVersion) BackfillRecall(c, pool.texts());
+    }
     c.Simple("UPDATE " + q + ".recap_schema SET version = " + std::to_string(kSchemaVersion) +
              ", migrated_by = 'recap " + std::string(LibraryVersion()) + "', migrated_at = now()");
   });

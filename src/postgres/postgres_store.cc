@@ -12,17 +12,20 @@
 // This file holds the two stores. The client side lives beside it, one idea a file:
 // pg_errors (failures mapped to a Status), pg_connection (parameters, results, the prepared
 // statements, one connection), pg_pool (the connection spec with secrets scrubbed, the pool,
-// Call with its retries) and pg_schema (creation and migration under an advisory lock).
+// Call with its retries), pg_schema (creation and migration under an advisory lock) and
+// pg_search (what the recall index holds of a message, R18.1).
 #include "recap/postgres/postgres_store.h"
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <condition_variable>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <exception>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -42,7 +45,9 @@
 #include "pg_errors.h"
 #include "pg_pool.h"
 #include "pg_schema.h"
+#include "pg_search.h"
 #include "recap_internal/body_codec.h"
+#include "recap_internal/history_search.h"
 #include "recap_internal/store_rules.h"
 #include "schema.h"
 
@@ -66,13 +71,44 @@ Status CheckName(const std::string& session) {
 
 using internal::SessionRow;
 
-std::string ArrayLiteral(const std::vector<std::int64_t>& v) {
-  std::string out = "{";
+std::string SeqList(const std::vector<std::int64_t>& v) {
+  std::string out;
   for (std::size_t i = 0; i < v.size(); ++i) {
     if (i) out += ',';
     out += std::to_string(v[i]);
   }
-  return out + "}";
+  return out;
+}
+
+std::string ArrayLiteral(const std::vector<std::int64_t>& v) { return "{" + SeqList(v) + "}"; }
+
+// A commit's span_seqs or added_seqs (SeqList's form); nullopt when damaged.
+std::optional<std::vector<std::int64_t>> ParseSeqList(std::string_view text) {
+  std::vector<std::int64_t> out;
+  std::size_t at = 0;
+  while (at < text.size()) {
+    std::size_t end = text.find(',', at);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string item(text.substr(at, end - at));
+    char* stop = nullptr;
+    errno = 0;
+    const long long v = std::strtoll(item.c_str(), &stop, 10);
+    if (item.empty() || errno != 0 || *stop != '\0') return std::nullopt;
+    out.push_back(v);
+    at = end + 1;
+  }
+  return out;
+}
+
+// The message's searchable text (pg_search.h) as the last parameter of kInsertMessage or
+// kBackfillWrite: NULL when it has none.
+void AddSearchText(Params& p, const Message& m) {
+  const std::string text = IndexedText(internal::SearchableText(m));
+  if (text.empty()) {
+    p.Null();
+  } else {
+    p.Text(text);
+  }
 }
 
 class PostgresSessionStore final : public SessionStore {
@@ -170,8 +206,10 @@ class PostgresSessionStore final : public SessionStore {
       }
       version = row->version + 1;
       std::int64_t position = row->next_position;
+      std::uint64_t turns = row->turns;
       if (batch.size() == 1) {
-        InsertMessage(c, row->id, batch[0], batch.chars(0), position++, version,
+        turns = internal::TurnOf(batch[0], turns);
+        InsertMessage(c, row->id, batch[0], batch.chars(0), position++, version, turns,
                       [&] { return internal::AppendIdTaken(session, 0, batch[0].id); });
       }
       // Several messages go in pipelined chunks: one round trip per chunk, not per message.
@@ -183,6 +221,7 @@ class PostgresSessionStore final : public SessionStore {
         for (std::size_t i = start; i < end; ++i) {
           std::string& body = bodies[i - start];
           EncodeBody(batch[i], body);
+          turns = internal::TurnOf(batch[i], turns);
           sets[i - start]
               .Int(row->id)
               .Text(batch[i].id)
@@ -191,7 +230,9 @@ class PostgresSessionStore final : public SessionStore {
               .Text(RoleName(batch[i].role))
               .Bool(batch[i].summary)
               .Int(static_cast<std::int64_t>(batch.chars(i)))
-              .Bytes(body);
+              .Bytes(body)
+              .Int(static_cast<std::int64_t>(turns));
+          AddSearchText(sets[i - start], batch[i]);
         }
         std::size_t failed = 0;
         try {
@@ -204,7 +245,10 @@ class PostgresSessionStore final : public SessionStore {
         }
       }
       Params p;
-      p.Int(row->id).Int(static_cast<std::int64_t>(version)).Int(position);
+      p.Int(row->id)
+          .Int(static_cast<std::int64_t>(version))
+          .Int(position)
+          .Int(static_cast<std::int64_t>(turns));
       c.Run(kSetVersion, pool_->texts(), p);
     });
     RECAP_RETURN_IF_ERROR(s);
@@ -235,6 +279,7 @@ class PostgresSessionStore final : public SessionStore {
       for (std::size_t k = 0; k < sessions.size(); ++k) {
         internal::NewSessionReader reader(sessions[k]);
         std::int64_t position = rows[k].next_position;
+        std::uint64_t turns = 0;
         // Pipelined chunks, as a batch append sends them.
         constexpr std::size_t kChunk = 1000;
         std::vector<Message> chunk;
@@ -260,6 +305,7 @@ class PostgresSessionStore final : public SessionStore {
           std::vector<Params> sets(chunk.size());
           for (std::size_t i = 0; i < chunk.size(); ++i) {
             EncodeBody(chunk[i], bodies[i]);
+            turns = internal::TurnOf(chunk[i], turns);
             sets[i]
                 .Int(rows[k].id)
                 .Text(chunk[i].id)
@@ -268,14 +314,16 @@ class PostgresSessionStore final : public SessionStore {
                 .Text(RoleName(chunk[i].role))
                 .Bool(chunk[i].summary)
                 .Int(static_cast<std::int64_t>(chars[i]))
-                .Bytes(bodies[i]);
+                .Bytes(bodies[i])
+                .Int(static_cast<std::int64_t>(turns));
+            AddSearchText(sets[i], chunk[i]);
           }
           std::size_t failed = 0;
           c.RunPipelined(kInsertMessage, pool_->texts(), sets, &failed);
         }
         if (reader.count() == 0) throw Abort{internal::NewSessionEmpty(sessions[k].session)};
         Params p;
-        p.Int(rows[k].id).Int(1).Int(position);
+        p.Int(rows[k].id).Int(1).Int(position).Int(static_cast<std::int64_t>(turns));
         c.Run(kSetVersion, pool_->texts(), p);
         versions.push_back(1);
       }
@@ -337,17 +385,19 @@ class PostgresSessionStore final : public SessionStore {
             }
           }
           std::unordered_set<std::string> ids(commit.kept.begin(), commit.kept.end());
+          std::vector<std::int64_t> added_seqs;
           for (std::size_t k = 0; k < added.size(); ++k) {
             auto duplicate = [&] {
               return internal::CommitIdTaken(session, internal::CompactionAddedName(commit, k),
                                              added[k].id);
             };
             if (!ids.insert(added[k].id).second) throw Abort{duplicate()};
-            InsertMessage(c, row.id, added[k], added.chars(k), position++, version, duplicate);
+            added_seqs.push_back(InsertMessage(c, row.id, added[k], added.chars(k), position++,
+                                               version, row.turns, duplicate));
           }
           MarkRewrite(c, kMarkCompaction, row.id, version, number);
           LogCommit(c, row.id, version, "compaction", number, commit.reason, commit.replaced.size(),
-                    added.size());
+                    added.size(), &seqs, &added_seqs);
         });
     RECAP_RETURN_IF_ERROR(s);
     return version;
@@ -365,6 +415,7 @@ class PostgresSessionStore final : public SessionStore {
           }
           std::unordered_set<std::string> seen;
           std::vector<std::pair<std::int64_t, std::int64_t>> targets;  // seq, position
+          std::vector<std::uint64_t> turns;
           for (std::size_t i = 0; i < commit.replacements.size(); ++i) {
             const std::string& id = commit.replacements[i].id;
             Params fp;
@@ -374,6 +425,7 @@ class PostgresSessionStore final : public SessionStore {
               throw Abort{internal::ReplacementNotActive(session, i, id)};
             }
             targets.emplace_back(GetInt(found.get(), 0, 0), GetInt(found.get(), 0, 1));
+            turns.push_back(static_cast<std::uint64_t>(GetInt(found.get(), 0, 2)));
             if (!seen.insert(id).second) {
               throw Abort{internal::ReplacedTwice(session, i, id)};
             }
@@ -383,17 +435,23 @@ class PostgresSessionStore final : public SessionStore {
           const std::string by = "reduction:" + std::to_string(number);
           Transcript added;
           for (const Message& m : commit.replacements) added.Append(m);
+          std::vector<std::int64_t> span_seqs;
+          std::vector<std::int64_t> added_seqs;
           for (std::size_t i = 0; i < targets.size(); ++i) {
             Params rp;
             rp.Int(targets[i].first).Text(by);
             c.Run(kRetireSeq, pool_->texts(), rp);
-            InsertMessage(c, row.id, added[i], added.chars(i), targets[i].second, version, [&] {
-              return Status::InvalidArgument("replacement " + std::to_string(i) +
-                                             " collides with an active message");
-            });
+            span_seqs.push_back(targets[i].first);
+            // A reduced copy belongs to its original's turn.
+            added_seqs.push_back(InsertMessage(
+                c, row.id, added[i], added.chars(i), targets[i].second, version, turns[i], [&] {
+                  return Status::InvalidArgument("replacement " + std::to_string(i) +
+                                                 " collides with an active message");
+                }));
           }
           MarkRewrite(c, kMarkReduction, row.id, version, number);
-          LogCommit(c, row.id, version, "reduction", number, "", targets.size(), targets.size());
+          LogCommit(c, row.id, version, "reduction", number, "", targets.size(), targets.size(),
+                    &span_seqs, &added_seqs);
         });
     RECAP_RETURN_IF_ERROR(s);
     return version;
@@ -440,7 +498,7 @@ class PostgresSessionStore final : public SessionStore {
           mp.Text(seq_list).Text(position_list);
           c.Run(kMovePositions, pool_->texts(), mp);
           for (const auto& [r, at] : inserts) {
-            InsertMessage(c, row.id, results[r], results.chars(r), at, version, [&] {
+            InsertMessage(c, row.id, results[r], results.chars(r), at, version, row.turns, [&] {
               return Status::InvalidArgument("recovered result collides with an active message");
             });
           }
@@ -450,6 +508,212 @@ class PostgresSessionStore final : public SessionStore {
         });
     RECAP_RETURN_IF_ERROR(s);
     return version;
+  }
+
+  Result<UndoOutcome> CommitUndo(const std::string& session, const UndoCommit& commit) override {
+    RECAP_RETURN_IF_ERROR(CheckWritten(session));
+    UndoOutcome out;
+    Status s = Call(
+        *pool_, "undoing the last compaction of session " + Quoted(session), true,
+        [&](Connection& c) {
+          out = UndoOutcome{};
+          SessionRow row = CheckVersion(c, session, commit.expected_version);
+          out.version = row.version;
+          Params lp;
+          lp.Int(row.id);
+          ResultPtr last = c.Run(kLastRewrite, pool_->texts(), lp);
+          if (PQntuples(last.get()) == 0) return;
+          const std::int64_t commit_id = GetInt(last.get(), 0, 0);
+          const std::string kind(GetView(last.get(), 0, 1));
+          const bool compaction = kind == "compaction";
+          const std::string name = kind + ":" + std::to_string(GetInt(last.get(), 0, 2));
+          const std::string reason =
+              IsNull(last.get(), 0, 3) ? "" : std::string(GetView(last.get(), 0, 3));
+          if (IsNull(last.get(), 0, 4) || IsNull(last.get(), 0, 5)) {
+            throw Abort{internal::UndoImpossible(session, name,
+                                                 "it was committed by an older recap, which did "
+                                                 "not record where its messages stood")};
+          }
+          const std::optional<std::vector<std::int64_t>> span_list =
+              ParseSeqList(GetView(last.get(), 0, 4));
+          const std::optional<std::vector<std::int64_t>> added_list =
+              ParseSeqList(GetView(last.get(), 0, 5));
+          if (!span_list || !added_list ||
+              (!compaction && span_list->size() != added_list->size())) {
+            throw Abort{internal::UndoImpossible(
+                session, name, "its record of where its messages stood is damaged")};
+          }
+          const std::vector<std::int64_t>& span = *span_list;
+          const std::vector<std::int64_t>& added = *added_list;
+          std::vector<std::int64_t> mine_list(span);
+          mine_list.insert(mine_list.end(), added.begin(), added.end());
+          const std::string mine_array = ArrayLiteral(mine_list);
+          const std::unordered_set<std::int64_t> mine(mine_list.begin(), mine_list.end());
+
+          // Where each message of the commit stands now: every added one must be active still
+          // (an undo takes back the newest commit first, so they are).
+          std::unordered_map<std::int64_t, std::pair<std::optional<std::int64_t>, std::string>>
+              places;  // seq -> position, message_id
+          {
+            Params wp;
+            wp.Int(row.id).Text(mine_array);
+            ResultPtr w = c.Run(kSeqPlaces, pool_->texts(), wp);
+            for (int i = 0; i < PQntuples(w.get()); ++i) {
+              auto& place = places[GetInt(w.get(), i, 0)];
+              if (!IsNull(w.get(), i, 1)) place.first = GetInt(w.get(), i, 1);
+              place.second = std::string(GetView(w.get(), i, 2));
+            }
+          }
+          auto where =
+              [&](std::int64_t seq) -> const std::pair<std::optional<std::int64_t>, std::string>& {
+            auto it = places.find(seq);
+            if (it == places.end()) {
+              throw Abort{internal::UndoImpossible(
+                  session, name,
+                  "a message it names (" + std::to_string(seq) + ") is not in the table")};
+            }
+            return it->second;
+          };
+          std::vector<std::int64_t> added_positions;
+          for (std::int64_t seq : added) {
+            const auto& [position, id] = where(seq);
+            if (!position) {
+              throw Abort{internal::UndoImpossible(session, name,
+                                                   "a message it added is no longer active")};
+            }
+            added_positions.push_back(*position);
+          }
+          std::vector<bool> retired(span.size(), false);
+          std::vector<std::int64_t> kept;
+          for (std::size_t k = 0; k < span.size(); ++k) {
+            const auto& [position, id] = where(span[k]);
+            if (position) {  // kept by the compaction
+              kept.push_back(span[k]);
+              continue;
+            }
+            retired[k] = true;
+            Params hp;
+            hp.Int(row.id).Text(id);
+            ResultPtr holder = c.Run(kFindActive, pool_->texts(), hp);
+            if (PQntuples(holder.get()) > 0 && mine.count(GetInt(holder.get(), 0, 0)) == 0) {
+              throw Abort{internal::UndoTaken(session, name, id)};
+            }
+          }
+
+          const std::int64_t number = row.undos + 1;
+          const std::string by = "undo:" + std::to_string(number);
+          const std::uint64_t version = row.version + 1;
+          // What it added leaves the transcript first, so that no two active rows ever share a
+          // position or an id (the partial unique indexes).
+          Params rp;
+          rp.Text(ArrayLiteral(added)).Text(by);
+          c.Run(kRetireSeqs, pool_->texts(), rp);
+          std::vector<std::int64_t> positions;
+          if (compaction) {
+            // The span takes the places just before the first active message that is neither
+            // in it nor added by it (those after the span, appended or recovered since); the
+            // kept ones leave their places first.
+            Params fp;
+            fp.Int(row.id).Text(mine_array);
+            ResultPtr first = c.Run(kFirstOther, pool_->texts(), fp);
+            const std::int64_t end =
+                PQntuples(first.get()) > 0 ? GetInt(first.get(), 0, 0) : row.next_position;
+            if (!kept.empty()) {
+              Params up;
+              up.Text(ArrayLiteral(kept));
+              c.Run(kUnplaceSeqs, pool_->texts(), up);
+            }
+            std::int64_t position = end - static_cast<std::int64_t>(span.size());
+            for (std::size_t k = 0; k < span.size(); ++k) positions.push_back(position++);
+          } else {
+            positions = added_positions;  // each original back in its copy's place
+          }
+          Params pp;
+          pp.Text(ArrayLiteral(span)).Text(ArrayLiteral(positions));
+          c.Run(kPlaceSeqs, pool_->texts(), pp);
+          Params dp;
+          dp.Int(commit_id).Int(number);
+          c.Run(kMarkUndone, pool_->texts(), dp);
+          MarkRewrite(c, kMarkUndo, row.id, version, number);
+          std::size_t restored = 0;
+          for (bool r : retired) restored += r ? 1 : 0;
+          LogCommit(c, row.id, version, "undo", number, name, added.size(), restored);
+          out.undone = true;
+          out.commit = name;
+          out.reason = compaction ? reason : "";
+          out.restored = restored;
+          out.retired = added.size();
+          out.version = version;
+        });
+    RECAP_RETURN_IF_ERROR(s);
+    return out;
+  }
+
+  Result<std::vector<HistoryHit>> SearchHistory(const std::string& session,
+                                                const HistorySearch& search) override {
+    RECAP_RETURN_IF_ERROR(CheckName(session));
+    const std::string query = QueryText(internal::WebSearchQuery(search.terms));
+    const bool ranged = search.last_turn != 0;
+    std::vector<HistoryHit> hits;
+    if (search.limit == 0 || (search.ids.empty() && query.empty() && !ranged)) return hits;
+    if (!search.terms.empty() && query.empty() && search.ids.empty()) return hits;
+    Status s = Call(
+        *pool_, "searching the history of session " + Quoted(session), false, [&](Connection& c) {
+          hits.clear();
+          Params sp;
+          sp.Text(session);
+          ResultPtr found = c.Run(kSessionId, pool_->texts(), sp);
+          if (PQntuples(found.get()) == 0) return;
+          const std::int64_t session_id = GetInt(found.get(), 0, 0);
+          std::unordered_set<std::int64_t> seen;
+          auto take = [&](const PGresult* r, bool scored) {
+            for (int i = 0; i < PQntuples(r); ++i) {
+              const std::int64_t seq = GetInt(r, i, 0);
+              if (!seen.insert(seq).second) continue;
+              HistoryHit hit;
+              hit.entry.seq = static_cast<std::uint64_t>(seq);
+              if (!IsNull(r, i, 1)) {
+                hit.entry.state = HistoryState::kCompacted;
+                hit.entry.replaced_by = std::string(GetView(r, i, 1));
+              }
+              hit.entry.message = Decode(GetView(r, i, 2), hit.entry.seq);
+              hit.entry.turn = static_cast<std::uint64_t>(GetInt(r, i, 3));
+              if (scored) hit.score = GetDouble(r, i, 4);
+              hits.push_back(std::move(hit));
+            }
+          };
+          for (const std::string& id : search.ids) {
+            if (id.find('\0') != std::string::npos) continue;  // no stored id holds one
+            Params ip;
+            ip.Int(session_id).Text(id).Bool(search.include_active);
+            take(c.Run(kSearchIds, pool_->texts(), ip).get(), false);
+          }
+          const std::int64_t first = static_cast<std::int64_t>(
+              std::min<std::uint64_t>(search.first_turn, std::numeric_limits<std::int64_t>::max()));
+          const std::int64_t last =
+              ranged ? static_cast<std::int64_t>(std::min<std::uint64_t>(
+                           search.last_turn, std::numeric_limits<std::int64_t>::max()))
+                     : std::numeric_limits<std::int64_t>::max();
+          const std::int64_t limit = static_cast<std::int64_t>(
+              std::min<std::size_t>(search.limit, std::numeric_limits<std::int64_t>::max()));
+          if (!query.empty()) {
+            Params tp;
+            tp.Int(session_id)
+                .Text(query)
+                .Bool(search.include_active)
+                .Int(first)
+                .Int(last)
+                .Int(limit);
+            take(c.Run(kSearchText, pool_->texts(), tp).get(), true);
+          } else if (ranged && search.terms.empty()) {
+            Params rp;
+            rp.Int(session_id).Bool(search.include_active).Int(first).Int(last).Int(limit);
+            take(c.Run(kSearchTurns, pool_->texts(), rp).get(), false);
+          }
+        });
+    RECAP_RETURN_IF_ERROR(s);
+    internal::RankHits(hits, search);
+    return hits;
   }
 
   Result<std::vector<HistoryEntry>> History(const std::string& session) override {
@@ -470,6 +734,7 @@ class PostgresSessionStore final : public SessionStore {
                           e.replaced_by = std::string(GetView(r.get(), i, 1));
                         }
                         e.message = Decode(GetView(r.get(), i, 2), e.seq);
+                        e.turn = static_cast<std::uint64_t>(GetInt(r.get(), i, 3));
                         out.push_back(std::move(e));
                       }
                     });
@@ -541,6 +806,8 @@ class PostgresSessionStore final : public SessionStore {
     row.reductions = GetInt(r.get(), 0, 4);
     row.recoveries = GetInt(r.get(), 0, 5);
     row.next_position = GetInt(r.get(), 0, 6);
+    row.turns = static_cast<std::uint64_t>(GetInt(r.get(), 0, 7));
+    row.undos = GetInt(r.get(), 0, 8);
     return row;
   }
 
@@ -556,10 +823,12 @@ class PostgresSessionStore final : public SessionStore {
     return PQntuples(c.Run(kIsActiveId, pool_->texts(), p).get()) > 0;
   }
 
-  // Inserts one message; an id already active in the session fails with `duplicate()`.
+  // Inserts one message (its row, its body and its searchable text) and returns its seq; an id
+  // already active in the session fails with `duplicate()`.
   template <typename Describe>
-  void InsertMessage(Connection& c, std::int64_t session_id, const Message& m, std::size_t chars,
-                     std::int64_t position, std::uint64_t version, Describe&& duplicate) {
+  std::int64_t InsertMessage(Connection& c, std::int64_t session_id, const Message& m,
+                             std::size_t chars, std::int64_t position, std::uint64_t version,
+                             std::uint64_t turn, Describe&& duplicate) {
     scratch_.clear();
     EncodeBody(m, scratch_);
     Params p;
@@ -570,9 +839,12 @@ class PostgresSessionStore final : public SessionStore {
         .Text(RoleName(m.role))
         .Bool(m.summary)
         .Int(static_cast<std::int64_t>(chars))
-        .Bytes(scratch_);
+        .Bytes(scratch_)
+        .Int(static_cast<std::int64_t>(turn));
+    AddSearchText(p, m);
     try {
-      c.Run(kInsertMessage, pool_->texts(), p);
+      ResultPtr r = c.Run(kInsertMessage, pool_->texts(), p);
+      return GetInt(r.get(), 0, 0);
     } catch (const PgFailure& f) {
       if (f.sqlstate == "23505" && f.constraint == "messages_active_id") {
         throw Abort{duplicate()};
@@ -585,13 +857,16 @@ class PostgresSessionStore final : public SessionStore {
                    std::int64_t number, std::int64_t next_position = -1) {
     Params p;
     p.Int(session_id).Int(static_cast<std::int64_t>(version)).Int(number);
+    // A recovery renumbers the positions; an undo places messages below next_position.
     if (q == kMarkRecovery) p.Int(next_position);
     c.Run(q, pool_->texts(), p);
   }
 
+  // `span_seqs`, `added_seqs`: what CommitUndo needs to take a compaction or reduction back.
   void LogCommit(Connection& c, std::int64_t session_id, std::uint64_t version, const char* kind,
                  std::int64_t number, const std::string& reason, std::size_t retired,
-                 std::size_t added) {
+                 std::size_t added, const std::vector<std::int64_t>* span_seqs = nullptr,
+                 const std::vector<std::int64_t>* added_seqs = nullptr) {
     Params p;
     const std::string k = kind;
     p.Int(session_id).Int(static_cast<std::int64_t>(version)).Text(k).Int(number);
@@ -601,6 +876,11 @@ class PostgresSessionStore final : public SessionStore {
       p.Text(reason);
     }
     p.Int(static_cast<std::int64_t>(retired)).Int(static_cast<std::int64_t>(added));
+    if (span_seqs) {
+      p.Text(SeqList(*span_seqs)).Text(SeqList(*added_seqs));
+    } else {
+      p.Null().Null();
+    }
     c.Run(kLogCommit, pool_->texts(), p);
   }
 

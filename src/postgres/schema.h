@@ -93,7 +93,30 @@ CREATE TABLE {S}.learned (
   updated_at timestamptz NOT NULL DEFAULT now()
 );
 )sql",
+    // Version 3: getting it back (R18). `turn` on each message (HistoryEntry::turn) and the
+    // session's count of turn starts; the places each compaction or reduction changed, so that
+    // it can be undone (`span_seqs`: the seqs it retired or kept, in their places' order;
+    // `added_seqs`: the seqs it added, both comma-separated; `undone_by`: the number of the undo
+    // that took it back), and the session's count of undos; `search`, each message's searchable
+    // text as a tsvector ('simple' configuration, pg_search.h), written by the INSERT that
+    // stores the message, with a GIN index. The migration fills `turn`, `sessions.turns` and
+    // `search` for the messages already stored (pg_schema.cc, BackfillRecall). Commits made
+    // before it record no places and cannot be undone.
+    R"sql(
+ALTER TABLE {S}.sessions ADD COLUMN turns bigint NOT NULL DEFAULT 0;
+ALTER TABLE {S}.sessions ADD COLUMN undos bigint NOT NULL DEFAULT 0;
+ALTER TABLE {S}.messages ADD COLUMN turn bigint NOT NULL DEFAULT 0;
+ALTER TABLE {S}.messages ADD COLUMN search tsvector;
+ALTER TABLE {S}.commits ADD COLUMN span_seqs text;
+ALTER TABLE {S}.commits ADD COLUMN added_seqs text;
+ALTER TABLE {S}.commits ADD COLUMN undone_by bigint;
+CREATE INDEX messages_search ON {S}.messages USING gin (search);
+)sql",
 };
+
+// The version that added `turn` and `search`: the migration to it fills them for the messages
+// already stored.
+inline constexpr int kRecallSchemaVersion = 3;
 
 inline constexpr int kSchemaVersion =
     static_cast<int>(sizeof(kMigrations) / sizeof(kMigrations[0]));

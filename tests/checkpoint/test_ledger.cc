@@ -285,6 +285,14 @@ TEST_CASE(
   CHECK(CountCodePoints(tight.section) <= 200);
   CHECK(tight.section.find("Left out for room: 2 identifiers, 1 failure") != std::string::npos);
   CHECK(tight.section.find("(from messages u1") != std::string::npos);
+  CHECK(tight.section.find("recap_recall") == std::string::npos);
+  // R18.2: when the host offers the recall tool, the line says how to get them back, and the
+  // section still fits.
+  LedgerGuard told = GuardCheckpoint(generic, ledger, 220, true);
+  INFO(told.section);
+  CHECK(CountCodePoints(told.section) <= 220);
+  CHECK(told.section.find("; recap_recall with a query, or with these ids, shows them.") !=
+        std::string::npos);
 
   // Nothing missing: no section.
   std::string everything = generic;

@@ -213,7 +213,7 @@ TEST_CASE("R1.1 unknown keys are rejected with the known ones listed") {
         "unknown key \"compaction.keepturns\"; known keys in \"compaction\" are: auto, "
         "threshold, keepTurns, maxOutputTokens, calibrate, fallback, "
         "instructionsForSummarizerChars, maxSummarizerInputTokens, clearToolResults, background, "
-        "ledger. "
+        "ledger, recallTool. "
         "Did you mean "
         "\"compaction.keepTurns\"?");
   CHECK(Rejected(One("compaction", "max_output_tokens", "2"))
@@ -221,13 +221,13 @@ TEST_CASE("R1.1 unknown keys are rejected with the known ones listed") {
   CHECK(Rejected(One("compaction", "ratio", "0.5")) ==
         "unknown key \"compaction.ratio\"; known keys in \"compaction\" are: auto, threshold, "
         "keepTurns, maxOutputTokens, calibrate, fallback, instructionsForSummarizerChars, "
-        "maxSummarizerInputTokens, clearToolResults, background, ledger.");
+        "maxSummarizerInputTokens, clearToolResults, background, ledger, recallTool.");
   // A key under the wrong section points to the right one.
   CHECK(Rejected(One("compaction", "maxContextChars", "9000")) ==
         "unknown key \"compaction.maxContextChars\"; known keys in \"compaction\" are: auto, "
         "threshold, keepTurns, maxOutputTokens, calibrate, fallback, "
         "instructionsForSummarizerChars, maxSummarizerInputTokens, clearToolResults, background, "
-        "ledger. "
+        "ledger, recallTool. "
         "Did you mean "
         "\"limits.maxContextChars\"?");
   CHECK(Rejected(One("limits", "x", "1")) ==
@@ -263,7 +263,7 @@ TEST_CASE("R1.1 sections must be objects, and keys appear once") {
   CHECK(Rejected(R"({"compaction": 5})") ==
         "compaction is 5; it must be an object with some of the keys auto, threshold, keepTurns, "
         "maxOutputTokens, calibrate, fallback, instructionsForSummarizerChars, "
-        "maxSummarizerInputTokens, clearToolResults, background, ledger.");
+        "maxSummarizerInputTokens, clearToolResults, background, ledger, recallTool.");
   CHECK(Rejected(R"({"limits": null})") ==
         "limits is null; it must be an object with some of the keys maxContextChars.");
   CHECK(Rejected(R"({"compaction": {"threshold": 0.5, "threshold": 0.6}})") ==
@@ -382,7 +382,8 @@ TEST_CASE("R1 ToJson writes every key, and FromJson reads it back") {
         "    \"ledger\": {\n"
         "      \"enabled\": true,\n"
         "      \"maxChars\": 8000\n"
-        "    }\n"
+        "    },\n"
+        "    \"recallTool\": false\n"
         "  },\n"
         "  \"limits\": {\n"
         "    \"maxContextChars\": 800000\n"
@@ -529,6 +530,15 @@ TEST_CASE("R15.1 compaction.background: true, false, or an object of its own key
   Config bad;
   bad.compaction.background.start_at = 0.05;
   CHECK(bad.Validate().message().rfind("compaction.background.startAt is 0.05", 0) == 0);
+}
+
+TEST_CASE("R18.2 compaction.recallTool: off by default, true or false") {
+  CHECK_FALSE(Config{}.compaction.recall_tool);
+  const Config on = Accepted(R"({"compaction": {"recallTool": true}})");
+  CHECK(on.compaction.recall_tool);
+  CHECK(Accepted(on.ToJson()).compaction.recall_tool);
+  CHECK(Rejected(R"({"compaction": {"recallTool": "yes"}})") ==
+        "compaction.recallTool is \"yes\"; it must be true or false.");
 }
 
 TEST_CASE("R17.2 compaction.ledger: on by default, true, false, or {enabled, maxChars}") {

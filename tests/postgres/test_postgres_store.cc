@@ -439,6 +439,170 @@ TEST_CASE("issue 10 R8 a schema left at version 0 by an interrupted start is mig
   CHECK(store->Load("s")->transcript.size() == 1);
 }
 
+namespace {
+
+// Turns a schema of the current version into what a recap of schema version 2 left: no turns,
+// undo records or search text (R18).
+void DowngradeToVersion2(const std::string& schema) {
+  const std::string q = "\"" + schema + "\"";
+  Query("DROP INDEX " + q + ".messages_search; ALTER TABLE " + q +
+        ".sessions DROP COLUMN turns, DROP COLUMN undos; ALTER TABLE " + q +
+        ".messages DROP COLUMN turn, DROP COLUMN search; ALTER TABLE " + q +
+        ".commits DROP COLUMN span_seqs, DROP COLUMN added_seqs, DROP COLUMN undone_by; UPDATE " +
+        q + ".recap_schema SET version = 2");
+  REQUIRE(Query("SELECT version FROM " + q + ".recap_schema") == "2");
+}
+
+}  // namespace
+
+TEST_CASE(
+    "R18 a version-2 schema is migrated, filling the turns and the search text, and its old "
+    "compactions cannot be undone, new ones can") {
+  const std::string schema = PostgresTestServer::Shared().UniqueName("recall");
+  const std::string q = "\"" + schema + "\"";
+  CHECK(PostgresSchemaVersion() == 3);
+  std::uint64_t v = 0;
+  std::vector<HistoryEntry> history;
+  {
+    auto store = OpenStore(Options(schema));
+    v = *store->AppendMessages("s", {Msg("u1", "the launch code is ZEBRA-42"),
+                                     Msg("a1", "noted", false), Msg("u2", "now the weather")});
+    CompactionCommit c;
+    c.expected_version = v;
+    c.replaced = {"u1", "a1"};
+    c.checkpoint = Msg("cp-1", "## Goal\nweather");
+    c.checkpoint.summary = true;
+    auto compacted = store->CommitCompaction("s", c);
+    REQUIRE(compacted.ok());
+    v = *compacted;
+    history = *store->History("s");
+    REQUIRE(history.size() == 4);
+    // A longer session beside it: the migration reads the messages a chunk at a time.
+    std::vector<Message> many;
+    for (int i = 0; i < 300; ++i) {
+      many.push_back(Msg("q" + std::to_string(i), "question number " + std::to_string(i)));
+      many.push_back(Msg("r" + std::to_string(i), "answer number " + std::to_string(i), false));
+    }
+    REQUIRE(store->AppendMessages("many", many).ok());
+  }
+  DowngradeToVersion2(schema);
+
+  // A reader does not migrate it.
+  PostgresStoreOptions ro = Options(schema);
+  ro.read_only = true;
+  auto reader = OpenPostgresSessionStore(ro);
+  CHECK(reader.status().code() == StatusCode::kFailedPrecondition);
+  CHECK(Query("SELECT version FROM " + q + ".recap_schema") == "2");
+
+  auto store = OpenStore(Options(schema));
+  CHECK(Query("SELECT version FROM " + q + ".recap_schema") == "3");
+  CHECK(Query("SELECT turns FROM " + q + ".sessions WHERE name = 's'") == "2");
+  CHECK(Query("SELECT turns FROM " + q + ".sessions WHERE name = 'many'") == "300");
+  CHECK(Query("SELECT turn FROM " + q + ".messages WHERE message_id = 'r299'") == "300");
+  CHECK(Query("SELECT count(*) FROM " + q + ".messages WHERE search IS NULL") == "0");
+  const std::vector<HistoryEntry> h = *store->History("s");
+  REQUIRE(h.size() == history.size());
+  for (std::size_t i = 0; i < h.size(); ++i) {
+    INFO(h[i].message.id);
+    CHECK(h[i].turn == history[i].turn);
+  }
+  HistorySearch search;
+  search.terms = {"zebra-42"};
+  auto hits = store->SearchHistory("s", search);
+  REQUIRE(hits.ok());
+  REQUIRE(hits->size() == 1);
+  CHECK((*hits)[0].entry.message.id == "u1");
+  CHECK((*hits)[0].entry.replaced_by == "compaction:1");
+  CHECK((*hits)[0].entry.turn == 1);
+  CHECK((*hits)[0].score > 0);
+  HistorySearch numbered;
+  numbered.terms = {"answer number 287"};
+  numbered.include_active = true;
+  auto found = store->SearchHistory("many", numbered);
+  REQUIRE(found.ok());
+  REQUIRE(found->size() == 1);
+  CHECK((*found)[0].entry.message.id == "r287");
+  CHECK((*found)[0].entry.turn == 288);
+
+  // The compaction made before the migration recorded no places.
+  const std::string before = Query(
+      "SELECT string_agg(message_id || ':' || coalesce(position::text, "
+      "'-'), ',' ORDER BY seq) FROM " +
+      q + ".messages");
+  Result<UndoOutcome> undo = store->CommitUndo("s", UndoCommit{v});
+  INFO(undo.status().ToString());
+  CHECK(undo.status().code() == StatusCode::kFailedPrecondition);
+  CHECK(undo.status().message().find("older recap") != std::string::npos);
+  CHECK(Query("SELECT string_agg(message_id || ':' || coalesce(position::text, '-'), ',' ORDER "
+              "BY seq) FROM " +
+              q + ".messages") == before);
+  CHECK(store->Load("s")->version == v);
+
+  // What is appended and compacted after it is found and undone as usual.
+  v = *store->Append("s", Msg("u3", "the boat is called PELICAN"));
+  CompactionCommit c;
+  c.expected_version = v;
+  c.replaced = {"cp-1", "u2", "u3"};
+  c.checkpoint = Msg("cp-2", "## Goal\nboats");
+  c.checkpoint.summary = true;
+  auto compacted = store->CommitCompaction("s", c);
+  REQUIRE(compacted.ok());
+  search.terms = {"pelican"};
+  hits = store->SearchHistory("s", search);
+  REQUIRE(hits.ok());
+  REQUIRE(hits->size() == 1);
+  CHECK((*hits)[0].entry.turn == 3);
+  auto undone = store->CommitUndo("s", UndoCommit{*compacted});
+  REQUIRE(undone.ok());
+  CHECK(undone->commit == "compaction:2");
+  CHECK(undone->restored == 3);
+  auto state = store->Load("s");
+  REQUIRE(state.ok());
+  REQUIRE(state->transcript.size() == 3);
+  CHECK(state->transcript[0].id == "cp-1");
+  CHECK(state->transcript[2].id == "u3");
+  // The one before it is still refused, and changes nothing.
+  CHECK(store->CommitUndo("s", UndoCommit{undone->version}).status().code() ==
+        StatusCode::kFailedPrecondition);
+  CHECK(Query("SELECT undos FROM " + q + ".sessions WHERE name = 's'") == "1");
+}
+
+TEST_CASE(
+    "R18.1 any text is stored and searched: too many distinct words for a tsvector, invalid "
+    "UTF-8, NUL") {
+  auto store = FreshStore();
+  // 3 MiB of distinct words: PostgreSQL's tsvector holds at most 1 MB of them, so the search
+  // text is cut; the message is stored whole, and its first words are found.
+  std::string text = "the opening words ";
+  for (int i = 0; text.size() < (std::size_t{3} << 20); ++i) {
+    char word[32];
+    std::snprintf(word, sizeof word, "w%08x ", static_cast<unsigned>(i) * 2654435761u);
+    text += word;
+  }
+  text += "the closing words";
+  REQUIRE(store->Append("s", Msg("big", text)).ok());
+  static const char kOdd[] = "an odd\xff byte and a NUL \0 inside";
+  REQUIRE(store->Append("s", Msg("odd", std::string(kOdd, sizeof kOdd - 1))).ok());
+  auto state = store->Load("s");
+  REQUIRE(state.ok());
+  REQUIRE(state->transcript.size() == 2);
+  CHECK(JoinedText(state->transcript[0]) == text);
+  HistorySearch search;
+  search.include_active = true;
+  search.terms = {"opening words"};
+  auto hits = store->SearchHistory("s", search);
+  REQUIRE(hits.ok());
+  REQUIRE(hits->size() == 1);
+  CHECK((*hits)[0].entry.message.id == "big");
+  search.terms = {"closing"};  // past what was indexed
+  CHECK(store->SearchHistory("s", search)->empty());
+  search.terms = {"byte", "\xff\xfe"};
+  hits = store->SearchHistory("s", search);
+  REQUIRE(hits.ok());
+  REQUIRE(hits->size() == 1);
+  CHECK((*hits)[0].entry.message.id == "odd");
+}
+
 TEST_CASE("issue 10 R8.2 several processes commit one session at once: one wins per version") {
   const std::string schema = PostgresTestServer::Shared().UniqueName("race");
   const PostgresStoreOptions o = Options(schema);

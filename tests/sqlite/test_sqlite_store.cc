@@ -459,8 +459,8 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "R18 a version-2 file is searched by a scan when opened read-only; a writer migrates it, "
-    "filling the turns and the recall index; its old compactions cannot be undone") {
+    "R18 a version-2 file is searched by a scan when opened read-only and migrated by a writer "
+    "that fills its turns and recall index but cannot undo its old compactions") {
   TempDir dir("recap-sqlite");
   const std::string path = dir.File("old.db");
   std::uint64_t v = 0;

@@ -552,7 +552,7 @@ bool Carries(const std::string& hay, const LedgerEntry& entry) {
 }  // namespace ledger_build
 
 LedgerGuard GuardCheckpoint(std::string_view checkpoint, const Ledger& ledger,
-                            std::size_t max_chars) {
+                            std::size_t max_chars, bool recall_tool) {
   LedgerGuard guard;
   const std::vector<LedgerEntry>& entries = ledger.entries;
   std::vector<bool> missing(entries.size(), false);
@@ -598,7 +598,9 @@ LedgerGuard GuardCheckpoint(std::string_view checkpoint, const Ledger& ledger,
         first_left < entries.size() ? entries[last_left].message_id : ledger.pruned_to;
     line += " (from messages " + from;
     if (left_total > 1 && to != from) line += " to " + to;
-    line += ").\n";
+    line += ")";
+    if (recall_tool) line += "; recap_recall with a query, or with these ids, shows them";
+    line += ".\n";
     return line;
   };
   const auto section_chars = [&] {

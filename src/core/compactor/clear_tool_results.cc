@@ -14,7 +14,15 @@ namespace {
 bool IsCleared(const ToolResult& r) {
   if (r.content.size() != 1) return false;
   const auto* t = std::get_if<Text>(&r.content[0]);
-  return t != nullptr && t->text == kClearedToolResultMarker && t->extra.empty();
+  if (t == nullptr || !t->extra.empty()) return false;
+  return t->text == kClearedToolResultMarker ||
+         t->text.rfind(kClearedToolResultRecallMarker, 0) == 0;
+}
+
+// The marker a result of message `id` is cleared with (R14.3; with the recall tool, R18.2).
+std::string Marker(bool recall_tool, const std::string& id) {
+  if (!recall_tool) return kClearedToolResultMarker;
+  return kClearedToolResultRecallMarker + id + "\"]}]";
 }
 
 }  // namespace
@@ -40,7 +48,7 @@ Compactor::Impl::Clearing Compactor::Impl::PlanClearing(const Transcript& t) con
   if (results.size() <= keep) return out;
   const std::unordered_set<std::string_view> excluded(cfg.exclude_tools.begin(),
                                                       cfg.exclude_tools.end());
-  const std::size_t marker_chars = CountCodePoints(kClearedToolResultMarker);
+  const bool recall_tool = config.compaction.recall_tool;
   Message copy;  // the message being cleared, when `copying`
   bool copying = false;
   std::size_t copy_at = 0;
@@ -73,7 +81,7 @@ Compactor::Impl::Clearing Compactor::Impl::PlanClearing(const Transcript& t) con
     const bool has_opaque = std::any_of(r.content.begin(), r.content.end(), [](const auto& item) {
       return std::holds_alternative<Opaque>(item);
     });
-    if (chars <= marker_chars && !has_opaque) continue;
+    if (chars <= CountCodePoints(Marker(recall_tool, m.id)) && !has_opaque) continue;
     if (copying && copy_at != i) flush();
     if (!copying) {
       copy = m;
@@ -82,7 +90,7 @@ Compactor::Impl::Clearing Compactor::Impl::PlanClearing(const Transcript& t) con
     }
     auto& cleared = std::get<ToolResult>(copy.parts[k]);
     cleared.content.clear();
-    cleared.content.emplace_back(Text{kClearedToolResultMarker, {}});
+    cleared.content.emplace_back(Text{Marker(recall_tool, m.id), {}});
     if (cleared.form == ContentForm::kNull || cleared.form == ContentForm::kAbsent) {
       cleared.form = ContentForm::kDefault;
     }

@@ -2,6 +2,7 @@
 // fallback and back-off, the checkpoint fitted to half the trigger, the commit and the events.
 #include "checkpoint/ledger.h"
 #include "compactor/compactor_impl.h"
+#include "recall/recall_render.h"
 
 namespace recap {
 inline namespace v0 {
@@ -126,7 +127,8 @@ Status Compactor::Impl::GuardAndFit(internal::SummarizeOutput& summary, Compacti
     std::size_t room = job.summarized_chars > bare ? job.summarized_chars - bare : 0;
     room = std::min(room, job.kept_limit > bare + kHeading ? job.kept_limit - bare - kHeading : 0);
     job.guard =
-        GuardCheckpoint(RenderCheckpoint(cp), job.ledger, std::min(job.ledger_max_chars, room));
+        GuardCheckpoint(RenderCheckpoint(cp), job.ledger, std::min(job.ledger_max_chars, room),
+                        config.compaction.recall_tool);
     cp.kept_by_recap = job.guard.section;
     if (MessageChars(CheckpointMessage(cp)) > job.kept_limit) cp.kept_by_recap.clear();
   };
@@ -346,8 +348,8 @@ void Compactor::Impl::SummarizeJob(CompactionJob& job, const CancellationToken& 
       Status fitted = GuardAndFit(*summary, job);
       if (!fitted.ok()) summary = fitted;
     } else if (job.ledger_on) {
-      job.guard =
-          GuardCheckpoint(summary->parsed.checkpoint.text, job.ledger, job.ledger_max_chars);
+      job.guard = GuardCheckpoint(summary->parsed.checkpoint.text, job.ledger, job.ledger_max_chars,
+                                  config.compaction.recall_tool);
     }
   }
   if (!summary.ok()) {
@@ -414,6 +416,13 @@ Attempt Compactor::Impl::FinishCompaction(SessionCache& c, const RequestSizes& s
   commit.checkpoint.id = NewMessageId();
   if (summary.native_checkpoint && !job.guard.section.empty()) {
     Message m = Message::UserText("## Kept by recap\n" + job.guard.section);
+    m.summary = true;
+    m.id = NewMessageId();
+    commit.injected.push_back(std::move(m));
+  }
+  if (config.compaction.recall_tool && !job.replaced_ids.empty()) {
+    // R18.2: where the originals are and how to have them back.
+    Message m = Message::UserText(recall_internal::RecallNote(job.replaced_ids));
     m.summary = true;
     m.id = NewMessageId();
     commit.injected.push_back(std::move(m));

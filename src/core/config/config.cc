@@ -505,6 +505,7 @@ const std::vector<Key>& Keys() {
       ClearToolResults(),
       Background(),
       LedgerKey(),
+      Bool("compaction", "recallTool", Slot{&Config::compaction, &CompactionConfig::recall_tool}),
       Integer("limits", "maxContextChars", 4000, kMaxJsonInteger,
               Slot{&Config::limits, &LimitsConfig::max_context_chars}),
       Integer("pluginHooks", "timeoutMs", 1, kMaxJsonInteger,

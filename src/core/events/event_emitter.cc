@@ -195,6 +195,23 @@ Json ToolResultsClearedFields(std::size_t messages, std::size_t results, std::si
   return j;
 }
 
+Json CompactionUndoneFields(std::string_view commit, std::string_view reason, std::size_t restored,
+                            std::size_t retired, std::size_t before_chars,
+                            std::size_t after_chars) {
+  Json j = Json::object();
+  j["undone"] = std::string(commit);
+  if (reason.empty()) {
+    j["reason"] = nullptr;
+  } else {
+    j["reason"] = std::string(reason);
+  }
+  j["restored_messages"] = restored;
+  j["retired_messages"] = retired;
+  j["before"] = Chars(before_chars);
+  j["after"] = Chars(after_chars);
+  return j;
+}
+
 Json ContextReducedFields(std::size_t messages, std::size_t before_chars, std::size_t after_chars) {
   Json j = Json::object();
   j["messages"] = messages;

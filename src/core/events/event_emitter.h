@@ -143,6 +143,15 @@ jsonutil::Json CompactionFailedFields(std::string_view reason, std::string_view 
 jsonutil::Json CompactionDiscardedFields(std::string_view reason, std::size_t messages,
                                          std::string_view why);
 
+// compaction_undone (R18.3): `commit` ("compaction:3", "reduction:2") was taken back; a
+// compaction's `reason`; the messages restored and retired; the transcript's characters before
+// and after.
+// -> {"undone", "reason", "restored_messages", "retired_messages", "before": {"chars"},
+//     "after": {"chars"}}
+jsonutil::Json CompactionUndoneFields(std::string_view commit, std::string_view reason,
+                                      std::size_t restored, std::size_t retired,
+                                      std::size_t before_chars, std::size_t after_chars);
+
 // R15.5: `fields` (an object from a builder above) with "background": true added last.
 jsonutil::Json InBackground(jsonutil::Json fields);
 

@@ -32,6 +32,7 @@ const char* EventTypeName(EventType type) noexcept {
     case EventType::kProviderCheckpoint: return "provider_checkpoint";
     case EventType::kToolResultsCleared: return "tool_results_cleared";
     case EventType::kCompactionDiscarded: return "compaction_discarded";
+    case EventType::kCompactionUndone: return "compaction_undone";
   }
   return "unknown";
 }

@@ -1,0 +1,35 @@
+// Recalled messages as the model reads them (recap/recall.h, R18.2).
+#ifndef RECAP_SRC_CORE_RECALL_RECALL_RENDER_H_
+#define RECAP_SRC_CORE_RECALL_RECALL_RENDER_H_
+
+#include <string>
+#include <vector>
+
+#include "recap/recall.h"
+#include "recap/session_store.h"
+
+namespace recap {
+inline namespace v0 {
+namespace recall_internal {
+
+// "summarized", "reduced", "undone" or "active" (RecalledMessage::state).
+std::string StateOf(const HistoryEntry& e);
+
+// A message's content as the model reads it in an answer: its text, each tool call as
+// `call <name> <arguments>`, each result as `result of <call id>: <text>`, other content by kind.
+std::string ContentText(const Message& m);
+
+// The answer to `query` from the store's hits, best first: each message whole while the budget
+// (query.max_chars characters) lasts, the first that does not fit cut to what remains (when at
+// least 200 characters do), the rest left out and named by id.
+Recalled Render(std::vector<HistoryHit> hits, const RecallQuery& query);
+
+// The line a compaction adds after its checkpoint when the host offers the recall tool
+// (compaction.recallTool): which messages the checkpoint replaced, and how to have them back.
+std::string RecallNote(const std::vector<std::string>& replaced_ids);
+
+}  // namespace recall_internal
+}  // namespace v0
+}  // namespace recap
+
+#endif  // RECAP_SRC_CORE_RECALL_RECALL_RENDER_H_
