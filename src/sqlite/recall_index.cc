@@ -19,13 +19,12 @@ std::string_view IndexedText(std::string_view text) {
   return text.substr(0, n);
 }
 
-void BackfillRecall(SQLite::Database& db) {
+void BackfillTurns(SQLite::Database& db) {
   SQLite::Statement rows(db,
                          "SELECT m.seq, m.session_id, b.body FROM messages m JOIN bodies b ON "
                          "b.seq = m.seq ORDER BY m.session_id, m.seq");
   SQLite::Statement turn(db, "UPDATE messages SET turn = ? WHERE seq = ?");
   SQLite::Statement turns(db, "UPDATE sessions SET turns = ? WHERE session_id = ?");
-  SQLite::Statement index(db, "INSERT INTO recall_index (rowid, text) VALUES (?, ?)");
   std::int64_t session = -1;
   std::uint64_t count = 0;
   auto close = [&] {
@@ -53,13 +52,6 @@ void BackfillRecall(SQLite::Database& db) {
     turn.bind(1, static_cast<std::int64_t>(t));
     turn.bind(2, seq);
     turn.exec();
-    const std::string text = internal::SearchableText(*m);
-    if (text.empty()) continue;
-    const std::string_view indexed = IndexedText(text);
-    index.reset();
-    index.bind(1, seq);
-    index.bindNoCopy(2, indexed.data(), static_cast<int>(indexed.size()));
-    index.exec();
   }
   close();
 }

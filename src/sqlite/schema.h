@@ -91,14 +91,16 @@ CREATE TABLE learned (
     // session's count of turn starts; the places each compaction or reduction changed, so that
     // it can be undone (`span_seqs`: the seqs it retired or kept, in their places' order;
     // `added_seqs`: the seqs it added; `undone_by`: the undo that took it back), and the
-    // session's count of undos; `recall_index`, a contentless FTS5 index of every message's
-    // searchable text (rowid = seq), written in the transaction that stores the message. The
-    // migration fills `turn` and the index for the messages already stored
-    // (recall_index.h, BackfillRecall). Commits made before it record no places and cannot be
-    // undone.
+    // session's count of undos; `recall_index`, a contentless FTS5 index of messages'
+    // searchable text (rowid = seq), and `sessions.indexed_seq`, the last seq of the session it
+    // holds. The index is written when the session is first searched after new messages, not
+    // with each append: an FTS5 insert in every small transaction halved the append rate
+    // (R11.5). The migration fills `turn` for the messages already stored (recall_index.h,
+    // BackfillTurns). Commits made before it record no places and cannot be undone.
     R"sql(
 ALTER TABLE sessions ADD COLUMN turns INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE sessions ADD COLUMN undos INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE sessions ADD COLUMN indexed_seq INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE messages ADD COLUMN turn INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE commits ADD COLUMN span_seqs TEXT;
 ALTER TABLE commits ADD COLUMN added_seqs TEXT;

@@ -540,6 +540,12 @@ class SqliteSessionStore final : public SessionStore {
     std::vector<HistoryHit> hits;
     if (search.limit == 0 || (search.ids.empty() && match.empty() && !ranged)) return hits;
     if (!search.terms.empty() && match.empty() && search.ids.empty()) return hits;
+    if (!match.empty()) {
+      Result<bool> indexed = IndexForRecall(session);
+      RECAP_RETURN_IF_ERROR(indexed);
+      // A store opened read-only cannot write the index: what it lacks is searched by a scan.
+      if (!*indexed) return internal::ScanHistory(*this, session, search);
+    }
     std::lock_guard<std::mutex> lock(mu_);
     Status s = c_->Transaction("searching the history of session " + Quoted(session), false, [&] {
       hits.clear();
@@ -828,9 +834,60 @@ class SqliteSessionStore final : public SessionStore {
     row.bind(9, static_cast<std::int64_t>(turn));
     row.exec();
     const std::int64_t seq = c_->db().getLastInsertRowid();
-    Index(seq, m);
     WriteBody(seq, m);
     return seq;
+  }
+
+  // Brings the recall index up to the session's last message (schema.h, version 3): the
+  // messages stored since the last search are indexed, in one transaction. False when the
+  // index lacks some of them and this store, opened read-only, cannot write it.
+  Result<bool> IndexForRecall(const std::string& session) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto behind = [&](std::int64_t* session_id, std::int64_t* from) {
+      SQLite::Statement& st = c_->Stmt(
+          "SELECT s.session_id, s.indexed_seq, (SELECT max(seq) FROM messages m WHERE "
+          "m.session_id = s.session_id) FROM sessions s WHERE s.name = ?");
+      st.bind(1, session);
+      bool lagging = false;
+      if (st.executeStep()) {
+        *session_id = st.getColumn(0).getInt64();
+        *from = st.getColumn(1).getInt64();
+        lagging = !st.getColumn(2).isNull() && st.getColumn(2).getInt64() > *from;
+      }
+      st.reset();
+      return lagging;
+    };
+    bool lagging = false;
+    std::int64_t session_id = 0;
+    std::int64_t from = 0;
+    Status s = c_->Transaction("reading the recall index of session " + Quoted(session), false,
+                               [&] { lagging = behind(&session_id, &from); });
+    RECAP_RETURN_IF_ERROR(s);
+    if (!lagging) return true;
+    if (c_->options().read_only) return false;
+    s = c_->Transaction(
+        "indexing the history of session " + Quoted(session) + " for recall", true, [&] {
+          // Another process may have indexed it meanwhile.
+          if (!behind(&session_id, &from)) return;
+          SQLite::Statement& rows = c_->Stmt(
+              "SELECT m.seq, b.body FROM messages m JOIN bodies b ON b.seq = "
+              "m.seq WHERE m.session_id = ? AND m.seq > ? ORDER BY m.seq");
+          rows.bind(1, session_id);
+          rows.bind(2, from);
+          std::int64_t last = from;
+          while (rows.executeStep()) {
+            last = rows.getColumn(0).getInt64();
+            Index(last, Decode(rows.getColumn(1), static_cast<std::uint64_t>(last)));
+          }
+          rows.reset();
+          SQLite::Statement& done =
+              c_->Stmt("UPDATE sessions SET indexed_seq = ? WHERE session_id = ?");
+          done.bind(1, last);
+          done.bind(2, session_id);
+          done.exec();
+        });
+    RECAP_RETURN_IF_ERROR(s);
+    return true;
   }
 
   // The message's searchable text into the recall index (recall_index.h).
@@ -915,7 +972,6 @@ class SqliteSessionStore final : public SessionStore {
         next_seq_ = NextSeq();
         return;
       }
-      store_.Index(next_seq_ + static_cast<std::int64_t>(rows_.size()), m);
       const std::size_t id_at = ids_.size();
       ids_ += m.id;
       const std::size_t at = bodies_.size();

@@ -402,7 +402,8 @@ std::map<std::string, std::vector<Message>> Sources() {
 void Downgrade(const std::string& path, int version) {
   Sql(path,
       "DROP TABLE recall_index; ALTER TABLE sessions DROP COLUMN turns; ALTER TABLE sessions "
-      "DROP COLUMN undos; ALTER TABLE messages DROP COLUMN turn; ALTER TABLE commits DROP "
+      "DROP COLUMN undos; ALTER TABLE sessions DROP COLUMN indexed_seq; ALTER TABLE messages "
+      "DROP COLUMN turn; ALTER TABLE commits DROP "
       "COLUMN span_seqs; ALTER TABLE commits DROP COLUMN added_seqs; ALTER TABLE commits DROP "
       "COLUMN undone_by; PRAGMA user_version = 2;");
   if (version == 1) Sql(path, "DROP TABLE learned; PRAGMA user_version = 1;");
@@ -525,6 +526,40 @@ TEST_CASE(
     CHECK(Ok(store->CommitUndo("s", UndoCommit{v})).commit == "compaction:2");
   }
   CHECK(Sql(path, "PRAGMA integrity_check") == "ok");
+}
+
+TEST_CASE(
+    "R18.1 the recall index is written when a session is first searched after new messages and "
+    "a read-only store scans what it lacks") {
+  TempDir dir("recap-sqlite");
+  const std::string path = dir.File("sessions.db");
+  auto store = Open(path);
+  const std::uint64_t v = Ok(store->AppendMessages(
+      "s", {Message::UserText("the heron is grey"), Message::AssistantText("yes")}));
+  const SessionState state = Ok(store->Load("s"));
+  CompactionCommit c;
+  c.expected_version = v;
+  c.replaced = {state.transcript[0].id, state.transcript[1].id};
+  c.checkpoint = Message::UserText("## Goal\nbirds");
+  c.checkpoint.summary = true;
+  Ok(store->CommitCompaction("s", c));
+  CHECK(Sql(path, "SELECT indexed_seq FROM sessions") == "0");  // appends write no index
+  HistorySearch q;
+  q.terms = {"heron"};
+  SqliteStoreOptions ro;
+  ro.read_only = true;
+  auto reader = Ok(OpenSqliteSessionStore(path, ro));
+  CHECK(Ok(reader->SearchHistory("s", q)).size() == 1);  // scanned
+  CHECK(Sql(path, "SELECT indexed_seq FROM sessions") == "0");
+  CHECK(Ok(store->SearchHistory("s", q)).size() == 1);  // indexed, then asked
+  CHECK(Sql(path, "SELECT indexed_seq FROM sessions") ==
+        Sql(path, "SELECT max(seq) FROM messages"));
+  CHECK(Sql(path, "SELECT count(*) FROM recall_index WHERE recall_index MATCH 'heron'") == "1");
+  Ok(store->Append("s", Message::UserText("a heron again")));
+  CHECK(Ok(store->SearchHistory("s", q)).size() == 1);  // the active one is not asked for
+  q.include_active = true;
+  CHECK(Ok(store->SearchHistory("s", q)).size() == 2);
+  CHECK(Ok(reader->SearchHistory("s", q)).size() == 2);
 }
 
 TEST_CASE("R8.1 what a store wrote reads back the same after reopening the file") {
