@@ -85,6 +85,8 @@ COMPARISONS+=(recap_bench_background)
 COMPARISONS+=(recap_bench_reach)
 # What the ledger costs a compaction (issue 37).
 COMPARISONS+=(recap_bench_ledger)
+# Recall against a scan of the same rows, per store; the index's cost on append (issue 38).
+COMPARISONS+=(recap_bench_recall)
 SOAK=()
 if grep -q '^RECAP_BUILD_HTTP:BOOL=ON$' "$BUILD/CMakeCache.txt" 2>/dev/null; then
   SOAK=(recap_bench_soak)

@@ -1,6 +1,7 @@
 // recap CLI — what the subcommands share: exit codes, option parsing, opening the database,
 // the configuration, output helpers. One file per subcommand (import.cc, append.cc,
-// prepare.cc, export.cc, stats.cc, compact.cc, sessions.cc); main.cc dispatches. Shared:
+// prepare.cc, export.cc, stats.cc, compact.cc, sessions.cc, recall.cc, uncompact.cc); main.cc
+// dispatches. Shared:
 // common.cc (options' values, reporting, a library Status in the command's words),
 // database.cc (--db, opening it, a session's run), configuration.cc (--config and the
 // limits' flags, --provider and the HTTP provider's failures in the command's words),
@@ -235,6 +236,8 @@ int RunCompact(const std::vector<std::string>& words);
 int RunSessions(const std::vector<std::string>& words);
 int RunAppend(const std::vector<std::string>& words);
 int RunPrepare(const std::vector<std::string>& words);
+int RunRecall(const std::vector<std::string>& words);
+int RunUncompact(const std::vector<std::string>& words);
 
 // Decodes a transcript file's text the way `recap import --format FORMAT [--run RUN]` does,
 // without touching a database (the importers' fuzz target uses it). `run` empty: no --run.

@@ -40,6 +40,8 @@ const char* const kUsage =
     "  stats      sizes, turns and tool pairs of a session\n"
     "  plan       where a compaction would cut now and what it would free (changes nothing)\n"
     "  compact    compact a session now (or run the per-turn `prepare` with --auto)\n"
+    "  uncompact  undo a session's newest compaction, clearing or reduction\n"
+    "  recall     get back what was compacted, cleared or clipped, by words, id or turn\n"
     "  sessions   list, show, history, recover\n"
     "  version    print recap's version\n"
     "\n"
@@ -74,10 +76,12 @@ int Main(int argc, char** argv) {
   if (command == "stats") return recap_cli::RunStats(words);
   if (command == "plan") return recap_cli::RunPlan(words);
   if (command == "compact") return recap_cli::RunCompact(words);
+  if (command == "uncompact") return recap_cli::RunUncompact(words);
+  if (command == "recall") return recap_cli::RunRecall(words);
   if (command == "sessions") return recap_cli::RunSessions(words);
   std::cerr << "recap: unknown command '" << command
             << "'. The commands are import, append, prepare, export, stats, plan, compact, "
-               "sessions and version; run `recap --help`.\n";
+               "uncompact, recall, sessions and version; run `recap --help`.\n";
   return recap_cli::kExitUsage;
 }
 

@@ -281,6 +281,73 @@ RECAP_C_API int recap_report_overflow(recap_compactor* compactor, const char* se
 RECAP_C_API int recap_report_prompt_tokens(recap_compactor* compactor, const char* session,
                                            size_t prompt_tokens, char** error);
 
+/* --- getting it back (SPEC R18) ------------------------------------------------------------- */
+
+/* What a compaction summarized, a clearing cleared or the reducer clipped stays in the session's
+ * history: a host (or the model, through the recall tool) can have it back, and the newest
+ * compaction can be undone (recap/recall.h and compactor.h say more). */
+
+/* The originals in the session's history that match a query, best first, cut to a budget
+ * (Compactor::Recall). `query_json` is a JSON object with any of these members:
+ *   {"query": "words to look for",       each word or run of words (parse_config, src/app.py)
+ *    "ids": ["m_1", "m_2"],              messages by id (a string: one id)
+ *    "first_turn": 3, "last_turn": 5,    the person's turns, inclusive (the first is
+ *                                        1; first_turn needs last_turn); with "query",
+ *                                        only these turns are searched
+ *    "max_chars": 8000,                  the answer's size in characters (default 8000)
+ *    "max_messages": 20,                 at most this many messages (default 20)
+ *    "include_active": false}            messages still in the transcript too (default: only
+ *                                        what was compacted, cleared, clipped or undone)
+ * At least one of "query", "ids" and a turn range; null is as if the member were left out; an
+ * unknown member or one of the wrong type is RECAP_INVALID_ARGUMENT naming it. Reads the store,
+ * never writes. *out_json:
+ *   {"text": "…",                        the whole answer as the model reads it (the recall
+ *                                        tool's result)
+ *    "messages": [{"id", "seq", "turn", "role", "state", "replaced_by", "text", "clipped",
+ *                  "score"}],            best first; `state` "summarized", "reduced", "undone"
+ *                                        or "active"; `text` cut to the budget when `clipped`
+ *    "left_out": 0, "left_out_ids": []}  matched but did not fit max_chars */
+RECAP_C_API int recap_recall(recap_compactor* compactor, const char* session,
+                             const char* query_json, char** out_json, char** error);
+
+/* The recall tool's definition (named "recap_recall") as one JSON object of `format`'s tool
+ * catalog, for the host's request: an OpenAI chat {"type": "function", "function": {…}}, an
+ * Anthropic {"name", "description", "input_schema"} or an OpenAI Responses {"type":
+ * "function", "name", …}. `format` is "openai-chat", "anthropic" or "openai-responses" ("recap"
+ * is no wire format: RECAP_INVALID_ARGUMENT). Set compaction.recallTool in the configuration
+ * too, so that checkpoints and clearing markers tell the model what it can ask for. */
+RECAP_C_API int recap_recall_tool(const char* format, char** out_json, char** error);
+
+/* Answers the model's call of the recall tool (Compactor::AnswerRecall): *out_message_json is
+ * the tool result as one message object in `format`, to append to the session with
+ * recap_append (same format) like any tool result and to send with the next request: an OpenAI
+ * chat {"role": "tool", "tool_call_id", "content"}, an Anthropic {"role": "user", "content":
+ * [{"type": "tool_result", …}]}, an OpenAI Responses {"type": "function_call_output",
+ * "call_id", "output"}, or recap's own tool message. `call_json` is the call as the model's
+ * reply holds it in `format` — an OpenAI chat tool_calls element {"id", "type": "function",
+ * "function": {"name", "arguments"}}, an Anthropic tool_use block {"type": "tool_use", "id",
+ * "name", "input"}, an OpenAI Responses function_call item {"type": "function_call", "call_id",
+ * "name", "arguments"}, or recap's {"type": "tool_call", …} — or, in any format, simply
+ * {"id": "call_1", "name": "recap_recall", "arguments": "{\"query\": \"parse_config\"}"}
+ * (`arguments` the JSON text, or the object itself). Arguments the model got wrong are not an
+ * error: the result is an error result that tells the model how to call the tool. A call to
+ * another tool, or `call_json` that is no tool call, is RECAP_INVALID_ARGUMENT. */
+RECAP_C_API int recap_answer_recall(recap_compactor* compactor, const char* session,
+                                    const char* format, const char* call_json,
+                                    char** out_message_json, char** error);
+
+/* Undoes the session's newest compaction, clearing or reduction not undone yet
+ * (Compactor::Uncompact), in one transaction: the originals are active again in their places,
+ * the checkpoint (or the reduced copies) retired to the history, messages appended since stay
+ * after them; a second call undoes the one before. Emits the event compaction_undone.
+ * *out_json: {"undone": true, "commit": "compaction:3", "reason": "manual",
+ * "restored_messages", "retired_messages", "before_chars", "after_chars", "version"}. Nothing
+ * left to undo is not an error: "undone": false, and nothing changed. A store that cannot undo
+ * is RECAP_FAILED_PRECONDITION. The next recap_prepare compacts again when the restored
+ * transcript is over the trigger. */
+RECAP_C_API int recap_uncompact(recap_compactor* compactor, const char* session, char** out_json,
+                                char** error);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif
