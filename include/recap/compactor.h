@@ -298,7 +298,8 @@ class RECAP_EXPORT Compactor {
   // event compaction_undone says what was undone. undone == false when nothing is left to undo.
   // Note that the next Prepare compacts again when the restored transcript is over the trigger:
   // a host that wants it to stay turns compaction.auto off or raises the limits first.
-  // kFailedPrecondition when the store cannot undo (SessionStore::CommitUndo).
+  // kFailedPrecondition when the store cannot undo (SessionStore::CommitUndo); kNotFound for a
+  // session never written.
   Result<UncompactOutcome> Uncompact(const std::string& session);
 
   const Config& config() const noexcept;

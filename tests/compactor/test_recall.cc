@@ -260,6 +260,7 @@ TEST_CASE("R18.3 Uncompact restores the transcript as it was, says so, and undoe
   CHECK_FALSE(none.undone);
   CHECK(h.sink->OfType("compaction_undone").size() == 2);
   CHECK(h.compactor->Uncompact("").status().code() == StatusCode::kInvalidArgument);
+  CHECK(h.compactor->Uncompact("never-written").status().code() == StatusCode::kNotFound);
 }
 
 TEST_CASE(

@@ -506,3 +506,19 @@ TEST_CASE("R8.2 two processes compacting one session at once: exactly one wins")
   }
   std::cerr << "R8.2 process race: racer 0 won " << wins[0] << ", racer 1 won " << wins[1] << "\n";
 }
+
+TEST_CASE("R18.3 the crash test's writes include undos, so a kill lands inside them too") {
+  auto store = NewInMemorySessionStore();
+  Transcript t;
+  int undos = 0;
+  for (std::uint64_t k = 0; k < 120; ++k) {
+    const crash::Op op = crash::MakeOp(1, k, t);
+    if (op.kind == crash::OpKind::kUndo) ++undos;
+    auto done = crash::ApplyOp(*store, op);
+    INFO("op " << k << ": " << done.status().ToString());
+    REQUIRE(done.ok());
+    REQUIRE(*done == k + 1);
+    t = store->Load(crash::kSession).value().transcript;
+  }
+  CHECK(undos >= 5);
+}

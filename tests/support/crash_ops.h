@@ -12,7 +12,9 @@
 //   * every 6th op (k % 6 == 5), when the transcript has 4+ messages, a compaction of a prefix
 //     into a checkpoint "c<k>";
 //   * k % 6 == 2, when there is a message to shorten, a reduction replacing one non-checkpoint
-//     message by a shorter copy with the same id.
+//     message by a shorter copy with the same id;
+//   * k % 12 == 0, when the transcript holds a checkpoint (so that some compaction is not undone
+//     yet), an undo of the newest compaction or reduction (R18.3).
 // Header-only and free of Catch2 so that the child can use it.
 #ifndef RECAP_TESTS_SUPPORT_CRASH_OPS_H_
 #define RECAP_TESTS_SUPPORT_CRASH_OPS_H_
@@ -73,13 +75,14 @@ inline std::string OpText(OpRng& rng, std::size_t code_points) {
   return s;
 }
 
-enum class OpKind { kAppend, kCompact, kReduce };
+enum class OpKind { kAppend, kCompact, kReduce, kUndo };
 
 struct Op {
   OpKind kind = OpKind::kAppend;
   std::vector<Message> append;
   CompactionCommit compaction;
   ReductionCommit reduction;
+  UndoCommit undo;
   // Ids this op brings into the history (appended messages, the checkpoint) and how many
   // history entries it adds.
   std::vector<std::string> new_ids;
@@ -96,6 +99,14 @@ inline Op MakeOp(std::uint64_t seed, std::uint64_t k, const Transcript& t) {
   OpRng rng(SplitMix(seed ^ SplitMix(k * 0x100000001B3ULL + 7)));
   Op op;
   const std::string ks = std::to_string(k);
+  if (k > 0 && k % 12 == 0) {
+    for (const Message& m : t) {
+      if (!m.summary) continue;
+      op.kind = OpKind::kUndo;
+      op.undo.expected_version = k;
+      return op;
+    }
+  }
   if (k % 6 == 5 && t.size() >= 4) {
     op.kind = OpKind::kCompact;
     const std::size_t n = t.size() / 2 + static_cast<std::size_t>(rng.Below(t.size() / 4 + 1));
@@ -156,6 +167,12 @@ inline Result<std::uint64_t> ApplyOp(SessionStore& store, const Op& op) {
     case OpKind::kAppend: return store.AppendMessages(kSession, op.append);
     case OpKind::kCompact: return store.CommitCompaction(kSession, op.compaction);
     case OpKind::kReduce: return store.CommitReduction(kSession, op.reduction);
+    case OpKind::kUndo: {
+      Result<UndoOutcome> undone = store.CommitUndo(kSession, op.undo);
+      if (!undone.ok()) return undone.status();
+      if (!undone->undone) return Status::Internal("op: nothing to undo");
+      return undone->version;
+    }
   }
   return Status::Internal("unknown op kind");
 }

@@ -68,6 +68,10 @@ Result<UncompactOutcome> Compactor::Uncompact(const std::string& session) {
   // Another writer may move the session between the read and the undo: read again, once.
   for (int attempt = 0; attempt < 2; ++attempt) {
     RECAP_RETURN_IF_ERROR(impl_->Sync(session, c));
+    if (c.version() == 0) {
+      return Status::NotFound("session " + internal::QuotedName(session) +
+                              " has no messages (it was never written): there is nothing to undo");
+    }
     before_chars = c.transcript().chars();
     undone = impl_->store->CommitUndo(session, UndoCommit{c.version()});
     if (undone.ok() || undone.status().code() != StatusCode::kConflict) break;
