@@ -311,3 +311,48 @@ TEST_CASE(
     CHECK(h.Prepare("s").cleared_tool_result_messages == 0);
   }
 }
+
+TEST_CASE("R18.1 hostile queries: search syntax, 10 MB, another session's ids") {
+  CompactorHost<> h(SmallConfig());
+  h.provider->SetDefault(ScriptedStep::Reply(kGenericSummary));
+  h.Append("s", FourTurns());
+  h.Append("other", FourTurns());
+  REQUIRE(Ok(h.compactor->Compact("s")).compacted);
+  REQUIRE(Ok(h.compactor->Compact("other")).compacted);
+  const std::vector<HistoryEntry> others = Ok(h.store->History("other"));
+
+  // Search syntax of SQLite FTS5, PostgreSQL and the shells is plain text.
+  for (const char* text : {"\"ZEBRA-42", "ZEBRA*", "NEAR(launch code)", "-launch", "launch AND",
+                           "code OR", "(launch", "launch:code", "' OR 1=1 --", "\\", "%", "_"}) {
+    INFO(text);
+    RecallQuery q;
+    q.text = text;
+    Result<Recalled> r = h.compactor->Recall("s", q);
+    INFO(r.status().ToString());
+    REQUIRE(r.ok());
+  }
+  RecallQuery q;
+  q.text = "ZEBRA*";  // the word ZEBRA, not a prefix search
+  CHECK(Ok(h.compactor->Recall("s", q)).messages.size() == 1);
+
+  // 10 MB of words: only the first 32 terms are asked.
+  std::string huge;
+  while (huge.size() < 10'000'000) huge += "pelican" + std::to_string(huge.size()) + " ";
+  q.text = huge + " ZEBRA-42";
+  const Recalled big = Ok(h.compactor->Recall("s", q));
+  CHECK(big.messages.empty());  // ZEBRA-42 came after the first 32 terms
+  q.text = "ZEBRA-42 " + huge;
+  CHECK(Ok(h.compactor->Recall("s", q)).messages.size() == 1);
+  CHECK(Ok(h.compactor->Recall("s", q)).text.size() < 20000);
+
+  // Another session's ids find nothing here, and its messages never show up by words.
+  RecallQuery by_id;
+  for (const HistoryEntry& e : others) by_id.ids.push_back(e.message.id);
+  by_id.include_active = true;
+  CHECK(Ok(h.compactor->Recall("s", by_id)).messages.empty());
+  q.text = "launch code";
+  q.include_active = true;
+  for (const RecalledMessage& m : Ok(h.compactor->Recall("s", q)).messages) {
+    for (const HistoryEntry& e : others) CHECK(m.id != e.message.id);
+  }
+}
