@@ -543,7 +543,8 @@ class SqliteSessionStore final : public SessionStore {
     if (!match.empty()) {
       Result<bool> indexed = IndexForRecall(session);
       RECAP_RETURN_IF_ERROR(indexed);
-      // A store opened read-only cannot write the index: what it lacks is searched by a scan.
+      // A store opened read-only cannot write the index: while it lacks some of the
+      // session, the history is walked instead.
       if (!*indexed) return internal::ScanHistory(*this, session, search);
     }
     std::lock_guard<std::mutex> lock(mu_);
