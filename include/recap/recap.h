@@ -18,6 +18,7 @@
 #include "recap/offline_summarizer.h"
 #include "recap/plugin_hook.h"
 #include "recap/provider.h"
+#include "recap/recall.h"
 #include "recap/safe_boundary.h"
 #include "recap/session_store.h"
 #include "recap/status.h"
