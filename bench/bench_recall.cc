@@ -6,9 +6,13 @@
 //                                store writes its recall index then (all N messages, once);
 //                                PostgreSQL wrote it with each message (0 here).
 //   recall/<store>/index_turn    a search right after 10 more messages: SQLite indexes those 10.
-//   recall/<store>/search        SearchHistory of one word (limit 20, best first), the words
-//                                drawn from the retired messages' text: p50 and p99 per query.
-//   recall/<store>/scan          the same words found by a scan of the same rows: SQLite
+//   recall/<store>/search/word   SearchHistory of one word (limit 20, best first), the words
+//                                drawn from the retired messages' text: W1's vocabulary is
+//                                small, so each matches about a third of the history (the
+//                                worst case: thousands of matches ranked); p50 and p99 per query.
+//   recall/<store>/search/path   the same for the paths W1's tool calls name (src/<8 chars>.cc):
+//                                rare terms, as an identifier a model recalls usually is.
+//   recall/<store>/scan/<kind>   the same terms found by a scan of the same rows: SQLite
 //                                `instr(body, word) > 0` over each retired body (a LIKE '%word%'
 //                                stops at the first zero byte of recap's binary bodies),
 //                                PostgreSQL `position(word in body) > 0` — every match, unranked.
@@ -37,6 +41,7 @@
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include <benchmark/benchmark.h>
@@ -97,6 +102,27 @@ std::vector<std::string> Words(const std::vector<recap::Message>& w1, std::size_
   return words;
 }
 
+// The paths W1's tool calls name ("src/<8 characters>.cc"): rare terms, as an identifier a
+// model recalls usually is.
+std::vector<std::string> Paths(const std::vector<recap::Message>& w1, std::size_t retired,
+                               std::size_t count) {
+  std::mt19937_64 rng(380);
+  std::vector<std::string> paths;
+  for (std::size_t tries = 0; paths.size() < count && tries < count * 100; ++tries) {
+    for (const recap::Part& p : w1[rng() % retired].parts) {
+      const auto* call = std::get_if<recap::ToolCall>(&p);
+      if (call == nullptr) continue;
+      const std::size_t at = call->arguments.find("src/");
+      const std::size_t end = call->arguments.find(".cc", at);
+      if (at == std::string::npos || end == std::string::npos) continue;
+      paths.push_back(call->arguments.substr(at, end + 3 - at));
+      break;
+    }
+  }
+  if (paths.empty()) throw std::runtime_error("no paths drawn from W1");
+  return paths;
+}
+
 // A session holding W1, all but its last two messages retired by one compaction.
 void Fill(recap::SessionStore& store, const std::vector<recap::Message>& w1) {
   recap::NewSession n;
@@ -154,6 +180,7 @@ struct SqliteSide {
   std::string path;
   std::vector<recap::Message> w1;
   std::vector<std::string> words;
+  std::vector<std::string> paths;
   std::shared_ptr<recap::SessionStore> store;
   double index_build_ms = 0;
 };
@@ -185,12 +212,11 @@ void SqliteIndexTurn(benchmark::State& state) {
   }
 }
 
-void SqliteSearch(benchmark::State& state) {
-  PerQuery(state, g_sqlite->words,
-           [](const std::string& w) { return Search(*g_sqlite->store, w); });
+void SqliteSearch(benchmark::State& state, const std::vector<std::string>* terms) {
+  PerQuery(state, *terms, [](const std::string& w) { return Search(*g_sqlite->store, w); });
 }
 
-void SqliteScan(benchmark::State& state) {
+void SqliteScan(benchmark::State& state, const std::vector<std::string>* terms) {
   sqlite3* db = nullptr;
   if (sqlite3_open_v2(g_sqlite->path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
     state.SkipWithError("sqlite3_open_v2 failed");
@@ -202,7 +228,7 @@ void SqliteScan(benchmark::State& state) {
                      "ON s.session_id = m.session_id WHERE s.name = 'w1' AND m.position IS NULL "
                      "AND instr(b.body, ?1) > 0",
                      -1, &st, nullptr);
-  PerQuery(state, g_sqlite->words, [&](const std::string& w) {
+  PerQuery(state, *terms, [&](const std::string& w) {
     sqlite3_bind_blob(st, 1, w.data(), static_cast<int>(w.size()), SQLITE_TRANSIENT);
     std::size_t n = 0;
     while (sqlite3_step(st) == SQLITE_ROW) ++n;
@@ -243,13 +269,13 @@ void PgExec(const std::string& sql) {
   if (!ok) throw std::runtime_error(sql + ": " + error);
 }
 
-void PgSearch(benchmark::State& state) {
-  PerQuery(state, g_pg->words, [](const std::string& w) { return Search(*g_pg->store, w); });
+void PgSearch(benchmark::State& state, const std::vector<std::string>* terms) {
+  PerQuery(state, *terms, [](const std::string& w) { return Search(*g_pg->store, w); });
 }
 
-void PgScan(benchmark::State& state) {
+void PgScan(benchmark::State& state, const std::vector<std::string>* terms) {
   PGconn* c = PQconnectdb(g_pg->conninfo.c_str());
-  PerQuery(state, g_pg->words, [&](const std::string& w) {
+  PerQuery(state, *terms, [&](const std::string& w) {
     const char* values[] = {w.c_str()};
     PGresult* r = PQexecParams(c,
                                "SELECT m.seq FROM recall_bench.messages m JOIN "
@@ -319,6 +345,7 @@ int main(int argc, char** argv) {
     SqliteSide sqlite;
     sqlite.w1 = W1(g_settings.messages);
     sqlite.words = Words(sqlite.w1, sqlite.w1.size() - 2, g_settings.queries);
+    sqlite.paths = Paths(sqlite.w1, sqlite.w1.size() - 2, g_settings.queries);
     sqlite.path = g_settings.dir + "/recap-bench-recall-" + std::to_string(::getpid()) + ".db";
     std::filesystem::remove(sqlite.path);
     sqlite.store = Check(recap::OpenSqliteSessionStore(sqlite.path), "OpenSqliteSessionStore");
@@ -331,12 +358,16 @@ int main(int argc, char** argv) {
     benchmark::RegisterBenchmark("recall/sqlite/index_turn", SqliteIndexTurn)
         ->Iterations(20)
         ->Unit(benchmark::kMillisecond);
-    benchmark::RegisterBenchmark("recall/sqlite/search", SqliteSearch)
-        ->Iterations(1)
-        ->Unit(benchmark::kMillisecond);
-    benchmark::RegisterBenchmark("recall/sqlite/scan", SqliteScan)
-        ->Iterations(1)
-        ->Unit(benchmark::kMillisecond);
+    const std::vector<std::string>* kinds[] = {&sqlite.words, &sqlite.paths};
+    for (const std::vector<std::string>* terms : kinds) {
+      const std::string kind = terms == &sqlite.words ? "/word" : "/path";
+      benchmark::RegisterBenchmark(("recall/sqlite/search" + kind).c_str(), SqliteSearch, terms)
+          ->Iterations(1)
+          ->Unit(benchmark::kMillisecond);
+      benchmark::RegisterBenchmark(("recall/sqlite/scan" + kind).c_str(), SqliteScan, terms)
+          ->Iterations(1)
+          ->Unit(benchmark::kMillisecond);
+    }
 #ifdef RECAP_BENCH_POSTGRES
     PgSide pg;
     if (g_settings.postgres) {
@@ -352,12 +383,15 @@ int main(int argc, char** argv) {
       pg.store = OpenPg("recall_bench");
       Fill(*pg.store, pg.w1);
       PgExec("VACUUM ANALYZE recall_bench.messages");
-      benchmark::RegisterBenchmark("recall/postgres/search", PgSearch)
-          ->Iterations(1)
-          ->Unit(benchmark::kMillisecond);
-      benchmark::RegisterBenchmark("recall/postgres/scan", PgScan)
-          ->Iterations(1)
-          ->Unit(benchmark::kMillisecond);
+      for (const std::vector<std::string>* terms : kinds) {
+        const std::string kind = terms == &sqlite.words ? "/word" : "/path";
+        benchmark::RegisterBenchmark(("recall/postgres/search" + kind).c_str(), PgSearch, terms)
+            ->Iterations(1)
+            ->Unit(benchmark::kMillisecond);
+        benchmark::RegisterBenchmark(("recall/postgres/scan" + kind).c_str(), PgScan, terms)
+            ->Iterations(1)
+            ->Unit(benchmark::kMillisecond);
+      }
       benchmark::RegisterBenchmark("append/postgres/indexed", PgAppend, true)
           ->Iterations(g_settings.queries)
           ->Unit(benchmark::kMicrosecond);

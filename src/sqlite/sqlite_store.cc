@@ -587,11 +587,15 @@ class SqliteSessionStore final : public SessionStore {
                                        : std::numeric_limits<std::int64_t>::max();
       const std::int64_t limit = static_cast<std::int64_t>(search.limit);
       if (!match.empty()) {
+        // Ranked first, the bodies read after: of a common word's thousands of matches, only
+        // the `limit` best are read and decoded.
         SQLite::Statement& st = c_->Stmt(
-            "SELECT m.seq, m.replaced_by, b.body, m.turn, bm25(recall_index) AS rank FROM "
-            "recall_index JOIN messages m ON m.seq = recall_index.rowid JOIN bodies b ON b.seq = "
-            "m.seq WHERE recall_index MATCH ? AND m.session_id = ? AND (? OR m.position IS NULL) "
-            "AND m.turn BETWEEN ? AND ? ORDER BY rank, m.seq DESC LIMIT ?");
+            "WITH best AS (SELECT m.seq AS seq, m.replaced_by AS replaced_by, m.turn AS turn, "
+            "bm25(recall_index) AS rank FROM recall_index JOIN messages m ON m.seq = "
+            "recall_index.rowid WHERE recall_index MATCH ? AND m.session_id = ? AND (? OR "
+            "m.position IS NULL) AND m.turn BETWEEN ? AND ? ORDER BY rank, m.seq DESC LIMIT ?) "
+            "SELECT best.seq, best.replaced_by, b.body, best.turn, best.rank FROM best JOIN bodies "
+            "b ON b.seq = best.seq ORDER BY best.rank, best.seq DESC");
         st.bind(1, match);
         st.bind(2, row->id);
         st.bind(3, active);
