@@ -362,6 +362,18 @@ TEST_CASE("R14.1 an Anthropic checkpoint retires what precedes it, sizes count f
   Host other(Roomy(), h.store);
   CHECK(other.Prepare("s").provider_retired_messages == 0);
   CHECK(Ok(other.store->Load("s")).version == version);
+
+  // R18.3: the retirement can be undone (all 214 messages active again, as they were), but the
+  // provider's checkpoint still stands: the next Prepare retires what precedes it again.
+  const UncompactOutcome u = Ok(h.compactor->Uncompact("s"));
+  CHECK(u.commit == "compaction:1");
+  CHECK(u.reason == "provider");
+  std::vector<std::string> ids;
+  for (const Message& m : Ok(h.store->Load("s")).transcript) ids.push_back(m.id);
+  std::vector<std::string> want;
+  for (const Message& m : full) want.push_back(m.id);
+  CHECK(ids == want);
+  CHECK(h.Prepare("s").provider_retired_messages == 179);
 }
 
 TEST_CASE("R14.1 an OpenAI checkpoint keeps the instructions and retires the rest before it",
