@@ -19,8 +19,8 @@ summarizer and event callables take it back when recap calls them. docs/python.m
 # _library (the C library loaded with ctypes, its functions declared), _convert (arguments made
 # what the C API reads; a failure raised as its Error), _callbacks (the summarizer and event
 # callbacks recap calls; cancelled()), _summarizers (Summarizer, HttpProvider), _prepared
-# (Prepared, recap_prepare's result cut up) and _compactor (Compactor). Importing this package
-# loads the library; every public name is here, as recap.X.
+# (Prepared, recap_prepare's result cut up) and _compactor (Compactor, recall_tool). Importing
+# this package loads the library; every public name is here, as recap.X.
 from ._errors import (Cancelled, Conflict, ContextBudgetExceeded, Corruption, DeadlineExceeded,
                       Error, FailedPrecondition, Internal, InvalidArgument, IoError, NotFound,
                       ResourceExhausted, Unavailable)
@@ -29,10 +29,11 @@ from ._convert import FORMATS
 from ._callbacks import cancelled
 from ._summarizers import HttpProvider, Summarizer
 from ._prepared import Prepared
-from ._compactor import Compactor
+from ._compactor import Compactor, recall_tool
 
 __all__ = [
-    "Compactor", "Prepared", "Summarizer", "HttpProvider", "cancelled", "FORMATS",
+    "Compactor", "Prepared", "Summarizer", "HttpProvider", "cancelled", "recall_tool",
+    "FORMATS",
     "Error", "InvalidArgument", "NotFound", "Conflict", "Corruption", "IoError",
     "Unavailable", "DeadlineExceeded", "Cancelled", "ContextBudgetExceeded",
     "FailedPrecondition", "ResourceExhausted", "Internal", "library_path",
@@ -43,8 +44,9 @@ __version__ = _version().decode("ascii")
 
 # The public classes and cancelled() say they are recap's, as when they were defined in this
 # file: in reprs, tracebacks ("recap.InvalidArgument: ...") and pickles.
-for _public in (Compactor, Prepared, Summarizer, HttpProvider, cancelled, Error, InvalidArgument,
-                NotFound, Conflict, Corruption, IoError, Unavailable, DeadlineExceeded, Cancelled,
-                ContextBudgetExceeded, FailedPrecondition, ResourceExhausted, Internal):
+for _public in (Compactor, Prepared, Summarizer, HttpProvider, cancelled, recall_tool, Error,
+                InvalidArgument, NotFound, Conflict, Corruption, IoError, Unavailable,
+                DeadlineExceeded, Cancelled, ContextBudgetExceeded, FailedPrecondition,
+                ResourceExhausted, Internal):
     _public.__module__ = __name__
 del _public

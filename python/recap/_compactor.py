@@ -11,10 +11,11 @@ from ._callbacks import (_EVENT_THUNK, _FREE_THUNK, _NO_EVENTS, _SUMMARIZE_THUNK
                          _events, _ids, _inside, _leave, _summarizers)
 from ._convert import _count, _json_text, _raise, _sizes, _utf8
 from ._errors import FailedPrecondition, InvalidArgument
-from ._library import (_append, _compact, _compactor_free, _compactor_new, _plan, _prepare,
-                       _provider_free, _provider_new_callback, _provider_new_offline,
-                       _recover, _report_overflow, _report_prompt_tokens, _store_free,
-                       _store_open, _taken, _vp)
+from ._library import (_answer_recall, _append, _compact, _compactor_free, _compactor_new,
+                       _plan, _prepare, _provider_free, _provider_new_callback,
+                       _provider_new_offline, _recall, _recall_tool, _recover,
+                       _report_overflow, _report_prompt_tokens, _store_free, _store_open,
+                       _taken, _uncompact, _vp)
 from ._prepared import Prepared, _taken_prepared
 from ._summarizers import HttpProvider, Summarizer
 
@@ -67,6 +68,39 @@ class _State:
 
 
 _open = set()
+
+
+def _turns(turns):
+    """recall's ``turns`` (one turn, or (first, last)) as the range the C API takes."""
+    def whole(n):
+        return isinstance(n, int) and not isinstance(n, bool) and 0 <= n < 1 << 63
+    if whole(turns):
+        first = last = turns
+    elif isinstance(turns, (tuple, list)) and len(turns) == 2 and all(whole(t) for t in turns):
+        first, last = turns
+    else:
+        raise InvalidArgument("recap: recall's turns must be a turn (an int) or (first, last), "
+                              "not %r" % (turns,))
+    if last < 1 or first > last:
+        raise InvalidArgument("recap: recall's turns %r name no turn: give (first, last) with "
+                              "first <= last, the person's first turn being 1" % (turns,))
+    return first, last
+
+
+def recall_tool(format="openai-chat"):
+    """The recall tool's definition (named ``recap_recall``) as a dict of ``format``'s tool
+    catalog, for the host's request: an OpenAI chat ``{"type": "function", "function":
+    {...}}``, an Anthropic ``{"name", "description", "input_schema"}`` or an OpenAI Responses
+    ``{"type": "function", "name", ...}``. ``format`` is "openai-chat", "anthropic" or
+    "openai-responses". Set ``compaction.recallTool`` in the configuration too, so that
+    checkpoints tell the model what it can ask for; answer its calls with
+    :meth:`Compactor.answer_recall`."""
+    format_b = _utf8(format, "format")
+    out, error = _vp(), _vp()
+    code = _recall_tool(format_b, ctypes.byref(out), ctypes.byref(error))
+    if code != 0:
+        _raise(code, error)
+    return json.loads(_taken(out.value))
 
 
 @atexit.register
@@ -229,6 +263,77 @@ class Compactor:
         "version"}``."""
         session_b = _utf8(session, "session")
         return self._json_call(_recover, session_b, 1 if acknowledge else 0)
+
+    # -- getting it back (SPEC R18)
+
+    def recall(self, session, query=None, ids=None, turns=None, max_chars=8000,
+               include_active=False, max_messages=20):
+        """The originals in the history of ``session`` that a compaction summarized, a clearing
+        cleared or the reducer clipped, found by words (``query``: each word or run of words,
+        such as ``parse_config`` or ``src/app.py``), by message id (``ids``: one id or a list)
+        or by the person's turns (``turns``: one turn, or ``(first, last)`` inclusive, the
+        first turn being 1; with ``query``, only these turns are searched). At least one of
+        them. ``max_chars`` is the answer's size, ``max_messages`` the most messages it holds;
+        ``include_active`` searches the messages still in the transcript too. Reads the store,
+        never writes. Returns ``{"text", "messages": [{"id", "seq", "turn", "role", "state",
+        "replaced_by", "text", "clipped", "score"}], "left_out", "left_out_ids"}``: ``text``
+        is the answer as the model reads it from the recall tool, the messages come best
+        first."""
+        session_b = _utf8(session, "session")
+        q = {}
+        if query is not None:
+            if not isinstance(query, str):
+                raise InvalidArgument("recap: recall's query must be a str, not %s"
+                                      % type(query).__name__)
+            q["query"] = query
+        if ids is not None:
+            if isinstance(ids, str):
+                ids = [ids]
+            try:
+                ids = list(ids)
+            except TypeError:
+                raise InvalidArgument("recap: recall's ids must be a message id (str) or a "
+                                      "list of them, not %s" % type(ids).__name__) from None
+            for i in ids:
+                if not isinstance(i, str):
+                    raise InvalidArgument("recap: recall's ids must be strs, not %s"
+                                          % type(i).__name__)
+            q["ids"] = ids
+        if turns is not None:
+            q["first_turn"], q["last_turn"] = _turns(turns)
+        q["max_chars"] = max_chars
+        q["max_messages"] = max_messages
+        q["include_active"] = include_active
+        if not q.get("query", "").strip() and not q.get("ids") and turns is None:
+            raise InvalidArgument("recap: recall asks for nothing: give query= (words to look "
+                                  "for), ids= (message ids) or turns= (a turn, or (first, "
+                                  "last))")
+        return self._json_call(_recall, session_b, _json_text(q, "the query"))
+
+    def answer_recall(self, session, call, format="openai-chat"):
+        """Answers the model's call of the recall tool (see :func:`recall_tool`): returns the
+        tool result as one message (a dict) in ``format``, to append to ``session`` with
+        :meth:`append` (same format) like any tool result. ``call`` is the call as the model's
+        reply holds it in ``format`` (an OpenAI chat ``tool_calls`` element, an Anthropic
+        ``tool_use`` block, an OpenAI Responses ``function_call`` item), or simply
+        ``{"id": ..., "name": "recap_recall", "arguments": "{...}"}`` (``arguments`` the JSON
+        text or a dict); a dict or JSON text. Arguments the model got wrong are answered with
+        an error result that tells it how to call the tool; a call to another tool raises
+        InvalidArgument."""
+        session_b = _utf8(session, "session")
+        format_b = _utf8(format, "format")
+        return self._json_call(_answer_recall, session_b, format_b, _json_text(call, "call"))
+
+    def uncompact(self, session):
+        """Undoes the newest compaction, clearing or reduction of ``session`` in one
+        transaction: the originals are active again in their places, the checkpoint (or the
+        reduced copies) goes to the history, messages appended since stay after them; a second
+        call undoes the one before. Returns ``{"undone", "commit", "reason",
+        "restored_messages", "retired_messages", "before_chars", "after_chars", "version"}``;
+        ``undone`` is False, and nothing changed, when nothing is left to undo. The next
+        prepare compacts again if the restored transcript is over the trigger."""
+        session_b = _utf8(session, "session")
+        return self._json_call(_uncompact, session_b)
 
     def report_overflow(self, session, rejected_tokens=None):
         """The model rejected the last request of ``session`` as too long: the next prepare

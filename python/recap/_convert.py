@@ -24,6 +24,14 @@ _PYTHON_WORDS = {
     "recap_recover": "recover",
     "recap_report_overflow": "report_overflow",
     "recap_report_prompt_tokens": "report_prompt_tokens",
+    "recap_answer_recall": "answer_recall",
+    "recap_recall_tool": "recall_tool",
+    # recap_recall is also the recall tool's name, which messages quote: only the function's
+    # own prefix is said in Python's words.
+    "recap_recall:": "recall:",
+    "recap_uncompact": "uncompact",
+    "`query_json`": "the query",
+    "`call_json`": "call",
     "`messages_json`": "messages",
     "`options_json`": "the options",
     "`config_json`": "config",

@@ -75,6 +75,11 @@ _recover = _declare("recap_recover", _c_int, _vp, _c_char_p, _c_int, _out, _out)
 _report_overflow = _declare("recap_report_overflow", _c_int, _vp, _c_char_p, _c_size_t, _out)
 _report_prompt_tokens = _declare("recap_report_prompt_tokens", _c_int, _vp, _c_char_p, _c_size_t,
                                  _out)
+_recall = _declare("recap_recall", _c_int, _vp, _c_char_p, _c_char_p, _out, _out)
+_recall_tool = _declare("recap_recall_tool", _c_int, _c_char_p, _out, _out)
+_answer_recall = _declare("recap_answer_recall", _c_int, _vp, _c_char_p, _c_char_p, _c_char_p,
+                          _out, _out)
+_uncompact = _declare("recap_uncompact", _c_int, _vp, _c_char_p, _out, _out)
 
 
 def _taken(pointer):

@@ -62,8 +62,8 @@ bool ParseTurns(const std::string& text, std::uint64_t* first, std::uint64_t* la
     return false;
   }
   if (*first > *last) {
-    *error = "--turns " + text + " ends before it starts; give the first turn first, e.g. --turns " +
-             b + "-" + a;
+    *error = "--turns " + text +
+             " ends before it starts; give the first turn first, e.g. --turns " + b + "-" + a;
     return false;
   }
   return true;

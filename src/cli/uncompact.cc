@@ -77,15 +77,15 @@ int RunUncompact(const std::vector<std::string>& words) {
   }
   if (!outcome->undone) {
     std::printf(
-        "session '%s' has no compaction, clearing or reduction left to undo; nothing to undo, "
+        "nothing to undo: session '%s' has no compaction, clearing or reduction left to undo; "
         "nothing changed\n",
         Shown(session).c_str());
     return kExitOk;
   }
   const bool compaction = outcome->commit.rfind("compaction:", 0) == 0;
   const std::string reason = outcome->reason.empty() ? "" : " (" + Shown(outcome->reason) + ")";
-  std::printf("undid %s%s of session '%s' in %s\n", Shown(outcome->commit).c_str(),
-              reason.c_str(), Shown(session).c_str(), ShownDb(db).c_str());
+  std::printf("undid %s%s of session '%s' in %s\n", Shown(outcome->commit).c_str(), reason.c_str(),
+              Shown(session).c_str(), ShownDb(db).c_str());
   std::printf("  %s active again; %s (%s) retired to the history\n",
               Counted(outcome->restored_messages, "message").c_str(),
               Counted(outcome->retired_messages, "message").c_str(),
@@ -93,9 +93,8 @@ int RunUncompact(const std::vector<std::string>& words) {
   std::printf("  characters %s -> %s; version %s\n", Num(outcome->before_chars).c_str(),
               Num(outcome->after_chars).c_str(), Num(outcome->version).c_str());
   std::printf(
-      "  `recap uncompact --session %s` again undoes the one before; the next `prepare` or "
-      "`compact --auto` compacts again if the session is over its trigger\n",
-      Shown(QuotedForShell(session)).c_str());
+      "  run it again to undo the one before; the next `prepare` or `compact --auto`\n"
+      "  compacts again if the session is over its trigger\n");
   return kExitOk;
 }
 

@@ -1,8 +1,9 @@
 /* A host written in C (C99, compiled as C with -pedantic -Werror): it keeps a session in a
  * SQLite file (or in memory when given no path), summarizes with its own "model" (a callback),
- * and runs a per-turn loop of append and prepare until recap compacts. Exits 0 when every check
- * held, 1 with a message otherwise. Run by ctest as capi.c_consumer, and built against the
- * installed package by tests/package/find_package_c. */
+ * and runs a per-turn loop of append and prepare until recap compacts, then recalls what it
+ * summarized and undoes the compaction. Exits 0 when every check held, 1 with a message
+ * otherwise. Run by ctest as capi.c_consumer, and built against the installed package by
+ * tests/package/find_package_c. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,6 +119,27 @@ int main(int argc, char** argv) {
   CHECK(model.calls == 1);
   CHECK(counts.started == 1);
   CHECK(counts.completed == 1);
+
+  /* Getting it back: what the compaction summarized is found by its words, then undone. */
+  result = NULL;
+  if (recap_recall(compactor, "c-session", "{\"query\":\"turn 0\",\"max_chars\":2000}", &result,
+                   &error) == RECAP_OK) {
+    CHECK(strstr(result, "\"state\":\"summarized\"") != NULL);
+    recap_free(result);
+  } else {
+    fprintf(stderr, "recap_recall: %s\n", error);
+    recap_free(error);
+    ++failures;
+  }
+  result = NULL;
+  if (recap_uncompact(compactor, "c-session", &result, &error) == RECAP_OK) {
+    CHECK(strstr(result, "\"undone\":true") != NULL);
+    recap_free(result);
+  } else {
+    fprintf(stderr, "recap_uncompact: %s\n", error);
+    recap_free(error);
+    ++failures;
+  }
 
   /* An error: a code, a message, freed with recap_free. */
   CHECK(recap_append(compactor, "c-session", "yaml", "[]", NULL, &error) == RECAP_INVALID_ARGUMENT);

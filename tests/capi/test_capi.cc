@@ -12,6 +12,8 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -1074,4 +1076,342 @@ TEST_CASE("R16.1 the C API counts characters as recap does, and its result's lay
     CHECK(whole["orphan_results"] == Json::array({"x\",\"version\":1"}));
     CHECK(whole["over_window"] == false);
   }
+}
+
+namespace {
+
+// recap_recall's result, or the failed call's code and message.
+struct Recall {
+  Call call;
+  Json result;
+};
+
+Recall RecallOf(recap_compactor* c, const char* session, const std::string& query) {
+  Recall r;
+  char* out = nullptr;
+  char* error = nullptr;
+  r.call.code = recap_recall(c, session, query.c_str(), &out, &error);
+  r.call.error = Take(error);
+  if (r.call.code == RECAP_OK) r.result = Json::parse(Take(out));
+  return r;
+}
+
+Json AnswerOf(recap_compactor* c, const char* format, const std::string& call_json) {
+  char* out = nullptr;
+  char* error = nullptr;
+  const int code = recap_answer_recall(c, "s", format, call_json.c_str(), &out, &error);
+  INFO(format << ": " << call_json << ": " << Take(error));
+  REQUIRE(code == RECAP_OK);
+  return Json::parse(Take(out));
+}
+
+// A session whose first turn names a fact, with five long turns after it, compacted once.
+void CompactedSession(Compactor& c) {
+  c.MustAppend("s", "openai-chat", R"([{"role":"user","content":"Deploy with the key ZEBRA-4471."},
+    {"role":"assistant","content":null,"tool_calls":[{"id":"d1","type":"function",
+      "function":{"name":"read","arguments":"{\"path\":\"config/prod.yaml\"}"}}]},
+    {"role":"tool","tool_call_id":"d1","content":"region: eu-west-3\nreplicas: 7"},
+    {"role":"assistant","content":"Read it."}])");
+  for (int i = 1; i < 6; ++i) {
+    c.MustAppend("s", "openai-chat", "[" + UserTurn(i, 1500) + "," + AssistantTurn(i) + "]");
+  }
+  char* out = nullptr;
+  char* error = nullptr;
+  REQUIRE(recap_compact(c.c, "s", nullptr, nullptr, &out, &error) == RECAP_OK);
+  REQUIRE(Json::parse(Take(out))["compacted"] == true);
+}
+
+}  // namespace
+
+TEST_CASE("R18 R16.1 recap_recall finds what a compaction summarized, by words, id and turn",
+          "[capi][R18]") {
+  Compactor c(kSmallWindow);
+  CompactedSession(c);
+  const std::string before = c.Prepare("s", "openai-chat")["messages"].dump();
+  CHECK(before.find("eu-west-3") == std::string::npos);
+
+  Recall r = RecallOf(c.c, "s", R"({"query": "eu-west-3"})");
+  INFO(r.call.error);
+  REQUIRE(r.call.code == RECAP_OK);
+  REQUIRE(r.result["messages"].size() == 1);
+  const Json& m = r.result["messages"][0];
+  CHECK(m["role"] == "tool");
+  CHECK(m["state"] == "summarized");
+  CHECK(m["replaced_by"].get<std::string>().rfind("compaction:", 0) == 0);
+  CHECK(m["turn"] == 1);
+  CHECK(m["clipped"] == false);
+  CHECK(m["text"].get<std::string>().find("region: eu-west-3") != std::string::npos);
+  CHECK(m["seq"].is_number_unsigned());
+  CHECK(m["score"].is_number());
+  CHECK(r.result["left_out"] == 0);
+  CHECK(r.result["left_out_ids"] == Json::array());
+  CHECK(r.result["text"].get<std::string>().find("eu-west-3") != std::string::npos);
+
+  // By id (a string is one id), by turn, and a budget that leaves messages out.
+  const std::string id = m["id"].get<std::string>();
+  r = RecallOf(c.c, "s", Json{{"ids", id}}.dump());
+  REQUIRE(r.call.code == RECAP_OK);
+  REQUIRE(r.result["messages"].size() == 1);
+  CHECK(r.result["messages"][0]["id"] == id);
+  r = RecallOf(c.c, "s", R"({"first_turn": 1, "last_turn": 1, "max_messages": 3})");
+  REQUIRE(r.call.code == RECAP_OK);
+  CHECK(r.result["messages"].size() == 3);
+  for (const Json& each : r.result["messages"]) CHECK(each["turn"] == 1);
+  r = RecallOf(c.c, "s", R"({"first_turn": 1, "last_turn": 6, "max_chars": 300})");
+  REQUIRE(r.call.code == RECAP_OK);
+  CHECK(r.result["left_out"].get<std::size_t>() > 0);
+  CHECK(r.result["left_out_ids"].size() == r.result["left_out"].get<std::size_t>());
+  // Active messages only when asked; null members are as if left out.
+  r = RecallOf(c.c, "s", R"({"query": "5", "ids": null})");
+  REQUIRE(r.call.code == RECAP_OK);
+  CHECK(r.result["messages"].empty());
+  r = RecallOf(c.c, "s", R"({"query": "5", "include_active": true})");
+  REQUIRE(r.call.code == RECAP_OK);
+  REQUIRE(!r.result["messages"].empty());
+  CHECK(r.result["messages"][0]["state"] == "active");
+
+  // What is refused names what was wrong; nothing changed.
+  for (const auto& [query, says] : std::vector<std::pair<std::string, std::string>>{
+           {"[1]", "must be a JSON object"},
+           {"not json", "must be a JSON object"},
+           {"{}", "asks for nothing"},
+           {R"({"query": "  "})", "asks for nothing"},
+           {R"({"query": 5})", "`query` must be a string"},
+           {R"({"ids": [1]})", "`ids` must be an array"},
+           {R"({"ids": {}})", "`ids` must be an array"},
+           {R"({"query": "x", "max_chars": 0})", "`max_chars` must be a whole number from 1"},
+           {R"({"query": "x", "max_chars": -5})", "`max_chars`"},
+           {R"({"query": "x", "max_chars": 1.5})", "`max_chars`"},
+           {R"({"query": "x", "max_messages": "3"})", "`max_messages`"},
+           {R"({"query": "x", "include_active": 1})", "`include_active` must be true or false"},
+           {R"({"query": "x", "maxChars": 10})", "\"maxChars\", which is no member"},
+           {R"({"first_turn": 2})", "`first_turn` needs `last_turn`"},
+           {R"({"first_turn": 5, "last_turn": 2})", "is after `last_turn`"},
+           {R"({"last_turn": 0})", "`last_turn` must be a whole number from 1"},
+           {R"({"last_turn": 18446744073709551615})", "`last_turn`"},
+       }) {
+    INFO(query);
+    r = RecallOf(c.c, "s", query);
+    CHECK(r.call.code == RECAP_INVALID_ARGUMENT);
+    CHECK(r.call.error.find(says) != std::string::npos);
+    CHECK(r.call.error.rfind("recap_recall: `query_json`", 0) == 0);
+  }
+  CHECK(RecallOf(c.c, nullptr, R"({"query": "x"})").call.error.find("`session` is NULL") !=
+        std::string::npos);
+  char* out = nullptr;
+  char* error = nullptr;
+  CHECK(recap_recall(nullptr, "s", "{}", &out, &error) == RECAP_INVALID_ARGUMENT);
+  Take(error);
+  CHECK(recap_recall(c.c, "s", nullptr, &out, &error) == RECAP_INVALID_ARGUMENT);
+  Take(error);
+  CHECK(recap_recall(c.c, "s", R"({"query":"x"})", nullptr, &error) == RECAP_INVALID_ARGUMENT);
+  Take(error);
+  CHECK(c.Prepare("s", "openai-chat")["messages"].dump() == before);
+}
+
+TEST_CASE("R18.2 R16.1 the recall tool in each format, and its calls answered in that format",
+          "[capi][R18]") {
+  for (const char* format : {"openai-chat", "anthropic", "openai-responses"}) {
+    INFO(format);
+    char* out = nullptr;
+    char* error = nullptr;
+    REQUIRE(recap_recall_tool(format, &out, &error) == RECAP_OK);
+    const Json tool = Json::parse(Take(out));
+    const std::string f = format;
+    if (f == "openai-chat") {
+      CHECK(tool["function"]["name"] == "recap_recall");
+      CHECK(tool["function"]["parameters"]["properties"].contains("query"));
+    } else if (f == "anthropic") {
+      CHECK(tool["name"] == "recap_recall");
+      CHECK(tool["input_schema"]["properties"].contains("ids"));
+    } else {
+      CHECK(tool["type"] == "function");
+      CHECK(tool["name"] == "recap_recall");
+    }
+  }
+  char* out = nullptr;
+  char* error = nullptr;
+  CHECK(recap_recall_tool("recap", &out, &error) == RECAP_INVALID_ARGUMENT);
+  CHECK(Take(error).find("not a model's wire format") != std::string::npos);
+  CHECK(recap_recall_tool("yaml", &out, &error) == RECAP_INVALID_ARGUMENT);
+  CHECK(Take(error).find("unknown format") != std::string::npos);
+  CHECK(recap_recall_tool(nullptr, &out, &error) == RECAP_INVALID_ARGUMENT);
+  Take(error);
+  CHECK(recap_recall_tool("anthropic", nullptr, &error) == RECAP_INVALID_ARGUMENT);
+  Take(error);
+
+  Compactor c(kSmallWindow);
+  CompactedSession(c);
+  const std::string args = R"({\"query\": \"eu-west-3\"})";
+  // The call as each format writes it, and the plain {"id", "name", "arguments"} in each.
+  Json a = AnswerOf(c.c, "openai-chat",
+                    R"({"id":"k1","type":"function","function":{"name":"recap_recall",
+                        "arguments":")" +
+                        args + R"("}})");
+  CHECK(a["role"] == "tool");
+  CHECK(a["tool_call_id"] == "k1");
+  CHECK(a["content"].get<std::string>().find("region: eu-west-3") != std::string::npos);
+  a = AnswerOf(
+      c.c, "anthropic",
+      R"({"type":"tool_use","id":"k2","name":"recap_recall","input":{"query":"eu-west-3"}})");
+  CHECK(a["role"] == "user");
+  REQUIRE(a["content"].is_array());
+  CHECK(a["content"][0]["type"] == "tool_result");
+  CHECK(a["content"][0]["tool_use_id"] == "k2");
+  CHECK(a["content"].dump().find("region: eu-west-3") != std::string::npos);
+  a = AnswerOf(c.c, "openai-responses",
+               R"({"type":"function_call","call_id":"k3","name":"recap_recall","arguments":")" +
+                   args + R"("})");
+  CHECK(a["type"] == "function_call_output");
+  CHECK(a["call_id"] == "k3");
+  CHECK(a["output"].dump().find("region: eu-west-3") != std::string::npos);
+  a = AnswerOf(
+      c.c, "recap",
+      R"({"type":"tool_call","id":"k4","name":"recap_recall","arguments":")" + args + R"("})");
+  CHECK(a["role"] == "tool");
+  CHECK(a.dump().find("region: eu-west-3") != std::string::npos);
+  for (const char* format : kFormats) {
+    INFO(format);
+    a = AnswerOf(c.c, format, R"({"id":"k5","name":"recap_recall","arguments":")" + args + R"("})");
+    CHECK(a.dump().find("k5") != std::string::npos);
+    CHECK(a.dump().find("region: eu-west-3") != std::string::npos);
+    // `arguments` may be the object itself.
+    a = AnswerOf(c.c, format, R"({"id":"k6","name":"recap_recall","arguments":{"ids":["nope"]}})");
+    CHECK(a.dump().find("nothing in this conversation's history matches") != std::string::npos);
+  }
+  // Arguments the model got wrong: an error result that says how to call the tool.
+  a = AnswerOf(c.c, "openai-chat", R"({"id":"k7","name":"recap_recall","arguments":"{}"})");
+  CHECK(a["tool_call_id"] == "k7");
+  CHECK(a["content"].get<std::string>().find("needs `query`") != std::string::npos);
+  a = AnswerOf(c.c, "anthropic", R"({"id":"k8","name":"recap_recall","arguments":"oops"})");
+  CHECK(a["content"][0]["is_error"] == true);
+
+  // The answer appends like any tool result, after its call.
+  c.MustAppend("s", "openai-chat", R"({"role":"assistant","content":null,"tool_calls":[
+    {"id":"k9","type":"function","function":{"name":"recap_recall",
+     "arguments":"{\"query\":\"ZEBRA-4471\"}"}}]})");
+  char* answer = nullptr;
+  REQUIRE(recap_answer_recall(c.c, "s", "openai-chat",
+                              R"({"id":"k9","type":"function","function":{"name":"recap_recall",
+                                  "arguments":"{\"query\":\"ZEBRA-4471\"}"}})",
+                              &answer, &error) == RECAP_OK);
+  c.MustAppend("s", "openai-chat", Take(answer));
+  const Json last = c.Prepare("s", "openai-chat")["messages"].back();
+  CHECK(last["tool_call_id"] == "k9");
+  CHECK(last["content"].get<std::string>().find("Deploy with the key ZEBRA-4471.") !=
+        std::string::npos);
+
+  // A call to another tool, or no call at all, is the host's mistake.
+  for (const auto& [format, call, says] :
+       std::vector<std::tuple<const char*, std::string, std::string>>{
+           {"openai-chat", R"({"id":"x","name":"ls","arguments":"{}"})",
+            "this call (id \"x\") is to \"ls\""},
+           {"anthropic", R"({"type":"tool_use","id":"x","name":"ls","input":{}})", "\"ls\""},
+           {"openai-chat", "[]", "must be a JSON object"},
+           {"openai-chat", "{", "must be a JSON object"},
+           {"openai-chat", R"({"name":"recap_recall"})", "needs `id` and `name`"},
+           {"openai-chat", R"({"type":"text","text":"hi"})", "is no tool call as openai-chat"},
+           {"anthropic", R"({"type":"text","text":"hi"})", "is no tool call as anthropic"},
+           {"openai-responses", R"({"type":"message","role":"user","content":"hi"})",
+            "is no tool call as openai-responses"},
+           {"yaml", R"({"id":"x","name":"recap_recall"})", "unknown format"},
+       }) {
+    INFO(format << " " << call);
+    char* got = nullptr;
+    CHECK(recap_answer_recall(c.c, "s", format, call.c_str(), &got, &error) ==
+          RECAP_INVALID_ARGUMENT);
+    const std::string message = Take(error);
+    INFO(message);
+    CHECK(message.find(says) != std::string::npos);
+  }
+  CHECK(recap_answer_recall(c.c, "s", "openai-chat", nullptr, &out, &error) ==
+        RECAP_INVALID_ARGUMENT);
+  CHECK(Take(error).find("`call_json` is NULL") != std::string::npos);
+  CHECK(recap_answer_recall(c.c, "s", "openai-chat", "{}", nullptr, &error) ==
+        RECAP_INVALID_ARGUMENT);
+  Take(error);
+}
+
+TEST_CASE("R18.3 R16.1 recap_uncompact takes back each compaction in turn, with an event",
+          "[capi][R18]") {
+  recap::testing::TempDir dir;
+  recap_store* store = nullptr;
+  REQUIRE(recap_store_open(("sqlite:" + dir.File("u.db")).c_str(), &store, nullptr) == RECAP_OK);
+  Events events;
+  // No automatic compaction: prepare shows the transcript as it is.
+  Compactor c(R"({"compaction":{"keepTurns":1,"auto":false}})", nullptr, store, &Events::On,
+              &events);
+  recap_store_free(store);
+  char* out = nullptr;
+  char* error = nullptr;
+  auto uncompact = [&]() {
+    char* result = nullptr;
+    char* message = nullptr;
+    const int code = recap_uncompact(c.c, "s", &result, &message);
+    INFO(Take(message));
+    REQUIRE(code == RECAP_OK);
+    return Json::parse(Take(result));
+  };
+  auto compact = [&]() {
+    char* result = nullptr;
+    REQUIRE(recap_compact(c.c, "s", nullptr, nullptr, &result, &error) == RECAP_OK);
+    REQUIRE(Json::parse(Take(result))["compacted"] == true);
+  };
+  auto messages = [&]() { return c.Prepare("s", "openai-chat")["messages"]; };
+
+  // Nothing to undo yet: not an error, and nothing changes.
+  c.MustAppend("s", "openai-chat", "[" + UserTurn(0, 10) + "," + AssistantTurn(0) + "]");
+  Json outcome = uncompact();
+  CHECK(outcome["undone"] == false);
+  CHECK(outcome["commit"] == "");
+  CHECK(outcome["restored_messages"] == 0);
+  CHECK(outcome["version"] == 1);
+  for (int i = 1; i < 6; ++i) {
+    c.MustAppend("s", "openai-chat", "[" + UserTurn(i, 1500) + "," + AssistantTurn(i) + "]");
+  }
+  const Json original = messages();
+  REQUIRE(original.size() == 12);
+  compact();
+  CHECK(messages().size() < original.size());
+  Json later = Json::array();
+  for (int i = 6; i < 9; ++i) {
+    later.push_back(Json::parse(UserTurn(i, 1500)));
+    later.push_back(Json::parse(AssistantTurn(i)));
+  }
+  c.MustAppend("s", "openai-chat", later.dump());
+  const Json between = messages();
+  compact();
+
+  // The second compaction undone: the transcript as it was between them.
+  outcome = uncompact();
+  CHECK(outcome["undone"] == true);
+  CHECK(outcome["commit"].get<std::string>().rfind("compaction:", 0) == 0);
+  CHECK(outcome["reason"] == "manual");
+  CHECK(outcome["restored_messages"].get<std::size_t>() > 0);
+  CHECK(outcome["retired_messages"].get<std::size_t>() >= 1);
+  CHECK(outcome["after_chars"].get<std::size_t>() != outcome["before_chars"].get<std::size_t>());
+  CHECK(messages() == between);
+  REQUIRE(events.Has("compaction_undone"));
+  for (const Json& e : events.events) {
+    if (e["type"] != "compaction_undone") continue;
+    CHECK(e["session"] == "s");
+    CHECK(e.dump().find(outcome["commit"].get<std::string>()) != std::string::npos);
+  }
+  // Then the first: the original messages, those appended since after them.
+  outcome = uncompact();
+  CHECK(outcome["undone"] == true);
+  CHECK(outcome["restored_messages"] == 10);
+  Json expected = original;
+  for (const Json& m : later) expected.push_back(m);
+  CHECK(messages() == expected);
+  CHECK(uncompact()["undone"] == false);
+
+  CHECK(recap_uncompact(nullptr, "s", &out, &error) == RECAP_INVALID_ARGUMENT);
+  CHECK(Take(error).find("`compactor` is NULL") != std::string::npos);
+  CHECK(recap_uncompact(c.c, nullptr, &out, &error) == RECAP_INVALID_ARGUMENT);
+  Take(error);
+  CHECK(recap_uncompact(c.c, "s", nullptr, &error) == RECAP_INVALID_ARGUMENT);
+  Take(error);
+  CHECK(recap_uncompact(c.c, "recap-cli.instructions:s", &out, &error) == RECAP_INVALID_ARGUMENT);
+  Take(error);
 }

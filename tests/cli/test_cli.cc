@@ -20,6 +20,7 @@
 #include <pty.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -430,6 +431,8 @@ TEST_CASE("every subcommand has --help", "[cli]") {
                                              {"stats", "--help"},
                                              {"plan", "--help"},
                                              {"compact", "--help"},
+                                             {"uncompact", "--help"},
+                                             {"recall", "--help"},
                                              {"sessions", "--help"}}) {
     const Ran r = Run(dir, args);
     CHECK(r.exit == 0);
@@ -448,6 +451,8 @@ TEST_CASE("docs/cli.md holds every --help text verbatim", "[cli]") {
                                              {"stats", "--help"},
                                              {"plan", "--help"},
                                              {"compact", "--help"},
+                                             {"uncompact", "--help"},
+                                             {"recall", "--help"},
                                              {"sessions", "--help"}}) {
     const Ran r = Run(dir, args);
     REQUIRE(r.exit == 0);
@@ -1136,6 +1141,25 @@ TEST_CASE("issue 10 R8 every subcommand works on a PostgreSQL URL given as --db"
     r = run({"sessions", "history", i.session, "--db", url});
     CHECK(r.exit == 0);
     CHECK(r.out.find("compacted") != std::string::npos);
+
+    // What the compaction summarized is found again, and the compaction undone (R18).
+    r = run({"recall", "--session", i.session, "--db", url, "--turns", "0-1", "--json"});
+    INFO(r.err);
+    REQUIRE(r.exit == 0);
+    const Json recalled = LastJsonLine(r.out);
+    REQUIRE(!recalled.at("messages").empty());
+    CHECK(recalled.at("messages")[0].at("state") == "summarized");
+    r = run({"uncompact", "--session", i.session, "--db", url});
+    INFO(r.err);
+    REQUIRE(r.exit == 0);
+    CHECK(r.out.find("undid compaction:") != std::string::npos);
+    CHECK(r.out.find(" in postgresql://recap:***@/" + database) != std::string::npos);
+    r = run({"stats", "--session", i.session, "--db", url, "--json"});
+    REQUIRE(r.exit == 0);
+    CHECK(LastJsonLine(r.out).at("messages") == result.at("before").at("messages"));
+    r = run({"uncompact", "--session", i.session, "--db", url, "--json"});
+    REQUIRE(r.exit == 0);
+    CHECK(LastJsonLine(r.out).at("undone") == false);
   }
 
   // Text output names the database, without the password.
@@ -1148,6 +1172,8 @@ TEST_CASE("issue 10 R8 every subcommand works on a PostgreSQL URL given as --db"
            {"export", "--session", "nope", "--format", "recap", "--db", url},
            {"plan", "--session", "nope", "--db", url},
            {"compact", "--session", "nope", "--db", url},
+           {"recall", "--session", "nope", "--db", url, "x"},
+           {"uncompact", "--session", "nope", "--db", url},
            {"sessions", "show", "nope", "--db", url}}) {
     r = run(args);
     INFO(r.err);
@@ -1372,4 +1398,242 @@ TEST_CASE("issue 19 R14.3 plan says what clearing would do, and compact --auto c
     compacted += e.value("state", "") == "compacted" ? 1 : 0;
   }
   CHECK(compacted >= plan.at("messages").get<std::size_t>());
+}
+
+// --- recall and uncompact (SPEC R18) ------------------------------------------------------------
+
+namespace {
+
+// A conversation in OpenAI chat form: instructions, then `turns` turns, the first naming a fact
+// (ZEBRA-4471, in a tool result: eu-west-3) that a compaction summarizes.
+Json RecallConversation(int first, int turns) {
+  Json messages = Json::array();
+  if (first == 0) {
+    messages.push_back({{"role", "system"}, {"content", "You deploy services."}});
+    messages.push_back({{"role", "user"}, {"content", "Deploy with the key ZEBRA-4471."}});
+    messages.push_back(
+        {{"role", "assistant"},
+         {"content", nullptr},
+         {"tool_calls",
+          {{{"id", "d1"},
+            {"type", "function"},
+            {"function", {{"name", "read"}, {"arguments", "{\"path\":\"config/prod.yaml\"}"}}}}}}});
+    messages.push_back(
+        {{"role", "tool"}, {"tool_call_id", "d1"}, {"content", "region: eu-west-3\nreplicas: 7"}});
+    messages.push_back({{"role", "assistant"}, {"content", "Read it."}});
+    ++first;
+  }
+  for (int i = first; i < turns; ++i) {
+    messages.push_back(
+        {{"role", "user"}, {"content", "step " + std::to_string(i) + " " + std::string(800, 'x')}});
+    messages.push_back({{"role", "assistant"}, {"content", "done " + std::to_string(i)}});
+  }
+  return messages;
+}
+
+}  // namespace
+
+TEST_CASE("R18 recap recall finds what a compaction summarized, recap uncompact takes it back",
+          "[cli][R18]") {
+  TempDir dir("recap-cli");
+  const std::string db = dir.File("s.db");
+  {
+    std::ofstream(dir.File("first.json")) << RecallConversation(0, 6).dump();
+    std::ofstream(dir.File("more.json")) << RecallConversation(6, 9).dump();
+  }
+  Ran r = Run(dir, {"import", "--format", "openai-chat", dir.File("first.json"), "--session", "s",
+                    "--db", db});
+  INFO(r.err);
+  REQUIRE(r.exit == 0);
+  auto exported = [&]() {
+    const Ran e = Run(dir, {"export", "--session", "s", "--db", db, "--format", "openai-chat"});
+    INFO(e.err);
+    REQUIRE(e.exit == 0);
+    return Json::parse(e.out);
+  };
+  const Json original = exported();
+  REQUIRE(original.size() == 15);  // the instructions and 14 messages
+
+  // Nothing to undo yet: said, exit 0, nothing changed.
+  r = Run(dir, {"uncompact", "--session", "s", "--db", db});
+  INFO(r.err);
+  CHECK(r.exit == 0);
+  CHECK(r.out.find("nothing to undo") != std::string::npos);
+  r = Run(dir, {"uncompact", "--session", "s", "--db", db, "--json"});
+  CHECK(r.exit == 0);
+  CHECK(Json::parse(r.out)["undone"] == false);
+  // Nothing compacted yet: nothing to recall either (active messages are not searched).
+  r = Run(dir, {"recall", "--session", "s", "--db", db, "eu-west-3"});
+  CHECK(r.exit == 0);
+  CHECK(r.out.find("nothing in this conversation's history matches") != std::string::npos);
+
+  r = Run(dir, {"compact", "--session", "s", "--db", db, "--keep-turns", "1", "--json"});
+  INFO(r.err);
+  REQUIRE(r.exit == 0);
+  REQUIRE(LastJsonLine(r.out)["compacted"] == true);
+  const Json compacted = exported();
+  CHECK(compacted.size() < original.size());
+  CHECK(compacted.dump().find("eu-west-3") == std::string::npos);
+
+  // By words, as the model reads it; the database is only read.
+  const std::string snapshot = Slurp(db);
+  r = Run(dir, {"recall", "--session", "s", "--db", db, "eu-west-3"});
+  INFO(r.err);
+  REQUIRE(r.exit == 0);
+  CHECK(r.out.find("region: eu-west-3") != std::string::npos);
+  CHECK(r.out.find("summarized") != std::string::npos);
+  // Several words are one query; --json gives each message.
+  r = Run(dir, {"recall", "--session", "s", "--db", db, "--json", "ZEBRA-4471", "deploy"});
+  INFO(r.err);
+  REQUIRE(r.exit == 0);
+  Json found = Json::parse(r.out);
+  REQUIRE(found["messages"].size() >= 1);
+  const Json& first = found["messages"][0];
+  CHECK(first["role"] == "user");
+  CHECK(first["state"] == "summarized");
+  CHECK(first["turn"] == 1);
+  CHECK(first["text"] == "Deploy with the key ZEBRA-4471.");
+  CHECK(first["clipped"] == false);
+  CHECK(first["replaced_by"].get<std::string>().rfind("compaction:", 0) == 0);
+  CHECK(first["seq"].is_number());
+  CHECK(found["left_out_ids"].is_array());
+  CHECK(found["text"].get<std::string>().find("ZEBRA-4471") != std::string::npos);
+  // By id and by turns; a small budget leaves some out, by id.
+  const std::string id = first["id"].get<std::string>();
+  r = Run(dir, {"recall", "--session", "s", "--db", db, "--ids", " nope ," + id, "--json"});
+  REQUIRE(r.exit == 0);
+  found = Json::parse(r.out);
+  REQUIRE(found["messages"].size() == 1);
+  CHECK(found["messages"][0]["id"] == id);
+  r = Run(dir, {"recall", "--session", "s", "--db", db, "--turns", "1", "--json"});
+  REQUIRE(r.exit == 0);
+  found = Json::parse(r.out);
+  CHECK(found["messages"].size() == 4);
+  r = Run(dir, {"recall", "--session", "s", "--db", db, "--turns", "1-5", "--max-chars", "400",
+                "--json"});
+  REQUIRE(r.exit == 0);
+  found = Json::parse(r.out);
+  CHECK(found["left_out"].get<std::size_t>() > 0);
+  CHECK(found["left_out_ids"].size() == found["left_out"].get<std::size_t>());
+  r = Run(dir, {"recall", "--session", "s", "--db", db, "--turns", "1-5", "--max-chars", "400"});
+  CHECK(r.out.find("ask for them by id") != std::string::npos);
+  // Active messages only when asked.
+  r = Run(dir, {"recall", "--session", "s", "--db", db, "done 5", "--include-active", "--json"});
+  REQUIRE(r.exit == 0);
+  CHECK(Json::parse(r.out)["messages"][0]["state"] == "active");
+
+  CHECK(Slurp(db) == snapshot);
+
+  // A second compaction after more turns; each uncompact takes back one, newest first.
+  r = Run(dir, {"append", "--session", "s", "--db", db, "--format", "openai-chat",
+                dir.File("more.json")});
+  INFO(r.err);
+  REQUIRE(r.exit == 0);
+  const Json between = exported();
+  r = Run(dir, {"compact", "--session", "s", "--db", db, "--keep-turns", "1"});
+  REQUIRE(r.exit == 0);
+  CHECK(exported().size() < between.size());
+
+  r = Run(dir, {"uncompact", "--session", "s", "--db", db});
+  INFO(r.err);
+  REQUIRE(r.exit == 0);
+  CHECK(r.out.find("undid compaction:") != std::string::npos);
+  CHECK(r.out.find("(manual)") != std::string::npos);
+  CHECK(r.out.find("active again") != std::string::npos);
+  CHECK(exported() == between);
+
+  r = Run(dir, {"uncompact", "--session", "s", "--db", db, "--json"});
+  INFO(r.err);
+  REQUIRE(r.exit == 0);
+  const Json outcome = Json::parse(r.out);
+  CHECK(outcome["session"] == "s");
+  CHECK(outcome["undone"] == true);
+  CHECK(outcome["commit"].get<std::string>().rfind("compaction:", 0) == 0);
+  CHECK(outcome["reason"] == "manual");
+  CHECK(outcome["restored_messages"] == 12);
+  CHECK(outcome["retired_messages"].get<std::size_t>() >= 1);
+  CHECK(outcome["after_chars"].get<std::size_t>() != outcome["before_chars"].get<std::size_t>());
+  CHECK(outcome["version"].is_number());
+  // The original messages active again, the instructions first, those appended since after.
+  Json expected = original;
+  for (const Json& m : RecallConversation(6, 9)) expected.push_back(m);
+  CHECK(exported() == expected);
+  r = Run(dir, {"sessions", "show", "s", "--db", db, "--json"});
+  REQUIRE(r.exit == 0);
+  const Json shown = Json::parse(r.out);
+  CHECK(shown["active"].size() == expected.size() - 1);
+  for (const Json& m : shown["active"]) CHECK(m["summary"] == false);
+  // What the undo retired is in the history, and can be recalled too.
+  r = Run(dir, {"recall", "--session", "s", "--db", db, "--json", "--turns", "1-9"});
+  REQUIRE(r.exit == 0);
+  const Json retired = Json::parse(r.out);
+  bool undone = false;
+  for (const Json& m : retired["messages"]) undone = undone || m["state"] == "undone";
+  CHECK(undone);
+
+  r = Run(dir, {"uncompact", "--session", "s", "--db", db});
+  CHECK(r.exit == 0);
+  CHECK(r.out.find("nothing to undo") != std::string::npos);
+  CHECK(exported() == expected);
+}
+
+TEST_CASE("R18 recap recall and uncompact: usage errors in the flags' words", "[cli][R18]") {
+  TempDir dir("recap-cli");
+  const std::string db = dir.File("s.db");
+  { std::ofstream(dir.File("first.json")) << RecallConversation(0, 3).dump(); }
+  Ran r = Run(dir, {"import", "--format", "openai-chat", dir.File("first.json"), "--session", "s",
+                    "--db", db});
+  REQUIRE(r.exit == 0);
+  const std::string snapshot = Slurp(db);
+  struct Case {
+    std::vector<std::string> args;
+    int exit;
+    std::string says;
+  };
+  for (const Case& c : std::vector<Case>{
+           {{"recall", "--session", "s"}, 2, "say what to get back: words to look for"},
+           {{"recall", "--session", "s", "  "}, 2, "--ids ID,ID"},
+           {{"recall", "x"}, 2, "--session ID is required"},
+           {{"recall", "--session", "s", "x", "--max-chars", "abc"},
+            2,
+            "--max-chars wants a non-negative whole number, not 'abc'"},
+           {{"recall", "--session", "s", "x", "--max-chars", "0"}, 2, "--max-chars 0"},
+           {{"recall", "--session", "s", "x", "--max-messages", "-1"},
+            2,
+            "--max-messages wants a non-negative whole number, not '-1'"},
+           {{"recall", "--session", "s", "--turns", "5-2"}, 2, "--turns 5-2 ends before it starts"},
+           {{"recall", "--session", "s", "--turns", "0"}, 2, "--turns 0 names no turn"},
+           {{"recall", "--session", "s", "--turns", "a-b"}, 2, "--turns wants a turn range A-B"},
+           {{"recall", "--session", "s", "--turns", "1-"}, 2, "--turns wants a turn range A-B"},
+           {{"recall", "--session", "s", "--ids", " , "}, 2, "--ids wants message ids"},
+           {{"recall", "--session", "recap-cli.instructions:s", "x"}, 2, "reserved"},
+           {{"recall", "--session", "nope", "x"}, 1, "has no session 'nope'"},
+           {{"recall", "--session", "s", "x", "--db", dir.File("missing.db")}, 1, "missing.db"},
+           {{"recall", "--session", "s", "x", "--bogus"}, 2, "unknown option --bogus"},
+           {{"uncompact"}, 2, "--session ID is required"},
+           {{"uncompact", "s"}, 2, "unexpected argument 's'; name the session with --session ID"},
+           {{"uncompact", "--session", "s", "--keep-turns", "1"}, 2, "unknown option --keep-turns"},
+           {{"uncompact", "--session", "recap-cli.x"}, 2, "reserved"},
+           {{"uncompact", "--session", "nope"}, 1, "has no session 'nope'"},
+       }) {
+    std::vector<std::string> args = c.args;
+    const bool has_db = std::find(args.begin(), args.end(), "--db") != args.end();
+    if (!has_db) {
+      args.push_back("--db");
+      args.push_back(db);
+    }
+    std::string shown;
+    for (const std::string& a : args) shown += a + " ";
+    INFO(shown);
+    r = Run(dir, args);
+    INFO(r.err);
+    CHECK(r.exit == c.exit);
+    CHECK(r.err.find(c.says) != std::string::npos);
+    // --json: the error as one object.
+    args.push_back("--json");
+    r = Run(dir, args);
+    CHECK(r.exit == c.exit);
+    CHECK(Json::parse(r.out).contains("error"));
+  }
+  CHECK(Slurp(db) == snapshot);
 }
