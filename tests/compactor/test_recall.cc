@@ -161,7 +161,7 @@ TEST_CASE("R18.1 after a compaction whose summary names nothing, Recall gets the
         std::string::npos);
 }
 
-TEST_CASE("R18.1 the budget: best first whole, the next cut with the marker, the rest named") {
+TEST_CASE("R18.1 the budget: matches share it, each cut where it matched, the rest named by id") {
   CompactorHost<> h(SmallConfig());
   h.provider->SetDefault(ScriptedStep::Reply(kGenericSummary));
   std::vector<Message> ms;
@@ -171,23 +171,60 @@ TEST_CASE("R18.1 the budget: best first whole, the next cut with the marker, the
     ms.push_back(Message::AssistantText("ok"));
   }
   h.Append("s", ms);
-  REQUIRE(Ok(h.compactor->Compact("s")).compacted);
+  REQUIRE(Ok(h.compactor->Compact("s")).compacted);  // notes 0-4 summarized, note 5 kept
   RecallQuery q;
   q.text = "kestrel";
   q.max_chars = 2500;
   const Recalled r = Ok(h.compactor->Recall("s", q));
-  REQUIRE(r.messages.size() == 3);
-  CHECK_FALSE(r.messages[0].clipped);
-  CHECK_FALSE(r.messages[1].clipped);
-  CHECK(r.messages[2].clipped);
-  CHECK(r.messages[2].text.find("[truncated by context budget]") != std::string::npos);
-  CHECK(r.left_out == 2);
-  REQUIRE(r.left_out_ids.size() == 2);
-  CHECK(r.text.find("2 more matched but did not fit in max_chars (2500); ask for them by id: " +
-                    r.left_out_ids[0] + ", " + r.left_out_ids[1]) != std::string::npos);
+  // Five matches, about 950 characters each: each gets a share of at least 600, four fit.
+  REQUIRE(r.messages.size() == 4);
   std::size_t chars = 0;
-  for (const RecalledMessage& m : r.messages) chars += CountCodePoints(m.text);
+  for (const RecalledMessage& m : r.messages) {
+    CHECK(m.clipped);
+    CHECK(m.text.find("about KESTREL") != std::string::npos);
+    CHECK(m.text.find("[truncated by context budget]") != std::string::npos);
+    CHECK(CountCodePoints(m.text) < 600);
+    chars += CountCodePoints(m.text);
+  }
   CHECK(chars <= 2500);
+  CHECK(r.left_out == 1);
+  REQUIRE(r.left_out_ids.size() == 1);
+  CHECK(r.text.find("1 more matched but did not fit in max_chars (2500); ask for them by id: " +
+                    r.left_out_ids[0]) != std::string::npos);
+  // Asked by id, a message gets the whole budget.
+  RecallQuery by_id;
+  by_id.ids = r.left_out_ids;
+  by_id.max_chars = 2500;
+  const Recalled whole = Ok(h.compactor->Recall("s", by_id));
+  REQUIRE(whole.messages.size() == 1);
+  CHECK_FALSE(whole.messages[0].clipped);
+  CHECK(CountCodePoints(whole.messages[0].text) > 900);
+}
+
+TEST_CASE("R18.1 a long original is shown where it matched, not only its beginning") {
+  CompactorHost<> h(SmallConfig());
+  h.provider->SetDefault(ScriptedStep::Reply(kGenericSummary));
+  std::string output;
+  for (int i = 0; i < 400; ++i) output += "line " + std::to_string(i) + " \xC3\xA9t\xC3\xA9 ok\n";
+  output += "the signing key is OSPREY-99\n";
+  for (int i = 400; i < 800; ++i) output += "line " + std::to_string(i) + " ok\n";
+  h.Append("s", {Message::UserText("dump the config"),
+                 Message::AssistantCalls({ToolCall{"c1", "cat", R"({"path":"cfg"})", {}}}),
+                 Message::ToolOutput("c1", output), Message::AssistantText("done"),
+                 Message::UserText("next"), Message::AssistantText("ok")});
+  REQUIRE(Ok(h.compactor->Compact("s")).compacted);
+  RecallQuery q;
+  q.text = "signing key";
+  q.max_chars = 1000;
+  const Recalled r = Ok(h.compactor->Recall("s", q));
+  REQUIRE(r.messages.size() == 1);
+  const std::string& text = r.messages[0].text;
+  CHECK(r.messages[0].clipped);
+  CHECK(text.find("the signing key is OSPREY-99") != std::string::npos);
+  CHECK(text.rfind("\xE2\x80\xA6 ", 0) == 0);  // "… ": it starts inside the original
+  CHECK(text.find("[truncated by context budget]") != std::string::npos);
+  CHECK(CountCodePoints(text) <= 1000);
+  CHECK(IsValidUtf8(text));
 }
 
 TEST_CASE("R18.2 AnswerRecall answers the call as a tool result of the call's format") {

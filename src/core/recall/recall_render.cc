@@ -1,12 +1,17 @@
 // Recalled messages as the model reads them (recall_render.h).
 #include "recall/recall_render.h"
 
+#include <algorithm>
 #include <string>
+#include <string_view>
+#include <unordered_set>
 #include <utility>
 #include <variant>
 
 #include "recap/measure.h"
 #include "recap/tail_reducer.h"
+
+#include "recap_internal/history_search.h"
 
 namespace recap {
 inline namespace v0 {
@@ -15,6 +20,41 @@ namespace recall_internal {
 namespace {
 
 constexpr std::size_t kMinClipped = 200;
+// A message found by words gets at least this much of the budget when it cannot have it all.
+constexpr std::size_t kMinShare = 600;
+
+// Where in `text` one of `words` first occurs, ASCII case ignored; npos when none does.
+std::size_t FirstOccurrence(const std::string& text, const std::vector<std::string>& words) {
+  std::string lower = text;
+  for (char& c : lower) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  std::size_t first = std::string::npos;
+  for (const std::string& w : words) {
+    const std::size_t at = lower.find(w);
+    if (at < first) first = at;
+  }
+  return first;
+}
+
+// At most `cap` code points of `text` around where one of `words` first occurs: "… " before when
+// it does not start at the beginning, the truncation marker after when it does not reach the
+// end. Without an occurrence, `text` clipped from its start.
+std::string Excerpt(const std::string& text, const std::vector<std::string>& words,
+                    std::size_t cap) {
+  const std::size_t at = FirstOccurrence(text, words);
+  if (at == std::string::npos || at == 0) return ClipText(text, cap);
+  // Start a third of the cap before the occurrence (counted in code points), at a sequence's
+  // first byte.
+  std::size_t begin = at;
+  for (std::size_t back = 0; begin > 0 && back < cap / 3;) {
+    --begin;
+    if ((static_cast<unsigned char>(text[begin]) & 0xC0) != 0x80) ++back;
+  }
+  if (begin == 0) return ClipText(text, cap);
+  static const std::string kBefore = "\xE2\x80\xA6 ";  // "… "
+  return kBefore + ClipText(std::string_view(text).substr(begin), cap - 2);
+}
 
 void Line(std::string& out, const std::string& text) {
   if (!out.empty()) out += '\n';
@@ -82,7 +122,15 @@ std::string ContentText(const Message& m) {
 Recalled Render(std::vector<HistoryHit> hits, const RecallQuery& query) {
   Recalled out;
   std::size_t room = query.max_chars;
-  for (HistoryHit& hit : hits) {
+  // The first word of each term, to show a long message where it matched.
+  std::vector<std::string> words;
+  for (const std::string& term : internal::SplitQuery(query.text)) {
+    std::vector<std::string> w = internal::TermWords(term);
+    if (!w.empty()) words.push_back(std::move(w.front()));
+  }
+  const std::unordered_set<std::string> asked(query.ids.begin(), query.ids.end());
+  for (std::size_t k = 0; k < hits.size(); ++k) {
+    HistoryHit& hit = hits[k];
     RecalledMessage r;
     r.id = hit.entry.message.id;
     r.seq = hit.entry.seq;
@@ -94,11 +142,21 @@ Recalled Render(std::vector<HistoryHit> hits, const RecallQuery& query) {
     const std::size_t header = CountCodePoints(Header(r));
     std::string text = ContentText(hit.entry.message);
     const std::size_t chars = CountCodePoints(text);
-    if (header + chars <= room) {
+    // A message asked for by id gets what remains; one found by words shares it with the rest,
+    // and when it is too long, shows where it matched.
+    const std::size_t share = asked.count(r.id) != 0
+                                  ? room
+                                  : std::min(room, std::max(room / (hits.size() - k), kMinShare));
+    if (header + chars <= share) {
       r.text = std::move(text);
       room -= header + chars;
+    } else if (share < room && share >= header + kMinClipped) {
+      r.text = Excerpt(text, words, share - header);
+      r.clipped = true;
+      room -= header + CountCodePoints(r.text);
     } else if (room >= header + kMinClipped) {
-      r.text = ClipText(text, room - header);
+      r.text = asked.count(r.id) != 0 ? ClipText(text, room - header)
+                                      : Excerpt(text, words, room - header);
       r.clipped = true;
       room = 0;
     } else {

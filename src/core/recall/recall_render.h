@@ -19,9 +19,12 @@ std::string StateOf(const HistoryEntry& e);
 // `call <name> <arguments>`, each result as `result of <call id>: <text>`, other content by kind.
 std::string ContentText(const Message& m);
 
-// The answer to `query` from the store's hits, best first: each message whole while the budget
-// (query.max_chars characters) lasts, the first that does not fit cut to what remains (when at
-// least 200 characters do), the rest left out and named by id.
+// The answer to `query` from the store's hits, best first, within query.max_chars characters
+// (headers included): a message asked for by id whole while the budget lasts; one found by words
+// whole when it fits its share of what remains (what remains over the hits still to come, at
+// least 600), else the part of it around where a term first occurs, cut to its share; the first
+// that does not fit cut to what remains (when at least 200 characters do); the rest left out and
+// named by id.
 Recalled Render(std::vector<HistoryHit> hits, const RecallQuery& query);
 
 // The line a compaction adds after its checkpoint when the host offers the recall tool
