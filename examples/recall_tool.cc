@@ -147,17 +147,27 @@ int main() {
   }
   std::cout << "answer: " << answer << "\n";
 
-  // Undo every compaction: each original is active again.
+  // Undo every compaction: each message ever appended is active again, in order.
   std::size_t undone = 0;
   for (;;) {
     auto u = (*compactor)->Uncompact(session);
-    if (!u.ok() || !u->undone) break;
+    if (!u.ok()) {
+      std::cerr << u.status().ToString() << "\n";
+      return 1;
+    }
+    if (!u->undone) break;
     ++undone;
   }
   auto state = store->Load(session);
-  const bool restored =
-      state.ok() && state->transcript.size() > 4 &&
-      recap::JoinedText(state->transcript[0]) == "Fetch the deploy token from the vault.";
+  auto history = store->History(session);
+  if (!state.ok() || !history.ok()) return 1;
+  std::vector<std::string> appended;  // what the host appended, in order
+  for (const recap::HistoryEntry& e : *history) {
+    if (!e.message.summary) appended.push_back(e.message.id);
+  }
+  std::vector<std::string> active;
+  for (const recap::Message& m : state->transcript) active.push_back(m.id);
+  const bool restored = active == appended;
   std::cout << undone << " compaction(s) undone; the session has " << state->transcript.size()
             << " active messages again\n";
   const bool passed = ok && compacted_away && recalled &&

@@ -278,8 +278,9 @@ class RECAP_EXPORT Compactor {
   Result<RecoveryOutcome> Recover(const std::string& session, bool acknowledge);
 
   // R18.1: the originals in the session's history that match `query` (recap/recall.h), best
-  // first, cut to its budget. Reads the store; never writes. Works with every store (one without
-  // an index of its own is scanned).
+  // first, cut to its budget. Changes no message; the SQLite store may write its recall index
+  // first (the messages stored since its last search, one transaction). Works with every store
+  // (one without an index of its own is scanned).
   Result<Recalled> Recall(const std::string& session, const RecallQuery& query);
 
   // R18.2: the tool result that answers the model's `recap_recall` call, to append to the

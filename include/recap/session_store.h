@@ -128,7 +128,8 @@ struct HistoryEntry {
 struct HistorySearch {
   // Words as a person types them. A term with punctuation inside ("parse_config", "app.py")
   // matches that run of words; punctuation alone, or a term without a letter or digit, matches
-  // nothing. Case and diacritics are ignored.
+  // nothing. Case is ignored; the scan and the SQLite store also ignore the accents of Latin
+  // letters, the PostgreSQL store does not (docs/embedding.md, "Getting it back").
   std::vector<std::string> terms;
   std::vector<std::string> ids;  // every stored copy of these messages matches, whatever its text
   std::uint64_t first_turn = 0;  // a turn range, inclusive; last_turn 0: none

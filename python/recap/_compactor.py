@@ -274,8 +274,8 @@ class Compactor:
         or by the person's turns (``turns``: one turn, or ``(first, last)`` inclusive, the
         first turn being 1; with ``query``, only these turns are searched). At least one of
         them. ``max_chars`` is the answer's size, ``max_messages`` the most messages it holds;
-        ``include_active`` searches the messages still in the transcript too. Reads the store,
-        never writes. Returns ``{"text", "messages": [{"id", "seq", "turn", "role", "state",
+        ``include_active`` searches the messages still in the transcript too. Changes no message
+        (the SQLite store may first write its recall index). Returns ``{"text", "messages": [{"id", "seq", "turn", "role", "state",
         "replaced_by", "text", "clipped", "score"}], "left_out", "left_out_ids"}``: ``text``
         is the answer as the model reads it from the recall tool, the messages come best
         first."""

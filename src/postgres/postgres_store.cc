@@ -688,8 +688,11 @@ class PostgresSessionStore final : public SessionStore {
             ip.Int(session_id).Text(id).Bool(search.include_active);
             take(c.Run(kSearchIds, pool_->texts(), ip).get(), false);
           }
-          const std::int64_t first = static_cast<std::int64_t>(
-              std::min<std::uint64_t>(search.first_turn, std::numeric_limits<std::int64_t>::max()));
+          // A turn range is given by last_turn; first_turn alone means nothing (session_store.h).
+          const std::int64_t first =
+              ranged ? static_cast<std::int64_t>(std::min<std::uint64_t>(
+                           search.first_turn, std::numeric_limits<std::int64_t>::max()))
+                     : 0;
           const std::int64_t last =
               ranged ? static_cast<std::int64_t>(std::min<std::uint64_t>(
                            search.last_turn, std::numeric_limits<std::int64_t>::max()))

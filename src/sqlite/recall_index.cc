@@ -3,6 +3,7 @@
 
 #include <string>
 #include <string_view>
+#include <unordered_map>
 
 #include <SQLiteCpp/Statement.h>
 
@@ -21,8 +22,11 @@ std::string_view IndexedText(std::string_view text) {
 
 void BackfillTurns(SQLite::Database& db) {
   SQLite::Statement rows(db,
-                         "SELECT m.seq, m.session_id, b.body FROM messages m JOIN bodies b ON "
-                         "b.seq = m.seq ORDER BY m.session_id, m.seq");
+                         "SELECT m.seq, m.session_id, b.body, m.message_id, m.replaced_by FROM "
+                         "messages m JOIN bodies b ON b.seq = m.seq ORDER BY m.session_id, m.seq");
+  // The turns of messages a reduction retired, by id: the copy that replaced one (a later row
+  // with the same id) is of the same turn.
+  std::unordered_map<std::string, std::uint64_t> reduced;
   SQLite::Statement turn(db, "UPDATE messages SET turn = ? WHERE seq = ?");
   SQLite::Statement turns(db, "UPDATE sessions SET turns = ? WHERE session_id = ?");
   std::int64_t session = -1;
@@ -41,13 +45,22 @@ void BackfillTurns(SQLite::Database& db) {
       close();
       session = sid;
       count = 0;
+      reduced.clear();
     }
+    const std::string id = rows.getColumn(3).getString();
     const SQLite::Column body = rows.getColumn(2);
     Result<Message> m = internal::DecodeBody(std::string_view(
         static_cast<const char*>(body.getBlob()), static_cast<std::size_t>(body.getBytes())));
     if (!m.ok()) continue;
-    const std::uint64_t t = internal::TurnOf(*m, count);
-    count = t;
+    std::uint64_t t = 0;
+    if (auto copy_of = reduced.find(id); copy_of != reduced.end()) {
+      t = copy_of->second;
+      reduced.erase(copy_of);
+    } else {
+      t = count = internal::TurnOf(*m, count);
+    }
+    const SQLite::Column by = rows.getColumn(4);
+    if (!by.isNull() && by.getString().rfind("reduction:", 0) == 0) reduced[id] = t;
     turn.reset();
     turn.bind(1, static_cast<std::int64_t>(t));
     turn.bind(2, seq);

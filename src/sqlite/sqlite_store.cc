@@ -16,6 +16,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -582,10 +583,15 @@ class SqliteSessionStore final : public SessionStore {
         st.bind(3, active);
         take(st, false);
       }
-      const std::int64_t first = static_cast<std::int64_t>(search.first_turn);
-      const std::int64_t last = ranged ? static_cast<std::int64_t>(search.last_turn)
-                                       : std::numeric_limits<std::int64_t>::max();
-      const std::int64_t limit = static_cast<std::int64_t>(search.limit);
+      // A turn range is given by last_turn; first_turn alone means nothing (session_store.h).
+      // Turns beyond what SQLite's integers hold are the largest it holds.
+      constexpr std::uint64_t kMax = std::numeric_limits<std::int64_t>::max();
+      const std::int64_t first =
+          ranged ? static_cast<std::int64_t>(std::min<std::uint64_t>(search.first_turn, kMax)) : 0;
+      const std::int64_t last = static_cast<std::int64_t>(
+          ranged ? std::min<std::uint64_t>(search.last_turn, kMax) : kMax);
+      const std::int64_t limit =
+          static_cast<std::int64_t>(std::min<std::uint64_t>(search.limit, kMax));
       if (!match.empty()) {
         // Ranked first, the bodies read after: of a common word's thousands of matches, only
         // the `limit` best are read and decoded.
@@ -718,6 +724,7 @@ class SqliteSessionStore final : public SessionStore {
                        "b.seq = m.seq WHERE m.session_id = ? ORDER BY m.seq");
       st.bind(1, row->id);
       std::uint64_t turns = 0;
+      std::unordered_map<std::string, std::uint64_t> reduced;  // as recall_index.cc counts them
       while (st.executeStep()) {
         HistoryEntry e;
         e.seq = static_cast<std::uint64_t>(st.getColumn(0).getInt64());
@@ -729,9 +736,13 @@ class SqliteSessionStore final : public SessionStore {
         e.message = Decode(st.getColumn(2), e.seq);
         if (turned) {
           e.turn = static_cast<std::uint64_t>(st.getColumn(3).getInt64());
+        } else if (auto copy_of = reduced.find(e.message.id); copy_of != reduced.end()) {
+          e.turn = copy_of->second;  // a reduced copy: its original's turn
+          reduced.erase(copy_of);
         } else {
           e.turn = turns = internal::TurnOf(e.message, turns);
         }
+        if (!turned && e.replaced_by.rfind("reduction:", 0) == 0) reduced[e.message.id] = e.turn;
         ++delivered;
         if (Status v = visit(std::move(e)); !v.ok()) {
           st.tryReset();  // a statement left mid-way would keep the read open

@@ -1,5 +1,6 @@
 // The conformance checks of R18: searching the history and undoing a rewrite.
 #include <algorithm>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,21 @@ std::vector<std::string> HitIds(const std::vector<HistoryHit>& hits) {
 
 bool Has(const std::vector<std::string>& v, const std::string& id) {
   return std::find(v.begin(), v.end(), id) != v.end();
+}
+
+// Undo is optional for a store of a host's own (SessionStore::CommitUndo's default refuses):
+// the undo checks then say so and check nothing.
+bool Undoes(SessionStore& store) {
+  Fill(store, "probe", 1);
+  Result<UndoOutcome> u = store.CommitUndo("probe", UndoCommit{1});
+  if (!u.ok() && u.status().code() == StatusCode::kFailedPrecondition &&
+      u.status().message().find("is not implemented by it") != std::string::npos) {
+    WARN(
+        "this store does not implement SessionStore::CommitUndo: the undo checks are skipped "
+        "(Compactor::Uncompact will refuse, saying so)");
+    return false;
+  }
+  return true;
 }
 
 // A session of three turns about a parser, compacted up to its last turn:
@@ -46,7 +62,7 @@ std::uint64_t ParserSession(SessionStore& store, const std::string& session) {
   Message t1 = Message::ToolOutput("call-1", "def parse_config():\n    raise ERR-4471");
   t1.id = "t1";
   ms.push_back(t1);
-  ms.push_back(User("also rename the flag to --strict", "u2"));
+  ms.push_back(User("also rename the flag to --strict \xE2\x80\x94 " + session, "u2"));
   ms.push_back(Assistant("renamed; the ticket is ERR-4471", "a2"));
   std::uint64_t v = Ok(store.AppendMessages(session, ms));
   CompactionCommit c;
@@ -65,7 +81,13 @@ void SearchFindsWhatWasRetired(const SessionStoreFactory& make) {
   ParserSession(*store, "s1");
 
   // Turns: each person's message starts one; a checkpoint belongs to the turn it was written in.
-  for (const HistoryEntry& e : Ok(store->History("s1"))) {
+  // (Optional for a store of a host's own: one that leaves every turn 0 is told, and turn ranges
+  // then find nothing in it.)
+  const std::vector<HistoryEntry> turned = Ok(store->History("s1"));
+  const bool counts_turns =
+      std::any_of(turned.begin(), turned.end(), [](const HistoryEntry& e) { return e.turn != 0; });
+  if (!counts_turns) WARN("this store leaves HistoryEntry::turn 0: the turn checks are skipped");
+  for (const HistoryEntry& e : counts_turns ? turned : std::vector<HistoryEntry>{}) {
     INFO(e.message.id);
     const std::string& id = e.message.id;
     const std::uint64_t want = id == "u3" ? 3 : (id == "u2" || id == "a2" || id == "cp-s1") ? 2 : 1;
@@ -112,11 +134,22 @@ void SearchFindsWhatWasRetired(const SessionStoreFactory& make) {
   HistorySearch by_turn;
   by_turn.first_turn = 2;
   by_turn.last_turn = 2;
-  CHECK(HitIds(Ok(store->SearchHistory("s1", by_turn))) == std::vector<std::string>{"u2", "a2"});
-  by_turn.terms = {"flag"};
-  CHECK(HitIds(Ok(store->SearchHistory("s1", by_turn))) == std::vector<std::string>{"u2"});
-  by_turn.terms = {"parse_config"};  // in turn 1 only
-  CHECK(Ok(store->SearchHistory("s1", by_turn)).empty());
+  if (counts_turns) {
+    CHECK(HitIds(Ok(store->SearchHistory("s1", by_turn))) == std::vector<std::string>{"u2", "a2"});
+    by_turn.terms = {"flag"};
+    CHECK(HitIds(Ok(store->SearchHistory("s1", by_turn))) == std::vector<std::string>{"u2"});
+    by_turn.terms = {"parse_config"};  // in turn 1 only
+    CHECK(Ok(store->SearchHistory("s1", by_turn)).empty());
+    // first_turn alone is no range: the terms are searched in every turn.
+    HistorySearch first_only;
+    first_only.terms = {"parse_config"};
+    first_only.first_turn = 2;
+    CHECK(Ok(store->SearchHistory("s1", first_only)).size() == 3);
+    // A range past what any store's integers hold is the whole history after first_turn.
+    by_turn.terms = {"flag"};
+    by_turn.last_turn = UINT64_MAX;
+    CHECK(HitIds(Ok(store->SearchHistory("s1", by_turn))) == std::vector<std::string>{"u2"});
+  }
 
   // The limit, and nothing asked.
   HistorySearch limited;
@@ -132,6 +165,13 @@ void SearchIsolatesSessions(const SessionStoreFactory& make) {
   auto store = make();
   ParserSession(*store, "alpha");
   ParserSession(*store, "beta");
+  // Each session's own word is found in it and never in the other.
+  HistorySearch own;
+  own.terms = {"beta"};
+  CHECK(HitIds(Ok(store->SearchHistory("beta", own))) == std::vector<std::string>{"u2"});
+  CHECK(Ok(store->SearchHistory("alpha", own)).empty());
+  own.terms = {"alpha"};
+  CHECK(Ok(store->SearchHistory("beta", own)).empty());
   HistorySearch q;
   q.terms = {"parse_config", "ERR-4471"};
   q.include_active = true;
@@ -176,6 +216,11 @@ void SearchTakesAnyText(const SessionStoreFactory& make) {
   HistorySearch q;
   q.terms = {"-strict"};
   CHECK(HitIds(Ok(store->SearchHistory("s1", q))) == std::vector<std::string>{"u2"});
+  // Punctuation alone matches nothing, whatever the text holds (u2 holds an em dash).
+  q.terms = {"\xE2\x80\x94", "--", "*", "\xE2\x80\xA6", "\"\""};
+  q.include_active = true;
+  CHECK(Ok(store->SearchHistory("s1", q)).empty());
+  q.include_active = false;
   q.terms = {"NEAR(parse_config"};  // the words "near" and "parse_config": nothing holds both
   CHECK(Ok(store->SearchHistory("s1", q)).empty());
   RequireSame(before, Take(*store, "s1"));
@@ -183,6 +228,7 @@ void SearchTakesAnyText(const SessionStoreFactory& make) {
 
 void UndoTakesBackTheNewestRewrite(const SessionStoreFactory& make) {
   auto store = make();
+  if (!Undoes(*store)) return;
   const std::uint64_t v0 = Fill(*store, "s1", 6);
   const Snapshot original = Take(*store, "s1");
 
@@ -257,6 +303,7 @@ void UndoTakesBackTheNewestRewrite(const SessionStoreFactory& make) {
 
 void UndoKeepsKeptMessagesInPlace(const SessionStoreFactory& make) {
   auto store = make();
+  if (!Undoes(*store)) return;
   std::vector<Message> ms = {Message::SystemText("be brief"), User("u0 text", "u0"),
                              Assistant("a0 text", "a0"),      User("pinned rule", "p0"),
                              Assistant("a1 text", "a1"),      User("u2 text", "u2")};
@@ -280,6 +327,7 @@ void UndoKeepsKeptMessagesInPlace(const SessionStoreFactory& make) {
 
 void UndoRefusesWhatItCannotRestore(const SessionStoreFactory& make) {
   auto store = make();
+  if (!Undoes(*store)) return;
   const std::uint64_t v0 = Fill(*store, "s1", 4);
   CompactionCommit c;
   c.expected_version = v0;

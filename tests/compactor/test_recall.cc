@@ -142,9 +142,9 @@ TEST_CASE("R18.1 after a compaction whose summary names nothing, Recall gets the
   CHECK(Ok(h.compactor->Recall("s", by_id)).messages.size() == 1);
   RecallQuery boats;
   boats.text = "boats";
-  for (const RecalledMessage& m : Ok(h.compactor->Recall("s", boats)).messages) {
-    CHECK(m.state == "summarized");
-  }
+  const Recalled summarized = Ok(h.compactor->Recall("s", boats));
+  CHECK(summarized.messages.size() == 2);  // turns 2 and 3; turn 4 is still active
+  for (const RecalledMessage& m : summarized.messages) CHECK(m.state == "summarized");
   boats.include_active = true;
   bool active = false;
   for (const RecalledMessage& m : Ok(h.compactor->Recall("s", boats)).messages) {
@@ -189,8 +189,17 @@ TEST_CASE("R18.1 the budget: matches share it, each cut where it matched, the re
   CHECK(chars <= 2500);
   CHECK(r.left_out == 1);
   REQUIRE(r.left_out_ids.size() == 1);
-  CHECK(r.text.find("1 more matched but did not fit in max_chars (2500); ask for them by id: " +
+  CHECK(r.text.find("1 more matched but did not fit (max_chars 2500, at most 20 messages); ask "
+                    "for them by id: " +
                     r.left_out_ids[0]) != std::string::npos);
+  CHECK(r.text.find("There may be more") == std::string::npos);
+  // Beyond max_messages: named too, and when the store may hold still more, the answer says so.
+  q.max_messages = 2;
+  q.max_chars = 100000;
+  const Recalled two = Ok(h.compactor->Recall("s", q));
+  CHECK(two.messages.size() == 2);
+  CHECK(two.left_out_ids.size() == 3);
+  CHECK(two.text.find("There may be more") == std::string::npos);
   // Asked by id, a message gets the whole budget.
   RecallQuery by_id;
   by_id.ids = r.left_out_ids;
@@ -199,6 +208,25 @@ TEST_CASE("R18.1 the budget: matches share it, each cut where it matched, the re
   REQUIRE(whole.messages.size() == 1);
   CHECK_FALSE(whole.messages[0].clipped);
   CHECK(CountCodePoints(whole.messages[0].text) > 900);
+}
+
+TEST_CASE("R18.1 more matches than a recall fetches: the answer says there may be more") {
+  CompactorHost<> h(SmallConfig());
+  h.provider->SetDefault(ScriptedStep::Reply(kGenericSummary));
+  std::vector<Message> ms;
+  for (int i = 0; i < 45; ++i) {
+    ms.push_back(Message::UserText("heron sighting " + std::to_string(i)));
+    ms.push_back(Message::AssistantText("ok"));
+  }
+  h.Append("s", ms);
+  REQUIRE(Ok(h.compactor->Compact("s")).compacted);
+  RecallQuery q;
+  q.text = "heron";
+  q.max_messages = 2;
+  const Recalled r = Ok(h.compactor->Recall("s", q));
+  CHECK(r.messages.size() == 2);
+  CHECK(r.left_out_ids.size() == 30);  // the next ones, named
+  CHECK(r.text.find("There may be more matches than these") != std::string::npos);
 }
 
 TEST_CASE("R18.1 a long original is shown where it matched, not only its beginning") {
@@ -329,18 +357,23 @@ TEST_CASE(
     config.compaction.clear_tool_results.keep_recent = 0;
     config.compaction.clear_tool_results.min_free_chars = 0;
     CompactorHost<> h(config);
+    // A host's own id with a quote and a backslash: the marker writes it as JSON would.
+    Message output = Message::ToolOutput("call_1", "OSPREY-7 " + std::string(4000, 'l'));
+    output.id = "out\"1\\x";
     h.Append("s", {Message::UserText("read the log"),
                    Message::AssistantCalls({ToolCall{"call_1", "read", R"({"path":"a.log"})", {}}}),
-                   Message::ToolOutput("call_1", "OSPREY-7 " + std::string(4000, 'l')),
-                   Message::AssistantText("read it")});
+                   output, Message::AssistantText("read it")});
     const Prepared p = h.Prepare("s");
     REQUIRE(p.cleared_tool_result_messages == 1);
     CHECK(h.provider->calls() == 0);
     const Message& cleared = p.messages[2];
     const std::string marker = JoinedResult(std::get<ToolResult>(cleared.parts[0]));
-    CHECK(marker == std::string(kClearedToolResultRecallMarker) + cleared.id + "\"]}]");
-    const Message answer = Ok(h.compactor->AnswerRecall(
-        "s", ToolCall{"call_2", "recap_recall", R"({"ids":[")" + cleared.id + R"("]})", {}}));
+    CHECK(marker == std::string(kClearedToolResultRecallMarker) + "out\\\"1\\\\x\"]}]");
+    // The call as the marker spells it gets the original back.
+    const std::string args =
+        marker.substr(marker.find('{'), marker.rfind('}') - marker.find('{') + 1);
+    const Message answer =
+        Ok(h.compactor->AnswerRecall("s", ToolCall{"call_2", "recap_recall", args, {}}));
     const std::string text = JoinedResult(std::get<ToolResult>(answer.parts[0]));
     CHECK(text.find("reduced) ---\nresult of call_1: OSPREY-7 llll") != std::string::npos);
     // Cleared once is cleared: the next turn does not clear it again.

@@ -470,8 +470,14 @@ TEST_CASE(
     auto store = Open(path);
     Ok(store->AppendMessages(
         "s", {Message::UserText("the launch code is ZEBRA-42"), Message::AssistantText("noted"),
-              Message::UserText("now the weather")}));
-    const SessionState state = Ok(store->Load("s"));
+              Message::UserText("now the weather"), Message::UserText("and the tides")}));
+    // A reduced copy of a person's message keeps its original's turn (3), also when the turns
+    // are counted again by the migration or by a read-only reader.
+    SessionState state = Ok(store->Load("s"));
+    Message clipped = Message::UserText("and the\xE2\x80\xA6");
+    clipped.id = state.transcript[3].id;
+    Ok(store->CommitReduction("s", ReductionCommit{state.version, {clipped}}));
+    state = Ok(store->Load("s"));
     CompactionCommit c;
     c.expected_version = state.version;
     c.replaced = {state.transcript[0].id, state.transcript[1].id};
@@ -479,6 +485,9 @@ TEST_CASE(
     c.checkpoint.summary = true;
     v = Ok(store->CommitCompaction("s", c));
     history = Ok(store->History("s"));
+    REQUIRE(history.size() == 6);
+    CHECK(history[4].replaced_by == "");  // the reduced copy
+    CHECK(history[4].turn == 3);
   }
   Downgrade(path, 2);
   HistorySearch q;
@@ -499,7 +508,7 @@ TEST_CASE(
   {
     auto store = Open(path);
     CHECK(Sql(path, "PRAGMA user_version") == "3");
-    CHECK(Sql(path, "SELECT turns FROM sessions") == "2");
+    CHECK(Sql(path, "SELECT turns FROM sessions") == "3");
     const std::vector<HistoryHit> hits = Ok(store->SearchHistory("s", q));
     REQUIRE(hits.size() == 1);
     CHECK(JoinedText(hits[0].entry.message) == "the launch code is ZEBRA-42");
@@ -516,8 +525,8 @@ TEST_CASE(
     const SessionState state = Ok(store->Load("s"));
     CompactionCommit c;
     c.expected_version = v;
-    REQUIRE(state.transcript.size() == 3);
-    c.replaced = {state.transcript[0].id, state.transcript[1].id, state.transcript[2].id};
+    REQUIRE(state.transcript.size() == 4);
+    for (const Message& m : state.transcript) c.replaced.push_back(m.id);
     c.checkpoint = Message::UserText("## Goal\nboats");
     c.checkpoint.summary = true;
     v = Ok(store->CommitCompaction("s", c));
@@ -1585,4 +1594,44 @@ TEST_CASE(
   const auto& result = std::get<ToolResult>(st.transcript[1].parts.at(0));
   CHECK(std::get<Text>(result.content.at(0)).text == big);
   CHECK(JoinedText(st.transcript[2]) == "after");
+}
+
+TEST_CASE(
+    "R18.1 the scan and the SQLite index read words alike: Unicode punctuation splits, case and "
+    "Latin accents fold") {
+  TempDir dir("recap-sqlite");
+  auto sqlite = Open(dir.File("s.db"));
+  auto memory = NewInMemorySessionStore();
+  const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
+      // term, the ids it must find (nothing else)
+      {"ÉTÉ", {"m1"}},
+      {"cafe", {"m1"}},
+      {"\xE2\x80\x9CZEBRA-42\xE2\x80\x9D", {"m2"}},  // curly quotes around it
+      {"zebra\xE2\x80\x94"
+       "42",
+       {"m2"}},                              // an em dash between the words
+      {"\xE2\x80\x94", {}},                  // punctuation alone
+      {"\xE2\x86\x92", {}},                  // an arrow
+      {"\xF0\x9F\x98\x80", {}},              // an emoji
+      {"\xD0\x9C\xD0\x98\xD0\xA0", {"m3"}},  // МИР: Cyrillic, upper case
+  };
+  for (SessionStore* store : {sqlite.get(), memory.get()}) {
+    std::vector<Message> ms = {Message::UserText("l'été au café \xE2\x80\x94 fin"),
+                               Message::UserText("the code \xE2\x80\x9CZEBRA\xE2\x80\x94"
+                                                 "42\xE2\x80\x9D "
+                                                 "\xE2\x86\x92 \xF0\x9F\x98\x80"),
+                               Message::UserText("\xD0\xBC\xD0\xB8\xD1\x80 (peace)")};
+    for (std::size_t i = 0; i < ms.size(); ++i) ms[i].id = "m" + std::to_string(i + 1);
+    Ok(store->AppendMessages("s", ms));
+    for (const auto& [term, want] : cases) {
+      INFO((store == sqlite.get() ? "sqlite" : "in-memory") << ": " << term);
+      HistorySearch q;
+      q.terms = {term};
+      q.include_active = true;
+      std::vector<std::string> got;
+      for (const HistoryHit& h : Ok(store->SearchHistory("s", q)))
+        got.push_back(h.entry.message.id);
+      CHECK(got == want);
+    }
+  }
 }

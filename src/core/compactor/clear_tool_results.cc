@@ -22,7 +22,22 @@ bool IsCleared(const ToolResult& r) {
 // The marker a result of message `id` is cleared with (R14.3; with the recall tool, R18.2).
 std::string Marker(bool recall_tool, const std::string& id) {
   if (!recall_tool) return kClearedToolResultMarker;
-  return kClearedToolResultRecallMarker + id + "\"]}]";
+  // The id as a JSON string's content, so that the model can copy the call as it reads it.
+  std::string escaped;
+  for (const char c : id) {
+    if (c == '"' || c == '\\') {
+      escaped += '\\';
+      escaped += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      static const char kHex[] = "0123456789abcdef";
+      escaped += "\\u00";
+      escaped += kHex[(c >> 4) & 0xF];
+      escaped += kHex[c & 0xF];
+    } else {
+      escaped += c;
+    }
+  }
+  return kClearedToolResultRecallMarker + escaped + "\"]}]";
 }
 
 }  // namespace

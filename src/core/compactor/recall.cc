@@ -9,6 +9,12 @@
 namespace recap {
 inline namespace v0 {
 
+namespace recall_compactor {
+// Matches beyond RecallQuery::max_messages that the answer names by id.
+constexpr std::size_t kRecallNamedBeyond = 30;
+}  // namespace recall_compactor
+using recall_compactor::kRecallNamedBeyond;
+
 Result<Recalled> Compactor::Recall(const std::string& session, const RecallQuery& query) {
   RECAP_RETURN_IF_ERROR(internal::CheckSessionName(session));
   HistorySearch search;
@@ -17,13 +23,16 @@ Result<Recalled> Compactor::Recall(const std::string& session, const RecallQuery
   search.first_turn = query.first_turn;
   search.last_turn = query.last_turn;
   search.include_active = query.include_active;
-  search.limit = query.max_messages;
+  // A few more than are shown, to name the next ones by id (Render); a full answer from the
+  // store may have had still more.
+  search.limit = query.max_messages + kRecallNamedBeyond;
   Result<std::vector<HistoryHit>> hits = impl_->store->SearchHistory(session, search);
   if (!hits.ok()) {
     return hits.status().WithContext("could not search the history of session " +
                                      internal::QuotedName(session));
   }
-  return recall_internal::Render(std::move(hits).value(), query);
+  const bool maybe_more = hits->size() >= search.limit;
+  return recall_internal::Render(std::move(hits).value(), query, maybe_more);
 }
 
 Result<Message> Compactor::AnswerRecall(const std::string& session, const ToolCall& call,

@@ -119,7 +119,7 @@ std::string ContentText(const Message& m) {
   return out;
 }
 
-Recalled Render(std::vector<HistoryHit> hits, const RecallQuery& query) {
+Recalled Render(std::vector<HistoryHit> hits, const RecallQuery& query, bool maybe_more) {
   Recalled out;
   std::size_t room = query.max_chars;
   // The first word of each term, to show a long message where it matched.
@@ -129,8 +129,14 @@ Recalled Render(std::vector<HistoryHit> hits, const RecallQuery& query) {
     if (!w.empty()) words.push_back(std::move(w.front()));
   }
   const std::unordered_set<std::string> asked(query.ids.begin(), query.ids.end());
+  const std::size_t shown = std::min(hits.size(), query.max_messages);
   for (std::size_t k = 0; k < hits.size(); ++k) {
     HistoryHit& hit = hits[k];
+    if (k >= shown) {
+      ++out.left_out;
+      out.left_out_ids.push_back(hit.entry.message.id);
+      continue;
+    }
     RecalledMessage r;
     r.id = hit.entry.message.id;
     r.seq = hit.entry.seq;
@@ -144,9 +150,8 @@ Recalled Render(std::vector<HistoryHit> hits, const RecallQuery& query) {
     const std::size_t chars = CountCodePoints(text);
     // A message asked for by id gets what remains; one found by words shares it with the rest,
     // and when it is too long, shows where it matched.
-    const std::size_t share = asked.count(r.id) != 0
-                                  ? room
-                                  : std::min(room, std::max(room / (hits.size() - k), kMinShare));
+    const std::size_t share =
+        asked.count(r.id) != 0 ? room : std::min(room, std::max(room / (shown - k), kMinShare));
     if (header + chars <= share) {
       r.text = std::move(text);
       room -= header + chars;
@@ -181,13 +186,18 @@ Recalled Render(std::vector<HistoryHit> hits, const RecallQuery& query) {
     out.text += "\n" + Header(r) + r.text + "\n";
   }
   if (out.left_out > 0) {
-    out.text += "\n" + std::to_string(out.left_out) +
-                " more matched but did not fit in max_chars (" + std::to_string(query.max_chars) +
-                "); ask for them by id: ";
+    out.text += "\n" + std::to_string(out.left_out) + " more matched but did not fit (max_chars " +
+                std::to_string(query.max_chars) + ", at most " +
+                std::to_string(query.max_messages) + " messages); ask for them by id: ";
     for (std::size_t k = 0; k < out.left_out_ids.size(); ++k) {
       out.text += (k ? ", " : "") + out.left_out_ids[k];
     }
     out.text += "\n";
+  }
+  if (maybe_more) {
+    out.text +=
+        "There may be more matches than these: ask with more specific words to narrow "
+        "them.\n";
   }
   return out;
 }

@@ -25,7 +25,9 @@ std::string ContentText(const Message& m);
 // least 600), else the part of it around where a term first occurs, cut to its share; the first
 // that does not fit cut to what remains (when at least 200 characters do); the rest left out and
 // named by id.
-Recalled Render(std::vector<HistoryHit> hits, const RecallQuery& query);
+// Hits beyond query.max_messages are left out and named too; `maybe_more`: the store may have
+// had more matches than it returned, and the answer says so.
+Recalled Render(std::vector<HistoryHit> hits, const RecallQuery& query, bool maybe_more = false);
 
 // The line a compaction adds after its checkpoint when the host offers the recall tool
 // (compaction.recallTool): which messages the checkpoint replaced, and how to have them back.

@@ -23,7 +23,8 @@ namespace internal {
 std::string SearchableText(const Message& m);
 
 // A query beyond these is cut: its first kMaxQueryTerms terms, each cut to kMaxTermBytes bytes
-// (at a word's end when there is one) — a 10 MB query costs what its first terms cost.
+// (after the last word that fits whole; a single longer word at a UTF-8 sequence's start) — a
+// 10 MB query costs what its first terms cost.
 inline constexpr std::size_t kMaxQueryTerms = 32;
 inline constexpr std::size_t kMaxTermBytes = 200;
 
@@ -31,7 +32,9 @@ inline constexpr std::size_t kMaxTermBytes = 200;
 // left out, repeated terms (ignoring case) once, within the limits above.
 std::vector<std::string> SplitQuery(std::string_view text);
 
-// A term's words, lower-cased: runs of ASCII letters and digits and of bytes of UTF-8 sequences.
+// A term's words as the scan compares them: runs of letters and digits (ASCII's, and every code
+// point beyond ASCII outside the blocks of punctuation, symbols, arrows, shapes and emoji, as
+// SQLite's unicode61 tokenizer splits them), lower-cased, Latin letters without their accents.
 std::vector<std::string> TermWords(std::string_view term);
 
 // How well `text` matches terms already split into words (TermWords): 0 when it holds none of
