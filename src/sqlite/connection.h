@@ -415,8 +415,8 @@ class Connection {
       int version = db_->execAndGet("PRAGMA user_version").getInt();
       for (; version < kSchemaVersion; ++version) {
         db_->exec(kMigrations[version]);
-        // Version 3's turns are counted from the messages already stored.
-        if (version + 1 == kRecallSchemaVersion) BackfillTurns(*db_);
+        // Version 3's turns and index are filled from the messages already stored.
+        if (version + 1 == kRecallSchemaVersion) BackfillRecall(*db_);
       }
       db_->exec("PRAGMA user_version = " + std::to_string(kSchemaVersion));
       db_->exec("COMMIT");

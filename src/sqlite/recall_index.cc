@@ -20,7 +20,7 @@ std::string_view IndexedText(std::string_view text) {
   return text.substr(0, n);
 }
 
-void BackfillTurns(SQLite::Database& db) {
+void BackfillRecall(SQLite::Database& db) {
   SQLite::Statement rows(db,
                          "SELECT m.seq, m.session_id, b.body, m.message_id, m.replaced_by FROM "
                          "messages m JOIN bodies b ON b.seq = m.seq ORDER BY m.session_id, m.seq");
@@ -28,14 +28,18 @@ void BackfillTurns(SQLite::Database& db) {
   // with the same id) is of the same turn.
   std::unordered_map<std::string, std::uint64_t> reduced;
   SQLite::Statement turn(db, "UPDATE messages SET turn = ? WHERE seq = ?");
-  SQLite::Statement turns(db, "UPDATE sessions SET turns = ? WHERE session_id = ?");
+  SQLite::Statement turns(db,
+                          "UPDATE sessions SET turns = ?, indexed_seq = ? WHERE session_id = ?");
+  SQLite::Statement index(db, "INSERT INTO recall_index (rowid, text) VALUES (?, ?)");
   std::int64_t session = -1;
   std::uint64_t count = 0;
+  std::int64_t last_seq = 0;
   auto close = [&] {
     if (session < 0) return;
     turns.reset();
     turns.bind(1, static_cast<std::int64_t>(count));
-    turns.bind(2, session);
+    turns.bind(2, last_seq);
+    turns.bind(3, session);
     turns.exec();
   };
   while (rows.executeStep()) {
@@ -47,6 +51,7 @@ void BackfillTurns(SQLite::Database& db) {
       count = 0;
       reduced.clear();
     }
+    last_seq = seq;
     const std::string id = rows.getColumn(3).getString();
     const SQLite::Column body = rows.getColumn(2);
     Result<Message> m = internal::DecodeBody(std::string_view(
@@ -65,6 +70,13 @@ void BackfillTurns(SQLite::Database& db) {
     turn.bind(1, static_cast<std::int64_t>(t));
     turn.bind(2, seq);
     turn.exec();
+    const std::string text = internal::SearchableText(*m);
+    if (text.empty()) continue;
+    const std::string_view indexed = IndexedText(text);
+    index.reset();
+    index.bind(1, seq);
+    index.bindNoCopy(2, indexed.data(), static_cast<int>(indexed.size()));
+    index.exec();
   }
   close();
 }

@@ -1,6 +1,6 @@
 // The SQLite store's recall index (SPEC R18.1): each message's searchable text in the FTS5
 // table `recall_index` (schema.h, version 3), written when a session is searched after new
-// messages; and the migration's fill of the turns of messages stored before.
+// messages; and the migration's fill of the turns and the index for messages stored before.
 // Private to recap::sqlite.
 #ifndef RECAP_SRC_SQLITE_RECALL_INDEX_H_
 #define RECAP_SRC_SQLITE_RECALL_INDEX_H_
@@ -24,10 +24,10 @@ inline constexpr std::size_t kMaxIndexedBytes = std::size_t{4} << 20;
 // of a UTF-8 sequence.
 std::string_view IndexedText(std::string_view text);
 
-// Fills `messages.turn` and `sessions.turns` for every message of the file, inside the
-// migration's transaction. A body that cannot be decoded counts no turn (the store reports it
-// when the message is read).
-void BackfillTurns(SQLite::Database& db);
+// Fills `messages.turn`, `sessions.turns`, the index and `sessions.indexed_seq` for every
+// message of the file, inside the migration's transaction. A body that cannot be decoded counts
+// no turn and is not indexed (the store reports it when the message is read).
+void BackfillRecall(SQLite::Database& db);
 
 }  // namespace sqlite_internal
 }  // namespace recap

@@ -95,8 +95,9 @@ CREATE TABLE learned (
     // searchable text (rowid = seq), and `sessions.indexed_seq`, the last seq of the session it
     // holds. The index is written when the session is first searched after new messages, not
     // with each append: an FTS5 insert in every small transaction halved the append rate
-    // (R11.5). The migration fills `turn` for the messages already stored (recall_index.h,
-    // BackfillTurns). Commits made before it record no places and cannot be undone.
+    // (R11.5). The migration fills `turn` and the index for the messages already stored
+    // (recall_index.h, BackfillRecall). Commits made before it record no places and cannot be
+    // undone.
     R"sql(
 ALTER TABLE sessions ADD COLUMN turns INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE sessions ADD COLUMN undos INTEGER NOT NULL DEFAULT 0;

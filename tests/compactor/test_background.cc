@@ -887,3 +887,34 @@ TEST_CASE("R15 properties: generated sessions with background compaction lose no
   CHECK(started > (memory ? 100u : 10u));
   CHECK(swapped > (memory ? 50u : 5u));
 }
+
+TEST_CASE("R18.3 Uncompact cancels a compaction running in the background, and undoes",
+          "[R18.3][compactor]") {
+  Host h(Background(), std::make_shared<GatedProvider>(1));  // the first call waits
+  for (int i = 0; i < 3; ++i) h.Turn();
+  // A compaction to undo, committed by another writer of the store.
+  const SessionState before = Ok(h.store->Load("s"));
+  CompactionCommit c;
+  c.expected_version = before.version;
+  for (std::size_t i = 0; i < 4; ++i) c.replaced.push_back(before.transcript[i].id);
+  c.checkpoint = Message::UserText("## Goal\nearlier turns");
+  c.checkpoint.summary = true;
+  c.reason = "auto";
+  Ok(h.store->CommitCompaction("s", c));
+  h.TurnsUntilStarted();  // a background compaction waits in its summarizer
+  REQUIRE(h.provider->WaitStarted(1));
+
+  const UncompactOutcome u = Ok(h.compactor->Uncompact("s"));
+  CHECK(u.commit == "compaction:1");
+  const auto discarded = h.WaitEvents("compaction_discarded");
+  REQUIRE(discarded.size() == 1);
+  CHECK(HasBackgroundTrue(discarded[0]));
+  CHECK(discarded[0]["why"] == "the session's last compaction was undone");
+  h.provider->Open();
+  REQUIRE(h.provider->WaitFinished(1));
+  h.WaitNotInFlight();
+  // The cancelled compaction never swapped in: the undone span is active, in its places.
+  const SessionState after = Ok(h.store->Load("s"));
+  for (std::size_t i = 0; i < 4; ++i) CHECK(after.transcript[i].id == before.transcript[i].id);
+  CHECK(h.sink->OfType("compaction_completed").empty());
+}

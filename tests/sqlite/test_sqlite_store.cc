@@ -509,6 +509,10 @@ TEST_CASE(
     auto store = Open(path);
     CHECK(Sql(path, "PRAGMA user_version") == "3");
     CHECK(Sql(path, "SELECT turns FROM sessions") == "3");
+    // The migration built the index: the stored messages are in it before any search.
+    CHECK(Sql(path, "SELECT indexed_seq FROM sessions") ==
+          Sql(path, "SELECT max(seq) FROM messages"));
+    CHECK(Sql(path, "SELECT count(*) FROM recall_index WHERE recall_index MATCH 'zebra'") == "1");
     const std::vector<HistoryHit> hits = Ok(store->SearchHistory("s", q));
     REQUIRE(hits.size() == 1);
     CHECK(JoinedText(hits[0].entry.message) == "the launch code is ZEBRA-42");
