@@ -26,6 +26,8 @@
 //   --recap_dir=PATH         folder for the temporary files (default $TMPDIR or /tmp)
 //   --recap_json=FILE        also write the budgets as JSON, one budget object a line
 //   --recap_keep             keep the temporary folder
+//   --recap_cli=PATH         the `recap` program to run (default: the one built with this
+//                            bench), e.g. a copy of an older build, to alternate the two
 // Exit status: 0 all budgets met (or smoke), 1 a budget missed, 2 an operation failed.
 #include <fcntl.h>
 #include <unistd.h>
@@ -67,6 +69,7 @@ struct Config {
   int repetitions = 1;
   std::string dir;
   std::string json;
+  std::string cli = RECAP_CLI_PATH;
 };
 
 struct Globals {
@@ -192,13 +195,12 @@ void Record(benchmark::State& state, const std::string& name, const ChildRun& ru
   state.counters["cpu_s"] = run.cpu_seconds;
 }
 
-const std::string kCli = RECAP_CLI_PATH;
-
 // A fresh database holding nothing, then the import.
 ChildRun Import(const std::string& file, const std::string& db) {
   recap_bench::RemoveDb(db);
-  return RunChild({kCli, "import", "--format", "openai-chat", file, "--session", "s", "--db", db},
-                  "/dev/null");
+  return RunChild(
+      {g.config.cli, "import", "--format", "openai-chat", file, "--session", "s", "--db", db},
+      "/dev/null");
 }
 
 void BM_ImportMessages(benchmark::State& state) {
@@ -216,8 +218,8 @@ void BM_ExportHistory(benchmark::State& state) {
   for (auto _ : state) {
     try {
       Record(state, "export/history",
-             RunChild({kCli, "export", "--db", g.tmp + "/m.db", "--session", "s", "--history",
-                       "--format", "openai-chat"},
+             RunChild({g.config.cli, "export", "--db", g.tmp + "/m.db", "--session", "s",
+                       "--history", "--format", "openai-chat"},
                       g.tmp + "/history.json"));
     } catch (const std::exception& e) {
       state.SkipWithError(e.what());
@@ -230,8 +232,8 @@ void BM_ExportTranscript(benchmark::State& state) {
   for (auto _ : state) {
     try {
       Record(state, "export/transcript",
-             RunChild({kCli, "export", "--db", g.tmp + "/m.db", "--session", "s", "--format",
-                       "openai-chat", "--json"},
+             RunChild({g.config.cli, "export", "--db", g.tmp + "/m.db", "--session", "s",
+                       "--format", "openai-chat", "--json"},
                       g.tmp + "/transcript.json"));
     } catch (const std::exception& e) {
       state.SkipWithError(e.what());
@@ -281,6 +283,7 @@ int PrintTable(const CollectingReporter& reporter) {
               Grouped(static_cast<double>(g.config.messages)).c_str(),
               static_cast<double>(g.messages_bytes) / 1e6, static_cast<double>(g.big_bytes) / 1e6,
               g.tmp.c_str());
+  std::printf("program: %s\n", g.config.cli.c_str());
   if (g.config.smoke) std::printf("SMOKE RUN: tiny sizes, budgets not enforced\n");
   std::printf("\n%-44s %14s %10s  %s\n", "figure", "measured", "budget", "result");
   int missed = 0;
@@ -319,6 +322,11 @@ int PrintTable(const CollectingReporter& reporter) {
     return v[v.size() / 2];
   };
   row("", "  CPU time (user + system, every thread)", "seconds", cpu("import/messages"), 0);
+  // How many cores' worth the import kept busy: its decoding thread beside the store's.
+  const double cpu_seconds = cpu("import/messages");
+  const double wall_seconds = seconds("import/messages");
+  row("", "  CPU time / wall time", "ratio",
+      cpu_seconds < 0 || wall_seconds <= 0 ? -1.0 : cpu_seconds / wall_seconds, 0);
   row("R13.1/import_peak", "  peak memory / file size", "ratio", peak("import/messages", file), 3);
   row("R13.1/export_history_seconds", "export --history of them", "seconds",
       seconds("export/history"), 5);
@@ -366,6 +374,8 @@ int main(int argc, char** argv) {
       c.json = v;
     } else if (TakeFlag(arg, "recap_keep", &v)) {
       c.keep = true;
+    } else if (TakeFlag(arg, "recap_cli", &v)) {
+      c.cli = v;
     } else {
       args.push_back(argv[i]);
     }

@@ -1,15 +1,25 @@
 #!/usr/bin/env python3
-"""Issue 22: Prepare with nothing to do from Python, beside the C API it drives.
+"""Issues 22 and 39: Prepare with nothing to do from Python, beside the C API it drives and
+the floor of any body assembled in memory.
 
 Sessions of W1 (bench/w1_workload.h, written by `recap_bench_reach --recap_w1_json=FILE`):
 its first 2,000 messages and all 20,000. Before each timed turn one user message is appended
 (not timed). Timed, interleaved in a shuffled order each round:
 
+  kept copy  ctypes.memmove of the body's bytes (a bytes object) into one bytearray kept from
+             turn to turn, its pages faulted in before the first turn: one memcpy of the body
+             into memory already mapped, called from Python (a ctypes call, about a
+             microsecond, around it) — the floor every other column is set against
   C API      recap_prepare(..., "openai-chat", ...) called through ctypes on the module's own
-             library, and recap_free: the floor under the module
-  module     recap.Compactor.prepare(session, format="openai-chat").messages_bytes: the call,
-             the result copied out of recap's memory and split into the messages' JSON bytes
-             and the figures (the messages are neither parsed nor decoded): the fast path
+             library, and recap_free: the text in new memory each turn
+  C API kept recap_prepare_to(..., "openai-chat", ...) through ctypes into one recap_buffer
+             kept from turn to turn
+  + bytes    recap_prepare, then its text copied into a new bytes object (ctypes.string_at:
+             strlen, then the copy), and recap_free: what the module did before issue 39
+  module     recap.Compactor.prepare(session, format="openai-chat").messages_bytes: the call
+             into one of the Compactor's kept buffers, the figures parsed, the messages a
+             read-only memoryview of the buffer (neither copied, scanned, parsed nor
+             decoded): the fast path
   + str      the same, then .messages_json (the bytes decoded to str), for reference
   + parse    the same, then .messages (json.loads of the whole body), for reference
 
@@ -50,6 +60,9 @@ def measure(lib, messages, count, turns, rng):
     session = "w1"
     build_session(compactor, lib, raw, session, messages[:count])
 
+    kept = lib.recap_buffer_new()
+    floor = bytearray()
+
     def c_api():
         out = ctypes.c_void_p()
         err = ctypes.c_void_p()
@@ -57,6 +70,29 @@ def measure(lib, messages, count, turns, rng):
                              ctypes.byref(err)):
             raise RuntimeError("recap_prepare failed")
         lib.recap_free(out)
+
+    def c_api_kept():
+        err = ctypes.c_void_p()
+        if lib.recap_prepare_to(raw, b"w1", b"openai-chat", None, kept, ctypes.byref(err)):
+            raise RuntimeError("recap_prepare_to failed")
+
+    def c_api_bytes():
+        out = ctypes.c_void_p()
+        err = ctypes.c_void_p()
+        if lib.recap_prepare(raw, b"w1", b"openai-chat", None, ctypes.byref(out),
+                             ctypes.byref(err)):
+            raise RuntimeError("recap_prepare failed")
+        try:
+            return len(ctypes.string_at(out.value))
+        finally:
+            lib.recap_free(out)
+
+    body = bytes(compactor.prepare(session, format="openai-chat").messages_bytes)
+    floor.extend(b" " * (len(body) + len(body) // 4 + (1 << 20)))  # every page written once
+    floor_address = ctypes.addressof(ctypes.c_char.from_buffer(floor))
+
+    def kept_copy():
+        ctypes.memmove(floor_address, body, len(body))
 
     def module():
         return len(compactor.prepare(session, format="openai-chat").messages_bytes)
@@ -67,7 +103,8 @@ def measure(lib, messages, count, turns, rng):
     def parsed():
         return len(compactor.prepare(session, format="openai-chat").messages)
 
-    figures = {"C API": c_api, "module": module, "+ str": decoded, "+ parse": parsed}
+    figures = {"kept copy": kept_copy, "C API": c_api, "C API kept": c_api_kept,
+               "+ bytes": c_api_bytes, "module": module, "+ str": decoded, "+ parse": parsed}
     for f in figures.values():  # first calls load and encode the session
         f()
     times = {name: [] for name in figures}
@@ -86,6 +123,7 @@ def measure(lib, messages, count, turns, rng):
             times[name].append(time.perf_counter() - t0)
     body_bytes = len(compactor.prepare(session, format="openai-chat").messages_bytes)
     compactor.close()
+    lib.recap_buffer_free(kept)
     lib.recap_compactor_free(raw)
     return body_bytes, {name: statistics.median(v) for name, v in times.items()}
 
@@ -111,6 +149,11 @@ def main():
                                  vp]
     lib.recap_prepare.argtypes = [vp, ctypes.c_char_p, ctypes.c_char_p, vp, ctypes.POINTER(vp),
                                   ctypes.POINTER(vp)]
+    lib.recap_prepare_to.argtypes = [vp, ctypes.c_char_p, ctypes.c_char_p, vp, vp,
+                                     ctypes.POINTER(vp)]
+    lib.recap_buffer_new.restype = vp
+    lib.recap_buffer_new.argtypes = []
+    lib.recap_buffer_free.argtypes = [vp]
     lib.recap_free.argtypes = [vp]
     lib.recap_compactor_free.argtypes = [vp]
 
@@ -126,19 +169,24 @@ def main():
 
     print("\nbench_python.py: Prepare with nothing to do from Python (openai-chat), medians of "
           "%d turns, one message appended before each" % turns)
-    print("  %9s %12s %12s %12s %12s %12s %14s" % ("messages", "body bytes", "C API", "module",
-                                                 "+ str", "+ parse", "module / C API"))
+    print("  %9s %11s %10s %10s %10s %10s %10s %10s %10s %12s %12s" % (
+        "messages", "body bytes", "kept copy", "C API", "C API kept", "+ bytes", "module",
+        "+ str", "+ parse", "C kept/floor", "module/floor"))
     for count, body_bytes, m in rows:
-        print("  %9d %12s %12s %12s %12s %12s %13.2fx" % (
-            count, format(body_bytes, ","), shown(m["C API"]), shown(m["module"]),
-            shown(m["+ str"]), shown(m["+ parse"]), m["module"] / m["C API"]))
+        print("  %9d %11s %10s %10s %10s %10s %10s %10s %10s %11.2fx %11.2fx" % (
+            count, format(body_bytes, ","), shown(m["kept copy"]), shown(m["C API"]),
+            shown(m["C API kept"]), shown(m["+ bytes"]), shown(m["module"]), shown(m["+ str"]),
+            shown(m["+ parse"]), m["C API kept"] / m["kept copy"],
+            m["module"] / m["kept copy"]))
     if args.json:
         with open(args.json, "w") as f:
             f.write('{"comparisons": [\n')
             f.write(",\n".join(
-                '  {"id": "python/W1 %d", "messages": %d, "body_bytes": %d, "c_api_s": %g, '
-                '"module_s": %g, "str_s": %g, "parse_s": %g}' % (
-                    count, count, body_bytes, m["C API"], m["module"], m["+ str"], m["+ parse"])
+                '  {"id": "python/W1 %d", "messages": %d, "body_bytes": %d, "kept_copy_s": %g, '
+                '"c_api_s": %g, "c_api_kept_s": %g, "c_api_bytes_s": %g, "module_s": %g, '
+                '"str_s": %g, "parse_s": %g}' % (
+                    count, count, body_bytes, m["kept copy"], m["C API"], m["C API kept"],
+                    m["+ bytes"], m["module"], m["+ str"], m["+ parse"])
                 for count, body_bytes, m in rows))
             f.write("\n]}\n")
     return 0

@@ -9,14 +9,23 @@
 //   body before    Prepare, then what a host had to do for the body: Transcript::ToVector()
 //                  (a deep copy) and openai_chat::EncodeMessages of the whole transcript
 //   body after     Prepare, then openai_chat::EncodeTranscript: each message's kept encoded
-//                  form plus the new message's
-//   plain copy     one copy of the body's bytes into a new string (the floor of any body
-//                  assembled in memory)
+//                  form plus the new message's, in a new string
+//   into kept      Prepare, then openai_chat::EncodeTranscriptTo into one string kept from
+//                  turn to turn (issue 39): the same bytes, in memory already mapped
+//   new copy       one copy of the body's bytes into a new string: what any body assembled
+//                  in new memory pays at least (past glibc's mmap threshold, new pages faulted
+//                  in one by one)
+//   kept copy      one copy of the body's bytes into a string kept from turn to turn, its
+//                  pages faulted in before the first turn: the floor of any body assembled in
+//                  memory
 //   C API          recap_prepare(…, "openai-chat", …): the body plus the figures as one JSON
-//                  text in memory the caller frees (include/recap/c/recap.h)
+//                  text in new memory the caller frees (include/recap/c/recap.h)
+//   C API kept     recap_prepare_to(…, "openai-chat", …) into one recap_buffer kept from turn
+//                  to turn: the same text, in memory already mapped
 //
-// Medians of the timed turns; the ratios are taken within this run. The Python module's figure
-// is bench/bench_python.py's (it drives the same C API). No budget: comparisons only.
+// Medians of the timed turns; the ratios are taken within this run (the `/ floor` columns
+// against `kept copy`). The Python module's figures are bench/bench_python.py's (it drives the
+// same C API). No budget: comparisons only.
 //
 // Flags:
 //   --recap_smoke         tiny sizes and few turns (the `bench` ctest)
@@ -80,7 +89,7 @@ struct Row {
   std::string session;
   std::size_t messages = 0;
   std::size_t body_bytes = 0;
-  double prepare = 0, before = 0, after = 0, copy = 0, capi = 0;
+  double prepare = 0, before = 0, after = 0, into = 0, copy = 0, floor = 0, capi = 0, capi_to = 0;
 };
 
 // One session of `messages` W1 messages, served by a C++ Compactor and by a C API compactor
@@ -108,6 +117,9 @@ Row Measure(const std::vector<Message>& w1, std::size_t messages, const std::str
     throw std::runtime_error(std::string("recap_compactor_new: ") + error);
   }
   std::unique_ptr<recap_compactor, void (*)(recap_compactor*)> owned(c, recap_compactor_free);
+  std::unique_ptr<recap_buffer, void (*)(recap_buffer*)> kept_buffer(recap_buffer_new(),
+                                                                     recap_buffer_free);
+  if (kept_buffer == nullptr) throw std::runtime_error("recap_buffer_new: out of memory");
   {
     recap::Conversation all;
     all.messages.assign(w1.begin(), w1.begin() + static_cast<std::ptrdiff_t>(messages));
@@ -146,6 +158,8 @@ Row Measure(const std::vector<Message>& w1, std::size_t messages, const std::str
     }
   };
   std::string body;
+  std::string kept_body;  // EncodeTranscriptTo's, kept from turn to turn
+  std::string kept_copy;  // the floor's, kept from turn to turn
   std::vector<Figure> figures;
   figures.emplace_back("prepare", [&] {
     recap::Prepared p = Value(compactor->Prepare(session, sizes), "Prepare");
@@ -163,9 +177,20 @@ Row Measure(const std::vector<Message>& w1, std::size_t messages, const std::str
     body = Value(recap::openai_chat::EncodeTranscript(p.messages), "EncodeTranscript");
     benchmark::DoNotOptimize(body.data());
   });
-  figures.emplace_back("plain copy", [&] {
+  figures.emplace_back("into kept", [&] {
+    recap::Prepared p = Value(compactor->Prepare(session, sizes), "Prepare");
+    const recap::Status s = recap::openai_chat::EncodeTranscriptTo(p.messages, 0, &kept_body);
+    if (!s.ok()) throw std::runtime_error("EncodeTranscriptTo: " + s.ToString());
+    benchmark::DoNotOptimize(kept_body.data());
+  });
+  figures.emplace_back("new copy", [&] {
     std::string copy(body);
     benchmark::DoNotOptimize(copy.data());
+    benchmark::ClobberMemory();
+  });
+  figures.emplace_back("kept copy", [&] {
+    kept_copy.assign(body);
+    benchmark::DoNotOptimize(kept_copy.data());
     benchmark::ClobberMemory();
   });
   figures.emplace_back("C API", [&] {
@@ -177,12 +202,26 @@ Row Measure(const std::vector<Message>& w1, std::size_t messages, const std::str
     benchmark::DoNotOptimize(out);
     recap_free(out);
   });
+  figures.emplace_back("C API kept", [&] {
+    recap_sizes cs{2000, 0, 0};
+    if (recap_prepare_to(c, session.c_str(), "openai-chat", &cs, kept_buffer.get(), &error) !=
+        RECAP_OK) {
+      throw std::runtime_error(std::string("recap_prepare_to: ") + error);
+    }
+    benchmark::DoNotOptimize(recap_buffer_data(kept_buffer.get()));
+  });
   // `body before` re-encodes everything every turn: fewer turns on big sessions.
   for (Figure& f : figures) {
     f.turns = f.name == "body before" && messages > 5000 ? std::max(3, turns / 8) : turns;
   }
-  // The plain copy needs a body first.
+  // The copies need a body first. Every kept string and buffer is written once before the
+  // timed turns, as a host's first turn writes it; the floor's is given room for the turns'
+  // growth and its pages are faulted in (a copy into it never meets a new page).
   figures[2].turn();
+  figures[3].turn();
+  figures[7].turn();
+  kept_copy.reserve(body.size() + body.size() / 4 + (1 << 20));
+  kept_copy.assign(kept_copy.capacity(), ' ');
 
   std::vector<std::size_t> order;
   for (std::size_t i = 0; i < figures.size(); ++i) order.push_back(i);
@@ -201,8 +240,11 @@ Row Measure(const std::vector<Message>& w1, std::size_t messages, const std::str
   row.prepare = Median(figures[0].seconds);
   row.before = Median(figures[1].seconds);
   row.after = Median(figures[2].seconds);
-  row.copy = Median(figures[3].seconds);
-  row.capi = Median(figures[4].seconds);
+  row.into = Median(figures[3].seconds);
+  row.copy = Median(figures[4].seconds);
+  row.floor = Median(figures[5].seconds);
+  row.capi = Median(figures[6].seconds);
+  row.capi_to = Median(figures[7].seconds);
   return row;
 }
 
@@ -272,14 +314,18 @@ int main(int argc, char** argv) {
         "\nrecap_bench_reach: the request body per turn (openai-chat), medians of %d turns, one "
         "message appended before each\n",
         turns);
-    std::printf("  %-24s %9s %12s %12s %12s %12s %12s %12s %10s %10s\n", "session", "messages",
-                "body bytes", "prepare", "body before", "body after", "plain copy", "C API",
-                "before/after", "after/copy");
+    std::printf("  %-24s %9s %11s %10s %11s %10s %10s %10s %10s %10s %10s %12s %12s %12s\n",
+                "session", "messages", "body bytes", "prepare", "body before", "body after",
+                "into kept", "new copy", "kept copy", "C API", "C API kept", "after / floor",
+                "into / floor", "C kept / floor");
     for (const Row& r : rows) {
-      std::printf("  %-24s %9zu %12s %12s %12s %12s %12s %12s %10.1fx %9.2fx\n", r.session.c_str(),
-                  r.messages, recap_bench::Grouped(static_cast<double>(r.body_bytes)).c_str(),
-                  Ms(r.prepare).c_str(), Ms(r.before).c_str(), Ms(r.after).c_str(),
-                  Ms(r.copy).c_str(), Ms(r.capi).c_str(), r.before / r.after, r.after / r.copy);
+      std::printf(
+          "  %-24s %9zu %11s %10s %11s %10s %10s %10s %10s %10s %10s %12.2fx %11.2fx %13.2fx\n",
+          r.session.c_str(), r.messages,
+          recap_bench::Grouped(static_cast<double>(r.body_bytes)).c_str(), Ms(r.prepare).c_str(),
+          Ms(r.before).c_str(), Ms(r.after).c_str(), Ms(r.into).c_str(), Ms(r.copy).c_str(),
+          Ms(r.floor).c_str(), Ms(r.capi).c_str(), Ms(r.capi_to).c_str(), r.after / r.floor,
+          r.into / r.floor, r.capi_to / r.floor);
     }
     if (!json_path.empty()) {
       std::ofstream out(json_path);
@@ -289,8 +335,10 @@ int main(int argc, char** argv) {
         out << "  {\"id\": " << recap_bench::JsonString("reach/" + r.session)
             << ", \"messages\": " << r.messages << ", \"body_bytes\": " << r.body_bytes
             << ", \"prepare_s\": " << r.prepare << ", \"body_before_s\": " << r.before
-            << ", \"body_after_s\": " << r.after << ", \"plain_copy_s\": " << r.copy
-            << ", \"c_api_s\": " << r.capi << "}" << (i + 1 < rows.size() ? "," : "") << "\n";
+            << ", \"body_after_s\": " << r.after << ", \"into_kept_s\": " << r.into
+            << ", \"plain_copy_s\": " << r.copy << ", \"kept_copy_s\": " << r.floor
+            << ", \"c_api_s\": " << r.capi << ", \"c_api_kept_s\": " << r.capi_to << "}"
+            << (i + 1 < rows.size() ? "," : "") << "\n";
       }
       out << "]}\n";
     }

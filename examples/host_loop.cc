@@ -119,6 +119,7 @@ int main() {
   std::size_t appended = 1;
   std::size_t compactions = 0;
 
+  std::string body;  // the request body, kept from turn to turn: each turn writes into it
   for (std::size_t turn = 0; turn < turns.size(); ++turn) {
     // As messages arrive, the host stores them.
     for (const json& incoming : turns[turn]) {
@@ -155,10 +156,14 @@ int main() {
     Expect(prepared->messages.size() > 0 && prepared->messages[0].role == recap::Role::kSystem &&
                recap::JoinedText(prepared->messages[0]) == system_prompt,
            "the system prompt is first and whole in turn " + std::to_string(turn + 1));
-    // EncodeTranscript writes what EncodeMessages would, from each message's kept encoded
-    // form: a turn costs its new messages, not the whole conversation again.
-    recap::Result<std::string> body = recap::openai_chat::EncodeTranscript(prepared->messages);
-    Expect(body.ok(), "the request encodes: " + body.status().ToString());
+    // EncodeTranscriptTo writes what EncodeMessages would, from each message's kept encoded
+    // form, into the string kept from the last turn (in its memory, once it is big enough): a
+    // turn costs its new messages and one copy of the kept text, not the whole conversation
+    // again, and no new memory.
+    const recap::Status encoded =
+        recap::openai_chat::EncodeTranscriptTo(prepared->messages, 0, &body);
+    Expect(encoded.ok(), "the request encodes: " + encoded.ToString());
+    Expect(!body.empty() && body.front() == '[', "the request is a JSON array of messages");
     Expect(prepared->after_chars <= max_chars,
            "the request of turn " + std::to_string(turn + 1) + " is within the limit");
     const recap::PairingReport pairing = recap::AnalyzePairing(prepared->messages);

@@ -87,6 +87,9 @@ COMPARISONS+=(recap_bench_reach)
 COMPARISONS+=(recap_bench_ledger)
 # Recall against a scan of the same rows, per store; the index's cost on append (issue 38).
 COMPARISONS+=(recap_bench_recall)
+# `recap prepare` per turn against `recap --help` + `cat` of its output (issue 39); it runs the
+# command, which is built with it.
+COMPARISONS+=(recap_bench_command)
 SOAK=()
 if grep -q '^RECAP_BUILD_HTTP:BOOL=ON$' "$BUILD/CMakeCache.txt" 2>/dev/null; then
   SOAK=(recap_bench_soak)

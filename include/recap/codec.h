@@ -13,6 +13,16 @@
 //                               messages without instructions (for recap's own form, the
 //                               array of messages that DecodeMessages also reads), assembled
 //                               from each message's kept encoded form (see below)
+//   EncodeTranscriptTo(t, begin, &out)
+//                               the same array written over `out`'s content, into the memory
+//                               `out` already has when the array fits in it (outgrown, it grows
+//                               with half as much again to spare; it is never shrunk): a host
+//                               that passes the same string every turn allocates only now and
+//                               then as the session grows. (A new string each turn is new memory
+//                               the system must map: on a 55 MB body, faulting its pages in
+//                               costs several times the copy itself.) The same errors as
+//                               EncodeTranscript, and a null `out`; on error `out` is left as
+//                               it was.
 //   EncodeTranscriptParts(t, begin, &parts)
 //                               the same array's pieces without copying them: each message's
 //                               kept form (its elements joined by ','), in order; the array is
@@ -109,6 +119,8 @@ RECAP_EXPORT Result<std::string> EncodeMessage(const Message& message);
 // The messages as a JSON array (no document around them).
 RECAP_EXPORT Result<std::string> EncodeTranscript(const Transcript& transcript,
                                                   std::size_t begin = 0);
+RECAP_EXPORT Status EncodeTranscriptTo(const Transcript& transcript, std::size_t begin,
+                                       std::string* out);
 RECAP_EXPORT Status EncodeTranscriptParts(const Transcript& transcript, std::size_t begin,
                                           std::vector<std::string_view>* parts);
 }  // namespace native
@@ -126,6 +138,8 @@ RECAP_EXPORT Result<std::string> EncodeMessages(const Conversation& conversation
 RECAP_EXPORT Result<std::string> EncodeMessage(const Message& message);
 RECAP_EXPORT Result<std::string> EncodeTranscript(const Transcript& transcript,
                                                   std::size_t begin = 0);
+RECAP_EXPORT Status EncodeTranscriptTo(const Transcript& transcript, std::size_t begin,
+                                       std::string* out);
 RECAP_EXPORT Status EncodeTranscriptParts(const Transcript& transcript, std::size_t begin,
                                           std::vector<std::string_view>* parts);
 }  // namespace openai_chat
@@ -145,6 +159,8 @@ RECAP_EXPORT Result<std::string> EncodeMessage(const Message& message);
 // ones (`begin`) and send their text as the request's `system`.
 RECAP_EXPORT Result<std::string> EncodeTranscript(const Transcript& transcript,
                                                   std::size_t begin = 0);
+RECAP_EXPORT Status EncodeTranscriptTo(const Transcript& transcript, std::size_t begin,
+                                       std::string* out);
 RECAP_EXPORT Status EncodeTranscriptParts(const Transcript& transcript, std::size_t begin,
                                           std::vector<std::string_view>* parts);
 }  // namespace anthropic
@@ -166,6 +182,8 @@ RECAP_EXPORT Result<std::string> EncodeMessages(const Conversation& conversation
 RECAP_EXPORT Result<std::string> EncodeMessage(const Message& message);
 RECAP_EXPORT Result<std::string> EncodeTranscript(const Transcript& transcript,
                                                   std::size_t begin = 0);
+RECAP_EXPORT Status EncodeTranscriptTo(const Transcript& transcript, std::size_t begin,
+                                       std::string* out);
 RECAP_EXPORT Status EncodeTranscriptParts(const Transcript& transcript, std::size_t begin,
                                           std::vector<std::string_view>* parts);
 }  // namespace openai_responses

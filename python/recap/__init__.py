@@ -19,8 +19,9 @@ summarizer and event callables take it back when recap calls them. docs/python.m
 # _library (the C library loaded with ctypes, its functions declared), _convert (arguments made
 # what the C API reads; a failure raised as its Error), _callbacks (the summarizer and event
 # callbacks recap calls; cancelled()), _summarizers (Summarizer, HttpProvider), _prepared
-# (Prepared, recap_prepare's result cut up) and _compactor (Compactor, recall_tool). Importing
-# this package loads the library; every public name is here, as recap.X.
+# (Prepared, recap_prepare_to's result read in place; the buffers it is written into) and
+# _compactor (Compactor, recall_tool). Importing this package loads the library; every public
+# name is here, as recap.X.
 from ._errors import (Cancelled, Conflict, ContextBudgetExceeded, Corruption, DeadlineExceeded,
                       Error, FailedPrecondition, Internal, InvalidArgument, IoError, NotFound,
                       ResourceExhausted, Unavailable)

@@ -12,11 +12,11 @@ from ._callbacks import (_EVENT_THUNK, _FREE_THUNK, _NO_EVENTS, _SUMMARIZE_THUNK
 from ._convert import _count, _json_text, _raise, _sizes, _utf8
 from ._errors import FailedPrecondition, InvalidArgument
 from ._library import (_answer_recall, _append, _compact, _compactor_free, _compactor_new,
-                       _plan, _prepare, _provider_free, _provider_new_callback,
+                       _plan, _prepare_to, _provider_free, _provider_new_callback,
                        _provider_new_offline, _recall, _recall_tool, _recover,
                        _report_overflow, _report_prompt_tokens, _store_free, _store_open,
                        _taken, _uncompact, _vp)
-from ._prepared import Prepared, _taken_prepared
+from ._prepared import Prepared, _Buffers, _lent_prepared
 from ._summarizers import HttpProvider, Summarizer
 
 
@@ -30,6 +30,7 @@ class _State:
         self.cond = threading.Condition(threading.Lock())
         self.token = object()
         self.event_id = None
+        self.buffers = _Buffers()  # what prepare writes into
 
     def begin(self):
         with self.cond:
@@ -62,6 +63,8 @@ class _State:
         # Cancels and joins background compactions (their summarizer sees cancelled()), then
         # frees the provider, whose free_user_data drops the summarizer's entry.
         _compactor_free(handle)
+        # The buffers no Prepared reads; the others are freed as their last reader goes.
+        self.buffers.close()
         if self.event_id is not None:
             _events.pop(self.event_id, None)
         _open.discard(self)
@@ -226,17 +229,24 @@ class Compactor:
         session_b = _utf8(session, "session")
         format_b = _utf8(format, "format")
         sizes = _sizes(instructions_chars, tool_catalog_chars, context_window)
-        result, error = _vp(), _vp()
+        error = _vp()
+        buffers = self._state.buffers
         handle = self._state.begin()
         try:
-            code = _prepare(handle, session_b, format_b, ctypes.byref(sizes),
-                            ctypes.byref(result), ctypes.byref(error))
+            buffer = buffers.take()
+            try:
+                code = _prepare_to(handle, session_b, format_b, ctypes.byref(sizes), buffer,
+                                   ctypes.byref(error))
+            except BaseException:
+                buffers.give_back(buffer)
+                raise
         finally:
             self._state.end()
         if code != 0:
+            buffers.give_back(buffer)
             _raise(code, error)
-        messages_bytes, system, figures = _taken_prepared(result.value)
-        return Prepared(messages_bytes, system, figures, format)
+        messages_bytes, system, figures, lent = _lent_prepared(buffer, buffers)
+        return Prepared(messages_bytes, system, figures, format, lent)
 
     def plan(self, session, instructions_chars=0, tool_catalog_chars=0, context_window=None):
         """What prepare would do now, without calling the model or writing, as a dict (the

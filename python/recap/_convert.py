@@ -19,6 +19,7 @@ _PYTHON_WORDS = {
     "recap_compactor_new": "Compactor()",
     "recap_append": "append",
     "recap_prepare": "prepare",
+    "recap_prepare_to": "prepare",
     "recap_plan": "plan",
     "recap_compact": "compact",
     "recap_recover": "recover",

@@ -68,6 +68,14 @@ _append = _declare("recap_append", _c_int, _vp, _c_char_p, _c_char_p, _c_char_p,
                    ctypes.POINTER(ctypes.c_uint64), _out)
 _prepare = _declare("recap_prepare", _c_int, _vp, _c_char_p, _c_char_p,
                     ctypes.POINTER(_Sizes), _out, _out)
+_prepare_to = _declare("recap_prepare_to", _c_int, _vp, _c_char_p, _c_char_p,
+                       ctypes.POINTER(_Sizes), _vp, _out)
+_buffer_new = _declare("recap_buffer_new", _vp)
+_buffer_free = _declare("recap_buffer_free", None, _vp)
+_buffer_data = _declare("recap_buffer_data", _vp, _vp)  # an address: read in place, not copied
+_buffer_size = _declare("recap_buffer_size", _c_size_t, _vp)
+_buffer_messages = _declare("recap_buffer_messages", None, _vp, ctypes.POINTER(_c_size_t),
+                            ctypes.POINTER(_c_size_t))
 _plan = _declare("recap_plan", _c_int, _vp, _c_char_p, ctypes.POINTER(_Sizes), _out, _out)
 _compact = _declare("recap_compact", _c_int, _vp, _c_char_p, _c_char_p, ctypes.POINTER(_Sizes),
                     _out, _out)
@@ -96,9 +104,3 @@ def _taken_bytes(pointer):
         return ctypes.string_at(pointer)
     finally:
         _free(pointer)
-
-
-# strlen from the C library, to view a result in recap's memory without copying it first.
-_strlen = ctypes.CDLL(None).strlen
-_strlen.restype = ctypes.c_size_t
-_strlen.argtypes = [_vp]

@@ -1,10 +1,13 @@
 // The C API's compactor calls: recap_compactor_new (with the callback event sink) and free,
-// recap_append, recap_prepare (its result written once into the caller's memory), recap_plan,
+// recap_append, recap_prepare (its result written once into the caller's memory) and
+// recap_prepare_to (into a recap_buffer the caller keeps, in its memory), recap_plan,
 // recap_compact, recap_recover and the reports.
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -142,6 +145,65 @@ Json PlanJson(const recap::Plan& p) {
               {"ledger", LedgerJson(p.ledger)}};
 }
 
+// --- what recap_prepare and recap_prepare_to write ------------------------------------------
+
+// {"messages":[…],"system":…,<the figures' members>}: its pieces, and the Prepared whose
+// transcript holds the messages they view.
+struct PreparedText {
+  static constexpr std::string_view kHead = "{\"messages\":";
+  static constexpr std::size_t kMessagesOffset = kHead.size();
+
+  recap::Prepared prepared;
+  std::vector<std::string_view> parts;  // each message's kept encoded form
+  std::string system_member;            // ,"system":"…" or empty
+  std::string figures;                  // the figures as a JSON object
+
+  // '[' + the parts joined by ',' + ']'.
+  std::size_t MessagesLength() const {
+    std::size_t n = 2 + (parts.empty() ? 0 : parts.size() - 1);
+    for (std::string_view p : parts) n += p.size();
+    return n;
+  }
+  // The whole text, without a terminating NUL.
+  std::size_t Size() const {
+    return kHead.size() + MessagesLength() + system_member.size() + figures.size();
+  }
+  // Hands the text to `put` piece by piece, in order (Size() bytes in all).
+  template <typename Put>
+  void Write(Put&& put) const {
+    static constexpr std::string_view kComma = ",";
+    put(kHead);
+    put(std::string_view("["));
+    for (std::size_t k = 0; k < parts.size(); ++k) {
+      if (k > 0) put(kComma);
+      put(parts[k]);
+    }
+    put(std::string_view("]"));
+    put(system_member);
+    put(kComma);
+    put(std::string_view(figures).substr(1));  // the figures' members and their '}'
+  }
+};
+
+// recap_prepare's and recap_prepare_to's work up to the writing: Compactor::Prepare, then the
+// pieces of the text in `format`. RECAP_OK, or the code of the failure (its message in
+// *error, named after `function`).
+int PrepareText(const char* function, recap_compactor* compactor, const char* session,
+                const char* format, const recap_sizes* sizes, PreparedText* text, char** error) {
+  recap::Result<Format> f = ParseFormat(function, format);
+  if (!f.ok()) return Fail(error, f.status());
+  recap::Result<recap::Prepared> prepared = compactor->compactor->Prepare(session, Sizes(sizes));
+  if (!prepared.ok()) return Fail(error, prepared.status());
+  text->prepared = std::move(*prepared);
+  recap::Result<Around> around = LeadingSystem(*f, text->prepared.messages);
+  if (!around.ok()) return Fail(error, around.status().WithContext(function));
+  const Status encoded = MessageParts(*f, text->prepared.messages, around->begin, &text->parts);
+  if (!encoded.ok()) return Fail(error, encoded.WithContext(function));
+  text->system_member = std::move(around->system_member);
+  text->figures = PreparedFigures(text->prepared).dump();
+  return static_cast<int>(RECAP_OK);
+}
+
 // --- the event sink --------------------------------------------------------------------------
 
 class CallbackSink final : public recap::EventSink {
@@ -218,41 +280,71 @@ int recap_prepare(recap_compactor* compactor, const char* session, const char* f
     if (compactor == nullptr) return Fail(error, Missing("recap_prepare", "compactor"));
     if (session == nullptr) return Fail(error, Missing("recap_prepare", "session"));
     if (result_json == nullptr) return Fail(error, Missing("recap_prepare", "result_json"));
-    recap::Result<Format> f = ParseFormat("recap_prepare", format);
-    if (!f.ok()) return Fail(error, f.status());
-    recap::Result<recap::Prepared> prepared = compactor->compactor->Prepare(session, Sizes(sizes));
-    if (!prepared.ok()) return Fail(error, prepared.status());
-    recap::Result<Around> around = LeadingSystem(*f, prepared->messages);
-    if (!around.ok()) return Fail(error, around.status().WithContext("recap_prepare"));
-    std::vector<std::string_view> parts;
-    const Status encoded = MessageParts(*f, prepared->messages, around->begin, &parts);
-    if (!encoded.ok()) return Fail(error, encoded.WithContext("recap_prepare"));
-    const std::string figures = PreparedFigures(*prepared).dump();
-    // {"messages":[…],"system":…,<the figures' members>}, written once into the caller's
-    // memory: the messages' kept text is copied once, as a C++ host's EncodeTranscript does.
-    static constexpr std::string_view kHead = "{\"messages\":[";
-    std::size_t total = kHead.size() + 2 + around->system_member.size() + figures.size();
-    for (std::string_view p : parts) total += p.size() + 1;
+    PreparedText text;
+    const int code = PrepareText("recap_prepare", compactor, session, format, sizes, &text, error);
+    if (code != RECAP_OK) return code;
+    // Written once into the caller's memory: the messages' kept text is copied once, as a
+    // C++ host's EncodeTranscript does.
+    const std::size_t total = text.Size();
     char* out = static_cast<char*>(std::malloc(total + 1));
     if (out == nullptr) return Fail(error, RECAP_RESOURCE_EXHAUSTED, "recap: out of memory");
     char* w = out;
-    auto put = [&w](std::string_view piece) {
+    text.Write([&w](std::string_view piece) {
       if (!piece.empty()) std::memcpy(w, piece.data(), piece.size());
       w += piece.size();
-    };
-    put(kHead);
-    for (std::size_t k = 0; k < parts.size(); ++k) {
-      if (k > 0) *w++ = ',';
-      put(parts[k]);
-    }
-    *w++ = ']';
-    put(around->system_member);
-    *w++ = ',';
-    put(std::string_view(figures).substr(1));  // the figures' members and their '}'
+    });
     *w = '\0';
     *result_json = out;
     return static_cast<int>(RECAP_OK);
   });
+}
+
+int recap_prepare_to(recap_compactor* compactor, const char* session, const char* format,
+                     const recap_sizes* sizes, recap_buffer* out, char** error) {
+  return Guard("recap_prepare_to", error, [&]() -> int {
+    if (compactor == nullptr) return Fail(error, Missing("recap_prepare_to", "compactor"));
+    if (session == nullptr) return Fail(error, Missing("recap_prepare_to", "session"));
+    if (out == nullptr) return Fail(error, Missing("recap_prepare_to", "out"));
+    PreparedText text;
+    const int code =
+        PrepareText("recap_prepare_to", compactor, session, format, sizes, &text, error);
+    if (code != RECAP_OK) return code;
+    // Into the memory the buffer already has when the text fits in it; outgrown, it moves to
+    // memory with half as much again to spare, so that a session growing turn by turn moves it
+    // now and then, not every turn (and reserve() is called only to grow: before C++20 a
+    // smaller request may shrink the string). Nothing above touched the buffer, so a failure
+    // leaves it as it was; growing is the one step left that can fail (out of memory, before
+    // anything is written).
+    const std::size_t total = text.Size();
+    std::string& bytes = out->bytes;
+    if (total > bytes.capacity()) {
+      std::string grown;
+      grown.reserve(std::max(total, bytes.capacity() + bytes.capacity() / 2));
+      bytes.swap(grown);  // the old memory goes now, its text not copied
+    }
+    bytes.clear();
+    text.Write([&bytes](std::string_view piece) { bytes.append(piece.data(), piece.size()); });
+    out->messages_offset = PreparedText::kMessagesOffset;
+    out->messages_length = text.MessagesLength();
+    return static_cast<int>(RECAP_OK);
+  });
+}
+
+recap_buffer* recap_buffer_new(void) { return new (std::nothrow) recap_buffer(); }
+
+void recap_buffer_free(recap_buffer* buffer) { delete buffer; }
+
+const char* recap_buffer_data(const recap_buffer* buffer) {
+  return buffer == nullptr ? "" : buffer->bytes.c_str();
+}
+
+size_t recap_buffer_size(const recap_buffer* buffer) {
+  return buffer == nullptr ? 0 : buffer->bytes.size();
+}
+
+void recap_buffer_messages(const recap_buffer* buffer, size_t* offset, size_t* length) {
+  if (offset != nullptr) *offset = buffer == nullptr ? 0 : buffer->messages_offset;
+  if (length != nullptr) *length = buffer == nullptr ? 0 : buffer->messages_length;
 }
 
 int recap_plan(recap_compactor* compactor, const char* session, const recap_sizes* sizes,

@@ -13,6 +13,8 @@
 #include <variant>
 #include <vector>
 
+#include <sys/stat.h>
+
 #include "cli.h"
 
 namespace recap_cli {
@@ -154,7 +156,14 @@ int RunAppend(const std::vector<std::string>& words) {
   const std::size_t count = input.messages.size();
 
   // 2. Open the database (created when missing, as import creates it).
-  recap::Result<std::shared_ptr<recap::SessionStore>> store = OpenStore(db, Access::kCreate);
+  // A file that holds something is opened as compact and prepare open it: SQLite's
+  // quick_check (a read of the whole file, import's check) would cost each turn about as much
+  // as the file is large. A missing or empty one (another append may be creating it) is
+  // created as import creates it.
+  struct stat st {};
+  const bool holds = !IsPostgresUrl(db) && ::stat(db.c_str(), &st) == 0 && st.st_size > 0;
+  recap::Result<std::shared_ptr<recap::SessionStore>> store =
+      OpenStore(db, holds ? Access::kWrite : Access::kCreate);
   if (!store.ok()) return Failure(args, NothingWritten(store.status()));
 
   // 3. One write. A new session with instructions is created with its companion in one
@@ -165,6 +174,21 @@ int RunAppend(const std::vector<std::string>& words) {
   bool instructions_repeated = false;
   std::uint64_t version = 0;
   for (int attempt = 0;; ++attempt) {
+    if (!input.instructions) {
+      // The common turn: messages alone. Nothing of the session is read first (loading a
+      // 20,000-message session to learn whether it exists cost 130 ms a turn); the append
+      // creates it when it is new (its first version is 1).
+      recap::Result<std::uint64_t> appended = (*store)->AppendMessages(session, input.messages);
+      if (!appended.ok()) {
+        return Failure(
+            args,
+            NothingWritten(appended.status().WithContext("cannot append " + InputName(path) +
+                                                         " to session '" + Shown(session) + "'")));
+      }
+      created = *appended == 1;
+      version = *appended;
+      break;
+    }
     recap::Result<recap::SessionState> state = (*store)->Load(session);
     if (!state.ok()) return Failure(args, NothingWritten(state.status()));
     recap::Result<std::optional<recap::Message>> stored = LoadInstructions(**store, session);

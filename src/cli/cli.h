@@ -191,7 +191,8 @@ recap::Result<recap::SessionState> LoadExisting(recap::SessionStore& store, cons
 
 // The session's instructions, if it was imported with a leading system message.
 recap::Result<std::optional<recap::Message>> LoadInstructions(recap::SessionStore& store,
-                                                              const std::string& session);
+                                                              const std::string& session,
+                                                              std::uint64_t* version = nullptr);
 
 // Checks a session id given with --session (non-empty, not a reserved name).
 bool ValidSessionId(const std::string& id, std::string* error);
@@ -199,8 +200,11 @@ bool ValidSessionId(const std::string& id, std::string* error);
 // --- configuration and provider -------------------------------------------------------------
 
 // Config from --config FILE, then --max-context-chars and --keep-turns. `usage` tells whether a
-// failure is a usage error (bad option value) or a failed read of the file.
-recap::Result<recap::Config> BuildConfig(const Args& args, bool* usage);
+// failure is a usage error (bad option value) or a failed read of the file. `source`, when
+// given, receives the configuration's text as read (the file's, or standard input's), "" for
+// the defaults.
+recap::Result<recap::Config> BuildConfig(const Args& args, bool* usage,
+                                         std::string* source = nullptr);
 
 // The summarizer named by --provider (default offline; null means offline).
 recap::Result<std::shared_ptr<recap::Provider>> BuildProvider(const Args& args, bool* usage);
@@ -214,10 +218,14 @@ struct SessionRun {
   std::shared_ptr<recap::SessionStore> store;
   recap::SessionState state;  // the session as it was opened
   std::optional<recap::Message> instructions;
+  std::uint64_t instructions_version = 0;  // the version of the session keeping them (0: none)
 };
 // Opens them for `session`, or prints why not (a usage error or a failure, in the command's
 // words) and sets *exit_code to the command's exit code.
-bool OpenSessionRun(const Args& args, const std::string& session, SessionRun* out, int* exit_code);
+// `config`, when given, is used instead of building it again (a command that built it already,
+// e.g. from standard input, which reads only once).
+bool OpenSessionRun(const Args& args, const std::string& session, SessionRun* out, int* exit_code,
+                    const recap::Config* config = nullptr);
 
 // Options every subcommand that reads a session's configuration accepts.
 std::vector<OptionSpec> ConfigOptions();

@@ -38,8 +38,9 @@ std::vector<OptionSpec> ConfigOptions() {
   return {{"config", true}, {"max-context-chars", true}, {"keep-turns", true}};
 }
 
-recap::Result<recap::Config> BuildConfig(const Args& args, bool* usage) {
+recap::Result<recap::Config> BuildConfig(const Args& args, bool* usage, std::string* source) {
   *usage = false;
+  if (source != nullptr) source->clear();
   recap::Config config;
   // Without --config, $RECAP_CONFIG names the file: a shell host sets it once instead of
   // repeating its settings on every call.
@@ -71,6 +72,7 @@ recap::Result<recap::Config> BuildConfig(const Args& args, bool* usage) {
                : " is not valid (fix it, or leave --config out for the defaults)"));
     }
     config = *parsed;
+    if (source != nullptr) *source = std::move(text);
   }
   std::string error;
   std::size_t n = 0;

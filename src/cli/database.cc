@@ -285,9 +285,10 @@ recap::Result<recap::SessionState> LoadExisting(recap::SessionStore& store, cons
   return state;
 }
 
-bool OpenSessionRun(const Args& args, const std::string& session, SessionRun* out, int* exit_code) {
+bool OpenSessionRun(const Args& args, const std::string& session, SessionRun* out, int* exit_code,
+                    const recap::Config* given) {
   bool usage = false;
-  recap::Result<recap::Config> config = BuildConfig(args, &usage);
+  recap::Result<recap::Config> config = given != nullptr ? *given : BuildConfig(args, &usage);
   if (!config.ok()) {
     *exit_code =
         usage ? UsageError(args, config.status().message()) : Failure(args, config.status());
@@ -317,7 +318,8 @@ bool OpenSessionRun(const Args& args, const std::string& session, SessionRun* ou
     *exit_code = Failure(args, state.status());
     return false;
   }
-  recap::Result<std::optional<recap::Message>> instructions = LoadInstructions(**store, session);
+  recap::Result<std::optional<recap::Message>> instructions =
+      LoadInstructions(**store, session, &out->instructions_version);
   if (!instructions.ok()) {
     *exit_code = Failure(args, instructions.status());
     return false;
@@ -331,9 +333,11 @@ bool OpenSessionRun(const Args& args, const std::string& session, SessionRun* ou
 }
 
 recap::Result<std::optional<recap::Message>> LoadInstructions(recap::SessionStore& store,
-                                                              const std::string& session) {
+                                                              const std::string& session,
+                                                              std::uint64_t* version) {
   recap::Result<recap::SessionState> state = store.Load(kInstructionsPrefix + session);
   RECAP_RETURN_IF_ERROR(state);
+  if (version != nullptr) *version = state->version;
   if (state->transcript.empty()) return std::optional<recap::Message>();
   return std::optional<recap::Message>(state->transcript.back());
 }

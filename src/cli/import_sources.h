@@ -7,7 +7,6 @@
 
 #include <condition_variable>
 #include <cstddef>
-#include <deque>
 #include <functional>
 #include <mutex>
 #include <optional>
@@ -20,6 +19,7 @@
 
 #include "cli.h"
 #include "progress.h"
+#include "recap_internal/prepared_source.h"
 
 namespace recap_cli {
 
@@ -39,7 +39,13 @@ inline std::string RepeatedCallIdError(const std::string& path, std::size_t inde
 // never runs far ahead of the store. Besides the codec's errors, it refuses a message whose
 // calls share an id and a file without messages, naming them in the file's words. The store
 // sees a failure as a failed Next and rolls its transaction back.
-class StreamedMessages : public recap::MessageSource {
+//
+// The messages reach the store prepared (recap_internal/prepared_source.h): the decoding thread
+// measures each one, checks its call ids and gives it its fresh id, and the store, whose thread
+// is the one an import waits for, does none of it again. Their UTF-8 needs no repair: the
+// codec's reader refuses a file with a byte that is not (codec.h), so every string it makes is
+// valid, and the store does not walk them again to see.
+class StreamedMessages : public recap::internal::PreparedMessageSource {
  public:
   StreamedMessages(std::function<recap::Status(const recap::MessageSink&)> decode, std::string path,
                    Progress* progress)
@@ -68,14 +74,14 @@ class StreamedMessages : public recap::MessageSource {
   // The leading message the codec gave as the instructions, taken out of the stream (waits
   // for the first message). Nothing when there is none or decoding failed before it.
   std::optional<recap::Message> TakeInstructions() {
-    if (!Refill() || !batch_.front().is_instructions) return std::nullopt;
-    recap::Message m = std::move(batch_.front().message);
-    batch_.pop_front();
+    if (!Refill() || !batch_[taken_].is_instructions) return std::nullopt;
+    recap::Message m = std::move(batch_[taken_].message);
+    ++taken_;
     first_index_ = 1;
     return m;
   }
 
-  recap::Result<bool> Next(recap::Message* out) override {
+  recap::Result<bool> NextPrepared(recap::Message* out, Facts* facts) override {
     if (!Refill()) {
       if (!decode_status_.ok()) {
         decode_failed_ = true;
@@ -89,7 +95,7 @@ class StreamedMessages : public recap::MessageSource {
       }
       return false;
     }
-    Queued& q = batch_.front();
+    Queued& q = batch_[taken_];
     // A message asking twice under one id could never have both calls answered; the store
     // would refuse it too, but here it can be named by its place in the file.
     if (q.repeated_call_id) {
@@ -98,6 +104,8 @@ class StreamedMessages : public recap::MessageSource {
     }
     recap::Message& m = q.message;
     chars_ += q.chars;
+    facts->chars = q.chars;
+    facts->fresh_id = q.fresh_id;
     if (++count_ % 65536 == 0 && progress_ != nullptr) {
       progress_->Update("writing: " + Num(count_) + " messages so far");
     }
@@ -106,7 +114,7 @@ class StreamedMessages : public recap::MessageSource {
     // take that arena's lock against every allocation the decoder makes.
     spent_.push_back(std::move(*out));
     *out = std::move(m);
-    batch_.pop_front();
+    ++taken_;
     return true;
   }
 
@@ -131,6 +139,15 @@ class StreamedMessages : public recap::MessageSource {
  private:
   static constexpr std::size_t kQueued = 4096;
   static constexpr std::size_t kQueuedBytes = std::size_t{16} << 20;
+  // The store's thread, when it has caught up with the decoder, sleeps until this many
+  // messages (or bytes of text) are queued or the decoding has ended: woken for every message,
+  // both threads would spend their time in the kernel handing messages over one by one.
+  static constexpr std::size_t kWake = 256;
+  static constexpr std::size_t kWakeBytes = std::size_t{1} << 20;
+
+  // Whether the store's thread, waiting, should wake (under mu_). Never false while the
+  // decoder waits for room: kWake <= kQueued and kWakeBytes <= kQueuedBytes.
+  bool Ready() const { return decoded_ || queue_.size() >= kWake || queued_bytes_ >= kWakeBytes; }
 
   // The decoding thread: queues a message, waiting while the queue is full.
   recap::Status Push(recap::Message&& m, bool is_instructions) {
@@ -138,6 +155,9 @@ class StreamedMessages : public recap::MessageSource {
     // thread is the one an import waits for.
     const std::size_t size = recap::MessageChars(m);
     std::optional<std::string> repeated = recap::RepeatedCallId(m);
+    // The instructions go to the store in a session of their own, which gives them their id.
+    const bool fresh_id = !is_instructions && m.id.empty();
+    if (fresh_id) m.id = recap::NewMessageId();
     std::unique_lock<std::mutex> lock(mu_);
     if (!(stop_ || queue_.empty() || (queue_.size() < kQueued && queued_bytes_ < kQueuedBytes))) {
       producer_waiting_ = true;
@@ -148,8 +168,8 @@ class StreamedMessages : public recap::MessageSource {
     }
     if (stop_) return recap::Status::Cancelled("the import stopped");
     queued_bytes_ += size;
-    queue_.push_back(Queued{std::move(m), is_instructions, size, std::move(repeated)});
-    if (consumer_waiting_) changed_.notify_all();
+    queue_.push_back(Queued{std::move(m), is_instructions, size, fresh_id, std::move(repeated)});
+    if (consumer_waiting_ && Ready()) changed_.notify_all();
     // The store's spent messages are freed here, outside the lock. The three vectors that carry
     // them (spent_, returned_, freeing_) trade buffers, so none grows more than once.
     freeing_.swap(returned_);
@@ -161,11 +181,16 @@ class StreamedMessages : public recap::MessageSource {
   // The store's thread: when its batch is used up, takes all that is queued (waiting for the
   // decoder when nothing is). False at the end of the decoding (or of its failure).
   bool Refill() {
-    if (!batch_.empty()) return true;
+    if (taken_ < batch_.size()) return true;
+    // Every message of the batch was moved out: clearing it frees nothing, and its buffer goes
+    // back to the decoder to be filled again. No message, and no piece of the queue, is
+    // allocated on one thread and freed on the other.
+    batch_.clear();
+    taken_ = 0;
     std::unique_lock<std::mutex> lock(mu_);
-    if (queue_.empty() && !decoded_) {
+    if (!Ready()) {
       consumer_waiting_ = true;
-      changed_.wait(lock, [this] { return !queue_.empty() || decoded_; });
+      changed_.wait(lock, [this] { return Ready(); });
       consumer_waiting_ = false;
     }
     batch_.swap(queue_);
@@ -189,9 +214,10 @@ class StreamedMessages : public recap::MessageSource {
     recap::Message message;
     bool is_instructions = false;
     std::size_t chars = 0;                        // recap::MessageChars
+    bool fresh_id = false;                        // its id is a recap::NewMessageId of ours
     std::optional<std::string> repeated_call_id;  // recap::RepeatedCallId
   };
-  std::deque<Queued> queue_;
+  std::vector<Queued> queue_;
   std::size_t queued_bytes_ = 0;
   bool decoded_ = false;
   bool stop_ = false;
@@ -202,7 +228,8 @@ class StreamedMessages : public recap::MessageSource {
   std::vector<recap::Message> freeing_;   // the decoding thread's: what it frees
   std::thread thread_;                    // last: it starts using the members above at once
   // The store's thread only:
-  std::deque<Queued> batch_;           // taken from queue_, being handed over
+  std::vector<Queued> batch_;          // taken from queue_, being handed over
+  std::size_t taken_ = 0;              // batch_'s messages handed over (moved out)
   std::vector<recap::Message> spent_;  // handed over and replaced since
   std::size_t first_index_ = 0;
   std::size_t count_ = 0;

@@ -6,12 +6,15 @@
 // Standard output carries that document and nothing else (with --json: the events, then one
 // result object holding it). A compaction or a clipping changes what the model will see, so it
 // is also said in one line on stderr; a prepare that changed nothing says nothing there.
+#include <unistd.h>
+
 #include <iostream>
 #include <mutex>
 #include <string>
 #include <vector>
 
 #include "cli.h"
+#include "prepare_kept.h"
 #include "progress.h"
 
 namespace recap_cli {
@@ -95,6 +98,13 @@ int RunPrepare(const std::vector<std::string>& words) {
                                 "' for --format; use openai-chat, anthropic, openai-responses or "
                                 "recap");
   }
+  // Built once: --config - reads standard input, which a second read would find empty.
+  bool usage = false;
+  std::string config_text;
+  recap::Result<recap::Config> config = BuildConfig(args, &usage, &config_text);
+  if (!config.ok()) {
+    return usage ? UsageError(args, config.status().message()) : Failure(args, config.status());
+  }
   recap::RequestSizes sizes;
   std::size_t n = 0;
   if (args.Has("instructions-chars")) {
@@ -105,9 +115,22 @@ int RunPrepare(const std::vector<std::string>& words) {
     if (!ParseCount(args, "tool-catalog-chars", &n, &error)) return UsageError(args, error);
     sizes.tool_catalog_chars = n;
   }
-  SessionRun run;
+  PrepareCall call;
+  call.args = &args;
+  call.session = session;
+  call.format = format;
+  call.config = *config;
+  call.sizes = sizes;
+  call.instructions_given = args.Has("instructions-chars");
+  call.key = PrepareKey(args, config_text);
+  const bool keep = MayKeep(call);
   int exit_code = kExitOk;
-  if (!OpenSessionRun(args, session, &run, &exit_code)) return exit_code;
+  // What the last prepare kept, when a prepare now would print just that and the new messages
+  // (prepare_kept.h): the session is not loaded.
+  if (keep && ServeKept(call, &exit_code)) return exit_code;
+
+  SessionRun run;
+  if (!OpenSessionRun(args, session, &run, &exit_code, &call.config)) return exit_code;
   // A message of another format holding an opaque part (thinking, reasoning, a provider's
   // checkpoint) cannot be written in this one (R14.1): said before Prepare commits anything,
   // rather than after a compaction the host could not send.
@@ -228,7 +251,10 @@ int RunPrepare(const std::vector<std::string>& words) {
                  "message with its call (`recap sessions history` shows what was appended)\n";
   }
   if (!args.json()) {
-    WriteJsonText(*doc, true);
+    // As the codecs wrote it, on one line, for the request a script makes of it; indented as
+    // `recap export` writes it when a person reads it on a terminal.
+    WriteJsonText(*doc, ::isatty(STDOUT_FILENO) == 1);
+    if (keep) KeepForNext(call, *prepared, run.instructions, run.instructions_version, *doc);
     return kExitOk;
   }
   Json result = {

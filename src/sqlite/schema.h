@@ -110,6 +110,27 @@ CREATE VIRTUAL TABLE recall_index USING fts5 (
   text, content = '', tokenize = 'unicode61 remove_diacritics 2'
 );
 )sql",
+    // Version 4: what `recap prepare` keeps so that the next one, in a new process, need not
+    // decode the session (src/cli/prepare_kept.h). `encodings`: a message's encoded form in a wire
+    // format, as the codec wrote it, under the key seq * 4 + the format (0 openai-chat,
+    // 1 anthropic, 2 openai-responses, 3 recap): a table keyed by rowid keeps a body of up to
+    // about 4 KB on its own page, which a read hands over without a copy. A message's row
+    // never changes, so neither does its encoding. `prepare_memos`: per session and format,
+    // the command's account of the session as its last prepare left it (opaque here). Both are
+    // a cache, written lazily: losing them costs one slower prepare, never a message. Nothing
+    // is backfilled.
+    R"sql(
+CREATE TABLE encodings (
+  key  INTEGER PRIMARY KEY,
+  body BLOB    NOT NULL
+);
+CREATE TABLE prepare_memos (
+  session_id INTEGER NOT NULL REFERENCES sessions (session_id),
+  format     INTEGER NOT NULL,
+  memo       TEXT    NOT NULL,
+  PRIMARY KEY (session_id, format)
+) WITHOUT ROWID;
+)sql",
 };
 
 // The version that added `turn` and `recall_index`: a file opened read-only below it is

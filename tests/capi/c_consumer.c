@@ -141,6 +141,37 @@ int main(int argc, char** argv) {
     ++failures;
   }
 
+  /* The body into a buffer the host keeps: the same bytes as recap_prepare, twice in the same
+   * memory, the messages located without a scan. */
+  {
+    recap_buffer* body = recap_buffer_new();
+    const char* first = NULL;
+    size_t at = 0, length = 0;
+    CHECK(body != NULL && recap_buffer_size(body) == 0);
+    result = NULL;
+    if (body != NULL &&
+        recap_append(compactor, "c-body", "openai-chat", "{\"role\":\"user\",\"content\":\"hi\"}",
+                     NULL, &error) == RECAP_OK &&
+        recap_prepare(compactor, "c-body", "openai-chat", NULL, &result, &error) == RECAP_OK &&
+        recap_prepare_to(compactor, "c-body", "openai-chat", NULL, body, &error) == RECAP_OK) {
+      CHECK(recap_buffer_size(body) == strlen(result));
+      CHECK(memcmp(recap_buffer_data(body), result, strlen(result) + 1) == 0);
+      recap_buffer_messages(body, &at, &length);
+      CHECK(at == 12 && length > 2 && recap_buffer_data(body)[at] == '[');
+      CHECK(recap_buffer_data(body)[at + length - 1] == ']');
+      first = recap_buffer_data(body);
+      CHECK(recap_prepare_to(compactor, "c-body", "openai-chat", NULL, body, NULL) == RECAP_OK);
+      CHECK(recap_buffer_data(body) == first);
+    } else {
+      fprintf(stderr, "recap_prepare_to: %s\n", error != NULL ? error : "out of memory");
+      recap_free(error);
+      error = NULL;
+      ++failures;
+    }
+    recap_free(result);
+    recap_buffer_free(body);
+  }
+
   /* An error: a code, a message, freed with recap_free. */
   CHECK(recap_append(compactor, "c-session", "yaml", "[]", NULL, &error) == RECAP_INVALID_ARGUMENT);
   CHECK(error != NULL && strstr(error, "unknown format") != NULL);

@@ -1415,3 +1415,197 @@ TEST_CASE("R18.3 R16.1 recap_uncompact takes back each compaction in turn, with 
   CHECK(recap_uncompact(c.c, "recap-cli.instructions:s", &out, &error) == RECAP_INVALID_ARGUMENT);
   Take(error);
 }
+
+namespace {
+
+// recap_prepare's text, or the failed call's code and message.
+Call PrepareRaw(recap_compactor* c, const char* session, const char* format, std::string* text) {
+  char* out = nullptr;
+  char* error = nullptr;
+  Call call;
+  call.code = recap_prepare(c, session, format, nullptr, &out, &error);
+  call.error = Take(error);
+  *text = call.code == RECAP_OK ? Take(out) : std::string();
+  return call;
+}
+
+Call PrepareTo(recap_compactor* c, const char* session, const char* format, recap_buffer* out) {
+  char* error = nullptr;
+  Call call;
+  call.code = recap_prepare_to(c, session, format, nullptr, out, &error);
+  call.error = Take(error);
+  return call;
+}
+
+std::string BufferText(const recap_buffer* b) {
+  return std::string(recap_buffer_data(b), recap_buffer_size(b));
+}
+
+struct Buffer {
+  recap_buffer* b = recap_buffer_new();
+  Buffer() { REQUIRE(b != nullptr); }
+  ~Buffer() { recap_buffer_free(b); }
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+};
+
+}  // namespace
+
+TEST_CASE("R16.1 recap_prepare_to writes recap_prepare's bytes into a buffer the host keeps",
+          "[capi][R16.1]") {
+  Compactor c;
+  Buffer body;
+  // A new buffer is empty, and so is what NULL reads as.
+  CHECK(recap_buffer_size(body.b) == 0);
+  CHECK(std::string(recap_buffer_data(body.b)).empty());
+  std::size_t at = 99, length = 99;
+  recap_buffer_messages(body.b, &at, &length);
+  CHECK(at == 0);
+  CHECK(length == 0);
+  CHECK(recap_buffer_size(nullptr) == 0);
+  CHECK(std::string(recap_buffer_data(nullptr)).empty());
+  recap_buffer_messages(nullptr, &at, &length);
+  CHECK(length == 0);
+  recap_buffer_messages(body.b, nullptr, nullptr);  // either may be NULL
+  recap_buffer_free(nullptr);
+
+  // Each format, and Anthropic with the system member: the same bytes, the messages located.
+  for (const char* format : kFormats) {
+    c.MustAppend(format, format, Sample(format));
+  }
+  std::vector<std::pair<const char*, const char*>> cases;
+  for (const char* format : kFormats) cases.emplace_back(format, format);
+  cases.emplace_back("openai-chat", "anthropic");  // a system message, then Anthropic's system
+  for (const auto& [session, format] : cases) {
+    INFO(session << " as " << format);
+    std::string want;
+    const Call raw = PrepareRaw(c.c, session, format, &want);
+    REQUIRE(raw.code == RECAP_OK);
+    const Call to = PrepareTo(c.c, session, format, body.b);
+    INFO(to.error);
+    REQUIRE(to.code == RECAP_OK);
+    CHECK(BufferText(body.b) == want);
+    CHECK(recap_buffer_data(body.b)[recap_buffer_size(body.b)] == '\0');
+    recap_buffer_messages(body.b, &at, &length);
+    CHECK(at == 12);
+    const Json whole = Json::parse(want);
+    CHECK(Json::parse(want.substr(at, length)) == whole["messages"]);
+    const std::string after = want.substr(at + length);
+    CHECK(after.rfind(whole.contains("system") ? ",\"system\":" : ",\"version\":", 0) == 0);
+  }
+  // An empty messages array is located too.
+  c.MustAppend("only-system", "openai-chat", R"([{"role":"system","content":"Be brief."}])");
+  REQUIRE(PrepareTo(c.c, "only-system", "anthropic", body.b).code == RECAP_OK);
+  recap_buffer_messages(body.b, &at, &length);
+  CHECK(BufferText(body.b).substr(at, length) == "[]");
+  CHECK(Json::parse(BufferText(body.b))["system"] == "Be brief.");
+}
+
+TEST_CASE("R16.1 recap_prepare_to reuses the buffer's memory from turn to turn", "[capi][R16.1]") {
+  Compactor c;
+  Buffer body;
+  // A long session first: the buffer grows to hold it.
+  c.MustAppend("long", "openai-chat", "[" + UserTurn(0, 200000) + "]");
+  REQUIRE(PrepareTo(c.c, "long", "openai-chat", body.b).code == RECAP_OK);
+  const char* const memory = recap_buffer_data(body.b);
+  // Shorter bodies, turn after turn, are written into the same memory.
+  c.MustAppend("s", "openai-chat", Sample("openai-chat"));
+  for (int turn = 1; turn <= 5; ++turn) {
+    INFO("turn " << turn);
+    c.MustAppend("s", "openai-chat", "[" + UserTurn(turn, 1000) + "," + AssistantTurn(turn) + "]");
+    const Call to = PrepareTo(c.c, "s", "openai-chat", body.b);
+    INFO(to.error);
+    REQUIRE(to.code == RECAP_OK);
+    CHECK(recap_buffer_data(body.b) == memory);
+    std::string want;
+    REQUIRE(PrepareRaw(c.c, "s", "openai-chat", &want).code == RECAP_OK);
+    CHECK(BufferText(body.b) == want);
+    CHECK(Json::parse(want)["messages"].size() == 5 + 2 * static_cast<std::size_t>(turn));
+  }
+  // A body that outgrows the buffer moves it once; the next fits where it went.
+  c.MustAppend("longer", "openai-chat", "[" + UserTurn(0, 400000) + "]");
+  REQUIRE(PrepareTo(c.c, "longer", "openai-chat", body.b).code == RECAP_OK);
+  CHECK(recap_buffer_size(body.b) > 400000);
+  const char* const grown = recap_buffer_data(body.b);
+  REQUIRE(PrepareTo(c.c, "long", "openai-chat", body.b).code == RECAP_OK);
+  CHECK(recap_buffer_data(body.b) == grown);
+  std::string want;
+  REQUIRE(PrepareRaw(c.c, "long", "openai-chat", &want).code == RECAP_OK);
+  CHECK(BufferText(body.b) == want);
+  // A session that grows turn by turn moves the buffer now and then, not every turn: outgrown,
+  // it takes half as much again to spare.
+  {
+    Buffer fresh;
+    std::set<const char*> places;
+    c.MustAppend("growing", "openai-chat", "[" + UserTurn(0, 20000) + "]");
+    for (int turn = 1; turn <= 40; ++turn) {
+      c.MustAppend("growing", "openai-chat", "[" + UserTurn(turn, 2000) + "]");
+      REQUIRE(PrepareTo(c.c, "growing", "openai-chat", fresh.b).code == RECAP_OK);
+      places.insert(recap_buffer_data(fresh.b));
+    }
+    CHECK(recap_buffer_size(fresh.b) > 100000);
+    CHECK(places.size() <= 6);
+  }
+  // A buffer outlives the compactor that wrote it, and serves another.
+  {
+    Compactor other;
+    other.MustAppend("o", "anthropic", Sample("anthropic"));
+    REQUIRE(PrepareTo(other.c, "o", "anthropic", body.b).code == RECAP_OK);
+  }
+  CHECK(Json::parse(BufferText(body.b))["messages"] == Json::parse(Sample("anthropic")));
+}
+
+TEST_CASE("R16.1 recap_prepare_to names what is missing, and a failure leaves the buffer as it was",
+          "[capi][R16.1]") {
+  Compactor c;
+  Buffer body;
+  c.MustAppend("s", "openai-chat", Sample("openai-chat"));
+  c.MustAppend("mixed", "openai-chat",
+               R"([{"role":"user","content":"hi"},{"role":"system","content":"mid-way"},)"
+               R"({"role":"assistant","content":"hello"}])");
+  REQUIRE(PrepareTo(c.c, "s", "openai-chat", body.b).code == RECAP_OK);
+  const std::string before = BufferText(body.b);
+  const char* const memory = recap_buffer_data(body.b);
+  std::size_t at = 0, length = 0;
+  recap_buffer_messages(body.b, &at, &length);
+
+  char* error = nullptr;
+  CHECK(recap_prepare_to(nullptr, "s", "openai-chat", nullptr, body.b, &error) ==
+        RECAP_INVALID_ARGUMENT);
+  CHECK(Take(error) == "recap_prepare_to: `compactor` is NULL");
+  CHECK(recap_prepare_to(c.c, nullptr, "openai-chat", nullptr, body.b, &error) ==
+        RECAP_INVALID_ARGUMENT);
+  CHECK(Take(error) == "recap_prepare_to: `session` is NULL");
+  CHECK(recap_prepare_to(c.c, "s", "openai-chat", nullptr, nullptr, &error) ==
+        RECAP_INVALID_ARGUMENT);
+  CHECK(Take(error) == "recap_prepare_to: `out` is NULL");
+  CHECK(recap_prepare_to(c.c, "s", "openai-chat", nullptr, nullptr, nullptr) ==
+        RECAP_INVALID_ARGUMENT);  // error NULL
+  // An unknown format, a session never appended to, a message the format has no place for.
+  const Call unknown = PrepareTo(c.c, "s", "gemini", body.b);
+  CHECK(unknown.code == RECAP_INVALID_ARGUMENT);
+  CHECK(unknown.error.find("recap_prepare_to") != std::string::npos);
+  CHECK(unknown.error.find("unknown format \"gemini\"") != std::string::npos);
+  const Call none = PrepareTo(c.c, "never", "openai-chat", body.b);
+  CHECK(none.code == RECAP_NOT_FOUND);
+  std::string raw;
+  const Call refused_raw = PrepareRaw(c.c, "mixed", "anthropic", &raw);
+  const Call refused = PrepareTo(c.c, "mixed", "anthropic", body.b);
+  CHECK(refused.code == RECAP_INVALID_ARGUMENT);
+  CHECK(refused.code == refused_raw.code);
+  CHECK(refused.error.find("recap_prepare_to") != std::string::npos);
+  CHECK(refused.error.find("messages[1]") != std::string::npos);
+  // Through all of it the buffer held the last success's text, where it was.
+  CHECK(BufferText(body.b) == before);
+  CHECK(recap_buffer_data(body.b) == memory);
+  std::size_t at_after = 0, length_after = 0;
+  recap_buffer_messages(body.b, &at_after, &length_after);
+  CHECK(at_after == at);
+  CHECK(length_after == length);
+  // And it is written again as before.
+  c.MustAppend("s", "openai-chat", "[" + UserTurn(1, 10) + "]");
+  REQUIRE(PrepareTo(c.c, "s", "openai-chat", body.b).code == RECAP_OK);
+  std::string want;
+  REQUIRE(PrepareRaw(c.c, "s", "openai-chat", &want).code == RECAP_OK);
+  CHECK(BufferText(body.b) == want);
+}

@@ -540,6 +540,82 @@ TEST_CASE("R13.6 a streamed import that fails late writes nothing", "[cli]") {
   CHECK(LastJsonLine(r.out).at("messages") == 5000);
 }
 
+// The store does not check a streamed import's UTF-8 again (its messages come prepared,
+// recap_internal/prepared_source.h): the codec's reader is what refuses a bad byte, wherever it
+// stands in the file and however late, and nothing is written. Valid multi-byte text goes in
+// and comes back as it was.
+TEST_CASE("R13 a streamed import refuses invalid UTF-8 anywhere in the file and writes nothing",
+          "[cli]") {
+  TempDir dir("recap-cli-utf8");
+  const std::string db = dir.File("s.db");
+  // 5,000 good messages first, in the chat form the three providers' formats read alike, or
+  // in recap's own.
+  std::string chat, native;
+  for (int i = 0; i < 5000; ++i) {
+    const std::string sep = i == 0 ? "" : ",";
+    chat += sep + R"({"role": "user", "content": "message )" + std::to_string(i) + R"("})";
+    native += sep + R"({"role": "user", "parts": [{"type": "text", "text": "message )" +
+              std::to_string(i) + R"("}]})";
+  }
+  // BAD stands for the bytes under test: first a lone Latin-1 byte, an overlong '/', a UTF-8
+  // encoded surrogate and a sequence cut short; then, as a control, valid text.
+  struct Case {
+    std::string name, format, last;
+  };
+  const std::vector<Case> cases = {
+      {"a content string", "openai-chat", R"({"role": "user", "content": "caf BAD"})"},
+      {"a key", "openai-chat", R"({"role": "user", "content": "x", "kBAD": 1})"},
+      {"an unknown member's value", "openai-chat",
+       R"({"role": "user", "content": "x", "meta": {"note": ["BAD"]}})"},
+      {"a call's arguments", "openai-chat",
+       R"({"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": )"
+       R"("function", "function": {"name": "read", "arguments": "{\"p\": \"BAD\"}"}}]})"},
+      {"a tool_use input", "anthropic",
+       R"({"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "read", )"
+       R"("input": {"p": "BAD"}}]})"},
+      {"an unknown block", "anthropic",
+       R"({"role": "user", "content": [{"type": "future_block", "data": "BAD"}]})"},
+      {"a reasoning item", "openai-responses",
+       R"({"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "BAD"})"},
+      {"a recap text part", "recap",
+       R"({"role": "user", "parts": [{"type": "text", "text": "BAD"}]})"},
+  };
+  const std::vector<std::string> bad = {"\xE9", "\xC0\xAF", "\xED\xA0\x80", "\xE2\x9C"};
+  const std::string valid = "caf\xC3\xA9 \xE2\x9C\x93 \xF0\x9F\x99\x82";
+  int n = 0;
+  std::size_t imported = 0;  // the valid files, each a session
+  for (const Case& c : cases) {
+    const std::string& good = c.format == "recap" ? native : chat;
+    for (const std::string& bytes : bad) {
+      std::string last = c.last;
+      last.replace(last.find("BAD"), 3, bytes);
+      INFO(c.name << ", bytes of " << bytes.size());
+      Write(dir.File("bad.json"), "[" + good + ", " + last + "]");
+      Ran r = Run(dir, {"import", "--format", c.format, dir.File("bad.json"), "--session",
+                        "s" + std::to_string(n++), "--db", db});
+      INFO(r.err);
+      CHECK(r.exit == 1);
+      CHECK_THAT(r.err, Catch::Matchers::Contains("must be UTF-8") &&
+                            Catch::Matchers::Contains("Nothing was written"));
+      r = Run(dir, {"sessions", "list", "--db", db, "--json"});
+      if (r.exit == 0) CHECK(LastJsonLine(r.out).at("sessions").size() == imported);
+    }
+    // The same message with valid text goes in, and its bytes come back unchanged.
+    std::string last = c.last;
+    last.replace(last.find("BAD"), 3, valid);
+    Write(dir.File("good.json"), "[" + good + ", " + last + "]");
+    const std::string session = "good" + std::to_string(n++);
+    Ran r = Run(dir, {"import", "--format", c.format, dir.File("good.json"), "--session", session,
+                      "--db", db});
+    INFO(c.name << ": " << r.err);
+    REQUIRE(r.exit == 0);
+    ++imported;
+    r = Run(dir, {"export", "--session", session, "--db", db, "--format", c.format});
+    REQUIRE(r.exit == 0);
+    CHECK(r.out.find(valid) != std::string::npos);
+  }
+}
+
 TEST_CASE(
     "R13.1 export --history streams: an entry it cannot write fails the command, early with "
     "nothing on stdout, late with the output called incomplete",
@@ -1014,7 +1090,7 @@ TEST_CASE("R14.1 prepare never writes one format's artifacts or fields into anot
   // In its own format it is what it was.
   Ran own = prepare("r", "openai-responses");
   REQUIRE(own.exit == 0);
-  CHECK(own.out.find(R"("encrypted_content": "abc")") != std::string::npos);
+  CHECK(own.out.find(R"("encrypted_content":"abc")") != std::string::npos);
 
   // A Responses message item's own members stay out of the other formats.
   Write(dir.File("r2.json"),
@@ -1035,7 +1111,7 @@ TEST_CASE("R14.1 prepare never writes one format's artifacts or fields into anot
   }
   Ran back = prepare("r2", "openai-responses");
   REQUIRE(back.exit == 0);
-  CHECK(back.out.find("\"status\": \"completed\"") != std::string::npos);
+  CHECK(back.out.find("\"status\":\"completed\"") != std::string::npos);
 
   // Anthropic's thinking is refused in OpenAI chat, as it already was in OpenAI Responses.
   Write(dir.File("a.json"),

@@ -1,6 +1,7 @@
 // The codecs' EncodeTranscript (recap/codec.h): the same text as EncodeMessages, assembled
 // from each message's kept encoded form, kept once and shared by every transcript holding the
-// message (issue 22: what to send costs what is new).
+// message (issue 22: what to send costs what is new); EncodeTranscriptTo writes the same text
+// into a string the host keeps, in its memory (issue 39).
 #include <cstdint>
 #include <cstdlib>
 #include <random>
@@ -31,16 +32,18 @@ struct Codec {
   WireFormat format;
   Result<std::string> (*transcript)(const Transcript&, std::size_t);
   Result<std::string> (*messages)(const Conversation&);
+  recap::Status (*to)(const Transcript&, std::size_t, std::string*);
 };
 
 const Codec kCodecs[] = {
-    {"native", WireFormat::kNative, recap::native::EncodeTranscript, recap::native::EncodeMessages},
+    {"native", WireFormat::kNative, recap::native::EncodeTranscript, recap::native::EncodeMessages,
+     recap::native::EncodeTranscriptTo},
     {"openai_chat", WireFormat::kOpenAiChat, recap::openai_chat::EncodeTranscript,
-     recap::openai_chat::EncodeMessages},
+     recap::openai_chat::EncodeMessages, recap::openai_chat::EncodeTranscriptTo},
     {"anthropic", WireFormat::kAnthropic, recap::anthropic::EncodeTranscript,
-     recap::anthropic::EncodeMessages},
+     recap::anthropic::EncodeMessages, recap::anthropic::EncodeTranscriptTo},
     {"openai_responses", WireFormat::kOpenAiResponses, recap::openai_responses::EncodeTranscript,
-     recap::openai_responses::EncodeMessages},
+     recap::openai_responses::EncodeMessages, recap::openai_responses::EncodeTranscriptTo},
 };
 
 // What EncodeMessages writes for messages [begin, size()) of `t` — for recap's own form, the
@@ -57,16 +60,23 @@ Result<std::string> Reference(const Codec& codec, const Transcript& t, std::size
   return doc.substr(at + 12, doc.size() - at - 13);
 }
 
-// Both paths agree: the same text, or the same error.
+// The three paths agree: the same text, or the same error. EncodeTranscriptTo writes over
+// what its string held (on error it leaves it).
 void CheckSame(const Codec& codec, const Transcript& t, std::size_t begin = 0) {
   INFO(codec.name << " from " << begin << " of " << t.size());
   const Result<std::string> want = Reference(codec, t, begin);
   const Result<std::string> got = codec.transcript(t, begin);
+  std::string into = "what the host's string held before";
+  const recap::Status to = codec.to(t, begin, &into);
   REQUIRE(got.ok() == want.ok());
+  REQUIRE(to.ok() == want.ok());
   if (want.ok()) {
     REQUIRE(*got == *want);
+    REQUIRE(into == *want);
   } else {
     CHECK(got.status() == want.status());
+    CHECK(to == want.status());
+    CHECK(into == "what the host's string held before");
   }
 }
 
@@ -233,4 +243,87 @@ TEST_CASE("EncodeTranscript from several threads at once over transcripts sharin
   }
   for (std::thread& t : threads) t.join();
   for (int m : mismatches) CHECK(m == 0);
+}
+
+TEST_CASE("EncodeTranscriptTo writes into the memory its string already has") {
+  recap_test::GeneratorOptions options;
+  options.max_turns = 6;
+  Transcript t(recap_test::GenerateMessages(11, options));
+  for (const Codec& codec : kCodecs) {
+    INFO(codec.name);
+    const Result<std::string> whole = codec.transcript(t, 0);
+    if (!whole.ok()) continue;
+    // A string with room for the body: every turn writes into the same memory.
+    std::string body;
+    body.reserve(whole->size() * 2 + 64);
+    const char* const memory = body.data();
+    const std::size_t capacity = body.capacity();
+    for (std::size_t begin = 0; begin <= t.size(); ++begin) {
+      const Result<std::string> want = codec.transcript(t, begin);
+      if (!want.ok()) continue;
+      REQUIRE(codec.to(t, begin, &body).ok());
+      CHECK(body == *want);
+      CHECK(body.data() == memory);
+      CHECK(body.capacity() == capacity);
+    }
+    // Outgrown, it grows once; a smaller body after that stays in the grown memory (it is not
+    // shrunk to fit).
+    Transcript longer = t;
+    for (int k = 0; k < 64; ++k) {
+      longer.Append(Message::UserText(std::string(static_cast<std::size_t>(capacity), 'x')));
+    }
+    REQUIRE(codec.to(longer, 0, &body).ok());
+    CHECK(body == *codec.transcript(longer, 0));
+    const char* const grown = body.data();
+    const std::size_t grown_capacity = body.capacity();
+    CHECK(grown_capacity > capacity);
+    REQUIRE(codec.to(t, 0, &body).ok());
+    CHECK(body == *whole);
+    CHECK(body.data() == grown);
+    CHECK(body.capacity() == grown_capacity);
+    // A transcript growing message by message moves the string now and then, not every time.
+    std::string growing;
+    Transcript grows;
+    int moves = 0;
+    const char* place = nullptr;
+    for (int k = 0; k < 200; ++k) {
+      grows.Append(Message::UserText(std::string(500, 'y')));
+      REQUIRE(codec.to(grows, 0, &growing).ok());
+      if (growing.data() != place) ++moves;
+      place = growing.data();
+    }
+    CHECK(moves <= 16);
+    // An empty transcript, and `begin` at the end: an empty array, in the same memory.
+    REQUIRE(codec.to(Transcript(), 0, &body).ok());
+    CHECK(body == "[]");
+    REQUIRE(codec.to(t, t.size(), &body).ok());
+    CHECK(body == "[]");
+    CHECK(body.data() == grown);
+  }
+}
+
+TEST_CASE("EncodeTranscriptTo fails as EncodeTranscript does and leaves its string as it was") {
+  Transcript t;
+  t.Append(Message::UserText("hello"));
+  t.Append(Message::SystemText("a system message in the middle"));
+  t.Append(Message::AssistantText("bye"));
+  std::string body = "[\"the last turn's body\"]";
+  const recap::Status refused = recap::anthropic::EncodeTranscriptTo(t, 0, &body);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused == recap::anthropic::EncodeTranscript(t).status());
+  CHECK(refused.message().find("messages[1]") != std::string::npos);
+  CHECK(body == "[\"the last turn's body\"]");
+  // A start past the end.
+  const recap::Status past = recap::openai_chat::EncodeTranscriptTo(t, 4, &body);
+  CHECK(past.code() == recap::StatusCode::kInvalidArgument);
+  CHECK(body == "[\"the last turn's body\"]");
+  // No string to write into.
+  for (const Codec& codec : kCodecs) {
+    const recap::Status none = codec.to(t, 0, nullptr);
+    CHECK(none.code() == recap::StatusCode::kInvalidArgument);
+    CHECK(none.message().find("`out`") != std::string::npos);
+  }
+  // Past the system message it encodes.
+  REQUIRE(recap::anthropic::EncodeTranscriptTo(t, 2, &body).ok());
+  CHECK(body == R"([{"role":"assistant","content":[{"type":"text","text":"bye"}]}])");
 }

@@ -56,9 +56,12 @@ def test_openai_chat_round_trip(compactor):
     prepared = compactor.prepare("s")
     assert prepared.messages == CHAT
     assert json.loads(prepared.messages_json) == CHAT
-    # The fast path: the same JSON as UTF-8 bytes, for a request body.
-    assert isinstance(prepared.messages_bytes, bytes)
-    assert prepared.messages_bytes.decode("utf-8") == prepared.messages_json
+    # The fast path: the same JSON as UTF-8 bytes, for a request body, read in place (a
+    # read-only memoryview: bytes-like, no .decode).
+    assert isinstance(prepared.messages_bytes, memoryview)
+    assert prepared.messages_bytes.readonly
+    assert bytes(prepared.messages_bytes).decode("utf-8") == prepared.messages_json
+    assert b"{" + prepared.messages_bytes + b"}" == b"{%s}" % prepared.messages_bytes
     assert prepared.system is None
     assert prepared.compactions == []
     assert prepared.after_chars == prepared.before_chars > 0
@@ -282,6 +285,7 @@ def test_library_exports_only_the_c_api():
                            capture_output=True, text=True, check=True).stdout
     names = [line.split()[-1] for line in table.splitlines() if line.strip()]
     assert "recap_prepare" in names and "recap_reply_text" in names
+    assert "recap_prepare_to" in names and "recap_buffer_messages" in names
     leaks = [n for n in names if not n.startswith("recap_") and n not in ("_init", "_fini")]
     assert leaks == []
 
@@ -321,7 +325,7 @@ def test_messages_json_is_cut_out_whatever_the_text_holds(compactor):
     assert anthropic.system == tricky[0] + tricky[3]
     assert [m["content"] for m in anthropic.messages] == [t for t in tricky for _ in (0, 1)]
     assert anthropic.figures["version"] == chat.version
-    assert json.loads(anthropic.messages_bytes) == anthropic.messages
+    assert json.loads(bytes(anthropic.messages_bytes)) == anthropic.messages
 
 
 def test_prepared_says_when_the_request_is_over_the_known_window():

@@ -397,9 +397,12 @@ std::map<std::string, std::vector<Message>> Sources() {
 
 }  // namespace
 
-// Turns a file of the current schema into what an older recap wrote: version 2 lacks R18's
-// turns, undo records and recall index; version 1 also the `learned` table.
+// Turns a file of the current schema into what an older recap wrote: version 3 lacks what
+// `recap prepare` keeps (issue 39); version 2 also R18's turns, undo records and recall index;
+// version 1 also the `learned` table.
 void Downgrade(const std::string& path, int version) {
+  Sql(path, "DROP TABLE encodings; DROP TABLE prepare_memos; PRAGMA user_version = 3;");
+  if (version == 3) return;
   Sql(path,
       "DROP TABLE recall_index; ALTER TABLE sessions DROP COLUMN turns; ALTER TABLE sessions "
       "DROP COLUMN undos; ALTER TABLE sessions DROP COLUMN indexed_seq; ALTER TABLE messages "
@@ -413,7 +416,7 @@ void Downgrade(const std::string& path, int version) {
 TEST_CASE("R8 a new file is a WAL database at the current schema version") {
   TempDir dir("recap-sqlite");
   const std::string path = dir.File("sessions.db");
-  CHECK(SqliteSchemaVersion() == 3);
+  CHECK(SqliteSchemaVersion() == 4);
   {
     auto store = Open(path);
     REQUIRE(Exists(path));
@@ -423,6 +426,33 @@ TEST_CASE("R8 a new file is a WAL database at the current schema version") {
   CHECK(Sql(path, "PRAGMA journal_mode") == "wal");
   CHECK(Sql(path, "PRAGMA integrity_check") == "ok");
   CHECK(Sql(path, "SELECT name FROM sessions") == "s");
+}
+
+TEST_CASE("R8 a version-3 file is read as it is and migrated with what prepare keeps, empty") {
+  TempDir dir("recap-sqlite");
+  const std::string path = dir.File("old.db");
+  {
+    auto store = Open(path);
+    Ok(store->Append("s", Message::UserText("hello")));
+  }
+  Downgrade(path, 3);
+  {
+    SqliteStoreOptions o;
+    o.read_only = true;
+    auto opened = OpenSqliteSessionStore(path, o);
+    INFO(opened.status().ToString());
+    REQUIRE(opened.ok());
+    CHECK(Ok((*opened)->Load("s")).transcript.size() == 1);
+  }
+  CHECK(Sql(path, "PRAGMA user_version") == "3");  // a reader does not migrate
+  {
+    auto store = Open(path);
+    CHECK(Ok(store->Load("s")).transcript.size() == 1);
+  }
+  CHECK(Sql(path, "PRAGMA user_version") == "4");
+  CHECK(Sql(path, "SELECT count(*) FROM encodings") == "0");
+  CHECK(Sql(path, "SELECT count(*) FROM prepare_memos") == "0");
+  CHECK(Sql(path, "PRAGMA integrity_check") == "ok");
 }
 
 TEST_CASE(
@@ -507,7 +537,7 @@ TEST_CASE(
   CHECK(Sql(path, "PRAGMA user_version") == "2");  // not migrated by a reader
   {
     auto store = Open(path);
-    CHECK(Sql(path, "PRAGMA user_version") == "3");
+    CHECK(Sql(path, "PRAGMA user_version") == std::to_string(SqliteSchemaVersion()));
     CHECK(Sql(path, "SELECT turns FROM sessions") == "3");
     // The migration built the index: the stored messages are in it before any search.
     CHECK(Sql(path, "SELECT indexed_seq FROM sessions") ==

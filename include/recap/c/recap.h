@@ -14,6 +14,9 @@
  *   recap_free(send);
  *   recap_compactor_free(c);
  *
+ * (recap_prepare_to writes the same into a recap_buffer the host keeps from turn to turn, in
+ * memory already mapped: what a host with long sessions uses.)
+ *
  * Messages go in and come out as JSON text in any format recap's codecs know (codec.h):
  *   "openai-chat"       OpenAI chat-completions `messages`
  *   "anthropic"         Anthropic Messages `messages`
@@ -28,7 +31,8 @@
  * RECAP_RESOURCE_EXHAUSTED, anything else unexpected RECAP_INTERNAL.
  *
  * Memory. Every string recap returns (a JSON result, an error message) is the caller's and is
- * freed with recap_free. Handles are freed with their own function. Strings passed in are read
+ * freed with recap_free; the bytes recap_prepare_to writes are its recap_buffer's, freed with
+ * it. Handles are freed with their own function. Strings passed in are read
  * during the call only and must be UTF-8, NUL-terminated.
  *
  * Ownership. A compactor keeps the store and the provider it was created with: their handles
@@ -245,6 +249,56 @@ RECAP_C_API int recap_append(recap_compactor* compactor, const char* session, co
  * RECAP_CONTEXT_BUDGET_EXCEEDED with a message that says what the host can do. */
 RECAP_C_API int recap_prepare(recap_compactor* compactor, const char* session, const char* format,
                               const recap_sizes* sizes, char** result_json, char** error);
+
+/* The request body in memory the host keeps. recap_prepare's result is new memory every turn,
+ * and on a long session that is what a turn costs most: a 55 MB body is new pages the system
+ * maps and faults in one by one, several times the cost of copying its bytes. A recap_buffer
+ * is memory recap owns and the host keeps from turn to turn: recap_prepare_to writes into it,
+ * in the memory it already has when the text fits (outgrown, it moves to memory with half as
+ * much again to spare; it never shrinks), so that a host preparing every turn into the same
+ * buffer allocates, and faults pages in, only now and then as its session grows.
+ *
+ *   recap_buffer* body = recap_buffer_new();
+ *   ...each turn:
+ *   if (recap_prepare_to(c, "s1", "openai-chat", NULL, body, &error) == RECAP_OK) {
+ *     size_t at, length;
+ *     recap_buffer_messages(body, &at, &length);
+ *     send_messages(recap_buffer_data(body) + at, length);
+ *   }
+ *   ...
+ *   recap_buffer_free(body);
+ *
+ * A buffer is not tied to a compactor (it may outlive it, and serve several), and one buffer
+ * must not be written by two calls at once, nor read while a call writes it. */
+typedef struct recap_buffer recap_buffer;
+
+/* A new, empty buffer (size 0); NULL when out of memory. */
+RECAP_C_API recap_buffer* recap_buffer_new(void);
+
+/* Frees the buffer and its memory. NULL is fine. */
+RECAP_C_API void recap_buffer_free(recap_buffer* buffer);
+
+/* The buffer's bytes, followed by a NUL that recap_buffer_size does not count (so that the
+ * text may be read as a C string too). Valid until the next call that writes into the buffer
+ * or frees it. "" for NULL. */
+RECAP_C_API const char* recap_buffer_data(const recap_buffer* buffer);
+
+/* The number of bytes in the buffer. 0 for NULL. */
+RECAP_C_API size_t recap_buffer_size(const recap_buffer* buffer);
+
+/* Where the messages array lies in the text recap_prepare_to last wrote into the buffer: its
+ * first byte ('[') at *offset (always 12) and its *length bytes through its ']', so that a
+ * host sends them without scanning the text. 0 and 0 for a buffer nothing was written into,
+ * and for NULL. Either pointer may be NULL. */
+RECAP_C_API void recap_buffer_messages(const recap_buffer* buffer, size_t* offset, size_t* length);
+
+/* recap_prepare writing into `out` instead of new memory: the same call (the same compaction,
+ * the same errors, named recap_prepare_to) and exactly the bytes recap_prepare would return,
+ * which replace what the buffer held. On failure the buffer is left as it was: its bytes, size
+ * and messages those of the last call that succeeded (or empty), and it may be written again. */
+RECAP_C_API int recap_prepare_to(recap_compactor* compactor, const char* session,
+                                 const char* format, const recap_sizes* sizes, recap_buffer* out,
+                                 char** error);
 
 /* What recap_prepare would do now, without calling the model or writing (Compactor::PlanFor):
  * the members of the C++ Plan as a JSON object, `reason` a string or null and `cut` an object

@@ -500,7 +500,7 @@ Result<std::string> EncodeMessage(const Message& message) {
 
 namespace {
 
-// One message's piece of the array (EncodeTranscript, EncodeTranscriptParts).
+// One message's piece of the array (EncodeTranscript, EncodeTranscriptTo, EncodeTranscriptParts).
 Status Fragment(const Message& m, const std::string& where, std::string* text) {
   Json j;
   RECAP_RETURN_IF_ERROR(EncodeOne(m, where, &j));
@@ -512,6 +512,13 @@ Status Fragment(const Message& m, const std::string& where, std::string* text) {
 Result<std::string> EncodeTranscript(const Transcript& transcript, std::size_t begin) {
   return codec_shell::Guarded("encoding Anthropic messages", [&] {
     return codec_shell::EncodeKept(transcript, begin, internal::WireFormat::kAnthropic, Fragment);
+  });
+}
+
+Status EncodeTranscriptTo(const Transcript& transcript, std::size_t begin, std::string* out) {
+  return codec_shell::Guarded("encoding Anthropic messages", [&] {
+    return codec_shell::EncodeKeptTo(transcript, begin, internal::WireFormat::kAnthropic, Fragment,
+                                     out);
   });
 }
 

@@ -600,7 +600,7 @@ Result<std::string> EncodeMessage(const Message& message) {
 
 namespace {
 
-// One message's piece of the array (EncodeTranscript, EncodeTranscriptParts).
+// One message's piece of the array (EncodeTranscript, EncodeTranscriptTo, EncodeTranscriptParts).
 Status Fragment(const Message& m, const std::string& where, std::string* text) {
   return AppendMessage(m, where, text, 1);
 }
@@ -610,6 +610,13 @@ Status Fragment(const Message& m, const std::string& where, std::string* text) {
 Result<std::string> EncodeTranscript(const Transcript& transcript, std::size_t begin) {
   return codec_shell::Guarded("encoding recap messages", [&] {
     return codec_shell::EncodeKept(transcript, begin, internal::WireFormat::kNative, Fragment);
+  });
+}
+
+Status EncodeTranscriptTo(const Transcript& transcript, std::size_t begin, std::string* out) {
+  return codec_shell::Guarded("encoding recap messages", [&] {
+    return codec_shell::EncodeKeptTo(transcript, begin, internal::WireFormat::kNative, Fragment,
+                                     out);
   });
 }
 

@@ -475,7 +475,7 @@ Result<std::string> EncodeMessage(const Message& message) {
 
 namespace {
 
-// One message's piece of the array (EncodeTranscript, EncodeTranscriptParts).
+// One message's piece of the array (EncodeTranscript, EncodeTranscriptTo, EncodeTranscriptParts).
 Status Fragment(const Message& m, const std::string& where, std::string* text) {
   return codec_shell::ExpandedFragment(m, where, text, Expand);
 }
@@ -485,6 +485,13 @@ Status Fragment(const Message& m, const std::string& where, std::string* text) {
 Result<std::string> EncodeTranscript(const Transcript& transcript, std::size_t begin) {
   return codec_shell::Guarded("encoding OpenAI chat messages", [&] {
     return codec_shell::EncodeKept(transcript, begin, internal::WireFormat::kOpenAiChat, Fragment);
+  });
+}
+
+Status EncodeTranscriptTo(const Transcript& transcript, std::size_t begin, std::string* out) {
+  return codec_shell::Guarded("encoding OpenAI chat messages", [&] {
+    return codec_shell::EncodeKeptTo(transcript, begin, internal::WireFormat::kOpenAiChat, Fragment,
+                                     out);
   });
 }
 

@@ -549,7 +549,7 @@ Result<std::string> EncodeMessage(const Message& message) {
 
 namespace {
 
-// One message's piece of the array (EncodeTranscript, EncodeTranscriptParts).
+// One message's piece of the array (EncodeTranscript, EncodeTranscriptTo, EncodeTranscriptParts).
 Status Fragment(const Message& m, const std::string& where, std::string* text) {
   return codec_shell::ExpandedFragment(m, where, text, Expand);
 }
@@ -560,6 +560,13 @@ Result<std::string> EncodeTranscript(const Transcript& transcript, std::size_t b
   return codec_shell::Guarded("encoding OpenAI Responses items", [&] {
     return codec_shell::EncodeKept(transcript, begin, internal::WireFormat::kOpenAiResponses,
                                    Fragment);
+  });
+}
+
+Status EncodeTranscriptTo(const Transcript& transcript, std::size_t begin, std::string* out) {
+  return codec_shell::Guarded("encoding OpenAI Responses items", [&] {
+    return codec_shell::EncodeKeptTo(transcript, begin, internal::WireFormat::kOpenAiResponses,
+                                     Fragment, out);
   });
 }
 

@@ -238,19 +238,30 @@ Status KeptParts(const Transcript& t, std::size_t begin, internal::WireFormat fo
   return Status::OK();
 }
 
-// The array the pieces make: '[' + the pieces joined by ',' + ']', sized in advance (one copy
-// of their bytes).
-inline std::string JoinParts(const std::vector<std::string_view>& parts) {
+// The array the pieces make, '[' + the pieces joined by ',' + ']', written over *out's content
+// (one copy of their bytes). *out keeps its memory when the array fits in it: a host that
+// passes the same string every turn allocates (and faults pages in) only when the body grows
+// past what it held, and then with half as much again to spare, so that a session growing turn
+// by turn moves it now and then, not every turn. (Cleared first, so that growing copies
+// nothing; reserve() is called only to grow: before C++20 a smaller request may shrink it.)
+inline void JoinPartsInto(const std::vector<std::string_view>& parts, std::string* out) {
   std::size_t total = 2 + parts.size();
   for (std::string_view p : parts) total += p.size();
-  std::string out;
-  out.reserve(total);
-  out += '[';
-  for (std::size_t k = 0; k < parts.size(); ++k) {
-    if (k > 0) out += ',';
-    out.append(parts[k].data(), parts[k].size());
+  out->clear();
+  if (total > out->capacity()) {
+    out->reserve(std::max(total, out->capacity() + out->capacity() / 2));
   }
-  out += ']';
+  out->push_back('[');
+  for (std::size_t k = 0; k < parts.size(); ++k) {
+    if (k > 0) out->push_back(',');
+    out->append(parts[k].data(), parts[k].size());
+  }
+  out->push_back(']');
+}
+
+inline std::string JoinParts(const std::vector<std::string_view>& parts) {
+  std::string out;
+  JoinPartsInto(parts, &out);
   return out;
 }
 
@@ -261,6 +272,20 @@ Result<std::string> EncodeKept(const Transcript& t, std::size_t begin, internal:
   std::vector<std::string_view> parts;
   RECAP_RETURN_IF_ERROR(KeptParts(t, begin, format, fragment, &parts));
   return JoinParts(parts);
+}
+
+// EncodeTranscriptTo on KeptParts: *out is written only once every message has encoded, so a
+// failure leaves it as it was.
+template <typename Fragment>
+Status EncodeKeptTo(const Transcript& t, std::size_t begin, internal::WireFormat format,
+                    Fragment&& fragment, std::string* out) {
+  if (out == nullptr) {
+    return Status::InvalidArgument("EncodeTranscriptTo: `out` is null; pass the string to write");
+  }
+  std::vector<std::string_view> parts;
+  RECAP_RETURN_IF_ERROR(KeptParts(t, begin, format, fragment, &parts));
+  JoinPartsInto(parts, out);
+  return Status::OK();
 }
 
 // The fragment of a format whose messages expand into elements (`expand`, as EncodeExpanded).

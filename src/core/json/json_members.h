@@ -26,6 +26,10 @@ inline const Members& MembersOf(const Json& object) {
 // ones once, when they close (sorted, so a million members cost n log n, not n^2).
 inline constexpr std::size_t kLinearKeys = 16;
 
+// The members the reader makes room for when it opens an object (most objects of a transcript
+// have two to four).
+inline constexpr std::size_t kMembersReserved = 4;
+
 }  // namespace jsonutil
 }  // namespace v0
 }  // namespace recap

@@ -393,7 +393,13 @@ Status Reader::ReadValue(Json* out) {
       const bool object = c == '{';
       ++depth_;
       ++pos_;
-      if (target != nullptr) *target = object ? Json::object() : Json::array();
+      if (target != nullptr) {
+        *target = object ? Json::object() : Json::array();
+        // Room for a message's or a block's few members at once: the vector of members cannot
+        // move them when it grows (their keys are const), so each growth would copy every
+        // member read so far, values and all.
+        if (object) MembersOf(*target).reserve(kMembersReserved);
+      }
       SkipWhitespace();
       if (pos_ < n && text_[pos_] == (object ? '}' : ']')) {
         ++pos_;

@@ -18,6 +18,9 @@ namespace internal {
 // never crash on bad bytes; a session must stay usable after one binary tool output).
 void RepairUtf8(Message& m);
 
+// Whether every string of the message is valid UTF-8 (what RepairUtf8 would leave as it is).
+bool AllValidUtf8(const Message& m);
+
 struct TranscriptAccess {
   using ContentReplacement = Transcript::ContentReplacement;
 

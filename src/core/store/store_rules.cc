@@ -1,5 +1,7 @@
 #include "recap_internal/store_rules.h"
 
+#include <cassert>
+#include <optional>
 #include <unordered_set>
 #include <utility>
 
@@ -74,11 +76,23 @@ Status RepeatedCallIdStatus(const std::string& what, std::size_t i, const std::s
 }
 
 Result<bool> NewSessionReader::Next(Message* out, std::size_t* chars) {
+  // A prepared source's message comes measured and checked (recap_internal/prepared_source.h).
+  std::optional<PreparedMessageSource::Facts> prepared;
   if (next_in_vector_ < session_.messages.size()) {
     *out = std::move(session_.messages[next_in_vector_++]);
   } else {
     if (session_.source == nullptr) return false;
-    Result<bool> more = session_.source->Next(out);
+    if (prepared_ == nullptr && !plain_) {
+      prepared_ = dynamic_cast<PreparedMessageSource*>(session_.source);
+      plain_ = prepared_ == nullptr;
+    }
+    Result<bool> more = true;
+    if (prepared_ != nullptr) {
+      prepared.emplace();
+      more = prepared_->NextPrepared(out, &*prepared);
+    } else {
+      more = session_.source->Next(out);
+    }
     RECAP_RETURN_IF_ERROR(more);
     if (!*more) {
       session_.source = nullptr;
@@ -88,7 +102,11 @@ Result<bool> NewSessionReader::Next(Message* out, std::size_t* chars) {
   const std::size_t i = count_++;
   // Named only when something is wrong: a million messages build no text here.
   const auto what = [&] { return "new session " + QuotedName(session_.session); };
-  if (std::optional<std::string> repeated = RepeatedCallId(*out)) {
+  if (prepared) {
+    assert(!RepeatedCallId(*out));
+    assert(prepared->chars == MessageChars(*out));
+    assert(AllValidUtf8(*out));
+  } else if (std::optional<std::string> repeated = RepeatedCallId(*out)) {
     return RepeatedCallIdStatus(what(), i, *repeated);
   }
   if (out->pinned) {
@@ -96,13 +114,19 @@ Result<bool> NewSessionReader::Next(Message* out, std::size_t* chars) {
       return PinnedStatus(what(), i, problem);
     }
   }
-  if (out->id.empty()) {
+  if (prepared && prepared->fresh_id) {
+    assert(!out->id.empty());
+  } else if (out->id.empty()) {
     out->id = NewMessageId();
   } else if (!given_ids_.insert(out->id).second) {
     return Status::InvalidArgument("message " + std::to_string(i) + " of " + what() + " has id " +
                                    QuotedName(out->id) +
                                    ", which an earlier message of the session has; ids must be "
                                    "unique. Leave the id empty to get a fresh one");
+  }
+  if (prepared) {
+    *chars = prepared->chars;
+    return true;
   }
   RepairUtf8(*out);
   *chars = MessageChars(*out);

@@ -21,6 +21,8 @@
 #include "recap/status.h"
 #include "recap/transcript.h"
 
+#include "recap_internal/prepared_source.h"
+
 namespace recap {
 inline namespace v0 {
 namespace internal {
@@ -55,7 +57,9 @@ Status RepeatedCallIdStatus(const std::string& what, std::size_t i, const std::s
 // The messages of one NewSession in order — its vector, then its source — each prepared as
 // PrepareAppend prepares an append's (a fresh id when empty, UTF-8 repaired, measured, a
 // message whose calls share an id refused), and a message id given twice refused. Only given
-// ids are remembered, so a million messages with fresh ids cost no memory here.
+// ids are remembered, so a million messages with fresh ids cost no memory here. A source that
+// is a PreparedMessageSource (recap_internal/prepared_source.h) has done that work already,
+// and its messages are not measured or checked again.
 class NewSessionReader {
  public:
   explicit NewSessionReader(NewSession& session) : session_(session) {}
@@ -68,6 +72,8 @@ class NewSessionReader {
   std::size_t next_in_vector_ = 0;
   std::size_t count_ = 0;
   std::unordered_set<std::string> given_ids_;
+  PreparedMessageSource* prepared_ = nullptr;  // the source, when it is one
+  bool plain_ = false;                         // the source is not one
 };
 
 // The checks of a CreateSessions call that need no table: at least one session, names valid
