@@ -36,9 +36,10 @@ std::string Help() {
              "does): compacts the session when a trigger fires, clips oversized content when\n"
              "the conversation is over maxContextChars, then prints what to send on standard\n"
              "output and nothing else: the document `recap export --format F` writes, the\n"
-             "session's instructions included. A failed compaction changes nothing; what is\n"
-             "sent is then the session as it is. A compaction or a clipping is said in one\n"
-             "line on stderr.\n"
+             "session's instructions included (on one line; indented on a terminal). A\n"
+             "failed compaction changes nothing; what is sent is then the session as it is.\n"
+             "A compaction or a clipping is said in one line on stderr. What it keeps in the\n"
+             "file lets the next prepare print without loading the session.\n"
              "\n"
              "options:\n"
              "  --session ID              the session (required)\n"
@@ -134,29 +135,17 @@ int RunPrepare(const std::vector<std::string>& words) {
   // A message of another format holding an opaque part (thinking, reasoning, a provider's
   // checkpoint) cannot be written in this one (R14.1): said before Prepare commits anything,
   // rather than after a compaction the host could not send.
-  if (const std::optional<recap::Origin> target = recap::ParseOrigin(format)) {
-    const recap::Transcript& t = run.state.transcript;
-    for (std::size_t i = 0; i < t.size(); ++i) {
-      const recap::Message& m = t[i];
-      if (m.origin == recap::Origin::kNone || m.origin == *target) continue;
-      std::string kind;
-      for (const recap::Part& p : m.parts) {
-        if (const auto* o = std::get_if<recap::Opaque>(&p)) kind = o->kind;
-        if (const auto* r = std::get_if<recap::ToolResult>(&p)) {
-          for (const recap::ResultItem& item : r->content) {
-            if (const auto* o = std::get_if<recap::Opaque>(&item)) kind = o->kind;
-          }
-        }
-        if (!kind.empty()) break;
-      }
-      if (kind.empty()) continue;
-      return Failure(args, "session '" + Shown(session) + "' cannot be written as " + format +
-                               ": message " + std::to_string(i) + " ('" + Shown(m.id) +
-                               "') holds an opaque '" + Shown(kind) + "' part decoded from " +
-                               recap::OriginName(m.origin) + ", with no equivalent in " + format +
-                               ". Nothing was changed; prepare it with --format " +
-                               recap::OriginName(m.origin) + ", the format it came in");
-    }
+  const recap::Transcript& t = run.state.transcript;
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    const recap::Message& m = t[i];
+    const std::string kind = ForeignOpaqueKind(m, format);
+    if (kind.empty()) continue;
+    return Failure(args, "session '" + Shown(session) + "' cannot be written as " + format +
+                             ": message " + std::to_string(i) + " ('" + Shown(m.id) +
+                             "') holds an opaque '" + Shown(kind) + "' part decoded from " +
+                             recap::OriginName(m.origin) + ", with no equivalent in " + format +
+                             ". Nothing was changed; prepare it with --format " +
+                             recap::OriginName(m.origin) + ", the format it came in");
   }
   // The stored instructions are sent, so they count as instructions (as compact counts them),
   // unless the host says how large its request's instructions are.

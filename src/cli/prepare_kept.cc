@@ -61,22 +61,6 @@ recap::Status EncodeEach(const std::string& format, const recap::Transcript& t,
   return recap::Status::OK();
 }
 
-// A message of another format holding an opaque part (thinking, reasoning, a provider's
-// checkpoint) cannot be written in this one (R14.1): prepare refuses it.
-bool Foreign(const recap::Message& m, const std::string& format) {
-  const std::optional<recap::Origin> target = recap::ParseOrigin(format);
-  if (!target || m.origin == recap::Origin::kNone || m.origin == *target) return false;
-  for (const recap::Part& p : m.parts) {
-    if (std::holds_alternative<recap::Opaque>(p)) return true;
-    if (const auto* r = std::get_if<recap::ToolResult>(&p)) {
-      for (const recap::ResultItem& item : r->content) {
-        if (std::holds_alternative<recap::Opaque>(item)) return true;
-      }
-    }
-  }
-  return false;
-}
-
 // Standard output, written with write(2) in blocks of 128 KiB; big pieces go out as they are.
 class Out {
  public:
@@ -333,6 +317,20 @@ class KeptFile {
 using prepare_kept::KeptFile;
 using prepare_kept::Memo;
 
+std::string ForeignOpaqueKind(const recap::Message& m, const std::string& format) {
+  const std::optional<recap::Origin> target = recap::ParseOrigin(format);
+  if (!target || m.origin == recap::Origin::kNone || m.origin == *target) return {};
+  for (const recap::Part& p : m.parts) {
+    if (const auto* o = std::get_if<recap::Opaque>(&p)) return o->kind;
+    if (const auto* r = std::get_if<recap::ToolResult>(&p)) {
+      for (const recap::ResultItem& item : r->content) {
+        if (const auto* o = std::get_if<recap::Opaque>(&item)) return o->kind;
+      }
+    }
+  }
+  return {};
+}
+
 std::string PrepareKey(const Args& args, const std::string& config_text) {
   std::string key = std::string("recap ") + RECAP_VERSION_STRING;
   for (const char* name : {"format", "max-context-chars", "keep-turns", "provider",
@@ -418,7 +416,8 @@ bool ServeKept(const PrepareCall& call, int* exit_code) {
   }
   recap::Transcript added;
   for (recap::Message& m : changes->appended) {
-    if (recap::FindProviderCheckpoint(m) || prepare_kept::Foreign(m, call.format)) return false;
+    if (recap::FindProviderCheckpoint(m) || !ForeignOpaqueKind(m, call.format).empty())
+      return false;
     added.Append(std::move(m));
   }
   // Their rows, in order.

@@ -36,6 +36,11 @@ struct PrepareCall {
   std::string key;                  // what else decides what prepare prints (PrepareKey)
 };
 
+// The kind of the first opaque part (thinking, reasoning, a provider's checkpoint) of a message
+// decoded from another format than `format`, which cannot be written in it (R14.1): prepare
+// refuses it. "" when there is none.
+std::string ForeignOpaqueKind(const recap::Message& m, const std::string& format);
+
 // The settings that decide what a prepare prints, besides the session: the format, the
 // configuration's text and the options that override it, the sizes given, recap's version.
 std::string PrepareKey(const Args& args, const std::string& config_text);
