@@ -12,7 +12,9 @@
 //   cat            cat of the last document printed > a file
 //   prepare        recap prepare ... > a file: from what the last prepare kept
 //   prepare full   the same with RECAP_PREPARE_CACHE=off: loads and encodes the whole session
-//                  (what every prepare did before)
+//                  (what runs when the kept path cannot; the build before issue 39 also
+//                  indented the document: run it with --recap_cli=<that build's recap> for the
+//                  figures before)
 //   append         recap append of one message
 //
 // Also once: the first prepare after the import (the full one, which keeps each message's
