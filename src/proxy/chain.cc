@@ -1,0 +1,168 @@
+// recap proxy — the hash chain over a client's messages (chain.h).
+#include "chain.h"
+
+#include <cstdio>
+#include <cstring>
+
+#include <nlohmann/json.hpp>
+
+namespace recap_proxy {
+
+namespace {
+
+using Json = nlohmann::json;
+
+// SplitMix64's finalizer: every input bit moves every output bit.
+std::uint64_t Mix(std::uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ULL;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebULL;
+  x ^= x >> 31;
+  return x;
+}
+
+// A 64-bit hash of `bytes` from `seed`, eight bytes at a time, with the length folded in.
+std::uint64_t Hash(std::uint64_t seed, std::string_view bytes) {
+  std::uint64_t h = Mix(seed ^ (bytes.size() * 0x9e3779b97f4a7c15ULL));
+  std::size_t i = 0;
+  for (; i + 8 <= bytes.size(); i += 8) {
+    std::uint64_t word = 0;
+    std::memcpy(&word, bytes.data() + i, 8);
+    h = Mix(h ^ word) + 0x9e3779b97f4a7c15ULL;
+  }
+  std::uint64_t tail = 0;
+  std::memcpy(&tail, bytes.data() + i, bytes.size() - i);
+  return Mix(h ^ tail ^ (static_cast<std::uint64_t>(bytes.size() - i) << 56));
+}
+
+Link HashLink(const Link& previous, std::string_view bytes) {
+  Link next;
+  next.a = Hash(previous.a ^ 0x243f6a8885a308d3ULL, bytes);
+  next.b = Hash(previous.b ^ 0x13198a2e03707344ULL, bytes);
+  return next;
+}
+
+void DropMoved(Json& j) {
+  if (j.is_object()) {
+    j.erase("cache_control");
+    for (auto& member : j.items()) DropMoved(member.value());
+  } else if (j.is_array()) {
+    for (Json& e : j) DropMoved(e);
+  }
+}
+
+}  // namespace
+
+std::string Link::Hex() const {
+  char buf[33];
+  std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(a),
+                static_cast<unsigned long long>(b));
+  return buf;
+}
+
+Link ChainStart(std::string_view salt, std::string_view client, std::string_view format) {
+  // Each part with its length before it: ("ab", "c") and ("a", "bc") differ.
+  std::string text;
+  for (std::string_view part : {salt, client, format}) {
+    text += std::to_string(part.size());
+    text += ':';
+    text.append(part.data(), part.size());
+  }
+  return HashLink(Link{0x6a09e667f3bcc908ULL, 0xbb67ae8584caa73bULL}, text);
+}
+
+recap::Result<std::string> Canonical(std::string_view message_json, const std::string& where) {
+  Json j = Json::parse(message_json.begin(), message_json.end(), nullptr, false);
+  if (j.is_discarded()) {
+    return recap::Status::InvalidArgument(where + " is not a JSON value");
+  }
+  DropMoved(j);
+  // nlohmann's objects keep their keys sorted: dump() is the canonical text.
+  return j.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+recap::Result<Link> ChainNext(const Link& previous, std::string_view message_json,
+                              const std::string& where) {
+  recap::Result<std::string> text = Canonical(message_json, where);
+  if (!text.ok()) return text.status();
+  return HashLink(previous, *text);
+}
+
+recap::Result<std::vector<Link>> ChainOf(std::string_view salt, std::string_view client,
+                                         std::string_view format,
+                                         const std::vector<std::string_view>& messages) {
+  std::vector<Link> links;
+  links.reserve(messages.size());
+  Link link = ChainStart(salt, client, format);
+  for (std::size_t i = 0; i < messages.size(); ++i) {
+    recap::Result<Link> next = ChainNext(link, messages[i], "messages[" + std::to_string(i) + "]");
+    if (!next.ok()) return next.status();
+    link = *next;
+    links.push_back(link);
+  }
+  return links;
+}
+
+Match ChainIndex::Find(
+    const std::vector<Link>& links,
+    const std::function<std::optional<Fingerprint>(std::size_t)>& reply_at) const {
+  Match m;
+  // The longest prefix of the request that is a session's latest request, followed by what
+  // that session holds after it (nothing yet, or its reply).
+  for (std::size_t n = links.size(); n-- > 0;) {
+    const auto range = by_latest_.equal_range(links[n]);
+    for (auto it = range.first; it != range.second; ++it) {
+      const Latest_& latest = latest_.at(it->second);
+      if (latest.reply) {
+        // Answered: the request goes on from the reply the session holds (the same request
+        // again, or another reply, is a regeneration or an edit: a fork).
+        if (n + 1 >= links.size()) continue;
+        const std::optional<Fingerprint> reply = reply_at(n + 1);
+        if (!reply || *reply != *latest.reply) continue;
+      }
+      m.session = it->second;
+      m.known = n + 1;
+      m.answered = latest.reply.has_value();
+      return m;
+    }
+  }
+  for (const Link& link : links) {
+    if (passed_.count(link) != 0) {
+      m.why = "fork";
+      return m;
+    }
+  }
+  m.why = "new";
+  return m;
+}
+
+void ChainIndex::Record(const std::string& session, const std::vector<Link>& links) {
+  if (links.empty()) return;
+  const auto old = latest_.find(session);
+  if (old != latest_.end()) {
+    const auto range = by_latest_.equal_range(old->second.link);
+    for (auto it = range.first; it != range.second; ++it) {
+      if (it->second == session) {
+        by_latest_.erase(it);
+        break;
+      }
+    }
+  }
+  for (const Link& link : links) passed_.emplace(link, session);
+  by_latest_.emplace(links.back(), session);
+  latest_[session] = Latest_{links.back(), links.size(), std::nullopt};
+}
+
+void ChainIndex::Answered(const std::string& session, Fingerprint reply) {
+  const auto it = latest_.find(session);
+  if (it != latest_.end()) it->second.reply = std::move(reply);
+}
+
+std::optional<std::pair<Link, std::size_t>> ChainIndex::Latest(const std::string& session) const {
+  const auto it = latest_.find(session);
+  if (it == latest_.end()) return std::nullopt;
+  return std::make_pair(it->second.link, it->second.count);
+}
+
+}  // namespace recap_proxy
