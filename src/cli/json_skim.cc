@@ -95,6 +95,25 @@ std::optional<std::string_view> MemberText(std::string_view t, const std::string
   return found;
 }
 
+// The texts of the elements of the array `t` holds, in order, or null.
+std::optional<std::vector<std::string_view>> ArrayElements(std::string_view t) {
+  std::size_t i = SkipSpace(t, 0);
+  if (i >= t.size() || t[i] != '[') return std::nullopt;
+  std::vector<std::string_view> out;
+  i = SkipSpace(t, i + 1);
+  if (i < t.size() && t[i] == ']') return out;
+  while (i < t.size()) {
+    const std::size_t end = ValueEnd(t, i);
+    if (end == kNone || end == i) return std::nullopt;
+    out.push_back(t.substr(i, end - i));
+    i = SkipSpace(t, end);
+    if (i < t.size() && t[i] == ']') return out;
+    if (i >= t.size() || t[i] != ',') return std::nullopt;
+    i = SkipSpace(t, i + 1);
+  }
+  return std::nullopt;
+}
+
 // Whether the text is an array (after whitespace).
 bool IsArrayText(std::string_view t) {
   const std::size_t i = SkipSpace(t, 0);

@@ -14,11 +14,15 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace recap_cli {
 
 // The text of member `key` of the object `t` holds (the last one, as a parser keeps), or null.
 std::optional<std::string_view> MemberText(std::string_view t, const std::string& key);
+
+// The texts of the elements of the array `t` holds, in order (views into `t`), or null.
+std::optional<std::vector<std::string_view>> ArrayElements(std::string_view t);
 
 // Whether the text is an array / an object (after whitespace).
 bool IsArrayText(std::string_view t);

@@ -1,0 +1,131 @@
+// recap CLI — a model request as `recap proxy` receives it (proxy_request.h).
+#include "proxy_request.h"
+
+#include <nlohmann/json.hpp>
+
+#include "recap/measure.h"
+
+#include "json_skim.h"
+
+namespace recap_cli {
+namespace proxy_request {
+
+using Json = nlohmann::json;
+
+recap::Status Bad(const std::string& format, const std::string& what) {
+  return recap::Status::InvalidArgument("the " + format + " request " + what);
+}
+
+bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+// The offset of `view` in `text` (a view into it).
+std::size_t At(const std::string& text, std::string_view view) {
+  return static_cast<std::size_t>(view.data() - text.data());
+}
+
+// `body` without the top-level member `key` whose value is `value` (a view into it), and the
+// comma that separated it from a neighbour.
+std::string WithoutMember(const std::string& body, std::string_view value, const std::string& key) {
+  const std::string quoted = "\"" + key + "\"";
+  std::size_t begin = body.rfind(quoted, At(body, value));
+  if (begin == std::string::npos) return body;
+  std::size_t end = At(body, value) + value.size();
+  std::size_t after = end;
+  while (after < body.size() && IsSpace(body[after])) ++after;
+  if (after < body.size() && body[after] == ',') {
+    end = after + 1;
+  } else {
+    std::size_t before = begin;
+    while (before > 0 && IsSpace(body[before - 1])) --before;
+    if (before > 0 && body[before - 1] == ',') begin = before - 1;
+  }
+  return body.substr(0, begin) + body.substr(end);
+}
+
+}  // namespace proxy_request
+
+using proxy_request::At;
+using proxy_request::Bad;
+
+recap::Result<ProxyRequest> ParseProxyRequest(const std::string& format, std::string body) {
+  ProxyRequest r;
+  r.format = format;
+  r.body = std::move(body);
+  const std::string& b = r.body;
+  const proxy_request::Json j = proxy_request::Json::parse(b, nullptr, false);
+  if (!j.is_object()) return Bad(format, "body is not a JSON object");
+  const char* member = format == "openai-responses" ? "input" : "messages";
+  const std::optional<std::string_view> messages = MemberText(b, member);
+  if (!messages) {
+    return Bad(format, std::string("has no `") + member + "`: send the conversation in it");
+  }
+  r.messages_at = At(b, *messages);
+  r.messages_length = messages->size();
+  if (format == "openai-responses" && j[member].is_string()) {
+    // One user message, given as a string.
+    r.messages.push_back(
+        proxy_request::Json{{"type", "message"}, {"role", "user"}, {"content", j[member]}}.dump());
+  } else {
+    const std::optional<std::vector<std::string_view>> elements = ArrayElements(*messages);
+    if (!elements || !j[member].is_array()) {
+      return Bad(format, std::string("`") + member + "` is not an array of messages");
+    }
+    std::size_t i = 0;
+    if (format == "openai-chat") {
+      // The leading system and developer messages are the request's own instructions.
+      for (; i < elements->size(); ++i) {
+        const proxy_request::Json& m = j[member][i];
+        const std::string role = m.is_object() ? m.value("role", std::string()) : std::string();
+        if (role != "system" && role != "developer") break;
+        r.leading.emplace_back((*elements)[i]);
+        r.instructions_chars += recap::CountCodePoints((*elements)[i]);
+      }
+    }
+    for (; i < elements->size(); ++i) r.messages.emplace_back((*elements)[i]);
+  }
+  for (const char* name : {"system", "instructions"}) {
+    if (const std::optional<std::string_view> v = MemberText(b, name)) {
+      r.instructions_chars += recap::CountCodePoints(*v);
+    }
+  }
+  if (const std::optional<std::string_view> tools = MemberText(b, "tools")) {
+    r.tool_catalog_chars = recap::CountCodePoints(*tools);
+  }
+  r.stream = j.contains("stream") && j["stream"].is_boolean() && j["stream"].get<bool>();
+  if (j.contains("model") && j["model"].is_string()) r.model = j["model"];
+  if (j.contains("previous_response_id") && j["previous_response_id"].is_string()) {
+    r.previous_response_id = j["previous_response_id"].get<std::string>();
+  }
+  return r;
+}
+
+std::string UpstreamBody(const ProxyRequest& request, std::string_view messages_array) {
+  std::string value = "[";
+  for (const std::string& m : request.leading) {
+    if (value.size() > 1) value += ',';
+    value += m;
+  }
+  // The array's elements, without its brackets.
+  std::size_t open = messages_array.find('[');
+  std::size_t close = messages_array.rfind(']');
+  if (open != std::string_view::npos && close != std::string_view::npos && close > open) {
+    std::string_view inner = messages_array.substr(open + 1, close - open - 1);
+    std::size_t k = 0;
+    while (k < inner.size() && proxy_request::IsSpace(inner[k])) ++k;
+    if (k < inner.size()) {
+      if (value.size() > 1) value += ',';
+      value.append(inner.data(), inner.size());
+    }
+  }
+  value += ']';
+  std::string body = request.body.substr(0, request.messages_at) + value +
+                     request.body.substr(request.messages_at + request.messages_length);
+  if (request.previous_response_id) {
+    if (const std::optional<std::string_view> id = MemberText(body, "previous_response_id")) {
+      body = proxy_request::WithoutMember(body, *id, "previous_response_id");
+    }
+  }
+  return body;
+}
+
+}  // namespace recap_cli

@@ -1,0 +1,112 @@
+// R19.2: a request as `recap proxy` receives it, and the one it sends upstream instead
+// (src/cli/proxy_request.h): the conversation is read out, the system prompt and tools are
+// counted, and the upstream body is the client's byte for byte but for the messages' value
+// (and a Responses previous_response_id, the upstream getting the whole input).
+#include <string>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "proxy_request.h"
+
+namespace {
+
+using recap_cli::ParseProxyRequest;
+using recap_cli::ProxyRequest;
+using recap_cli::UpstreamBody;
+using Json = nlohmann::json;
+
+ProxyRequest Parsed(const std::string& format, const std::string& body) {
+  recap::Result<ProxyRequest> r = ParseProxyRequest(format, body);
+  INFO(r.status().ToString());
+  REQUIRE(r.ok());
+  return *r;
+}
+
+}  // namespace
+
+TEST_CASE("R19.2 an Anthropic request: the messages read out, the rest sent as it came",
+          "[proxy]") {
+  const std::string body =
+      R"({"model":"claude-x","max_tokens":1024,"system":[{"type":"text","text":"You are a coder.","cache_control":{"type":"ephemeral"}}],)"
+      R"("tools":[{"name":"Read","input_schema":{"type":"object"}}],)"
+      R"( "messages": [ {"role":"user","content":"hi"}, {"role":"assistant","content":[{"type":"text","text":"hello"}]},{"role":"user","content":"read a.txt"} ] ,"stream":true, "temperature": 0.50})";
+  const ProxyRequest r = Parsed("anthropic", body);
+  REQUIRE(r.messages.size() == 3);
+  CHECK(Json::parse(r.messages[1]) ==
+        Json::parse(R"({"role":"assistant","content":[{"type":"text","text":"hello"}]})"));
+  CHECK(r.stream);
+  CHECK(r.model == "claude-x");
+  CHECK(r.instructions_chars > 16);
+  CHECK(r.tool_catalog_chars > 20);
+  const std::string prepared =
+      R"([{"role":"user","content":"# Checkpoint"},{"role":"user","content":"read a.txt"}])";
+  const std::string up = UpstreamBody(r, prepared);
+  // Everything before and after the messages' value, byte for byte (0.50 stays 0.50).
+  CHECK(up.substr(0, r.messages_at) == body.substr(0, r.messages_at));
+  const std::string tail = body.substr(r.messages_at + r.messages_length);
+  CHECK(up.substr(up.size() - tail.size()) == tail);
+  CHECK(up.find("\"temperature\": 0.50") != std::string::npos);
+  const Json sent = Json::parse(up);
+  CHECK(sent["messages"] == Json::parse(prepared));
+  CHECK(sent["system"] == Json::parse(body)["system"]);
+}
+
+TEST_CASE("R19.2 a chat request keeps its leading system messages out of the session", "[proxy]") {
+  const std::string body =
+      R"({"model":"m","messages":[{"role":"system","content":"Be brief."},{"role":"developer","content":"Use tools."},{"role":"user","content":"hi"},{"role":"user","content":"a \"],[{\" b\\"}]})";
+  const ProxyRequest r = Parsed("openai-chat", body);
+  REQUIRE(r.leading.size() == 2);
+  REQUIRE(r.messages.size() == 2);
+  // Brackets and quotes inside a string are text, not structure.
+  CHECK(Json::parse(r.messages[1])["content"] == "a \"],[{\" b\\");
+  CHECK(r.instructions_chars > 0);
+  CHECK(!r.stream);
+  const Json sent = Json::parse(UpstreamBody(r, R"([{"role":"user","content":"hi"}])"));
+  REQUIRE(sent["messages"].size() == 3);
+  CHECK(sent["messages"][0]["content"] == "Be brief.");
+  CHECK(sent["messages"][2]["content"] == "hi");
+  // An empty prepared array still leaves the instructions.
+  CHECK(Json::parse(UpstreamBody(r, "[]"))["messages"].size() == 2);
+  CHECK(Json::parse(UpstreamBody(r, " [ ] "))["messages"].size() == 2);
+}
+
+TEST_CASE("R19.2 a Responses request: input as a string or items, previous_response_id dropped",
+          "[proxy]") {
+  const ProxyRequest s =
+      Parsed("openai-responses", R"({"model":"m","input":"say hi","instructions":"Be brief."})");
+  REQUIRE(s.messages.size() == 1);
+  CHECK(Json::parse(s.messages[0]) ==
+        Json::parse(R"({"type":"message","role":"user","content":"say hi"})"));
+  CHECK(s.instructions_chars > 0);
+  const std::string items = R"([{"type":"message","role":"user","content":"hi"}])";
+  for (const std::string body :
+       {std::string(R"({"previous_response_id":"resp_1","model":"m","input":)") + items + "}",
+        std::string(R"({"model":"m","previous_response_id" : "resp_1" ,"input":)") + items + "}",
+        std::string(R"({"model":"m","input":)") + items + R"(,"previous_response_id":"resp_1"})"}) {
+    INFO(body);
+    const ProxyRequest r = Parsed("openai-responses", body);
+    REQUIRE(r.previous_response_id == std::string("resp_1"));
+    const std::string up = UpstreamBody(r, items);
+    const Json sent = Json::parse(up);  // still valid JSON
+    CHECK(!sent.contains("previous_response_id"));
+    CHECK(sent["input"] == Json::parse(items));
+    CHECK(sent["model"] == "m");
+  }
+}
+
+TEST_CASE("R19.4 a request recap cannot read says which member and what it should be", "[proxy]") {
+  CHECK(ParseProxyRequest("anthropic", "not json").status().message().find("not a JSON object") !=
+        std::string::npos);
+  const recap::Status missing = ParseProxyRequest("anthropic", R"({"model":"m"})").status();
+  CHECK(missing.code() == recap::StatusCode::kInvalidArgument);
+  CHECK(missing.message().find("`messages`") != std::string::npos);
+  CHECK(ParseProxyRequest("openai-responses", R"({"input":{"a":1}})")
+            .status()
+            .message()
+            .find("`input` is not an array") != std::string::npos);
+  CHECK(ParseProxyRequest("openai-chat", R"({"messages":3})")
+            .status()
+            .message()
+            .find("not an array") != std::string::npos);
+}
