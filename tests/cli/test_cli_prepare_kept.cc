@@ -404,6 +404,31 @@ TEST_CASE("R16.3 prepare runs in full when what was kept no longer decides", "[c
     CHECK(b.whole.out.find("Answer in French.") != std::string::npos);
     Alike(PrepareBoth(k.dir, k.db, k.args), true);
   }
+  SECTION("a compaction and its undo by other commands: the full prepare each time") {
+    Kept k({"--max-context-chars", "1000000000", "--keep-turns", "1"});
+    for (int i = 0; i < 6; ++i) {
+      Alike(k.Next(
+                Json::array({{{"role", "user"}, {"content", "question " + std::to_string(i)}},
+                             {{"role", "assistant"}, {"content", "answer " + std::to_string(i)}}})),
+            true);
+    }
+    const Ran compacted =
+        Run(k.dir, {"compact", "--session", "s", "--db", k.db, "--keep-turns", "1"});
+    INFO(compacted.err);
+    REQUIRE(compacted.exit == 0);
+    const Both after = PrepareBoth(k.dir, k.db, k.args);
+    Alike(after, false);
+    CHECK(after.whole.out.find("Checkpoint") != std::string::npos);
+    Alike(PrepareBoth(k.dir, k.db, k.args), true);
+    const Ran undone = Run(k.dir, {"uncompact", "--session", "s", "--db", k.db});
+    INFO(undone.err);
+    REQUIRE(undone.exit == 0);
+    const Both restored = PrepareBoth(k.dir, k.db, k.args);
+    Alike(restored, false);
+    CHECK(restored.whole.out.find("Checkpoint") == std::string::npos);
+    CHECK(restored.whole.out.find("question 0") != std::string::npos);
+    Alike(PrepareBoth(k.dir, k.db, k.args), true);
+  }
   SECTION("other settings: the full prepare, which keeps anew") {
     Kept k({"--max-context-chars", "1000000000"});
     std::vector<std::string> args = k.args;
