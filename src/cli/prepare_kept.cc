@@ -118,12 +118,10 @@ struct Memo {
   std::size_t trigger_tokens = 0;
   std::size_t trigger_chars = 0;
   std::optional<std::size_t> window;  // the model's window, when the configuration gives it
-  std::vector<recap::Transcript::OpenCall> open;  // the calls without a result yet
-  std::string head, tail;                         // the document around the messages
+  std::vector<std::string> open;      // the ids of the calls without a result yet
+  std::string head, tail;             // the document around the messages
 
   std::string Text() const {
-    Json open_ids = Json::array();
-    for (const auto& c : open) open_ids.push_back(c.id);
     Json j = {{"form", kMemoForm},
               {"key", key},
               {"version", version},
@@ -134,7 +132,7 @@ struct Memo {
               {"trigger_tokens", trigger_tokens},
               {"trigger_chars", trigger_chars},
               {"window", window ? Json(*window) : Json()},
-              {"open", open_ids},
+              {"open", open},
               {"head", head},
               {"tail", tail}};
     return j.dump(-1, ' ', false, Json::error_handler_t::strict);
@@ -177,7 +175,7 @@ struct Memo {
     if (o == j.end() || !o->is_array()) return false;
     for (const Json& id : *o) {
       if (!id.is_string()) return false;
-      open.push_back({id.get<std::string>(), 0});
+      open.push_back(id.get<std::string>());
     }
     return true;
   }
@@ -210,7 +208,6 @@ class KeptFile {
     ~Statement() { sqlite3_finalize(st_); }
     Statement(const Statement&) = delete;
     Statement& operator=(const Statement&) = delete;
-    bool ok() const { return st_ != nullptr; }
     sqlite3_stmt* get() const { return st_; }
     void Bind(int i, std::int64_t v) { sqlite3_bind_int64(st_, i, v); }
     void Bind(int i, const std::string& v) {
@@ -377,20 +374,21 @@ bool ServeKept(const PrepareCall& call, int* exit_code) {
   // kept encodings are one state of the file. The appended messages come from the store
   // (LoadChanges, its own connection) and must be of that very version.
   if (!file->Exec("BEGIN")) return false;
-  struct Rollback {
+  struct ReadTransaction {
     KeptFile* f;
-    ~Rollback() { f->Exec("ROLLBACK"); }
-  } end{file.get()};
+    bool open = true;
+    void End() {
+      if (open) f->Exec("ROLLBACK");
+      open = false;
+    }
+    ~ReadTransaction() { End(); }
+  } reading{file.get()};
   std::int64_t session_id = 0;
   std::uint64_t version = 0, rewrite_version = 0;
   if (!file->Session(call.session, &session_id, &version, &rewrite_version)) return false;
-  std::uint64_t companion = 0;
-  {
-    std::int64_t companion_id = 0;
-    if (!file->Session(kInstructionsPrefix + call.session, &companion_id, &companion, nullptr)) {
-      companion = 0;
-    }
-  }
+  std::uint64_t companion = 0;  // 0: the session has no instructions
+  std::int64_t companion_id = 0;
+  (void)file->Session(kInstructionsPrefix + call.session, &companion_id, &companion, nullptr);
   Memo memo;
   std::size_t active = 0;
   {
@@ -442,7 +440,8 @@ bool ServeKept(const PrepareCall& call, int* exit_code) {
     recap::Message calls;
     calls.role = recap::Role::kAssistant;
     calls.id = "recap-cli.open-calls";
-    for (const auto& c : memo.open) calls.parts.emplace_back(recap::ToolCall{c.id, "", "{}", ""});
+    for (const std::string& id : memo.open)
+      calls.parts.emplace_back(recap::ToolCall{id, "", "{}", ""});
     probe.Append(std::move(calls));
   }
   for (const recap::Message& m : added) probe.Append(m);
@@ -502,7 +501,7 @@ bool ServeKept(const PrepareCall& call, int* exit_code) {
   }
   if (damaged) {
     out.Flush();
-    file->Exec("ROLLBACK");
+    reading.End();
     file->Write([&] {
       KeptFile::Statement drop(file->db(),
                                "DELETE FROM prepare_memos WHERE session_id = ? AND format = ?");
@@ -526,7 +525,7 @@ bool ServeKept(const PrepareCall& call, int* exit_code) {
                                          std::string(std::strerror(errno)) + ")");
     return true;
   }
-  file->Exec("COMMIT");
+  reading.End();  // it only read
   if (const char* env = std::getenv("RECAP_PREPARE_CACHE");
       env != nullptr && std::strcmp(env, "trace") == 0) {
     std::cerr << "recap prepare: printed from what the last prepare kept\n";
@@ -540,7 +539,7 @@ bool ServeKept(const PrepareCall& call, int* exit_code) {
   next.messages = memo.messages + added.size();
   next.chars = chars;
   next.open.clear();
-  for (const auto& c : probe.open_calls()) next.open.push_back({c.id, 0});
+  for (const auto& c : probe.open_calls()) next.open.push_back(c.id);
   file->Write([&] {
     std::int64_t id = 0;
     std::uint64_t now = 0;
@@ -595,7 +594,7 @@ void KeepForNext(const PrepareCall& call, const recap::Prepared& prepared,
   memo.chars = t.chars();
   memo.instructions_chars = instructions ? recap::MessageChars(*instructions) : 0;
   prepare_kept::Thresholds(call.config, prepared, &memo);
-  memo.open = t.open_calls();
+  for (const auto& c : t.open_calls()) memo.open.push_back(c.id);
 
   std::unique_ptr<KeptFile> file = KeptFile::Open(call.args->Get("db", kDefaultDb));
   if (!file) return;

@@ -1,7 +1,6 @@
 // recap proxy — the hash chain over a client's messages (chain.h).
 #include "chain.h"
 
-#include <cstdio>
 #include <cstring>
 
 #include <nlohmann/json.hpp>
@@ -53,13 +52,6 @@ void DropMoved(Json& j) {
 }
 
 }  // namespace
-
-std::string Link::Hex() const {
-  char buf[33];
-  std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(a),
-                static_cast<unsigned long long>(b));
-  return buf;
-}
 
 Link ChainStart(std::string_view salt, std::string_view client, std::string_view format) {
   // Each part with its length before it: ("ab", "c") and ("a", "bc") differ.
@@ -157,12 +149,6 @@ void ChainIndex::Record(const std::string& session, const std::vector<Link>& lin
 void ChainIndex::Answered(const std::string& session, Fingerprint reply) {
   const auto it = latest_.find(session);
   if (it != latest_.end()) it->second.reply = std::move(reply);
-}
-
-std::optional<std::pair<Link, std::size_t>> ChainIndex::Latest(const std::string& session) const {
-  const auto it = latest_.find(session);
-  if (it == latest_.end()) return std::nullopt;
-  return std::make_pair(it->second.link, it->second.count);
 }
 
 }  // namespace recap_proxy

@@ -57,7 +57,6 @@ struct Link {
   bool operator==(const Link& o) const { return a == o.a && b == o.b; }
   bool operator!=(const Link& o) const { return !(*this == o); }
   bool operator<(const Link& o) const { return a != o.a ? a < o.a : b < o.b; }
-  std::string Hex() const;  // 32 hex digits
 };
 
 // The first link of a client's chains in a format.
@@ -118,8 +117,6 @@ class ChainIndex {
   void Record(const std::string& session, const std::vector<Link>& links);
   // The reply to `session`'s latest request was appended to it.
   void Answered(const std::string& session, Fingerprint reply);
-  // A session's latest link and count, if it has one.
-  std::optional<std::pair<Link, std::size_t>> Latest(const std::string& session) const;
   std::size_t size() const { return latest_.size(); }
 
  private:

@@ -245,7 +245,7 @@ TEST_CASE("EncodeTranscript from several threads at once over transcripts sharin
   for (int m : mismatches) CHECK(m == 0);
 }
 
-TEST_CASE("EncodeTranscriptTo writes into the memory its string already has") {
+TEST_CASE("R7.2 EncodeTranscriptTo writes into the memory its string already has") {
   recap_test::GeneratorOptions options;
   options.max_turns = 6;
   Transcript t(recap_test::GenerateMessages(11, options));
@@ -302,7 +302,8 @@ TEST_CASE("EncodeTranscriptTo writes into the memory its string already has") {
   }
 }
 
-TEST_CASE("EncodeTranscriptTo fails as EncodeTranscript does and leaves its string as it was") {
+TEST_CASE(
+    "R7.2 EncodeTranscriptTo fails as EncodeTranscript does and leaves its string as it was") {
   Transcript t;
   t.Append(Message::UserText("hello"));
   t.Append(Message::SystemText("a system message in the middle"));

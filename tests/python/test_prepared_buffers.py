@@ -1,4 +1,4 @@
-"""Issue 39: prepare writes into buffers the Compactor keeps (recap_prepare_to), and
+"""R16.2 (issue 39): prepare writes into buffers the Compactor keeps (recap_prepare_to), and
 Prepared.messages_bytes is a read-only view of the bytes there: no scan, no copy, no new memory
 per turn. A buffer is written again only once nothing references its bytes."""
 
