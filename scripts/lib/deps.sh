@@ -18,6 +18,8 @@ RECAP_DEBIAN_PACKAGES=(
   jq
   # The Python module (python/) and its pytest tests, run with Debian's /usr/bin/python3.
   python3 python3-pytest
+  # `recap proxy`'s HTTP server (src/cli/proxy_server.cc; docs/proxy.md says why this one).
+  libcpp-httplib-dev
 )
 
 # recap_missing_packages PKG...: prints the packages that are not installed, one a line.

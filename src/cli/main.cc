@@ -43,6 +43,7 @@ const char* const kUsage =
     "  uncompact  undo a session's newest compaction, clearing or reduction\n"
     "  recall     get back what was compacted, cleared or clipped, by words, id or turn\n"
     "  sessions   list, show, history, recover\n"
+    "  proxy      serve agents that cannot link recap: point their base URL here\n"
     "  version    print recap's version\n"
     "\n"
     "Every command takes --help, --json (machine-readable output on stdout) and --db DB:\n"
@@ -79,9 +80,10 @@ int Main(int argc, char** argv) {
   if (command == "uncompact") return recap_cli::RunUncompact(words);
   if (command == "recall") return recap_cli::RunRecall(words);
   if (command == "sessions") return recap_cli::RunSessions(words);
+  if (command == "proxy") return recap_cli::RunProxy(words);
   std::cerr << "recap: unknown command '" << command
             << "'. The commands are import, append, prepare, export, stats, plan, compact, "
-               "uncompact, recall, sessions and version; run `recap --help`.\n";
+               "uncompact, recall, sessions, proxy and version; run `recap --help`.\n";
   return recap_cli::kExitUsage;
 }
 

@@ -39,7 +39,8 @@ int List(const Args& args, recap::SessionStore& store) {
   if (!ids.ok()) return Failure(args, ids.status());
   Json sessions = Json::array();
   for (const std::string& id : *ids) {
-    if (id.compare(0, std::string(kInstructionsPrefix).size(), kInstructionsPrefix) == 0) continue;
+    // What the command keeps beside sessions (their instructions, the proxy's salt).
+    if (id.rfind("recap-cli.", 0) == 0) continue;
     recap::Result<recap::SessionState> state = store.Load(id);
     if (!state.ok()) return Failure(args, state.status());
     Json s = {{"session", id},

@@ -151,4 +151,27 @@ void ChainIndex::Answered(const std::string& session, Fingerprint reply) {
   if (it != latest_.end()) it->second.reply = std::move(reply);
 }
 
+void ChainIndex::Restore(const std::string& session, const Link& latest, std::size_t count,
+                         std::optional<Fingerprint> reply) {
+  const auto old = latest_.find(session);
+  if (old != latest_.end()) {
+    const auto range = by_latest_.equal_range(old->second.link);
+    for (auto it = range.first; it != range.second; ++it) {
+      if (it->second == session) {
+        by_latest_.erase(it);
+        break;
+      }
+    }
+  }
+  passed_.emplace(latest, session);
+  by_latest_.emplace(latest, session);
+  latest_[session] = Latest_{latest, count, std::move(reply)};
+}
+
+std::optional<ChainIndex::Latest> ChainIndex::LatestOf(const std::string& session) const {
+  const auto it = latest_.find(session);
+  if (it == latest_.end()) return std::nullopt;
+  return it->second;
+}
+
 }  // namespace recap_proxy

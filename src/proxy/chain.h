@@ -117,14 +117,22 @@ class ChainIndex {
   void Record(const std::string& session, const std::vector<Link>& links);
   // The reply to `session`'s latest request was appended to it.
   void Answered(const std::string& session, Fingerprint reply);
+  // Sets `session`'s latest request as read back from the store (a restarted proxy, or another
+  // proxy's write): its last link, its message count and its reply's fingerprint if answered.
+  void Restore(const std::string& session, const Link& latest, std::size_t count,
+               std::optional<Fingerprint> reply);
+  // What the index holds as `session`'s latest request, if anything.
+  struct Latest {
+    Link link;
+    std::size_t count = 0;
+    std::optional<Fingerprint> reply;
+  };
+  std::optional<Latest> LatestOf(const std::string& session) const;
+  bool Knows(const std::string& session) const { return latest_.count(session) != 0; }
   std::size_t size() const { return latest_.size(); }
 
  private:
-  struct Latest_ {
-    Link link;
-    std::size_t count = 0;
-    std::optional<Fingerprint> reply;  // set once answered
-  };
+  using Latest_ = Latest;                       // `reply` is set once answered
   std::multimap<Link, std::string> by_latest_;  // latest link -> the sessions at it
   std::map<std::string, Latest_> latest_;       // session -> its latest request
   std::map<Link, std::string> passed_;          // every recorded link -> a session

@@ -39,8 +39,9 @@ struct ReplyAssembler::State {
   std::string content;
   bool has_content = false;
   std::map<std::size_t, Json> calls;
-  // openai-responses: the output items
+  // openai-responses: the output items, and the response's id
   Json output = Json::array();
+  std::string response_id;
 
   recap::Status Fail(recap::Status s) {
     if (error.ok()) error = std::move(s);
@@ -188,6 +189,10 @@ recap::Status ReplyAssembler::Event(std::string_view event, std::string_view dat
   if (s.format == "openai-chat") return s.ChatChunk(j);
   if (s.format == "openai-responses") {
     const std::string type = Text(j, "type");
+    if (type == "response.created") {
+      const auto response = j.find("response");
+      if (response != j.end() && response->is_object()) s.response_id = Text(*response, "id");
+    }
     if (type == "response.completed" || type == "response.incomplete") {
       const auto response = j.find("response");
       if (response == j.end() || !response->is_object() || !response->contains("output") ||
@@ -195,6 +200,7 @@ recap::Status ReplyAssembler::Event(std::string_view event, std::string_view dat
         return s.Fail(Bad(s.format, type + " without response.output"));
       }
       s.output = (*response)["output"];
+      if (const std::string id = Text(*response, "id"); !id.empty()) s.response_id = id;
       s.done = true;
     } else if (type == "response.failed" || type == "error") {
       return s.Fail(Bad(s.format, "'" + type + "': " + j.dump()));
@@ -237,6 +243,7 @@ recap::Status ReplyAssembler::Body(std::string_view json) {
       return s.Fail(Bad(s.format, "a response without output"));
     }
     s.output = j["output"];
+    s.response_id = Text(j, "id");
     s.done = true;
   } else {
     return s.Fail(recap::Status::InvalidArgument("unknown format '" + s.format + "'"));
@@ -245,6 +252,8 @@ recap::Status ReplyAssembler::Body(std::string_view json) {
 }
 
 bool ReplyAssembler::complete() const { return state_->error.ok() && state_->done; }
+
+const std::string& ReplyAssembler::response_id() const { return state_->response_id; }
 
 recap::Result<std::vector<recap::Message>> ReplyAssembler::Messages() const {
   const State& s = *state_;
@@ -283,13 +292,14 @@ Fingerprint ReplyFingerprint(const std::vector<recap::Message>& reply) {
   for (const recap::Message& m : reply) {
     add('m', std::string(recap::RoleName(m.role)));
     for (const recap::Part& p : m.parts) {
+      // An empty text is the same as none (a chat client sends back `"content": null` for
+      // the "" it received); opaque parts (thinking, reasoning) are left out, since clients
+      // differ in whether they send them back.
       if (const auto* t = std::get_if<recap::Text>(&p)) {
-        add('t', t->text);
+        if (!t->text.empty()) add('t', t->text);
       } else if (const auto* c = std::get_if<recap::ToolCall>(&p)) {
         add('c', c->id);
         add('n', c->name);
-      } else if (const auto* o = std::get_if<recap::Opaque>(&p)) {
-        add('o', o->kind);
       }
     }
   }

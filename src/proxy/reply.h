@@ -54,6 +54,9 @@ class ReplyAssembler {
 
   // Whether the answer's end was seen, with no error before it.
   bool complete() const;
+  // openai-responses: the response's id (from response.created or response.completed, or the
+  // body), empty when none was seen or for the other formats.
+  const std::string& response_id() const;
   // The reply, once complete: its messages (one for anthropic and openai-chat; one per output
   // item, with reasoning joined to the item it precedes, for openai-responses).
   recap::Result<std::vector<recap::Message>> Messages() const;
@@ -63,9 +66,9 @@ class ReplyAssembler {
   std::unique_ptr<State> state_;
 };
 
-// The reply's fingerprint for ChainIndex (chain.h): its texts and its calls' ids and names, in
-// order, as recap decoded them — the same whether the reply came from the upstream's events
-// or back from the client in its next request.
+// The reply's fingerprint for ChainIndex (chain.h): its roles, non-empty texts and its calls'
+// ids and names, in order, as recap decoded them — the same whether the reply came from the
+// upstream's events or back from the client in its next request.
 Fingerprint ReplyFingerprint(const std::vector<recap::Message>& reply);
 
 }  // namespace recap_proxy

@@ -1,0 +1,945 @@
+// recap CLI — the server of `recap proxy` (proxy_server.h).
+#include "proxy_server.h"
+
+#include <httplib.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <random>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "recap/codec.h"
+#include "recap/compactor.h"
+#include "recap/http/http_provider.h"
+
+#include "chain.h"
+#include "cli.h"
+#include "curl_transport.h"
+#include "proxy_request.h"
+#include "reply.h"
+#include "sse_parser.h"
+
+namespace recap_cli {
+namespace proxy_server {
+
+namespace http = recap::internal::http;
+using JsonValue = nlohmann::json;
+
+constexpr const char* kSaltSession = "recap-cli.proxy-salt";
+constexpr std::size_t kMaxQueuedBytes = std::size_t{4}
+                                        << 20;  // a slow client holds back the upstream
+
+// --- small helpers -----------------------------------------------------------------------------
+
+std::string Hex(const recap_proxy::Link& link) {
+  char buf[33];
+  std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(link.a),
+                static_cast<unsigned long long>(link.b));
+  return buf;
+}
+
+std::optional<recap_proxy::Link> ParseHexLink(std::string_view text) {
+  if (text.size() != 32) return std::nullopt;
+  recap_proxy::Link link;
+  for (std::size_t i = 0; i < 32; ++i) {
+    const char c = text[i];
+    int v = 0;
+    if (c >= '0' && c <= '9') {
+      v = c - '0';
+    } else if (c >= 'a' && c <= 'f') {
+      v = c - 'a' + 10;
+    } else {
+      return std::nullopt;
+    }
+    std::uint64_t& half = i < 16 ? link.a : link.b;
+    half = (half << 4) | static_cast<std::uint64_t>(v);
+  }
+  return link;
+}
+
+std::string RandomHex(std::size_t bytes) {
+  std::random_device rd;
+  std::string out;
+  static const char* digits = "0123456789abcdef";
+  for (std::size_t i = 0; i < bytes; ++i) {
+    const unsigned v = rd() & 0xffu;
+    out += digits[v >> 4];
+    out += digits[v & 0xfu];
+  }
+  return out;
+}
+
+std::string Lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// The format a path speaks, or empty: the three endpoints, with or without the /v1 prefix.
+std::string FormatOfPath(const std::string& path) {
+  std::string p = path;
+  if (p.rfind("/v1/", 0) == 0) p = p.substr(3);
+  if (p == "/messages") return "anthropic";
+  if (p == "/chat/completions") return "openai-chat";
+  if (p == "/responses") return "openai-responses";
+  return {};
+}
+
+// The format's error body: what a client of that API reads as an error.
+std::string ErrorBody(const std::string& format, int status, const std::string& message) {
+  JsonValue j;
+  const bool client_side = status >= 400 && status < 500;
+  if (format == "anthropic") {
+    j["type"] = "error";
+    j["error"] = {{"type", client_side ? "invalid_request_error" : "api_error"},
+                  {"message", message}};
+  } else {
+    j["error"] = {{"message", message},
+                  {"type", client_side ? "invalid_request_error" : "server_error"},
+                  {"param", nullptr},
+                  {"code", "recap_proxy"}};
+  }
+  return j.dump();
+}
+
+// The client's credential as it sent it (an API key, or an Authorization header's value): what
+// tells clients apart. Never logged, never stored.
+std::string Credential(const httplib::Request& req) {
+  for (const char* name : {"x-api-key", "authorization", "api-key"}) {
+    if (req.has_header(name)) return std::string(name) + ":" + req.get_header_value(name);
+  }
+  return {};
+}
+
+bool HopByHop(const std::string& lower) {
+  static const char* const kDropped[] = {"host",
+                                         "content-length",
+                                         "connection",
+                                         "keep-alive",
+                                         "transfer-encoding",
+                                         "te",
+                                         "trailer",
+                                         "upgrade",
+                                         "expect",
+                                         "proxy-authorization",
+                                         "proxy-connection",
+                                         "accept-encoding",
+                                         "x-recap-session",
+                                         "x-recap-token",
+                                         "remote_addr",
+                                         "remote_port",
+                                         "local_addr",
+                                         "local_port"};
+  for (const char* d : kDropped) {
+    if (lower == d) return true;
+  }
+  return false;
+}
+
+// --- codecs by format ---------------------------------------------------------------------------
+
+recap::Result<recap::Conversation> Decode(const std::string& format, const std::string& json) {
+  recap::DecodeOptions options;
+  options.keep_unknown_blocks = true;
+  options.split_instructions = false;
+  if (format == "anthropic") return recap::anthropic::DecodeMessages(json, options);
+  if (format == "openai-chat") return recap::openai_chat::DecodeMessages(json, options);
+  return recap::openai_responses::DecodeMessages(json, options);
+}
+
+recap::Result<std::string> Encode(const std::string& format, const recap::Transcript& t) {
+  if (format == "anthropic") return recap::anthropic::EncodeTranscript(t, 0);
+  if (format == "openai-chat") return recap::openai_chat::EncodeTranscript(t, 0);
+  return recap::openai_responses::EncodeTranscript(t, 0);
+}
+
+std::string JoinArray(const std::vector<std::string>& texts, std::size_t begin, std::size_t end) {
+  std::string out = "[";
+  for (std::size_t i = begin; i < end; ++i) {
+    if (i > begin) out += ',';
+    out += texts[i];
+  }
+  out += ']';
+  return out;
+}
+
+// Whether a message (an item of Responses' input) is the model's: what a reply is made of.
+bool IsReplyItem(const std::string& format, const std::string& text) {
+  const JsonValue j = JsonValue::parse(text, nullptr, false);
+  if (!j.is_object()) return false;
+  if (j.contains("role")) return j["role"].is_string() && j["role"] == "assistant";
+  if (format != "openai-responses") return false;
+  const std::string type = j.value("type", std::string());
+  if (type.empty() || type == "item_reference") return false;
+  return type.size() < 7 || type.compare(type.size() - 7, 7, "_output") != 0;
+}
+
+// How many of `messages`, from `at`, are the client's copy of one reply: one message, or for
+// Responses the run of the model's items.
+std::size_t ReplySpan(const std::string& format, const std::vector<std::string>& messages,
+                      std::size_t at) {
+  std::size_t end = at;
+  while (end < messages.size() && IsReplyItem(format, messages[end])) {
+    ++end;
+    if (format != "openai-responses") break;
+  }
+  return end - at;
+}
+
+std::string FingerprintHash(const std::vector<recap::Message>& reply) {
+  const recap_proxy::Fingerprint fp = recap_proxy::ReplyFingerprint(reply);
+  recap::Result<recap_proxy::Link> h =
+      recap_proxy::ChainNext(recap_proxy::Link{}, JsonValue(fp).dump(), "reply");
+  return h.ok() ? Hex(*h) : std::string();
+}
+
+// What a message's id says of the request it came with (proxy_server.h).
+struct Tag {
+  bool reply = false;
+  std::size_t count = 0;
+  recap_proxy::Link link;
+  std::string fingerprint;  // reply: its hash
+  std::string response_id;  // reply: a Responses id
+  bool last = true;         // the last message of its append
+};
+
+std::optional<Tag> ParseTag(const std::string& id) {
+  if (id.size() < 3 || (id.compare(0, 3, "pc-") != 0 && id.compare(0, 3, "pr-") != 0)) {
+    return std::nullopt;
+  }
+  Tag tag;
+  tag.reply = id[1] == 'r';
+  std::size_t at = 3;
+  const std::size_t dash = id.find('-', at);
+  if (dash == std::string::npos) return std::nullopt;
+  try {
+    tag.count = static_cast<std::size_t>(std::stoull(id.substr(at, dash - at)));
+  } catch (...) {
+    return std::nullopt;
+  }
+  std::optional<recap_proxy::Link> link = ParseHexLink(std::string_view(id).substr(dash + 1, 32));
+  if (!link) return std::nullopt;
+  tag.link = *link;
+  at = dash + 33;
+  if (at >= id.size()) {
+    if (tag.reply) return std::nullopt;
+    return tag;
+  }
+  if (id[at] != '-') return std::nullopt;
+  const std::string rest = id.substr(at + 1);
+  if (!tag.reply) {
+    tag.last = false;
+    return tag;
+  }
+  if (!rest.empty() && rest[0] == 'r') {
+    tag.last = false;
+    return tag;
+  }
+  tag.fingerprint = rest.substr(0, 32);
+  if (rest.size() > 33) tag.response_id = rest.substr(33);
+  return tag;
+}
+
+// --- the upstream exchange --------------------------------------------------------------------
+
+// One request to the upstream, on a thread of its own, its answer handed over as it arrives.
+struct Exchange {
+  http::HttpRequest request;
+  std::unique_ptr<recap_proxy::ReplyAssembler> assembler;  // null: nothing to assemble
+  std::unique_ptr<http::SseParser> sse;
+
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<std::string> chunks;
+  std::size_t queued = 0;
+  bool streaming = false;
+  bool finished = false;
+  http::TransportResult result;
+  recap::CancellationSource cancel;
+  std::atomic<bool> client_gone{false};
+  std::thread thread;
+
+  ~Exchange() {
+    client_gone = true;
+    cancel.Cancel();
+    cv.notify_all();
+    if (thread.joinable()) thread.join();
+  }
+
+  void Start() {
+    if (assembler) {
+      sse = std::make_unique<http::SseParser>([this](const http::SseEvent& e) {
+        (void)assembler->Event(e.event, e.data);  // an error leaves the reply incomplete
+        return true;
+      });
+    }
+    thread = std::thread([this] {
+      http::TransportResult r =
+          http::Perform(request, cancel.Token(), [this](std::string_view chunk) {
+            if (sse) sse->Feed(chunk);
+            std::unique_lock<std::mutex> lock(mu);
+            cv.wait(lock, [&] { return queued < kMaxQueuedBytes || client_gone; });
+            if (client_gone) return false;
+            chunks.emplace_back(chunk);
+            queued += chunk.size();
+            streaming = true;
+            cv.notify_all();
+            return true;
+          });
+      if (sse && r.error == http::TransportError::kNone) sse->Finish();
+      std::lock_guard<std::mutex> lock(mu);
+      result = std::move(r);
+      finished = true;
+      cv.notify_all();
+    });
+  }
+
+  // Waits until the answer starts streaming or is whole.
+  void AwaitStart() {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return streaming || finished; });
+  }
+};
+
+// recap's own words for a transport failure, and the status it answers with.
+std::pair<int, std::string> TransportFailure(const http::TransportResult& r,
+                                             const std::string& upstream) {
+  using E = http::TransportError;
+  switch (r.error) {
+    case E::kConnect:
+    case E::kConnectTimeout:
+      return {502, "recap proxy could not reach the upstream " + upstream + " (" + r.detail +
+                       "); check that it runs and the --upstream URL"};
+    case E::kTimeout:
+      return {504, "the upstream " + upstream + " did not finish answering in time"};
+    case E::kTls:
+      return {502, "recap proxy could not verify the upstream's TLS certificate (" + r.detail +
+                       "); give its CA with --ca-path FILE"};
+    case E::kTooLarge:
+      return {502, "the upstream's answer was larger than recap proxy relays (64 MiB)"};
+    default:
+      return {502, "the upstream " + upstream +
+                       " closed the connection before its answer was "
+                       "complete (" +
+                       r.detail + ")"};
+  }
+}
+
+}  // namespace proxy_server
+
+using proxy_server::Exchange;
+using proxy_server::Tag;
+
+struct ProxyServer::Impl {
+  ProxyOptions options;
+  httplib::Server server;
+  int bound_port = 0;
+  std::string salt;
+
+  std::mutex mu;  // guards what follows
+  recap_proxy::ChainIndex index;
+  std::map<std::string, std::uint64_t> seen_version;    // session -> its version as last read
+  std::map<std::string, std::string> response_session;  // Responses id -> session
+  std::map<std::string, std::shared_ptr<std::mutex>> session_locks;
+  std::map<std::string, std::shared_ptr<recap::Compactor>> compactors;
+
+  void Log(const std::string& line) const {
+    if (options.log) options.log(line);
+  }
+
+  std::shared_ptr<std::mutex> SessionLock(const std::string& session) {
+    std::lock_guard<std::mutex> lock(mu);
+    std::shared_ptr<std::mutex>& m = session_locks[session];
+    if (!m) m = std::make_shared<std::mutex>();
+    return m;
+  }
+
+  // --- the proxy's state in the store ---
+
+  recap::Status LoadSalt() {
+    recap::SessionStore& store = *options.store;
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      recap::Result<recap::SessionState> state = store.Load(proxy_server::kSaltSession);
+      if (!state.ok()) return state.status();
+      if (state->version != 0 && !state->transcript.empty()) {
+        const recap::Message& m = state->transcript[0];
+        for (const recap::Part& p : m.parts) {
+          if (const auto* t = std::get_if<recap::Text>(&p)) salt = t->text;
+        }
+        if (salt.size() == 64) return recap::Status::OK();
+        return recap::Status::Corruption(
+            "the proxy's salt in session '" + std::string(proxy_server::kSaltSession) +
+            "' is damaged; remove that session to start the proxy's chains anew");
+      }
+      recap::Message m;
+      m.role = recap::Role::kSystem;
+      m.parts.emplace_back(recap::Text{proxy_server::RandomHex(32), {}});
+      std::vector<recap::NewSession> create(1);
+      create[0].session = proxy_server::kSaltSession;
+      create[0].messages.push_back(std::move(m));
+      recap::Result<std::vector<std::uint64_t>> made = store.CreateSessions(std::move(create));
+      if (made.ok() || made.status().code() == recap::StatusCode::kConflict) continue;
+      return made.status();
+    }
+    return recap::Status::Internal("the proxy's salt could not be read back after it was written");
+  }
+
+  // Reads `session`'s latest request from its messages' ids into the index (mu held).
+  void RestoreFrom(const std::string& session, const recap::Transcript& t, std::uint64_t version) {
+    seen_version[session] = version;
+    for (std::size_t i = t.size(); i-- > 0;) {
+      const std::optional<Tag> tag = proxy_server::ParseTag(t[i].id);
+      if (!tag || !tag->last) continue;
+      std::optional<recap_proxy::Fingerprint> reply;
+      if (tag->reply) {
+        reply = tag->fingerprint;
+        if (!tag->response_id.empty()) response_session[tag->response_id] = session;
+      }
+      index.Restore(session, tag->link, tag->count, reply);
+      return;
+    }
+  }
+
+  // Reads the sessions the index does not know yet (a restart, another proxy's new ones).
+  recap::Status RefreshUnknown() {
+    recap::Result<std::vector<std::string>> sessions = options.store->ListSessions();
+    if (!sessions.ok()) return sessions.status();
+    for (const std::string& s : *sessions) {
+      if (s.rfind("recap-cli.", 0) == 0) continue;
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        if (seen_version.count(s) != 0) continue;
+      }
+      recap::Result<recap::SessionState> state = options.store->Load(s);
+      if (!state.ok()) return state.status();
+      std::lock_guard<std::mutex> lock(mu);
+      RestoreFrom(s, state->transcript, state->version);
+    }
+    return recap::Status::OK();
+  }
+
+  // Makes the index's view of `session` current when the store moved on (another proxy, a
+  // compaction). Returns whether it changed.
+  recap::Result<bool> Refresh(const std::string& session) {
+    std::uint64_t seen = 0;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      const auto it = seen_version.find(session);
+      if (it != seen_version.end()) seen = it->second;
+    }
+    recap::Result<recap::SessionChanges> changes = options.store->LoadChanges(session, seen);
+    if (!changes.ok()) return changes.status();
+    if (changes->version == seen) return false;
+    recap::Result<recap::SessionState> state = options.store->Load(session);
+    if (!state.ok()) return state.status();
+    std::lock_guard<std::mutex> lock(mu);
+    const std::optional<recap_proxy::ChainIndex::Latest> before = index.LatestOf(session);
+    RestoreFrom(session, state->transcript, state->version);
+    const std::optional<recap_proxy::ChainIndex::Latest> after = index.LatestOf(session);
+    const bool moved = before.has_value() != after.has_value() ||
+                       (before && (before->link != after->link || before->reply != after->reply));
+    return moved;
+  }
+
+  // --- the Compactor for a client, format and model ---
+
+  recap::Result<std::shared_ptr<recap::Compactor>> CompactorFor(const std::string& format,
+                                                                const std::string& model,
+                                                                const httplib::Request& req) {
+    const std::string credential = proxy_server::Credential(req);
+    recap::Result<recap_proxy::Link> key_link =
+        recap_proxy::ChainNext(recap_proxy::ChainStart(salt, credential, format),
+                               proxy_server::JsonValue(model).dump(), "model");
+    if (!key_link.ok()) return key_link.status();
+    const std::string key = proxy_server::Hex(*key_link);
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      const auto it = compactors.find(key);
+      if (it != compactors.end()) return it->second;
+    }
+    recap::HttpProviderOptions po;
+    po.protocol = format == "anthropic"     ? recap::HttpProtocol::kAnthropic
+                  : format == "openai-chat" ? recap::HttpProtocol::kOpenAiChat
+                                            : recap::HttpProtocol::kOpenAiResponses;
+    po.base_url = format == "anthropic" ? options.upstream : options.upstream + "/v1";
+    po.model = options.summarizer_model.empty() ? model : options.summarizer_model;
+    if (po.model.empty()) po.model = "default";
+    po.verify_tls = options.verify_tls;
+    po.ca_path = options.ca_path;
+    po.max_retries = 1;
+    if (req.has_header("x-api-key")) {
+      if (format == "anthropic") {
+        po.api_key = req.get_header_value("x-api-key");
+      } else {
+        po.extra_headers.emplace_back("x-api-key", req.get_header_value("x-api-key"));
+      }
+    } else if (req.has_header("authorization")) {
+      const std::string auth = req.get_header_value("authorization");
+      if (format != "anthropic" && auth.rfind("Bearer ", 0) == 0) {
+        po.api_key = auth.substr(7);
+      } else {
+        po.extra_headers.emplace_back("Authorization", auth);
+      }
+    } else if (req.has_header("api-key")) {
+      po.extra_headers.emplace_back("api-key", req.get_header_value("api-key"));
+    }
+    for (const char* h :
+         {"anthropic-version", "anthropic-beta", "openai-organization", "openai-project"}) {
+      if (req.has_header(h) && !(format == "anthropic" && std::string(h) == "anthropic-version")) {
+        po.extra_headers.emplace_back(h, req.get_header_value(h));
+      }
+    }
+    recap::Result<std::shared_ptr<recap::Provider>> provider = recap::NewHttpProvider(po);
+    if (!provider.ok()) return provider.status();
+    recap::Result<std::unique_ptr<recap::Compactor>> made =
+        recap::Compactor::Create(options.config, *provider, options.store);
+    if (!made.ok()) return made.status();
+    std::shared_ptr<recap::Compactor> compactor(std::move(*made));
+    std::lock_guard<std::mutex> lock(mu);
+    return compactors.emplace(key, compactor).first->second;
+  }
+
+  // --- answering ---
+
+  static void Error(httplib::Response& res, const std::string& format, int status,
+                    const std::string& message) {
+    res.status = status;
+    res.set_content(proxy_server::ErrorBody(format, status, message), "application/json");
+  }
+
+  bool Authorized(const httplib::Request& req, std::string* target) const {
+    if (options.token.empty()) return true;
+    if (req.has_header("x-recap-token") && req.get_header_value("x-recap-token") == options.token) {
+      return true;
+    }
+    const std::string prefix = "/t/" + options.token;
+    if (target->rfind(prefix + "/", 0) == 0) {
+      *target = target->substr(prefix.size());
+      return true;
+    }
+    return false;
+  }
+
+  std::shared_ptr<Exchange> NewExchange(const httplib::Request& req, const std::string& target,
+                                        std::string body, const std::string& format) {
+    auto ex = std::make_shared<Exchange>();
+    ex->request.method = req.method == "GET" ? "GET" : "POST";
+    ex->request.url = options.upstream + target;
+    for (const auto& [name, value] : req.headers) {
+      if (proxy_server::HopByHop(proxy_server::Lower(name))) continue;
+      ex->request.headers.push_back(name + ": " + value);
+    }
+    ex->request.body = std::move(body);
+    ex->request.timeout_ms = 3600000;
+    ex->request.verify_tls = options.verify_tls;
+    if (!options.ca_path.empty()) ex->request.ca_file = options.ca_path;
+    if (!format.empty()) ex->assembler = std::make_unique<recap_proxy::ReplyAssembler>(format);
+    return ex;
+  }
+
+  // Sends the exchange's answer to the client: whole, or streamed as it comes. `done` runs once
+  // the answer was passed on whole and the client got all of it (to append the reply).
+  void Answer(const std::shared_ptr<Exchange>& ex, const std::string& format,
+              httplib::Response& res, std::function<void(Exchange&)> done) {
+    ex->AwaitStart();
+    bool streaming = false;
+    {
+      std::lock_guard<std::mutex> lock(ex->mu);
+      streaming = ex->streaming;
+    }
+    if (!streaming) {
+      // Whole (or failed before anything arrived).
+      std::unique_lock<std::mutex> lock(ex->mu);
+      ex->cv.wait(lock, [&] { return ex->finished; });
+      const proxy_server::http::TransportResult& r = ex->result;
+      if (r.error != proxy_server::http::TransportError::kNone) {
+        const auto [status, message] = proxy_server::TransportFailure(r, options.upstream);
+        lock.unlock();
+        Log("upstream failed: " + message);
+        Error(res, format.empty() ? "openai-chat" : format, status, message);
+        return;
+      }
+      res.status = static_cast<int>(r.status);
+      res.set_content(r.body, r.content_type.empty() ? "application/json" : r.content_type);
+      if (r.status >= 200 && r.status < 300 && ex->assembler) {
+        (void)ex->assembler->Body(r.body);
+        lock.unlock();
+        if (done) done(*ex);
+      }
+      return;
+    }
+    res.status = 200;
+    res.set_header("Cache-Control", "no-cache");
+    res.set_chunked_content_provider(
+        "text/event-stream",
+        [ex, done](std::size_t, httplib::DataSink& sink) {
+          std::unique_lock<std::mutex> lock(ex->mu);
+          ex->cv.wait(lock, [&] { return !ex->chunks.empty() || ex->finished; });
+          while (!ex->chunks.empty()) {
+            std::string chunk = std::move(ex->chunks.front());
+            ex->chunks.pop_front();
+            ex->queued -= chunk.size();
+            ex->cv.notify_all();
+            lock.unlock();
+            if (!sink.write(chunk.data(), chunk.size())) {
+              ex->client_gone = true;
+              ex->cv.notify_all();
+              return false;
+            }
+            lock.lock();
+          }
+          if (!ex->finished) return true;
+          if (ex->result.error != proxy_server::http::TransportError::kNone) {
+            // Cut off upstream: the client sees the cut too, not a clean end.
+            return false;
+          }
+          lock.unlock();
+          sink.done();
+          if (done) done(*ex);
+          return true;
+        },
+        [ex](bool success) {
+          if (!success) {
+            ex->client_gone = true;
+            ex->cv.notify_all();
+          }
+        });
+  }
+
+  void PassThrough(const httplib::Request& req, httplib::Response& res, std::string target) {
+    if (!Authorized(req, &target)) {
+      Error(res, "openai-chat", 401, "recap proxy needs its token: send X-Recap-Token");
+      return;
+    }
+    if (req.method == "HEAD") {  // a client's check that the server is up
+      res.status = 200;
+      return;
+    }
+    if (req.method != "GET" && req.method != "POST") {
+      Error(res, "openai-chat", 405, "recap proxy relays GET and POST only, not " + req.method);
+      return;
+    }
+    std::shared_ptr<Exchange> ex = NewExchange(req, target, req.body, {});
+    ex->Start();
+    Answer(ex, {}, res, {});
+  }
+
+  void Model(const httplib::Request& req, httplib::Response& res, std::string target,
+             const std::string& format);
+
+  recap::Status Bind() {
+    server.new_task_queue = [n = options.threads] {
+      return new httplib::ThreadPool(static_cast<std::size_t>(n));
+    };
+    server.set_payload_max_length(std::size_t{256} << 20);
+    server.set_keep_alive_max_count(1000);
+    server.set_keep_alive_timeout(60);
+    server.set_read_timeout(600);
+    server.set_write_timeout(600);
+    const auto route = [this](const httplib::Request& req, httplib::Response& res) {
+      std::string target = req.target.empty() ? req.path : req.target;
+      std::string path = req.path;
+      if (!options.token.empty()) {
+        const std::string prefix = "/t/" + options.token;
+        if (path.rfind(prefix + "/", 0) == 0) path = path.substr(prefix.size());
+      }
+      const std::string format = proxy_server::FormatOfPath(path);
+      if (req.method == "POST" && !format.empty()) {
+        Model(req, res, target, format);
+      } else {
+        PassThrough(req, res, target);
+      }
+    };
+    server.Get(".*", route);
+    server.Post(".*", route);
+    server.Put(".*", route);
+    server.Delete(".*", route);
+    server.Patch(".*", route);
+    server.Options(".*", route);
+    server.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+      if (req.method != "HEAD") return httplib::Server::HandlerResponse::Unhandled;
+      std::string target = req.target;
+      if (!Authorized(req, &target)) {
+        res.status = 401;
+      } else {
+        res.status = 200;
+      }
+      return httplib::Server::HandlerResponse::Handled;
+    });
+    if (options.port == 0) {
+      bound_port = server.bind_to_any_port(options.host);
+    } else {
+      bound_port = server.bind_to_port(options.host, options.port) ? options.port : -1;
+    }
+    if (bound_port <= 0) {
+      return recap::Status::Unavailable("recap proxy could not listen on " + options.host + ":" +
+                                        std::to_string(options.port) +
+                                        " (in use, or not an address of this machine); choose "
+                                        "another with --listen HOST:PORT");
+    }
+    return recap::Status::OK();
+  }
+};
+
+void ProxyServer::Impl::Model(const httplib::Request& req, httplib::Response& res,
+                              std::string target, const std::string& format) {
+  namespace ps = proxy_server;
+  const auto started = std::chrono::steady_clock::now();
+  if (!Authorized(req, &target)) {
+    Error(res, format, 401,
+          "recap proxy needs its token: send X-Recap-Token, or put /t/TOKEN at the end of the "
+          "client's base URL");
+    return;
+  }
+  recap::Result<ProxyRequest> parsed = ParseProxyRequest(format, req.body);
+  if (!parsed.ok()) {
+    Error(res, format, 400, parsed.status().message());
+    return;
+  }
+  ProxyRequest& request = *parsed;
+  const std::string credential = ps::Credential(req);
+
+  // Which session, and how much of the request it holds already.
+  std::string session;
+  std::size_t known = 0;
+  bool answered = false;
+  std::vector<recap_proxy::Link> links;
+  bool chained = true;
+  std::string why;
+  if (request.previous_response_id) {
+    chained = false;
+    for (int pass = 0; pass < 2 && session.empty(); ++pass) {
+      if (pass == 1) (void)RefreshUnknown();
+      std::lock_guard<std::mutex> lock(mu);
+      const auto it = response_session.find(*request.previous_response_id);
+      if (it != response_session.end()) session = it->second;
+    }
+    if (session.empty()) {
+      Error(res, format, 400,
+            "previous_response_id '" + Shown(*request.previous_response_id) +
+                "' is not a response recap proxy relayed: send the whole conversation as "
+                "`input`, or the id of a response this proxy returned");
+      return;
+    }
+    why = "previous_response_id";
+  } else {
+    std::vector<std::string_view> views(request.messages.begin(), request.messages.end());
+    recap::Result<std::vector<recap_proxy::Link>> chain =
+        recap_proxy::ChainOf(salt, credential, format, views);
+    if (!chain.ok()) {
+      Error(res, format, 400, chain.status().message());
+      return;
+    }
+    links = std::move(*chain);
+    const auto reply_at = [&](std::size_t i) -> std::optional<recap_proxy::Fingerprint> {
+      const std::size_t span = ps::ReplySpan(format, request.messages, i);
+      if (span == 0) return std::nullopt;
+      recap::Result<recap::Conversation> c =
+          ps::Decode(format, ps::JoinArray(request.messages, i, i + span));
+      if (!c.ok()) return std::nullopt;
+      if (c->instructions) c->messages.insert(c->messages.begin(), *c->instructions);
+      return ps::FingerprintHash(c->messages);
+    };
+    const std::string explicit_session =
+        req.has_header("x-recap-session") ? req.get_header_value("x-recap-session") : "";
+    if (!explicit_session.empty()) {
+      std::string error;
+      if (!ValidSessionId(explicit_session, &error)) {
+        Error(res, format, 400, "X-Recap-Session: " + error);
+        return;
+      }
+    }
+    recap_proxy::Match match;
+    for (int pass = 0; pass < 3; ++pass) {
+      if (pass == 1) (void)RefreshUnknown();
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        match = index.Find(links, reply_at);
+      }
+      if (match.session.empty()) continue;
+      // The store may hold more of that session than the index knew (another proxy).
+      recap::Result<bool> moved = Refresh(match.session);
+      if (!moved.ok()) {
+        Error(res, format, 503,
+              "recap proxy could not read its sessions: " + InCommandWords(moved.status()));
+        return;
+      }
+      if (!*moved) break;
+    }
+    if (!explicit_session.empty() && match.session != explicit_session) {
+      std::lock_guard<std::mutex> lock(mu);
+      if (index.Knows(explicit_session)) {
+        Error(res, format, 409,
+              "the request does not continue session '" + Shown(explicit_session) +
+                  "' (X-Recap-Session): its messages differ from the ones that session holds; "
+                  "name a new session or send the session's messages unchanged");
+        return;
+      }
+      match = recap_proxy::Match{};
+      match.session = explicit_session;
+    }
+    session = match.session;
+    known = match.known;
+    answered = match.answered;
+    why = match.why;
+    if (session.empty()) session = "proxy-" + ps::RandomHex(8);
+  }
+
+  std::shared_ptr<std::mutex> session_lock = SessionLock(session);
+  std::unique_lock<std::mutex> held(*session_lock);
+
+  // What is new: after what the session holds, and after the client's copy of the reply.
+  std::size_t first_new = known;
+  if (answered) first_new += ps::ReplySpan(format, request.messages, known);
+  const std::size_t count = request.messages.size();
+  std::size_t appended = 0;
+  if (first_new < count) {
+    recap::Result<recap::Conversation> conv =
+        ps::Decode(format, ps::JoinArray(request.messages, first_new, count));
+    if (!conv.ok()) {
+      Error(res, format, 400,
+            "recap proxy could not read the request's messages: " + conv.status().message());
+      return;
+    }
+    std::vector<recap::Message> fresh = std::move(conv->messages);
+    if (conv->instructions) fresh.insert(fresh.begin(), std::move(*conv->instructions));
+    const std::string base = chained ? "pc-" + std::to_string(count) + "-" + ps::Hex(links.back())
+                                     : "pc-0-" + ps::RandomHex(16);
+    for (std::size_t k = 0; k < fresh.size(); ++k) {
+      fresh[k].id = k + 1 == fresh.size() ? base : base + "-" + std::to_string(k);
+      fresh[k].pinned = false;
+    }
+    appended = fresh.size();
+    recap::Result<std::uint64_t> version = options.store->AppendMessages(session, std::move(fresh));
+    if (!version.ok()) {
+      Error(
+          res, format, version.status().code() == recap::StatusCode::kInvalidArgument ? 400 : 503,
+          "recap proxy could not keep the request's messages: " + InCommandWords(version.status()));
+      return;
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    seen_version[session] = *version;
+    if (chained) index.Record(session, links);
+  } else if (chained && !links.empty() && !answered) {
+    // A retry of the latest request: nothing new.
+  }
+
+  recap::Result<std::shared_ptr<recap::Compactor>> compactor =
+      CompactorFor(format, request.model, req);
+  if (!compactor.ok()) {
+    Error(res, format, 500,
+          "recap proxy could not set up its summarizer: " + compactor.status().message());
+    return;
+  }
+  recap::RequestSizes sizes;
+  sizes.instructions_chars = request.instructions_chars;
+  sizes.tool_catalog_chars = request.tool_catalog_chars;
+  recap::Result<recap::Prepared> prepared = (*compactor)->Prepare(session, sizes);
+  if (!prepared.ok()) {
+    const bool over = prepared.status().code() == recap::StatusCode::kContextBudgetExceeded;
+    Error(res, format, over ? 400 : 503,
+          "recap proxy did not send the request: " + InCommandWords(prepared.status()) +
+              (over ? "" : "; try again"));
+    Log("session " + session + ": not sent: " + prepared.status().message());
+    return;
+  }
+  recap::Result<std::string> array = ps::Encode(format, prepared->messages);
+  if (!array.ok()) {
+    Error(res, format, 500,
+          "recap proxy could not write the prepared request: " + array.status().message());
+    return;
+  }
+  const std::size_t sent = prepared->messages.size();
+  const std::size_t before_tokens = prepared->before_tokens;
+  const std::size_t after_tokens = prepared->after_tokens;
+  const std::uint64_t prepared_version = prepared->version;
+  const std::string compacted = prepared->compactions.empty() ? "" : ", compacted";
+  prepared = recap::Status::Cancelled("released");  // the transcript's memory goes back
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (prepared_version > seen_version[session]) seen_version[session] = prepared_version;
+  }
+  held.unlock();
+
+  std::shared_ptr<Exchange> ex = NewExchange(req, target, UpstreamBody(request, *array), format);
+  ex->Start();
+  const recap_proxy::Link latest = links.empty() ? recap_proxy::Link{} : links.back();
+  const std::string rid_of_request = chained ? ps::Hex(latest) : ps::RandomHex(16);
+  auto append_reply = [this, session, chained, latest, count, rid_of_request, format,
+                       session_lock](Exchange& done) {
+    if (!done.assembler || !done.assembler->complete()) return;
+    recap::Result<std::vector<recap::Message>> reply = done.assembler->Messages();
+    if (!reply.ok() || reply->empty()) {
+      Log("session " + session + ": the reply was not kept: " +
+          (reply.ok() ? std::string("it was empty") : reply.status().message()));
+      return;
+    }
+    std::lock_guard<std::mutex> held_again(*session_lock);
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (chained) {
+        const std::optional<recap_proxy::ChainIndex::Latest> now = index.LatestOf(session);
+        // Another request of the session came after this one, or its reply was kept already.
+        if (!now || now->link != latest || now->reply) return;
+      }
+    }
+    const std::string fp = ps::FingerprintHash(*reply);
+    const std::string base = "pr-" + std::to_string(chained ? count : 0) + "-" + rid_of_request;
+    const std::string response_id = done.assembler->response_id();
+    for (std::size_t k = 0; k < reply->size(); ++k) {
+      (*reply)[k].id = k + 1 == reply->size()
+                           ? base + "-" + fp + (response_id.empty() ? "" : "-" + response_id)
+                           : base + "-r" + std::to_string(k);
+    }
+    recap::Result<std::uint64_t> version =
+        options.store->AppendMessages(session, std::move(*reply));
+    if (!version.ok()) {
+      Log("session " + session + ": the reply was not kept: " + version.status().message());
+      return;
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    seen_version[session] = *version;
+    if (chained) index.Answered(session, fp);
+    if (!response_id.empty()) response_session[response_id] = session;
+  };
+  Answer(ex, format, res, append_reply);
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+  char line[512];
+  std::snprintf(
+      line, sizeof line,
+      "%s %s session %s%s: %zu new, %zu of the request's %zu sent (%zu -> %zu tokens)%s; "
+      "%s after %.0f ms",
+      req.method.c_str(), format.c_str(), session.c_str(),
+      why.empty() ? "" : (" (" + why + ")").c_str(), appended, sent, count, before_tokens,
+      after_tokens, compacted.c_str(),
+      res.status == 200 && request.stream ? "streaming" : std::to_string(res.status).c_str(), ms);
+  Log(line);
+}
+
+recap::Result<std::unique_ptr<ProxyServer>> ProxyServer::Start(ProxyOptions options) {
+  auto impl = std::make_unique<Impl>();
+  impl->options = std::move(options);
+  RECAP_RETURN_IF_ERROR(impl->LoadSalt());
+  RECAP_RETURN_IF_ERROR(impl->RefreshUnknown());
+  RECAP_RETURN_IF_ERROR(impl->Bind());
+  return std::unique_ptr<ProxyServer>(new ProxyServer(std::move(impl)));
+}
+
+ProxyServer::ProxyServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+ProxyServer::~ProxyServer() { Stop(); }
+int ProxyServer::port() const { return impl_->bound_port; }
+void ProxyServer::Run() { impl_->server.listen_after_bind(); }
+void ProxyServer::Stop() { impl_->server.stop(); }
+
+}  // namespace recap_cli
