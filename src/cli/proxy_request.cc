@@ -1,10 +1,14 @@
 // recap CLI — a model request as `recap proxy` receives it (proxy_request.h).
 #include "proxy_request.h"
 
+#include <map>
+#include <utility>
+
 #include <nlohmann/json.hpp>
 
 #include "recap/measure.h"
 
+#include "chain.h"
 #include "json_skim.h"
 
 namespace recap_cli {
@@ -40,6 +44,37 @@ std::string WithoutMember(const std::string& body, std::string_view value, const
     if (before > 0 && body[before - 1] == ',') begin = before - 1;
   }
   return body.substr(0, begin) + body.substr(end);
+}
+
+void DropBreakpoints(Json& j) {
+  if (j.is_object()) {
+    j.erase("cache_control");
+    for (auto& member : j.items()) DropBreakpoints(member.value());
+  } else if (j.is_array()) {
+    for (Json& e : j) DropBreakpoints(e);
+  }
+}
+
+// Where a message holds breakpoints: on itself, and on which of its content blocks.
+struct Breakpoints {
+  std::optional<Json> message;
+  std::vector<std::pair<std::size_t, Json>> blocks;
+};
+
+Breakpoints BreakpointsOf(const Json& m) {
+  Breakpoints b;
+  if (!m.is_object()) return b;
+  if (const auto it = m.find("cache_control"); it != m.end()) b.message = *it;
+  if (const auto c = m.find("content"); c != m.end() && c->is_array()) {
+    for (std::size_t i = 0; i < c->size(); ++i) {
+      const Json& block = (*c)[i];
+      if (!block.is_object()) continue;
+      if (const auto it = block.find("cache_control"); it != block.end()) {
+        b.blocks.emplace_back(i, *it);
+      }
+    }
+  }
+  return b;
 }
 
 }  // namespace proxy_request
@@ -126,6 +161,67 @@ std::string UpstreamBody(const ProxyRequest& request, std::string_view messages_
     }
   }
   return body;
+}
+
+std::string WithoutBreakpoints(std::string_view message_json) {
+  if (message_json.find("cache_control") == std::string_view::npos) {
+    return std::string(message_json);
+  }
+  proxy_request::Json j =
+      proxy_request::Json::parse(message_json.begin(), message_json.end(), nullptr, false);
+  if (j.is_discarded()) return std::string(message_json);
+  proxy_request::DropBreakpoints(j);
+  return j.dump(-1, ' ', false, proxy_request::Json::error_handler_t::replace);
+}
+
+std::string PlaceBreakpoints(const ProxyRequest& request, std::string_view prepared_array) {
+  using proxy_request::Json;
+  // The request's messages with breakpoints, by their canonical text without them.
+  std::map<std::string, proxy_request::Breakpoints> wanted;
+  for (const std::string& m : request.messages) {
+    if (m.find("cache_control") == std::string::npos) continue;
+    const Json j = Json::parse(m, nullptr, false);
+    proxy_request::Breakpoints b = proxy_request::BreakpointsOf(j);
+    if (!b.message && b.blocks.empty()) continue;
+    recap::Result<std::string> key = recap_proxy::Canonical(m, "message");
+    if (key.ok()) wanted.emplace(std::move(*key), std::move(b));
+  }
+  const std::optional<std::vector<std::string_view>> elements = ArrayElements(prepared_array);
+  if (wanted.empty() || !elements) return std::string(prepared_array);
+  // The newest messages first; each wanted message marks one sent message at most.
+  std::map<std::size_t, std::string> replaced;
+  const std::size_t n = elements->size();
+  for (std::size_t k = 0; k < n && k < kMaxBreakpointSearch && !wanted.empty(); ++k) {
+    const std::size_t i = n - 1 - k;
+    recap::Result<std::string> key = recap_proxy::Canonical((*elements)[i], "message");
+    if (!key.ok()) continue;
+    const auto it = wanted.find(*key);
+    if (it == wanted.end()) continue;
+    Json m = Json::parse((*elements)[i].begin(), (*elements)[i].end(), nullptr, false);
+    if (!m.is_object()) continue;
+    if (it->second.message) m["cache_control"] = *it->second.message;
+    for (const auto& [block, value] : it->second.blocks) {
+      if (m.contains("content") && m["content"].is_array() && block < m["content"].size() &&
+          m["content"][block].is_object()) {
+        m["content"][block]["cache_control"] = value;
+      }
+    }
+    replaced[i] = m.dump(-1, ' ', false, Json::error_handler_t::replace);
+    wanted.erase(it);
+  }
+  if (replaced.empty()) return std::string(prepared_array);
+  std::string out = "[";
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i > 0) out += ',';
+    const auto r = replaced.find(i);
+    if (r != replaced.end()) {
+      out += r->second;
+    } else {
+      out.append((*elements)[i].data(), (*elements)[i].size());
+    }
+  }
+  out += ']';
+  return out;
 }
 
 }  // namespace recap_cli

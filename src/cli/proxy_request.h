@@ -52,6 +52,22 @@ recap::Result<ProxyRequest> ParseProxyRequest(const std::string& format, std::st
 // prepared input).
 std::string UpstreamBody(const ProxyRequest& request, std::string_view messages_array);
 
+// Prompt-caching breakpoints (`cache_control`, on a message or on its content blocks) belong to
+// the request that carries them: a client moves them to its newest messages every turn. The
+// session keeps messages without them (WithoutBreakpoints), and the upstream gets exactly the
+// request's own (PlaceBreakpoints) on the messages still sent.
+
+// `message_json` without any `cache_control` member (itself when it has none).
+std::string WithoutBreakpoints(std::string_view message_json);
+
+// `prepared_array` (the messages to send, as the codecs write them) with the breakpoints of
+// `request`'s messages put back on the same messages — found by their text without breakpoints —
+// and on the same content blocks. The newest kMaxBreakpointSearch messages are searched: a
+// breakpoint on a message older than that, or on one a compaction retired, is dropped (the
+// API takes at most four, and a client puts them on its newest messages).
+inline constexpr std::size_t kMaxBreakpointSearch = 64;
+std::string PlaceBreakpoints(const ProxyRequest& request, std::string_view prepared_array);
+
 }  // namespace recap_cli
 
 #endif  // RECAP_CLI_PROXY_REQUEST_H_

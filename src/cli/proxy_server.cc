@@ -163,11 +163,14 @@ recap::Result<std::string> Encode(const std::string& format, const recap::Transc
   return recap::openai_responses::EncodeTranscript(t, 0);
 }
 
-std::string JoinArray(const std::vector<std::string>& texts, std::size_t begin, std::size_t end) {
+// The messages [begin, end) as one array; `bare`: without their prompt-caching breakpoints,
+// which belong to the request, not the session.
+std::string JoinArray(const std::vector<std::string>& texts, std::size_t begin, std::size_t end,
+                      bool bare = false) {
   std::string out = "[";
   for (std::size_t i = begin; i < end; ++i) {
     if (i > begin) out += ',';
-    out += texts[i];
+    out += bare ? WithoutBreakpoints(texts[i]) : texts[i];
   }
   out += ']';
   return out;
@@ -805,7 +808,7 @@ void ProxyServer::Impl::Model(const httplib::Request& req, httplib::Response& re
   std::size_t appended = 0;
   if (first_new < count) {
     recap::Result<recap::Conversation> conv =
-        ps::Decode(format, ps::JoinArray(request.messages, first_new, count));
+        ps::Decode(format, ps::JoinArray(request.messages, first_new, count, /*bare=*/true));
     if (!conv.ok()) {
       Error(res, format, 400,
             "recap proxy could not read the request's messages: " + conv.status().message());
@@ -871,7 +874,8 @@ void ProxyServer::Impl::Model(const httplib::Request& req, httplib::Response& re
   }
   held.unlock();
 
-  std::shared_ptr<Exchange> ex = NewExchange(req, target, UpstreamBody(request, *array), format);
+  std::shared_ptr<Exchange> ex =
+      NewExchange(req, target, UpstreamBody(request, PlaceBreakpoints(request, *array)), format);
   ex->Start();
   const recap_proxy::Link latest = links.empty() ? recap_proxy::Link{} : links.back();
   const std::string rid_of_request = chained ? ps::Hex(latest) : ps::RandomHex(16);

@@ -212,3 +212,33 @@ def test_R19_3_a_retry_before_the_reply_goes_to_the_same_session_with_nothing_ne
     finally:
         proxy.stop()
         up.stop()
+
+
+def test_R19_5_the_client_s_cache_control_breakpoints_stay_where_it_put_them(pair):
+    up, proxy = pair
+    system = [{"type": "text", "text": "sys", "cache_control": {"type": "ephemeral"}}]
+    messages = [{"role": "user", "content": [
+        {"type": "text", "text": "q1", "cache_control": {"type": "ephemeral"}}]}]
+    for i in range(6):
+        status, _, reply = post(proxy.url, "/v1/messages",
+                                {"model": "m", "max_tokens": 10, "system": system,
+                                 "messages": messages}, headers={"x-api-key": KEY_A})
+        assert status == 200, reply
+        sent = up.entries("model")[-1]["body"]
+        # Exactly the client's breakpoints of this request: on its newest message, and on the
+        # system prompt; none left behind on messages it has moved them away from (the API
+        # refuses more than four).
+        assert sent["system"] == system
+        marked = [j for j, m in enumerate(sent["messages"])
+                  for b in m["content"] if isinstance(b, dict) and "cache_control" in b]
+        assert marked == [len(sent["messages"]) - 1], (i, marked)
+        # The client moves its breakpoint to the newest message, as Claude Code does.
+        messages.append({"role": "assistant", "content": reply["content"]})
+        for m in messages:
+            for b in m["content"]:
+                b.pop("cache_control", None)
+        messages.append({"role": "user", "content": [
+            {"type": "text", "text": f"q{i + 2}", "cache_control": {"type": "ephemeral"}}]})
+    # The session keeps no breakpoint: they belong to each request.
+    (sid, active), = sessions(proxy.db).items()
+    assert "cache_control" not in json.dumps(active)

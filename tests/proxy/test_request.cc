@@ -110,3 +110,37 @@ TEST_CASE("R19.4 a request recap cannot read says which member and what it shoul
             .message()
             .find("not an array") != std::string::npos);
 }
+
+TEST_CASE("R19.5 breakpoints are the request's: kept out of the session and put back where sent",
+          "[proxy]") {
+  const std::string cc = R"({"type":"ephemeral"})";
+  CHECK(recap_cli::WithoutBreakpoints(R"({"role":"user","content":"x"})") ==
+        R"({"role":"user","content":"x"})");
+  CHECK(
+      Json::parse(recap_cli::WithoutBreakpoints(
+          R"({"role":"user","cache_control":{"type":"ephemeral"},"content":[{"type":"text","text":"x","cache_control":{"type":"ephemeral"}}]})")) ==
+      Json::parse(R"({"role":"user","content":[{"type":"text","text":"x"}]})"));
+  // The client's request: a breakpoint on a message that is still sent (its second block), one
+  // on the message itself, one on a message a compaction retired.
+  const std::string body =
+      R"({"model":"m","messages":[)"
+      R"({"role":"user","content":[{"type":"text","text":"old","cache_control":{"type":"ephemeral"}}]},)"
+      R"({"role":"assistant","content":"kept","cache_control":{"type":"ephemeral"}},)"
+      R"({"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b","cache_control":{"type":"ephemeral","ttl":"1h"}}]}]})";
+  const ProxyRequest r = Parsed("anthropic", body);
+  // What recap prepared (no breakpoints, other whitespace): a checkpoint, then the last two.
+  const std::string prepared =
+      R"([{"role":"user","content":"checkpoint"}, {"content":"kept","role":"assistant"},)"
+      R"( {"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}])";
+  const Json sent = Json::parse(recap_cli::PlaceBreakpoints(r, prepared));
+  REQUIRE(sent.size() == 3);
+  CHECK(!sent[0].contains("cache_control"));
+  CHECK(sent[0].dump().find("cache_control") == std::string::npos);
+  CHECK(sent[1]["cache_control"] == Json::parse(cc));
+  CHECK(!sent[2]["content"][0].contains("cache_control"));
+  CHECK(sent[2]["content"][1]["cache_control"] ==
+        Json::parse(R"({"type":"ephemeral","ttl":"1h"})"));
+  // Nothing to place: the prepared text as it was, byte for byte.
+  const ProxyRequest plain = Parsed("anthropic", R"({"messages":[{"role":"user","content":"a"}]})");
+  CHECK(recap_cli::PlaceBreakpoints(plain, prepared) == prepared);
+}
