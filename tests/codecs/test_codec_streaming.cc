@@ -190,7 +190,7 @@ TEST_CASE("R13.1 DecodeEach fails with DecodeMessages' error, after the messages
       {1, R"([{"role":"user","content":"a"},])", 1},
       {1, R"({"model":"m","messages":[]})", 0},
       {1, "[{\"role\":\"user\",\"content\":\"caf\xE9\"}]", 0},
-      {2, R"([{"role":"user","content":"a"},{"role":"system","content":"s"}])", 1},
+      {2, R"([{"role":"user","content":"a"},{"role":"system","content":"s"},{"role":"tool"}])", 2},
       {3, R"([{"role":"user","content":"a"},{"type":"input_text","text":"x"}])", 1},
       {3, R"([{"type":"reasoning","id":"r"},{"role":"user","content":7}])", 0},
       {0, R"({"format":"recap","version":2,"messages":[]})", 0},

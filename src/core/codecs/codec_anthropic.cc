@@ -227,14 +227,13 @@ Status DecodeOne(Json& m, const JsonPath& path, const DecodeOptions& options, Me
   } else if (role == "assistant") {
     msg.role = Role::kAssistant;
   } else if (role == "system") {
-    return Status::InvalidArgument(
-        Where(role_path) +
-        " is \"system\", but the Anthropic Messages API has no system messages: the system "
-        "prompt is the request's top-level `system` parameter. Expected \"user\" or "
-        "\"assistant\".");
+    // A system message between the turns (the API's mid-conversation system messages, which
+    // Claude Code sends): kept as one, and written back as one. The system prompt itself is
+    // the request's top-level `system`, never in `messages`.
+    msg.role = Role::kSystem;
   } else {
     return Status::InvalidArgument(Where(role_path) + " is " + jsonutil::Quote(role) +
-                                   "; expected \"user\" or \"assistant\".");
+                                   "; expected \"user\", \"assistant\" or \"system\".");
   }
   // OpenAI chat's members in what should be an Anthropic message: kept as extra they would be
   // sent back as written and the calls never seen (the cutter could part them from their
@@ -371,15 +370,18 @@ Status ToolResultBlock(const ToolResult& r, const std::string& where, Json* out)
 }
 
 Status EncodeOneOwnFields(const Message& m, const std::string& where, Json* out) {
-  if (m.role == Role::kSystem) {
+  if (m.role == Role::kSystem && m.origin != Origin::kAnthropic) {
     return Status::InvalidArgument(
         "`" + where +
-        "` is a system message, which the Anthropic Messages API does not accept inside "
-        "`messages`: pass its text as the request's top-level `system` parameter instead.");
+        "` is a system message, which the Anthropic Messages API accepts inside `messages` only "
+        "as a mid-conversation system message of its own: pass its text as the request's "
+        "top-level `system` parameter instead.");
   }
   Json j = Json::object();
   // A recap `tool` message (as decoded from OpenAI chat) is a user turn of tool results here.
-  j["role"] = m.role == Role::kAssistant ? "assistant" : "user";
+  j["role"] = m.role == Role::kAssistant ? "assistant"
+              : m.role == Role::kSystem  ? "system"
+                                         : "user";
   const bool one_plain_text = m.parts.size() == 1 && std::holds_alternative<Text>(m.parts[0]) &&
                               IsPlainText(std::get<Text>(m.parts[0]));
   if (m.parts.empty() && (m.form == ContentForm::kNull || m.form == ContentForm::kAbsent)) {
