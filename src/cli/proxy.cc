@@ -2,6 +2,7 @@
 // (SPEC R19, docs/proxy.md). The server is proxy_server.{h,cc}; this file is the command: its
 // options, the checks on them, and running until SIGINT or SIGTERM.
 #include <signal.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -187,6 +188,11 @@ int RunProxy(const std::vector<std::string>& words) {
     }
   }
   options.ca_path = args.Get("ca-path");
+  if (!options.ca_path.empty() && ::access(options.ca_path.c_str(), R_OK) != 0) {
+    return UsageError(args, "--ca-path " + Shown(options.ca_path) +
+                                ": no such file or folder can be read; give the PEM bundle (or "
+                                "the folder of hashed certificates) of the upstream's CA");
+  }
   options.summarizer_model = args.Get("summarizer-model");
 
   bool usage = false;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+#include <sys/stat.h>
 
 #include "recap/codec.h"
 #include "recap/compactor.h"
@@ -545,7 +546,14 @@ struct ProxyServer::Impl {
     ex->request.body = std::move(body);
     ex->request.timeout_ms = 3600000;
     ex->request.verify_tls = options.verify_tls;
-    if (!options.ca_path.empty()) ex->request.ca_file = options.ca_path;
+    if (!options.ca_path.empty()) {
+      struct stat st {};
+      if (::stat(options.ca_path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+        ex->request.ca_dir = options.ca_path;
+      } else {
+        ex->request.ca_file = options.ca_path;
+      }
+    }
     if (!format.empty()) ex->assembler = std::make_unique<recap_proxy::ReplyAssembler>(format);
     return ex;
   }
@@ -607,8 +615,9 @@ struct ProxyServer::Impl {
             return false;
           }
           lock.unlock();
-          sink.done();
+          // The reply is kept before the client sees the end: its next request finds it.
           if (done) done(*ex);
+          sink.done();
           return true;
         },
         [ex](bool success) {
@@ -712,7 +721,10 @@ void ProxyServer::Impl::Model(const httplib::Request& req, httplib::Response& re
   ProxyRequest& request = *parsed;
   const std::string credential = ps::Credential(req);
 
-  // Which session, and how much of the request it holds already.
+  // Which session, and how much of the request it holds already; its lock, held from when
+  // that is decided until the request is prepared.
+  std::shared_ptr<std::mutex> session_lock;
+  std::unique_lock<std::mutex> held;
   std::string session;
   std::size_t known = 0;
   bool answered = false;
@@ -762,23 +774,27 @@ void ProxyServer::Impl::Model(const httplib::Request& req, httplib::Response& re
         return;
       }
     }
+    const auto find = [&](recap_proxy::Match* match) -> bool {
+      for (int pass = 0; pass < 3; ++pass) {
+        if (pass == 1) (void)RefreshUnknown();
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          *match = index.Find(links, reply_at);
+        }
+        if (match->session.empty()) continue;
+        // The store may hold more of that session than the index knew (another proxy).
+        recap::Result<bool> moved = Refresh(match->session);
+        if (!moved.ok()) {
+          Error(res, format, 503,
+                "recap proxy could not read its sessions: " + InCommandWords(moved.status()));
+          return false;
+        }
+        if (!*moved) break;
+      }
+      return true;
+    };
     recap_proxy::Match match;
-    for (int pass = 0; pass < 3; ++pass) {
-      if (pass == 1) (void)RefreshUnknown();
-      {
-        std::lock_guard<std::mutex> lock(mu);
-        match = index.Find(links, reply_at);
-      }
-      if (match.session.empty()) continue;
-      // The store may hold more of that session than the index knew (another proxy).
-      recap::Result<bool> moved = Refresh(match.session);
-      if (!moved.ok()) {
-        Error(res, format, 503,
-              "recap proxy could not read its sessions: " + InCommandWords(moved.status()));
-        return;
-      }
-      if (!*moved) break;
-    }
+    if (!find(&match)) return;
     if (!explicit_session.empty() && match.session != explicit_session) {
       std::lock_guard<std::mutex> lock(mu);
       if (index.Knows(explicit_session)) {
@@ -791,6 +807,21 @@ void ProxyServer::Impl::Model(const httplib::Request& req, httplib::Response& re
       match = recap_proxy::Match{};
       match.session = explicit_session;
     }
+    // Decided again once the session is ours: a request of the same session that held it
+    // meanwhile (the reply to the previous request being kept) may have moved it on.
+    for (int attempt = 0; attempt < 4 && !match.session.empty() && explicit_session.empty();
+         ++attempt) {
+      session_lock = SessionLock(match.session);
+      held = std::unique_lock<std::mutex>(*session_lock);
+      recap_proxy::Match again;
+      if (!find(&again)) return;
+      if (again.session == match.session) {
+        match = again;
+        break;
+      }
+      held.unlock();
+      match = again;
+    }
     session = match.session;
     known = match.known;
     answered = match.answered;
@@ -798,8 +829,10 @@ void ProxyServer::Impl::Model(const httplib::Request& req, httplib::Response& re
     if (session.empty()) session = "proxy-" + ps::RandomHex(8);
   }
 
-  std::shared_ptr<std::mutex> session_lock = SessionLock(session);
-  std::unique_lock<std::mutex> held(*session_lock);
+  if (!held.owns_lock()) {
+    session_lock = SessionLock(session);
+    held = std::unique_lock<std::mutex>(*session_lock);
+  }
 
   // What is new: after what the session holds, and after the client's copy of the reply.
   std::size_t first_new = known;
