@@ -18,7 +18,10 @@
 #                               recap_bench_background (issue 20): Prepare's latency per turn
 #                               with a 2 s summarizer, blocking against compaction.background;
 #                               and recap_bench_reach (issue 22): the request body per turn
-#                               and Prepare through the C API.
+#                               and Prepare through the C API; and, when `recap proxy` is
+#                               built, recap_bench_proxy: the time to first byte the proxy
+#                               adds, 100 concurrent conversations through it, and the bytes
+#                               the upstream receives with and without it.
 #   scripts/bench.sh --smoke    the same at tiny sizes (checks that everything runs; budgets
 #                               are not enforced)
 #   scripts/bench.sh --json FILE  also write every budget to FILE as JSON:
@@ -54,7 +57,7 @@ while [[ $# -gt 0 ]]; do
       json=$2; shift 2 ;;
     --json=*) json=${1#--json=}; shift ;;
     --) shift; extra+=("$@"); break ;;
-    -h|--help) sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,37p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "scripts/bench.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -90,6 +93,12 @@ COMPARISONS+=(recap_bench_recall)
 # `recap prepare` per turn against `recap --help` + `cat` of its output (issue 39); it runs the
 # command, which is built with it.
 COMPARISONS+=(recap_bench_command)
+# What `recap proxy` adds to the time to first byte, 100 concurrent conversations through it, and
+# the bytes the upstream receives with and without it; built when the proxy is (cpp-httplib and a
+# static http component), with the command it runs.
+if grep -q '^build bench/recap_bench_proxy:' "$BUILD/build.ninja" 2>/dev/null; then
+  COMPARISONS+=(recap_bench_proxy)
+fi
 SOAK=()
 if grep -q '^RECAP_BUILD_HTTP:BOOL=ON$' "$BUILD/CMakeCache.txt" 2>/dev/null; then
   SOAK=(recap_bench_soak)

@@ -106,7 +106,14 @@ class Proxy:
         self.url = m.group(1)
 
     def stop(self, sig=signal.SIGTERM):
+        """Stops the proxy; stopped by SIGTERM it must exit 0, having said so (a sanitizer's
+        report, a crash on the way out fail the test)."""
+        already = self.process.proc.poll() is not None
         self.process.stop(sig)
+        if sig == signal.SIGTERM and not already:
+            code = self.process.proc.returncode
+            if code != 0 or "recap proxy: stopped" not in self.log():
+                raise AssertionError(f"recap proxy exited {code} on SIGTERM:\n{self.log()[-4000:]}")
 
     def log(self):
         return self.process.output()

@@ -200,6 +200,13 @@ def test_R19_5_a_long_conversation_is_compacted_upstream_and_kept_whole(tmp):
         asked = [texts([m]) for m in everything if m["role"] == "user" and not m.get("summary")]
         for i in range(29):
             assert any(t.startswith(f"step {i} ") for t in asked), i
+        # Between two compactions what is sent grows at its end only: the checkpoint and the
+        # kept turns are a stable prefix, which a provider's prompt cache reads again.
+        bodies = [e["body"]["messages"] for e in up.entries("model")]
+        grown = [(a, b) for a, b in zip(bodies, bodies[1:]) if len(b) == len(a) + 2]
+        assert grown
+        for a, b in grown:
+            assert b[:len(a)] == a
         # Every request the upstream received was valid (calls paired, roles in order).
         checked = subprocess.run(
             ["python3", os.path.join(os.path.dirname(__file__), "check_log.py"), up.log,
