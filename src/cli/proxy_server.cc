@@ -732,6 +732,16 @@ void ProxyServer::Impl::Model(const httplib::Request& req, httplib::Response& re
   bool chained = true;
   std::string why;
   if (request.previous_response_id) {
+    // The request's items, chained from the response they follow: the same request sent again
+    // (a retry) has the same links, and adds nothing twice.
+    std::vector<std::string_view> views(request.messages.begin(), request.messages.end());
+    recap::Result<std::vector<recap_proxy::Link>> chain = recap_proxy::ChainOf(
+        salt, credential + "\n" + *request.previous_response_id, format, views);
+    if (!chain.ok()) {
+      Error(res, format, 400, chain.status().message());
+      return;
+    }
+    links = std::move(*chain);
     chained = false;
     for (int pass = 0; pass < 2 && session.empty(); ++pass) {
       if (pass == 1) (void)RefreshUnknown();
@@ -834,6 +844,14 @@ void ProxyServer::Impl::Model(const httplib::Request& req, httplib::Response& re
     held = std::unique_lock<std::mutex>(*session_lock);
   }
 
+  if (!chained && !links.empty()) {
+    // A previous_response_id request: all of it is new, unless it is the session's latest
+    // request again, not yet answered.
+    std::lock_guard<std::mutex> lock(mu);
+    const std::optional<recap_proxy::ChainIndex::Latest> latest = index.LatestOf(session);
+    if (latest && latest->link == links.back() && !latest->reply) known = links.size();
+    chained = true;  // recorded, and its reply kept, like any other request
+  }
   // What is new: after what the session holds, and after the client's copy of the reply.
   std::size_t first_new = known;
   if (answered) first_new += ps::ReplySpan(format, request.messages, known);
@@ -866,9 +884,7 @@ void ProxyServer::Impl::Model(const httplib::Request& req, httplib::Response& re
     std::lock_guard<std::mutex> lock(mu);
     seen_version[session] = *version;
     if (chained) index.Record(session, links);
-  } else if (chained && !links.empty() && !answered) {
-    // A retry of the latest request: nothing new.
-  }
+  }  // else: the latest request again (a retry), nothing new
 
   recap::Result<std::shared_ptr<recap::Compactor>> compactor =
       CompactorFor(format, request.model, req);

@@ -2,7 +2,7 @@
 """A scripted model for recap proxy's tests: the upstream the proxy talks to.
 
 Usage: standin.py --log LOG.jsonl [--port 0] [--fault MODE]... [--context-window N]
-                  [--no-validate] [--no-auth]
+                  [--no-validate] [--no-auth] [--tool-rounds N [--read-files TEMPLATE]]
 Prints "listening on http://127.0.0.1:PORT" on stdout once it listens.
 
 Serves, as the real APIs do (streamed with chunked SSE, or one JSON body):
@@ -12,7 +12,13 @@ Serves, as the real APIs do (streamed with chunked SSE, or one JSON body):
   POST /v1/messages/count_tokens, GET /v1/models[/ID] (one model, with its context_window)
 Script: a request that offers tools and whose last message is not a tool result gets a short
 text and a call of its first tool (its required properties filled: strings "hello.txt");
-otherwise the text "answer N (re: <the last user text>)", N counting model replies. A request
+otherwise the text "answer N (re: <the last user text>)", N counting model replies.
+--tool-rounds N (for real agents): a request that offers a file-reading tool (read/Read with a
+path property, else a shell tool such as exec_command: `cat PATH`) gets a call reading
+TEMPLATE with {} = K+1 (default "part{}.txt"; give agents an absolute path), where K is the
+highest file number the request's tool calls already name, until K = N; then the text
+"answer N: all N files read". Counting from the calls the request holds, not from state kept
+here, survives compactions that keep the newest round. A request
 whose system prompt or instructions is recap's summarizer prompt ("You write checkpoints")
 gets a checkpoint as JSON text and is logged as kind "summarizer".
 An invalid request (check_log.request_problem: an unpaired tool call, ...) gets a 400, and one
@@ -68,17 +74,53 @@ def system_text(fmt, body):
     return "\n".join(out)
 
 
-def first_tool(fmt, body):
+def tools_of(fmt, body):
     for t in body.get("tools") or []:
         if not isinstance(t, dict):
             continue
         if fmt == "anthropic" and "input_schema" in t:
-            return t["name"], t["input_schema"]
+            yield t["name"], t["input_schema"]
         if fmt == "chat" and t.get("type") == "function":
-            return t["function"]["name"], t["function"].get("parameters") or {}
+            yield t["function"]["name"], t["function"].get("parameters") or {}
         if fmt == "responses" and t.get("type") == "function":
-            return t["name"], t.get("parameters") or {}
-    return None
+            yield t["name"], t.get("parameters") or {}
+
+
+def first_tool(fmt, body):
+    return next(tools_of(fmt, body), None)
+
+
+def read_call(fmt, body, path):
+    """(name, arguments) of a call that reads `path` with one of the request's tools, or None."""
+    shell = None
+    for name, schema in tools_of(fmt, body):
+        props = schema.get("properties") or {}
+        if name.lower() in ("read", "read_file"):
+            for k in ("file_path", "filePath", "path"):
+                if k in props:
+                    return name, {k: path}
+        elif name in ("exec_command", "shell", "bash") and not shell:
+            if "cmd" in props:
+                shell = name, {"cmd": f"cat '{path}'"}
+            elif "command" in props:
+                array = (props["command"] or {}).get("type") == "array"
+                shell = name, {"command": ["cat", path] if array else f"cat '{path}'"}
+    return shell
+
+
+def calls_text(fmt, items):
+    """The arguments of every tool call in a request's context, as one string."""
+    out = []
+    for m in items:
+        if not isinstance(m, dict):
+            continue
+        if fmt == "anthropic" and m.get("role") == "assistant" and isinstance(m.get("content"), list):
+            out += [json.dumps(b.get("input")) for b in m["content"] if isinstance(b, dict) and b.get("type") == "tool_use"]
+        elif fmt == "chat" and m.get("role") == "assistant":
+            out += [str((c.get("function") or {}).get("arguments")) for c in m.get("tool_calls") or [] if isinstance(c, dict)]
+        elif fmt == "responses" and m.get("type") in ("function_call", "local_shell_call"):
+            out.append(str(m.get("arguments") or json.dumps(m.get("action"))))
+    return "\n".join(out)
 
 
 def fill(schema):
@@ -303,8 +345,16 @@ class Handler(BaseHTTPRequestHandler):
             with LOCK:
                 num = next(ANSWERS)
             tool = first_tool(fmt, body)
+            pattern = re.escape(ARGS.read_files).replace(r"\{\}", r"(\d+)")
+            done = max(map(int, re.findall(pattern, calls_text(fmt, ctx))), default=0)
+            reader = ARGS.tool_rounds and rec["kind"] == "model" and \
+                read_call(fmt, body, ARGS.read_files.replace("{}", str(done + 1)))
             if rec["kind"] == "summarizer":
                 text, call = checkpoint_text(num), None
+            elif reader and done < ARGS.tool_rounds:
+                text, call = f"I will read file {done + 1} of {ARGS.tool_rounds}.", (num, *reader)
+            elif reader:
+                text, call = f"answer {num}: all {ARGS.tool_rounds} files read", None
             elif tool and not last_is_tool_result(fmt, ctx):
                 text, call = f"I will call {tool[0]}.", (num, tool[0], fill(tool[1]))
             else:
@@ -397,6 +447,8 @@ def main():
     ap.add_argument("--context-window", type=int, default=200000)
     ap.add_argument("--no-validate", action="store_true")
     ap.add_argument("--no-auth", action="store_true")
+    ap.add_argument("--tool-rounds", type=int, default=0)
+    ap.add_argument("--read-files", default="part{}.txt")
     ARGS = ap.parse_args()
     srv = ThreadingHTTPServer(("127.0.0.1", ARGS.port), Handler)
     srv.daemon_threads = True

@@ -242,3 +242,27 @@ def test_R19_5_the_client_s_cache_control_breakpoints_stay_where_it_put_them(pai
     # The session keeps no breakpoint: they belong to each request.
     (sid, active), = sessions(proxy.db).items()
     assert "cache_control" not in json.dumps(active)
+
+
+def test_R19_3_a_retried_previous_response_id_request_adds_nothing_twice(tmp):
+    up = Standin(tmp, "model:once-status:500")
+    proxy = Proxy(tmp, up.url)
+    try:
+        status, _, err = post(proxy.url, "/v1/responses", {"model": "m", "input": "first"})
+        assert status == 500  # the upstream's error, passed through
+        status, _, first = post(proxy.url, "/v1/responses", {"model": "m", "input": "first"})
+        assert status == 200, first
+        follow = {"model": "m", "input": "second", "previous_response_id": first["id"]}
+        status, _, err = post(proxy.url, "/v1/responses", follow,
+                              headers={"x-standin-fault": "status:503"})
+        assert status == 503
+        status, _, second = post(proxy.url, "/v1/responses", follow)  # the client's retry
+        assert status == 200, second
+        (sid, active), = sessions(proxy.db).items()
+        asked = [texts([m]) for m in active if m["role"] == "user"]
+        assert asked == ["first", "second"], asked
+        sent = json.dumps(up.entries("model")[-1]["body"]["input"])
+        assert sent.count('"second"') == 1
+    finally:
+        proxy.stop()
+        up.stop()
