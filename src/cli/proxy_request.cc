@@ -106,8 +106,9 @@ recap::Result<ProxyRequest> ParseProxyRequest(const std::string& format, std::st
       return Bad(format, std::string("`") + member + "` is not an array of messages");
     }
     std::size_t i = 0;
-    if (format == "openai-chat") {
-      // The leading system and developer messages are the request's own instructions.
+    if (format == "openai-chat" || format == "openai-responses") {
+      // The leading system and developer messages (items) are the request's own instructions:
+      // they stay before the conversation, never summarized.
       for (; i < elements->size(); ++i) {
         const proxy_request::Json& m = j[member][i];
         const std::string role = m.is_object() ? m.value("role", std::string()) : std::string();

@@ -1,8 +1,8 @@
 // recap CLI — a model request as `recap proxy` receives it (SPEC R19.2), and the request it
 // sends upstream in its place.
 //
-// The proxy keeps the conversation — the messages (Anthropic `messages`, chat `messages` after
-// the leading system and developer ones, Responses `input`) — as a recap session, and sends
+// The proxy keeps the conversation — the messages (Anthropic `messages`, chat `messages` and
+// Responses `input` after their leading system and developer ones) — as a recap session, and sends
 // upstream what Prepare returns instead. Everything else of the client's body stays as the
 // client wrote it, byte for byte (its model, tools, system prompt, `cache_control`
 // breakpoints, sampling settings, members recap does not know): the upstream body is the
@@ -31,8 +31,8 @@ struct ProxyRequest {
   // The conversation's messages, each as its JSON text (a Responses `input` given as a string
   // is one user message item).
   std::vector<std::string> messages;
-  // Chat: the leading system and developer messages, which stay in the request as they are
-  // (the request's own instructions), before the conversation.
+  // Chat and Responses: the leading system and developer messages (items), which stay in the
+  // request as they are (the request's own instructions), before the conversation.
   std::vector<std::string> leading;
   std::size_t instructions_chars = 0;  // the system prompt's size (code points of its JSON)
   std::size_t tool_catalog_chars = 0;  // the tools' size (code points of their JSON)

@@ -71,6 +71,26 @@ TEST_CASE("R19.2 a chat request keeps its leading system messages out of the ses
   CHECK(Json::parse(UpstreamBody(r, " [ ] "))["messages"].size() == 2);
 }
 
+TEST_CASE(
+    "R19.2 a Responses request keeps its leading developer and system items out of the "
+    "session",
+    "[proxy]") {
+  // As Codex sends them: its prompt as developer items before the conversation.
+  const std::string body =
+      R"({"model":"m","input":[{"type":"message","role":"developer","content":[{"type":"input_text","text":"You are a coding agent."}]},)"
+      R"({"role":"system","content":"Sandbox: read-only."},)"
+      R"({"type":"message","role":"user","content":[{"type":"input_text","text":"hi"}]}]})";
+  const ProxyRequest r = Parsed("openai-responses", body);
+  REQUIRE(r.leading.size() == 2);
+  REQUIRE(r.messages.size() == 1);
+  CHECK(r.instructions_chars > 0);
+  const Json sent = Json::parse(UpstreamBody(r, R"([{"role":"user","content":"checkpoint"}])"));
+  REQUIRE(sent["input"].size() == 3);
+  CHECK(sent["input"][0]["role"] == "developer");
+  CHECK(sent["input"][1]["role"] == "system");
+  CHECK(sent["input"][2]["content"] == "checkpoint");
+}
+
 TEST_CASE("R19.2 a Responses request: input as a string or items, previous_response_id dropped",
           "[proxy]") {
   const ProxyRequest s =
