@@ -9,7 +9,8 @@
 #                                                   a minute; scripts/bench.sh is the full run)
 #                                      build-asan/  AddressSanitizer + UBSan, ctest
 #                                      build-tsan/  ThreadSanitizer: the store, plugin,
-#                                                   compactor and fault-sweep tests, and the
+#                                                   compactor, fault-sweep and proxy tests
+#                                                   (`recap proxy` serving HTTP), and the
 #                                                   C API's and codecs' threads tests
 #   scripts/test.sh --no-sanitize    only build/ (quicker, for local runs)
 #
@@ -154,12 +155,13 @@ if [[ $sanitize -eq 1 ]]; then
     fi
   fi
   # ThreadSanitizer only where threads are: plugin hooks run under a timeout on a worker thread
-  # that may be abandoned, and the stores are shared between threads.
+  # that may be abandoned, the stores are shared between threads, and `recap proxy` serves
+  # connections on a pool of threads, each with an upstream exchange on a thread of its own.
   if step tsan-configure cmake -S . -B build-tsan "${gen_tsan[@]}" -DCMAKE_BUILD_TYPE=Debug \
       -DCMAKE_CXX_FLAGS_DEBUG="-Og -g1" -DRECAP_SANITIZE_THREAD=ON -DRECAP_BUILD_EXAMPLES=OFF; then
-    if step tsan-build cmake --build build-tsan -j "$jobs" --target store_tests plugins_tests compactor_tests background_tests fault_tests capi_tests codecs_tests; then
+    if step tsan-build cmake --build build-tsan -j "$jobs" --target store_tests plugins_tests compactor_tests background_tests fault_tests capi_tests codecs_tests proxy_tests recap_cli; then
       TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
-        step tsan-ctest run_ctest build-tsan --output-on-failure -j2 -L 'store|plugins|compactor|fault' || true
+        step tsan-ctest run_ctest build-tsan --output-on-failure -j2 -L 'store|plugins|compactor|fault|proxy' || true
       # The C API's callbacks, and the encoded forms messages keep (recap/codec.h), from several
       # threads at once (the other tests of those labels run no threads).
       TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
