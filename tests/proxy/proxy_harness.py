@@ -65,13 +65,15 @@ class Process:
 
 
 class Standin:
-    def __init__(self, tmp, *faults, name="standin"):
+    def __init__(self, tmp, *faults, name="standin", tls=None):
         self.log = os.path.join(tmp, name + ".jsonl")
         args = [sys.executable, os.path.join(HERE, "standin.py"), "--log", self.log, "--port", "0"]
         for f in faults:
             args += ["--fault", f]
+        if tls:
+            args += ["--tls", *tls]
         self.process = Process(args, os.path.join(tmp, name + ".out"))
-        m = self.process.wait_for(r"listening on (http://127\.0\.0\.1:\d+)")
+        m = self.process.wait_for(r"listening on (https?://127\.0\.0\.1:\d+)")
         self.url = m.group(1)
 
     def entries(self, kind=None):

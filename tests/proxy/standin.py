@@ -2,7 +2,7 @@
 """A scripted model for recap proxy's tests: the upstream the proxy talks to.
 
 Usage: standin.py --log LOG.jsonl [--port 0] [--fault MODE]... [--context-window N]
-                  [--no-validate] [--no-auth] [--tool-rounds N [--read-files TEMPLATE]]
+                  [--no-validate] [--no-auth] [--tls CERT KEY] [--tool-rounds N [--read-files TEMPLATE]]
 Prints "listening on http://127.0.0.1:PORT" on stdout once it listens.
 
 Serves, as the real APIs do (streamed with chunked SSE, or one JSON body):
@@ -449,10 +449,19 @@ def main():
     ap.add_argument("--no-auth", action="store_true")
     ap.add_argument("--tool-rounds", type=int, default=0)
     ap.add_argument("--read-files", default="part{}.txt")
+    ap.add_argument("--tls", nargs=2, metavar=("CERT", "KEY"),
+                    help="serve HTTPS with this certificate and key (PEM)")
     ARGS = ap.parse_args()
     srv = ThreadingHTTPServer(("127.0.0.1", ARGS.port), Handler)
     srv.daemon_threads = True
-    print(f"listening on http://127.0.0.1:{srv.server_address[1]}", flush=True)
+    scheme = "http"
+    if ARGS.tls:
+        import ssl
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(ARGS.tls[0], ARGS.tls[1])
+        srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+        scheme = "https"
+    print(f"listening on {scheme}://127.0.0.1:{srv.server_address[1]}", flush=True)
     srv.serve_forever()
 
 

@@ -287,3 +287,60 @@ def test_R19_4_with_a_token_every_request_must_carry_it(tmp):
     finally:
         proxy.stop()
         up.stop()
+
+
+def make_certificate(tmp):
+    """A self-signed certificate for 127.0.0.1 (its own CA), made with the openssl command."""
+    cert, key = os.path.join(tmp, "cert.pem"), os.path.join(tmp, "key.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+                    "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                    "-keyout", key, "-out", cert], check=True, capture_output=True, timeout=60)
+    return cert, key
+
+
+def test_R19_4_the_upstream_s_certificate_is_verified_and_ca_path_names_its_ca(tmp):
+    cert, key = make_certificate(tmp)
+    up = Standin(tmp, tls=(cert, key))
+    assert up.url.startswith("https://")
+    body = chat([{"role": "user", "content": "hello over TLS"}])
+    unverified = Proxy(tmp, up.url, name="system-cas")
+    try:
+        status, _, err = post(unverified.url, "/v1/chat/completions", body)
+        assert status == 502
+        assert "certificate" in err["error"]["message"] and "--ca-path" in err["error"]["message"]
+        assert up.entries("model") == []
+    finally:
+        unverified.stop()
+    trusted = Proxy(tmp, up.url, args=["--ca-path", cert], name="own-ca")
+    try:
+        status, _, reply = post(trusted.url, "/v1/chat/completions", body)
+        assert status == 200, reply
+        assert up.entries("model")[-1]["has_credential"]
+    finally:
+        trusted.stop()
+        up.stop()
+    r = run_proxy("--upstream", up.url, "--ca-path", os.path.join(tmp, "missing.pem"),
+                  "--db", os.path.join(tmp, "x.db"))
+    assert r.returncode == 2 and "--ca-path" in r.stderr
+
+
+def test_R19_4_a_slow_upstream_is_waited_for_and_its_stream_passed_on_as_it_comes(tmp):
+    up = Standin(tmp, "model:slow:400")
+    proxy = Proxy(tmp, up.url)
+    try:
+        started = time.time()
+        status, _, reply = post(proxy.url, "/v1/messages",
+                                {"model": "m", "max_tokens": 10,
+                                 "messages": [{"role": "user", "content": "take your time"}]})
+        assert status == 200 and time.time() - started >= 0.4
+        status, events, complete = post_stream(
+            proxy.url, "/v1/messages",
+            {"model": "m", "max_tokens": 10, "stream": True,
+             "messages": [{"role": "user", "content": "slowly, streamed"}]})
+        assert status == 200 and complete
+        # The first event came one delay in, long before the whole stream's end.
+        assert events[0][0] < events[-1][0] - 1.0, [round(e[0], 2) for e in events]
+        assert len(sessions(proxy.db)) == 2
+    finally:
+        proxy.stop()
+        up.stop()
