@@ -14,10 +14,10 @@
 //      upstream request. Conversations: W1 (w1_workload.h) at 200 and 2,000 messages, each
 //      conversation's first user text made its own; --recap_sessions conversations of
 //      --recap_turns timed turns each (the first request of each, which creates the session,
-//      is reported apart). Nothing is compacted (limits.maxContextChars 10^9,
-//      provider.contextWindow the largest recap trusts, 2,000,000 tokens). Added = proxied - direct, per turn; p50 and p99. Against
-//      the time nlohmann::json::parse takes for the same body once, in the same turn (median):
-//      the goal is p99 added < 2x that.
+//      is reported apart). Nothing is compacted (compaction.auto off, provider.contextWindow
+//      the largest recap trusts, limits.maxContextChars 10^9). Added = proxied - direct, per
+//      turn; p50 and p99. Against the time nlohmann::json::parse takes for the same body once,
+//      in the same turn (median): the goal is p99 added < 2x that.
 //   2. 100 concurrent streamed conversations (W1's first 200 messages, made distinct, half chat
 //      and half Anthropic), each a client thread running --recap_concurrent_turns turns, all
 //      started at once; errors (must be 0), wall time, TTFB under load, the proxy's peak RSS
@@ -47,11 +47,10 @@
 //   --recap_json=FILE           also write the figures as JSON comparisons, one object a line
 // Exit status: 0, or 2 when something failed (a request, the proxy, an error in figure 2).
 #include <fcntl.h>
+#include <httplib.h>
 #include <signal.h>
 #include <spawn.h>
 #include <unistd.h>
-
-#include <httplib.h>
 
 #include <algorithm>
 #include <array>
@@ -140,42 +139,42 @@ Answers MakeAnswers() {
   const std::string half1 = text.substr(0, text.size() / 2);
   const std::string half2 = text.substr(text.size() / 2);
   const auto chunk = [](const Json& delta, const Json& finish) {
-    return SseData(Json{{"id", "chatcmpl-bench"},
-                        {"object", "chat.completion.chunk"},
-                        {"created", 1700000000},
-                        {"model", kModel},
-                        {"choices",
-                         Json::array({{{"index", 0}, {"delta", delta}, {"finish_reason", finish}}})}}
+    return SseData(Json{
+        {"id", "chatcmpl-bench"},
+        {"object", "chat.completion.chunk"},
+        {"created", 1700000000},
+        {"model", kModel},
+        {"choices", Json::array({{{"index", 0}, {"delta", delta}, {"finish_reason", finish}}})}}
                        .dump());
   };
   a.chat_first = chunk({{"role", "assistant"}, {"content", ""}}, nullptr);
   a.chat_rest = chunk({{"content", half1}}, nullptr) + chunk({{"content", half2}}, nullptr) +
                 chunk(Json::object(), "stop") + "data: [DONE]\n\n";
   const auto chat_body = [](const std::string& content) {
-    return Json{{"id", "chatcmpl-bench"},
-                {"object", "chat.completion"},
-                {"created", 1700000000},
-                {"model", kModel},
-                {"choices", Json::array({{{"index", 0},
-                                          {"message", {{"role", "assistant"}, {"content", content}}},
-                                          {"finish_reason", "stop"}}})},
-                {"usage", {{"prompt_tokens", 1}, {"completion_tokens", 12}, {"total_tokens", 13}}}}
+    return Json{
+        {"id", "chatcmpl-bench"},
+        {"object", "chat.completion"},
+        {"created", 1700000000},
+        {"model", kModel},
+        {"choices", Json::array({{{"index", 0},
+                                  {"message", {{"role", "assistant"}, {"content", content}}},
+                                  {"finish_reason", "stop"}}})},
+        {"usage", {{"prompt_tokens", 1}, {"completion_tokens", 12}, {"total_tokens", 13}}}}
         .dump();
   };
   a.chat_body = chat_body(text);
   const Json usage = {{"input_tokens", 1}, {"output_tokens", 12}};
-  a.anthropic_first = SseEvent(
-      "message_start", Json{{"type", "message_start"},
-                            {"message",
-                             {{"id", "msg_bench"},
-                              {"type", "message"},
-                              {"role", "assistant"},
-                              {"model", kModel},
-                              {"content", Json::array()},
-                              {"stop_reason", nullptr},
-                              {"stop_sequence", nullptr},
-                              {"usage", usage}}}}
-                           .dump());
+  a.anthropic_first = SseEvent("message_start", Json{{"type", "message_start"},
+                                                     {"message",
+                                                      {{"id", "msg_bench"},
+                                                       {"type", "message"},
+                                                       {"role", "assistant"},
+                                                       {"model", kModel},
+                                                       {"content", Json::array()},
+                                                       {"stop_reason", nullptr},
+                                                       {"stop_sequence", nullptr},
+                                                       {"usage", usage}}}}
+                                                    .dump());
   const auto delta = [](const std::string& piece) {
     return SseEvent("content_block_delta",
                     Json{{"type", "content_block_delta"},
@@ -195,21 +194,16 @@ Answers MakeAnswers() {
                R"("usage":{"output_tokens":12}})") +
       SseEvent("message_stop", R"({"type":"message_stop"})");
   const auto anthropic_body = [&usage](const Json& content) {
-    return Json{{"id", "msg_bench"},
-                {"type", "message"},
-                {"role", "assistant"},
-                {"model", kModel},
-                {"content", content},
-                {"stop_reason", "end_turn"},
-                {"stop_sequence", nullptr},
-                {"usage", usage}}
+    return Json{{"id", "msg_bench"},        {"type", "message"},  {"role", "assistant"},
+                {"model", kModel},          {"content", content}, {"stop_reason", "end_turn"},
+                {"stop_sequence", nullptr}, {"usage", usage}}
         .dump();
   };
   a.anthropic_body = anthropic_body(Json::array({{{"type", "text"}, {"text", text}}}));
   const std::string checkpoint =
-      Json{{"goal", "continue the session's work"},       {"instructions", Json::array()},
-           {"discoveries", Json::array()},                {"accomplished", Json::array({"a"})},
-           {"currentState", "carrying on"},               {"nextSteps", Json::array()},
+      Json{{"goal", "continue the session's work"}, {"instructions", Json::array()},
+           {"discoveries", Json::array()},          {"accomplished", Json::array({"a"})},
+           {"currentState", "carrying on"},         {"nextSteps", Json::array()},
            {"relevantFiles", Json::array()}}
           .dump();
   a.chat_checkpoint = chat_body(checkpoint);
@@ -239,9 +233,8 @@ class StandIn {
       httplib::default_socket_options(sock);
       listen_fd_ = sock;
     });
-    server_.Post(".*", [this](const httplib::Request& req, httplib::Response& res) {
-      Handle(req, res);
-    });
+    server_.Post(".*",
+                 [this](const httplib::Request& req, httplib::Response& res) { Handle(req, res); });
     server_.Get(".*", [this](const httplib::Request& req, httplib::Response& res) {
       if (req.path == "/v1/models" || req.path == "/models") {
         res.set_content(Json{{"data", Json::array({{{"id", kModel},
@@ -316,7 +309,8 @@ class StandIn {
       ++counts_.model_requests;
       counts_.model_bytes += req.body.size();
       if (req.has_header("X-Bench-Reply")) {
-        const std::size_t k = std::strtoull(req.get_header_value("X-Bench-Reply").c_str(), nullptr, 10);
+        const std::size_t k =
+            std::strtoull(req.get_header_value("X-Bench-Reply").c_str(), nullptr, 10);
         replay_bytes_[k] = req.body.size();
         const auto it = replies_.find(k);
         if (it != replies_.end()) scripted = it->second;
@@ -339,21 +333,21 @@ class StandIn {
     const bool stream =
         std::string_view(req.body).substr(0, 200).find("\"stream\":true") != std::string_view::npos;
     if (!stream) {
-      res.set_content(anthropic ? answers_.anthropic_body : answers_.chat_body,
-                      "application/json");
+      res.set_content(anthropic ? answers_.anthropic_body : answers_.chat_body, "application/json");
       return;
     }
     const std::string* first = anthropic ? &answers_.anthropic_first : &answers_.chat_first;
     const std::string* rest = anthropic ? &answers_.anthropic_rest : &answers_.chat_rest;
     auto step = std::make_shared<int>(0);
     res.set_header("Cache-Control", "no-cache");
-    res.set_chunked_content_provider(
-        "text/event-stream", [first, rest, step](std::size_t, httplib::DataSink& sink) {
-          if ((*step)++ == 0) return sink.write(first->data(), first->size());
-          if (!sink.write(rest->data(), rest->size())) return false;
-          sink.done();
-          return true;
-        });
+    res.set_chunked_content_provider("text/event-stream",
+                                     [first, rest, step](std::size_t, httplib::DataSink& sink) {
+                                       if ((*step)++ == 0)
+                                         return sink.write(first->data(), first->size());
+                                       if (!sink.write(rest->data(), rest->size())) return false;
+                                       sink.done();
+                                       return true;
+                                     });
   }
 
   const Answers answers_;
@@ -402,16 +396,12 @@ class Proxy {
       std::ofstream out(config);
       out << config_json;
     }
-    std::vector<std::string> args = {cli,
-                                     "proxy",
-                                     "--upstream",
-                                     "http://127.0.0.1:" + std::to_string(upstream_port),
-                                     "--listen",
-                                     "127.0.0.1:0",
-                                     "--db",
-                                     db,
-                                     "--config",
-                                     config};
+    std::vector<std::string> args = {
+        cli,          "proxy",
+        "--upstream", "http://127.0.0.1:" + std::to_string(upstream_port),
+        "--listen",   "127.0.0.1:0",
+        "--db",       db,
+        "--config",   config};
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(&a[0]);
     argv.push_back(nullptr);
@@ -419,8 +409,7 @@ class Proxy {
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
     posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_addopen(&actions, 2, log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                     0644);
+    posix_spawn_file_actions_addopen(&actions, 2, log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     const int rc = posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ);
     posix_spawn_file_actions_destroy(&actions);
     if (rc != 0) throw std::runtime_error("could not start " + cli);
@@ -538,7 +527,9 @@ struct Conversation {
     out += "]}";
     return out;
   }
-  const char* Path() const { return format == Format::kChat ? "/v1/chat/completions" : "/v1/messages"; }
+  const char* Path() const {
+    return format == Format::kChat ? "/v1/chat/completions" : "/v1/messages";
+  }
   httplib::Headers Headers() const {
     httplib::Headers h = {{"Content-Type", "application/json"},
                           {"Accept-Encoding", "identity"},
@@ -552,18 +543,19 @@ struct Conversation {
     return h;
   }
   void AddUser(const std::string& text) {
-    messages.push_back(format == Format::kChat
-                           ? Json{{"role", "user"}, {"content", text}}.dump()
-                           : Json{{"role", "user"},
-                                  {"content", Json::array({{{"type", "text"}, {"text", text}}})}}
-                                 .dump());
+    messages.push_back(
+        format == Format::kChat
+            ? Json{{"role", "user"}, {"content", text}}.dump()
+            : Json{{"role", "user"}, {"content", Json::array({{{"type", "text"}, {"text", text}}})}}
+                  .dump());
   }
   void AddReply() {
-    messages.push_back(format == Format::kChat
-                           ? Json{{"role", "assistant"}, {"content", kReplyText}}.dump()
-                           : Json{{"role", "assistant"},
-                                  {"content", Json::array({{{"type", "text"}, {"text", kReplyText}}})}}
-                                 .dump());
+    messages.push_back(
+        format == Format::kChat
+            ? Json{{"role", "assistant"}, {"content", kReplyText}}.dump()
+            : Json{{"role", "assistant"},
+                   {"content", Json::array({{{"type", "text"}, {"text", kReplyText}}})}}
+                  .dump());
   }
 };
 
@@ -695,8 +687,8 @@ TtfbRow MeasureTtfb(Proxy& proxy, StandIn& standin, const std::vector<recap::Mes
   double bytes = 0;
   std::size_t k = 0;
   for (int s = 0; s < sessions; ++s) {
-    const std::string tag = "[" + std::string(FormatName(format)) + " " +
-                            std::to_string(messages) + " #" + std::to_string(s) + "] ";
+    const std::string tag = "[" + std::string(FormatName(format)) + " " + std::to_string(messages) +
+                            " #" + std::to_string(s) + "] ";
     Conversation conv = FromW1(w1, messages, format, tag);
     // The first request: the proxy creates the session with the whole history.
     conv.AddUser(UserText(tag, 0));
@@ -715,7 +707,10 @@ TtfbRow MeasureTtfb(Proxy& proxy, StandIn& standin, const std::vector<recap::Mes
       const std::string body = conv.Body();
       bytes += static_cast<double>(body.size());
       const auto t0 = Clock::now();
-      { Json parsed = Json::parse(body); benchmark::DoNotOptimize(parsed); }
+      {
+        Json parsed = Json::parse(body);
+        benchmark::DoNotOptimize(parsed);
+      }
       parse.push_back(Seconds(t0, Clock::now()));
       Outcome p, d;
       if (k % 2 == 0) {
@@ -755,7 +750,8 @@ TtfbRow MeasureTtfb(Proxy& proxy, StandIn& standin, const std::vector<recap::Mes
   return row;
 }
 
-// --- figure 2: concurrent conversations -----------------------------------------------------------
+// --- figure 2: concurrent conversations
+// -----------------------------------------------------------
 
 struct ConcurrentResult {
   int conversations = 0, turns = 0;
@@ -763,16 +759,15 @@ struct ConcurrentResult {
   double seconds = 0;
   double ttfb_p50 = 0, ttfb_p99 = 0;
   double peak_rss = 0, max_bytes = 0, rss_before = 0;
-  double history_bytes = 0;  // what the conversations hold at the end, as the clients send it
+  double history_bytes = 0;     // what the conversations hold at the end, as the clients send it
   double listen_overflows = 0;  // the machine's, during the run
   std::size_t sessions = 0, forks = 0;
   std::string first_error;
 };
 
-ConcurrentResult MeasureConcurrent(const std::string& cli, const std::string& dir,
-                                   StandIn& standin, const std::vector<recap::Message>& w1,
-                                   std::size_t messages, int conversations, int turns,
-                                   std::size_t max_bytes) {
+ConcurrentResult MeasureConcurrent(const std::string& cli, const std::string& dir, StandIn& standin,
+                                   const std::vector<recap::Message>& w1, std::size_t messages,
+                                   int conversations, int turns, std::size_t max_bytes) {
   ConcurrentResult res;
   res.conversations = conversations;
   res.turns = turns;
@@ -809,7 +804,7 @@ ConcurrentResult MeasureConcurrent(const std::string& cli, const std::string& di
           mine.push_back(o.first);
         } else {
           ++errors;
-          if (error.empty()) error = o.error;
+          if (error.empty()) error = "turn " + std::to_string(t + 1) + ": " + o.error;
         }
         conv.AddReply();
       }
@@ -923,7 +918,9 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     std::string value;
-    const auto number = [&value] { return static_cast<int>(std::strtol(value.c_str(), nullptr, 10)); };
+    const auto number = [&value] {
+      return static_cast<int>(std::strtol(value.c_str(), nullptr, 10));
+    };
     if (arg == "--recap_smoke") {
       smoke = true;
     } else if (recap_bench::TakeFlag(arg, "recap_sessions", &value)) {
@@ -965,8 +962,8 @@ int main(int argc, char** argv) {
   try {
     if (dir.empty()) {
       const char* tmp = std::getenv("TMPDIR");
-      std::string pattern = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") +
-                            "/recap-bench-proxy-XXXXXX";
+      std::string pattern =
+          std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/recap-bench-proxy-XXXXXX";
       if (::mkdtemp(&pattern[0]) == nullptr) throw std::runtime_error("mkdtemp failed");
       dir = pattern;
     } else {
@@ -1037,9 +1034,10 @@ int main(int argc, char** argv) {
           "  (goal: p99 added < 2x parse once; `first request`: the median TTFB of each "
           "conversation's first request through the proxy, which creates its session)\n");
       if (ttfb_compacted > 0) {
-        std::printf("  the proxy compacted %zu requests: the figures are not those of its per-turn "
-                    "work alone\n",
-                    ttfb_compacted);
+        std::printf(
+            "  the proxy compacted %zu requests: the figures are not those of its per-turn "
+            "work alone\n",
+            ttfb_compacted);
         ++failures;
       }
     }
@@ -1052,8 +1050,7 @@ int main(int argc, char** argv) {
       std::printf(
           "\nrecap_bench_proxy: %d concurrent streamed conversations (W1's first %zu messages, "
           "half chat, half Anthropic) x %d turns through one proxy on %u cores\n",
-          conc.conversations, concurrent_messages, conc.turns,
-          std::thread::hardware_concurrency());
+          conc.conversations, concurrent_messages, conc.turns, std::thread::hardware_concurrency());
       const auto count = [](const char* name, double v) {
         std::printf("  %-38s %14s\n", name, recap_bench::Grouped(v).c_str());
       };
@@ -1076,8 +1073,7 @@ int main(int argc, char** argv) {
         ++failures;
       }
       if (conc.sessions != static_cast<std::size_t>(conc.conversations) || conc.forks != 0) {
-        std::printf("  expected one session per conversation and no fork; %zu forks\n",
-                    conc.forks);
+        std::printf("  expected one session per conversation and no fork; %zu forks\n", conc.forks);
         ++failures;
       }
       std::ostringstream j;
@@ -1096,8 +1092,8 @@ int main(int argc, char** argv) {
 
     // 3.
     if (run('3')) {
-      const ReplayResult rep = MeasureReplay(cli, dir, standin, smoke ? 40 : 0,
-                                             smoke ? 20000 : 200000, &failures);
+      const ReplayResult rep =
+          MeasureReplay(cli, dir, standin, smoke ? 40 : 0, smoke ? 20000 : 200000, &failures);
       const double ratio = rep.client_bytes > 0
                                ? (rep.upstream_bytes + rep.summarizer_bytes) / rep.client_bytes
                                : 0.0;

@@ -10,6 +10,7 @@
 
 #include "chain.h"
 #include "json_skim.h"
+#include "recap_internal/json_depth.h"
 
 namespace recap_cli {
 namespace proxy_request {
@@ -87,6 +88,11 @@ recap::Result<ProxyRequest> ParseProxyRequest(const std::string& format, std::st
   r.format = format;
   r.body = std::move(body);
   const std::string& b = r.body;
+  // Before any parser sees it: nlohmann/json destroys a document recursively.
+  if (recap::internal::FindTooDeep(b) != std::string::npos) {
+    return Bad(format, "body nests deeper than " + std::to_string(recap::internal::kMaxJsonDepth) +
+                           " levels; no real request does");
+  }
   const proxy_request::Json j = proxy_request::Json::parse(b, nullptr, false);
   if (!j.is_object()) return Bad(format, "body is not a JSON object");
   const char* member = format == "openai-responses" ? "input" : "messages";
@@ -118,6 +124,11 @@ recap::Result<ProxyRequest> ParseProxyRequest(const std::string& format, std::st
       }
     }
     for (; i < elements->size(); ++i) r.messages.emplace_back((*elements)[i]);
+  }
+  if (r.messages.empty()) {
+    return Bad(format, std::string("has no message") +
+                           (r.leading.empty() ? "" : " after its system and developer ones") +
+                           ": send the conversation in `" + member + "`");
   }
   for (const char* name : {"system", "instructions"}) {
     if (const std::optional<std::string_view> v = MemberText(b, name)) {

@@ -344,3 +344,32 @@ def test_R19_4_a_slow_upstream_is_waited_for_and_its_stream_passed_on_as_it_come
     finally:
         proxy.stop()
         up.stop()
+
+
+def test_R19_4_hostile_requests_get_a_400_and_the_proxy_serves_on(tmp):
+    up = Standin(tmp)
+    proxy = Proxy(tmp, up.url)
+    try:
+        hostile = [
+            # nesting deep enough to exhaust a recursive parser's stack
+            '{"model":"m","messages":[{"role":"user","content":' + "[" * 200000 + "]" * 200000
+            + "}]}",
+            '{"model":"m","messages":[' + "[" * 5000 + "]" * 5000 + "]}",
+            # bytes that are not UTF-8
+            b'{"model":"m","messages":[{"role":"user","content":"\xff\xfe bad"}]}',
+            # not the shape of a message
+            '{"model":"m","messages":[{"role":"robot","content":"beep"}]}',
+            '{"model":"m","messages":[1,2,3]}',
+            '{"model":"m","messages":[]}',
+        ]
+        for raw in hostile:
+            status, _, err = post(proxy.url, "/v1/chat/completions", None, raw=raw)
+            assert 400 <= status < 500, (raw[:80], status, err)
+            assert isinstance(err, dict) and err["error"]["message"]
+        status, _, reply = post(proxy.url, "/v1/chat/completions",
+                                chat([{"role": "user", "content": "still fine?"}]))
+        assert status == 200, reply
+        assert up.entries("model")[-1]["n_messages"] == 1
+    finally:
+        proxy.stop()
+        up.stop()
