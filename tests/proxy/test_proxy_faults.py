@@ -2,6 +2,7 @@
 an upstream down, slow or cut mid-stream, a client that goes away, a proxy killed mid-request and
 restarted, two proxies on one database, what it listens on, and keys never kept or shown."""
 import json
+import re
 import os
 import signal
 import socket
@@ -373,3 +374,44 @@ def test_R19_4_hostile_requests_get_a_400_and_the_proxy_serves_on(tmp):
     finally:
         proxy.stop()
         up.stop()
+
+
+def test_R19_4_a_full_disk_is_a_503_that_says_so_and_loses_nothing(tmp):
+    import resource
+    up = Standin(tmp)
+    db = os.path.join(tmp, "full.db")
+
+    def small_disk():  # files may not grow past 300 kB: a disk that fills up
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (300_000, 300_000))
+
+    out_path = os.path.join(tmp, "full.out")
+    with open(out_path, "w") as out:
+        proc = subprocess.Popen([RECAP, "proxy", "--upstream", up.url, "--listen", "127.0.0.1:0",
+                                 "--db", db], stdout=out, stderr=subprocess.STDOUT,
+                                preexec_fn=small_disk)
+    try:
+        deadline = time.time() + 20
+        url = None
+        while url is None and time.time() < deadline:
+            m = re.search(r"listening on (http://\S+)", open(out_path).read())
+            url = m.group(1) if m else time.sleep(0.05)
+        assert url, open(out_path).read()
+        messages = [{"role": "user", "content": "x" * 20000}]
+        replies = 0
+        for _ in range(30):
+            status, _, reply = post(url, "/v1/chat/completions", chat(messages))
+            if status != 200:
+                break
+            replies += 1
+            messages += [reply["choices"][0]["message"], {"role": "user", "content": "y" * 20000}]
+        assert status == 503 and "check the disk" in reply["error"]["message"], reply
+        assert len(up.entries("model")) == replies  # the failed request was not sent
+    finally:
+        proc.terminate()
+        assert proc.wait(timeout=20) == 0
+        up.stop()
+    # What was kept before the disk filled is whole.
+    held = sessions(db)
+    (sid, active), = held.items()
+    assert [m["role"] for m in active] == ["user", "assistant"] * replies
