@@ -96,7 +96,7 @@ COMPARISONS+=(recap_bench_command)
 # What `recap proxy` adds to the time to first byte, 100 concurrent conversations through it, and
 # the bytes the upstream receives with and without it; built when the proxy is (cpp-httplib and a
 # static http component), with the command it runs.
-if grep -q '^build bench/recap_bench_proxy:' "$BUILD/build.ninja" 2>/dev/null; then
+if [[ -d $BUILD/bench/CMakeFiles/recap_bench_proxy.dir ]]; then
   COMPARISONS+=(recap_bench_proxy)
 fi
 SOAK=()

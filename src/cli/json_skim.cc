@@ -95,6 +95,13 @@ std::optional<std::string_view> MemberText(std::string_view t, const std::string
   return found;
 }
 
+std::optional<std::vector<std::pair<std::string, std::string_view>>> ObjectMembers(
+    std::string_view t) {
+  std::vector<std::pair<std::string, std::string_view>> members;
+  if (!Members(t, 0, &members)) return std::nullopt;
+  return members;
+}
+
 // The texts of the elements of the array `t` holds, in order, or null.
 std::optional<std::vector<std::string_view>> ArrayElements(std::string_view t) {
   std::size_t i = SkipSpace(t, 0);

@@ -14,12 +14,18 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace recap_cli {
 
 // The text of member `key` of the object `t` holds (the last one, as a parser keeps), or null.
 std::optional<std::string_view> MemberText(std::string_view t, const std::string& key);
+
+// The members of the object `t` holds, in order (keys unescaped, values as views into `t`), or
+// null: one pass over the text.
+std::optional<std::vector<std::pair<std::string, std::string_view>>> ObjectMembers(
+    std::string_view t);
 
 // The texts of the elements of the array `t` holds, in order (views into `t`), or null.
 std::optional<std::vector<std::string_view>> ArrayElements(std::string_view t);

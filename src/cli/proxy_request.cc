@@ -93,22 +93,40 @@ recap::Result<ProxyRequest> ParseProxyRequest(const std::string& format, std::st
     return Bad(format, "body nests deeper than " + std::to_string(recap::internal::kMaxJsonDepth) +
                            " levels; no real request does");
   }
-  const proxy_request::Json j = proxy_request::Json::parse(b, nullptr, false);
-  if (!j.is_object()) return Bad(format, "body is not a JSON object");
+  // One pass over the body's members, without parsing it: the messages are read (and checked)
+  // by the chain and the codec, and the rest goes upstream as the client wrote it.
+  const std::optional<std::vector<std::pair<std::string, std::string_view>>> members =
+      ObjectMembers(b);
+  if (!members) return Bad(format, "body is not a JSON object");
+  std::map<std::string, std::string_view> by_name;
+  for (const auto& [name, value] : *members) by_name[name] = value;  // the last one, as a parser
+  const auto find = [&](const char* name) -> std::optional<std::string_view> {
+    const auto it = by_name.find(name);
+    if (it == by_name.end()) return std::nullopt;
+    return it->second;
+  };
+  // A small member's value, parsed (null when it is not valid JSON).
+  const auto value_of = [](std::string_view text) {
+    return proxy_request::Json::parse(text.begin(), text.end(), nullptr, false);
+  };
   const char* member = format == "openai-responses" ? "input" : "messages";
-  const std::optional<std::string_view> messages = MemberText(b, member);
+  const std::optional<std::string_view> messages = find(member);
   if (!messages) {
     return Bad(format, std::string("has no `") + member + "`: send the conversation in it");
   }
   r.messages_at = At(b, *messages);
   r.messages_length = messages->size();
-  if (format == "openai-responses" && j[member].is_string()) {
+  const std::size_t first = messages->find_first_not_of(" \t\r\n");
+  if (format == "openai-responses" && first != std::string_view::npos &&
+      (*messages)[first] == '"') {
     // One user message, given as a string.
+    const proxy_request::Json text = value_of(*messages);
+    if (!text.is_string()) return Bad(format, "`input` is not a valid JSON string");
     r.messages.push_back(
-        proxy_request::Json{{"type", "message"}, {"role", "user"}, {"content", j[member]}}.dump());
+        proxy_request::Json{{"type", "message"}, {"role", "user"}, {"content", text}}.dump());
   } else {
     const std::optional<std::vector<std::string_view>> elements = ArrayElements(*messages);
-    if (!elements || !j[member].is_array()) {
+    if (!elements) {
       return Bad(format, std::string("`") + member + "` is not an array of messages");
     }
     std::size_t i = 0;
@@ -116,13 +134,14 @@ recap::Result<ProxyRequest> ParseProxyRequest(const std::string& format, std::st
       // The leading system and developer messages (items) are the request's own instructions:
       // they stay before the conversation, never summarized.
       for (; i < elements->size(); ++i) {
-        const proxy_request::Json& m = j[member][i];
-        const std::string role = m.is_object() ? m.value("role", std::string()) : std::string();
+        const std::optional<std::string_view> role_text = MemberText((*elements)[i], "role");
+        const proxy_request::Json role = role_text ? value_of(*role_text) : proxy_request::Json();
         if (role != "system" && role != "developer") break;
         r.leading.emplace_back((*elements)[i]);
         r.instructions_chars += recap::CountCodePoints((*elements)[i]);
       }
     }
+    r.messages.reserve(elements->size() - i);
     for (; i < elements->size(); ++i) r.messages.emplace_back((*elements)[i]);
   }
   if (r.messages.empty()) {
@@ -131,17 +150,24 @@ recap::Result<ProxyRequest> ParseProxyRequest(const std::string& format, std::st
                            ": send the conversation in `" + member + "`");
   }
   for (const char* name : {"system", "instructions"}) {
-    if (const std::optional<std::string_view> v = MemberText(b, name)) {
+    if (const std::optional<std::string_view> v = find(name)) {
       r.instructions_chars += recap::CountCodePoints(*v);
     }
   }
-  if (const std::optional<std::string_view> tools = MemberText(b, "tools")) {
+  if (const std::optional<std::string_view> tools = find("tools")) {
     r.tool_catalog_chars = recap::CountCodePoints(*tools);
   }
-  r.stream = j.contains("stream") && j["stream"].is_boolean() && j["stream"].get<bool>();
-  if (j.contains("model") && j["model"].is_string()) r.model = j["model"];
-  if (j.contains("previous_response_id") && j["previous_response_id"].is_string()) {
-    r.previous_response_id = j["previous_response_id"].get<std::string>();
+  if (const std::optional<std::string_view> v = find("stream")) {
+    const proxy_request::Json stream = value_of(*v);
+    r.stream = stream.is_boolean() && stream.get<bool>();
+  }
+  if (const std::optional<std::string_view> v = find("model")) {
+    const proxy_request::Json model = value_of(*v);
+    if (model.is_string()) r.model = model.get<std::string>();
+  }
+  if (const std::optional<std::string_view> v = find("previous_response_id")) {
+    const proxy_request::Json id = value_of(*v);
+    if (id.is_string()) r.previous_response_id = id.get<std::string>();
   }
   return r;
 }

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+#include <sys/socket.h>
 #include <sys/stat.h>
 
 #include "recap/codec.h"
@@ -348,10 +349,12 @@ struct ProxyServer::Impl {
   ProxyOptions options;
   httplib::Server server;
   int bound_port = 0;
+  int listening_socket = -1;
   std::string salt;
 
   std::mutex mu;  // guards what follows
   recap_proxy::ChainIndex index;
+  recap_proxy::DigestCache digests;                     // has its own lock
   std::map<std::string, std::uint64_t> seen_version;    // session -> its version as last read
   std::map<std::string, std::string> response_session;  // Responses id -> session
   std::map<std::string, std::shared_ptr<std::mutex>> session_locks;
@@ -655,7 +658,17 @@ struct ProxyServer::Impl {
     };
     server.set_payload_max_length(std::size_t{256} << 20);
     server.set_keep_alive_max_count(1000);
-    server.set_keep_alive_timeout(60);
+    // An idle connection is closed after 5 s (and a SIGTERM waits no longer for one).
+    server.set_keep_alive_timeout(5);
+    // The first bytes of a streamed answer go out at once, not after the client's delayed
+    // acknowledgement (Nagle's algorithm held them ~40 ms).
+    server.set_tcp_nodelay(true);
+    // The listening socket, to give it a full backlog once bound (Debian's cpp-httplib listens
+    // with a backlog of 5: a hundred agents connecting at once had connections refused).
+    server.set_socket_options([this](int sock) {
+      httplib::default_socket_options(sock);
+      listening_socket = sock;
+    });
     server.set_read_timeout(600);
     server.set_write_timeout(600);
     const auto route = [this](const httplib::Request& req, httplib::Response& res) {
@@ -693,6 +706,7 @@ struct ProxyServer::Impl {
     } else {
       bound_port = server.bind_to_port(options.host, options.port) ? options.port : -1;
     }
+    if (bound_port > 0 && listening_socket >= 0) ::listen(listening_socket, SOMAXCONN);
     if (bound_port <= 0) {
       return recap::Status::Unavailable("recap proxy could not listen on " + options.host + ":" +
                                         std::to_string(options.port) +
@@ -736,7 +750,7 @@ void ProxyServer::Impl::Model(const httplib::Request& req, httplib::Response& re
     // (a retry) has the same links, and adds nothing twice.
     std::vector<std::string_view> views(request.messages.begin(), request.messages.end());
     recap::Result<std::vector<recap_proxy::Link>> chain = recap_proxy::ChainOf(
-        salt, credential + "\n" + *request.previous_response_id, format, views);
+        salt, credential + "\n" + *request.previous_response_id, format, views, &digests);
     if (!chain.ok()) {
       Error(res, format, 400, chain.status().message());
       return;
@@ -760,7 +774,7 @@ void ProxyServer::Impl::Model(const httplib::Request& req, httplib::Response& re
   } else {
     std::vector<std::string_view> views(request.messages.begin(), request.messages.end());
     recap::Result<std::vector<recap_proxy::Link>> chain =
-        recap_proxy::ChainOf(salt, credential, format, views);
+        recap_proxy::ChainOf(salt, credential, format, views, &digests);
     if (!chain.ok()) {
       Error(res, format, 400, chain.status().message());
       return;

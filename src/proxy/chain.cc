@@ -74,23 +74,79 @@ recap::Result<std::string> Canonical(std::string_view message_json, const std::s
   return j.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
-recap::Result<Link> ChainNext(const Link& previous, std::string_view message_json,
-                              const std::string& where) {
+namespace {
+
+const Link kDigestSeed{0x3c6ef372fe94f82bULL, 0xa54ff53a5f1d36f1ULL};
+const Link kRawSeed{0x510e527fade682d1ULL, 0x9b05688c2b3e6c1fULL};
+
+// The next link from a message's digest.
+Link Follow(const Link& previous, const Link& digest) {
+  char bytes[16];
+  std::memcpy(bytes, &digest.a, 8);
+  std::memcpy(bytes + 8, &digest.b, 8);
+  return HashLink(previous, std::string_view(bytes, 16));
+}
+
+recap::Result<Link> DigestOf(std::string_view message_json, const std::string& where) {
   recap::Result<std::string> text = Canonical(message_json, where);
   if (!text.ok()) return text.status();
-  return HashLink(previous, *text);
+  return HashLink(kDigestSeed, *text);
+}
+
+}  // namespace
+
+recap::Result<Link> ChainNext(const Link& previous, std::string_view message_json,
+                              const std::string& where) {
+  recap::Result<Link> digest = DigestOf(message_json, where);
+  if (!digest.ok()) return digest.status();
+  return Follow(previous, *digest);
+}
+
+DigestCache::DigestCache(std::size_t max_entries) : max_(max_entries) {}
+
+std::size_t DigestCache::size() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return map_.size();
 }
 
 recap::Result<std::vector<Link>> ChainOf(std::string_view salt, std::string_view client,
                                          std::string_view format,
-                                         const std::vector<std::string_view>& messages) {
+                                         const std::vector<std::string_view>& messages,
+                                         DigestCache* cache) {
+  // Each message's digest: from the cache by its exact bytes, else made canonical now.
+  std::vector<Link> digests(messages.size());
+  std::vector<Link> raw;
+  std::vector<std::size_t> missing;
+  if (cache != nullptr) {
+    raw.resize(messages.size());
+    for (std::size_t i = 0; i < messages.size(); ++i) raw[i] = HashLink(kRawSeed, messages[i]);
+    std::lock_guard<std::mutex> lock(cache->mu_);
+    for (std::size_t i = 0; i < messages.size(); ++i) {
+      const auto it = cache->map_.find(raw[i]);
+      if (it == cache->map_.end()) {
+        missing.push_back(i);
+      } else {
+        digests[i] = it->second;
+      }
+    }
+  } else {
+    for (std::size_t i = 0; i < messages.size(); ++i) missing.push_back(i);
+  }
+  for (const std::size_t i : missing) {
+    recap::Result<Link> digest = DigestOf(messages[i], "messages[" + std::to_string(i) + "]");
+    if (!digest.ok()) return digest.status();
+    digests[i] = *digest;
+  }
+  if (cache != nullptr && !missing.empty()) {
+    std::lock_guard<std::mutex> lock(cache->mu_);
+    if (cache->map_.size() + missing.size() > cache->max_) cache->map_.clear();
+    for (const std::size_t i : missing) cache->map_[raw[i]] = digests[i];
+  }
   std::vector<Link> links;
   links.reserve(messages.size());
   Link link = ChainStart(salt, client, format);
-  for (std::size_t i = 0; i < messages.size(); ++i) {
-    recap::Result<Link> next = ChainNext(link, messages[i], "messages[" + std::to_string(i) + "]");
-    if (!next.ok()) return next.status();
-    link = *next;
+  for (const Link& digest : digests) {
+    link = Follow(link, digest);
     links.push_back(link);
   }
   return links;

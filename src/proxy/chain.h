@@ -6,8 +6,11 @@
 // can do only from what the client sends: the messages. ChainIndex keeps, for each session, a
 // hash chain over the client's messages as they came in its latest request,
 //
-//   link[0] = H(salt, client, format)
-//   link[i] = H(link[i - 1], Canonical(message i))
+//   start   = H(salt, client, format)
+//   link[i] = H(link[i - 1], D(Canonical(message i)))     (link[-1] = start)
+//
+// where D is the message's 128-bit digest (so that a message seen before costs a lookup by its
+// bytes, DigestCache, not a parse)
 //
 // and a request extends a session when its own chain passes through that session's latest
 // link: the client sent everything it sent last time, in the same order, and more after it (the
@@ -41,9 +44,11 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -69,11 +74,38 @@ recap::Result<Link> ChainNext(const Link& previous, std::string_view message_jso
 // The message's canonical text (see above), or kInvalidArgument.
 recap::Result<std::string> Canonical(std::string_view message_json, const std::string& where);
 
+struct LinkHash {
+  std::size_t operator()(const Link& l) const noexcept {
+    return static_cast<std::size_t>(l.a ^ (l.b * 0x9e3779b97f4a7c15ULL));
+  }
+};
+
+// The digests of messages seen before, by a 128-bit hash of their exact bytes: a client resends
+// its whole history with every request, so each message is parsed and made canonical once, and
+// a turn costs one hash over the request's bytes. Bounded: past `max_entries` it starts empty
+// again. Safe to share between threads.
+class DigestCache {
+ public:
+  explicit DigestCache(std::size_t max_entries = std::size_t{1} << 20);
+  std::size_t size() const;
+
+ private:
+  friend recap::Result<std::vector<Link>> ChainOf(std::string_view, std::string_view,
+                                                  std::string_view,
+                                                  const std::vector<std::string_view>&,
+                                                  DigestCache*);
+  mutable std::mutex mu_;
+  std::unordered_map<Link, Link, LinkHash> map_;
+  std::size_t max_;
+};
+
 // The links of a request's messages: links[i] follows messages [0, i] (links.size() ==
-// messages.size()).
+// messages.size()). With a cache, a message whose exact bytes were seen before is not parsed
+// again (a message is then not checked again either: it was valid when first seen).
 recap::Result<std::vector<Link>> ChainOf(std::string_view salt, std::string_view client,
                                          std::string_view format,
-                                         const std::vector<std::string_view>& messages);
+                                         const std::vector<std::string_view>& messages,
+                                         DigestCache* cache = nullptr);
 
 // Where a request goes.
 struct Match {
