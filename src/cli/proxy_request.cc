@@ -122,8 +122,8 @@ recap::Result<ProxyRequest> ParseProxyRequest(const std::string& format, std::st
     // One user message, given as a string.
     const proxy_request::Json text = value_of(*messages);
     if (!text.is_string()) return Bad(format, "`input` is not a valid JSON string");
-    r.messages.push_back(
-        proxy_request::Json{{"type", "message"}, {"role", "user"}, {"content", text}}.dump());
+    r.input_message =
+        proxy_request::Json{{"type", "message"}, {"role", "user"}, {"content", text}}.dump();
   } else {
     const std::optional<std::vector<std::string_view>> elements = ArrayElements(*messages);
     if (!elements) {
@@ -144,6 +144,7 @@ recap::Result<ProxyRequest> ParseProxyRequest(const std::string& format, std::st
     r.messages.reserve(elements->size() - i);
     for (; i < elements->size(); ++i) r.messages.emplace_back((*elements)[i]);
   }
+  if (!r.input_message.empty()) r.messages.emplace_back(r.input_message);
   if (r.messages.empty()) {
     return Bad(format, std::string("has no message") +
                            (r.leading.empty() ? "" : " after its system and developer ones") +
@@ -173,32 +174,57 @@ recap::Result<ProxyRequest> ParseProxyRequest(const std::string& format, std::st
 }
 
 std::string UpstreamBody(const ProxyRequest& request, std::string_view messages_array) {
-  std::string value = "[";
-  for (const std::string& m : request.leading) {
-    if (value.size() > 1) value += ',';
-    value += m;
-  }
   // The array's elements, without its brackets.
-  std::size_t open = messages_array.find('[');
-  std::size_t close = messages_array.rfind(']');
+  std::string_view inner;
+  const std::size_t open = messages_array.find('[');
+  const std::size_t close = messages_array.rfind(']');
   if (open != std::string_view::npos && close != std::string_view::npos && close > open) {
-    std::string_view inner = messages_array.substr(open + 1, close - open - 1);
+    inner = messages_array.substr(open + 1, close - open - 1);
     std::size_t k = 0;
     while (k < inner.size() && proxy_request::IsSpace(inner[k])) ++k;
-    if (k < inner.size()) {
-      if (value.size() > 1) value += ',';
-      value.append(inner.data(), inner.size());
+    if (k == inner.size()) inner = {};
+  }
+  std::vector<std::string_view> parts;
+  if (!inner.empty()) parts.push_back(inner);
+  return UpstreamBody(request, parts);
+}
+
+std::string UpstreamBody(const ProxyRequest& request, const std::vector<std::string_view>& parts) {
+  const std::string_view before(request.body.data(), request.messages_at);
+  std::string_view after(request.body);
+  after.remove_prefix(request.messages_at + request.messages_length);
+  std::size_t size = before.size() + after.size() + 2;
+  for (const std::string_view m : request.leading) size += m.size() + 1;
+  for (const std::string_view p : parts) size += p.size() + 1;
+  // One allocation, one copy of each part.
+  std::string body;
+  body.reserve(size);
+  body.append(before);
+  body += '[';
+  bool first = true;
+  for (const std::vector<std::string_view>* list : {&request.leading, &parts}) {
+    for (const std::string_view m : *list) {
+      if (m.empty()) continue;
+      if (!first) body += ',';
+      body.append(m);
+      first = false;
     }
   }
-  value += ']';
-  std::string body = request.body.substr(0, request.messages_at) + value +
-                     request.body.substr(request.messages_at + request.messages_length);
+  body += ']';
+  body.append(after);
   if (request.previous_response_id) {
     if (const std::optional<std::string_view> id = MemberText(body, "previous_response_id")) {
       body = proxy_request::WithoutMember(body, *id, "previous_response_id");
     }
   }
   return body;
+}
+
+bool HasBreakpoints(const ProxyRequest& request) {
+  for (const std::string_view m : request.messages) {
+    if (m.find("cache_control") != std::string_view::npos) return true;
+  }
+  return false;
 }
 
 std::string WithoutBreakpoints(std::string_view message_json) {
@@ -212,20 +238,21 @@ std::string WithoutBreakpoints(std::string_view message_json) {
   return j.dump(-1, ' ', false, proxy_request::Json::error_handler_t::replace);
 }
 
-std::string PlaceBreakpoints(const ProxyRequest& request, std::string_view prepared_array) {
+void PlaceBreakpoints(const ProxyRequest& request, std::string* prepared) {
+  const std::string_view prepared_array(*prepared);
   using proxy_request::Json;
   // The request's messages with breakpoints, by their canonical text without them.
   std::map<std::string, proxy_request::Breakpoints> wanted;
-  for (const std::string& m : request.messages) {
-    if (m.find("cache_control") == std::string::npos) continue;
-    const Json j = Json::parse(m, nullptr, false);
+  for (const std::string_view m : request.messages) {
+    if (m.find("cache_control") == std::string_view::npos) continue;
+    const Json j = Json::parse(m.begin(), m.end(), nullptr, false);
     proxy_request::Breakpoints b = proxy_request::BreakpointsOf(j);
     if (!b.message && b.blocks.empty()) continue;
     recap::Result<std::string> key = recap_proxy::Canonical(m, "message");
     if (key.ok()) wanted.emplace(std::move(*key), std::move(b));
   }
   const std::optional<std::vector<std::string_view>> elements = ArrayElements(prepared_array);
-  if (wanted.empty() || !elements) return std::string(prepared_array);
+  if (wanted.empty() || !elements) return;
   // The newest messages first; each wanted message marks one sent message at most.
   std::map<std::size_t, std::string> replaced;
   const std::size_t n = elements->size();
@@ -247,7 +274,7 @@ std::string PlaceBreakpoints(const ProxyRequest& request, std::string_view prepa
     replaced[i] = m.dump(-1, ' ', false, Json::error_handler_t::replace);
     wanted.erase(it);
   }
-  if (replaced.empty()) return std::string(prepared_array);
+  if (replaced.empty()) return;
   std::string out = "[";
   for (std::size_t i = 0; i < n; ++i) {
     if (i > 0) out += ',';
@@ -259,7 +286,7 @@ std::string PlaceBreakpoints(const ProxyRequest& request, std::string_view prepa
     }
   }
   out += ']';
-  return out;
+  *prepared = std::move(out);
 }
 
 }  // namespace recap_cli

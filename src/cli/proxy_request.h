@@ -22,7 +22,15 @@
 
 namespace recap_cli {
 
+// The messages are views into `body` (or into `input_message`): a ProxyRequest moves, it is not
+// copied.
 struct ProxyRequest {
+  ProxyRequest() = default;
+  ProxyRequest(ProxyRequest&&) = default;
+  ProxyRequest& operator=(ProxyRequest&&) = default;
+  ProxyRequest(const ProxyRequest&) = delete;
+  ProxyRequest& operator=(const ProxyRequest&) = delete;
+
   std::string format;  // "anthropic", "openai-chat" or "openai-responses"
   std::string body;    // as the client sent it
   // Where the messages' value lies in `body` (Responses: `input`).
@@ -30,10 +38,11 @@ struct ProxyRequest {
   std::size_t messages_length = 0;
   // The conversation's messages, each as its JSON text (a Responses `input` given as a string
   // is one user message item).
-  std::vector<std::string> messages;
+  std::vector<std::string_view> messages;
+  std::string input_message;  // Responses: the user message an `input` string stands for
   // Chat and Responses: the leading system and developer messages (items), which stay in the
   // request as they are (the request's own instructions), before the conversation.
-  std::vector<std::string> leading;
+  std::vector<std::string_view> leading;
   std::size_t instructions_chars = 0;  // the system prompt's size (code points of its JSON)
   std::size_t tool_catalog_chars = 0;  // the tools' size (code points of their JSON)
   bool stream = false;
@@ -51,6 +60,9 @@ recap::Result<ProxyRequest> ParseProxyRequest(const std::string& format, std::st
 // write it); for Responses, `previous_response_id` removed (the upstream gets the whole
 // prepared input).
 std::string UpstreamBody(const ProxyRequest& request, std::string_view messages_array);
+// The same from the prepared array's pieces (EncodeTranscriptParts: the elements are the pieces
+// joined by ','), with one copy of each.
+std::string UpstreamBody(const ProxyRequest& request, const std::vector<std::string_view>& parts);
 
 // Prompt-caching breakpoints (`cache_control`, on a message or on its content blocks) belong to
 // the request that carries them: a client moves them to its newest messages every turn. The
@@ -66,7 +78,10 @@ std::string WithoutBreakpoints(std::string_view message_json);
 // breakpoint on a message older than that, or on one a compaction retired, is dropped (the
 // API takes at most four, and a client puts them on its newest messages).
 inline constexpr std::size_t kMaxBreakpointSearch = 64;
-std::string PlaceBreakpoints(const ProxyRequest& request, std::string_view prepared_array);
+// Whether any of the request's messages holds a breakpoint.
+bool HasBreakpoints(const ProxyRequest& request);
+// Changes `prepared_array` in place, only when the request has breakpoints to place.
+void PlaceBreakpoints(const ProxyRequest& request, std::string* prepared_array);
 
 }  // namespace recap_cli
 

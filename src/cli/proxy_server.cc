@@ -159,28 +159,35 @@ recap::Result<recap::Conversation> Decode(const std::string& format, const std::
   return recap::openai_responses::DecodeMessages(json, options);
 }
 
-recap::Result<std::string> Encode(const std::string& format, const recap::Transcript& t) {
-  if (format == "anthropic") return recap::anthropic::EncodeTranscript(t, 0);
-  if (format == "openai-chat") return recap::openai_chat::EncodeTranscript(t, 0);
-  return recap::openai_responses::EncodeTranscript(t, 0);
+// The transcript's messages in `format`, as views of each message's kept encoding (valid while
+// the transcript holds them): no copy until the upstream body is written.
+recap::Status EncodeParts(const std::string& format, const recap::Transcript& t,
+                          std::vector<std::string_view>* parts) {
+  if (format == "anthropic") return recap::anthropic::EncodeTranscriptParts(t, 0, parts);
+  if (format == "openai-chat") return recap::openai_chat::EncodeTranscriptParts(t, 0, parts);
+  return recap::openai_responses::EncodeTranscriptParts(t, 0, parts);
 }
 
 // The messages [begin, end) as one array; `bare`: without their prompt-caching breakpoints,
 // which belong to the request, not the session.
-std::string JoinArray(const std::vector<std::string>& texts, std::size_t begin, std::size_t end,
-                      bool bare = false) {
+std::string JoinArray(const std::vector<std::string_view>& texts, std::size_t begin,
+                      std::size_t end, bool bare = false) {
   std::string out = "[";
   for (std::size_t i = begin; i < end; ++i) {
     if (i > begin) out += ',';
-    out += bare ? WithoutBreakpoints(texts[i]) : texts[i];
+    if (bare) {
+      out += WithoutBreakpoints(texts[i]);
+    } else {
+      out.append(texts[i]);
+    }
   }
   out += ']';
   return out;
 }
 
 // Whether a message (an item of Responses' input) is the model's: what a reply is made of.
-bool IsReplyItem(const std::string& format, const std::string& text) {
-  const JsonValue j = JsonValue::parse(text, nullptr, false);
+bool IsReplyItem(const std::string& format, std::string_view text) {
+  const JsonValue j = JsonValue::parse(text.begin(), text.end(), nullptr, false);
   if (!j.is_object()) return false;
   if (j.contains("role")) return j["role"].is_string() && j["role"] == "assistant";
   if (format != "openai-responses") return false;
@@ -191,7 +198,7 @@ bool IsReplyItem(const std::string& format, const std::string& text) {
 
 // How many of `messages`, from `at`, are the client's copy of one reply: one message, or for
 // Responses the run of the model's items.
-std::size_t ReplySpan(const std::string& format, const std::vector<std::string>& messages,
+std::size_t ReplySpan(const std::string& format, const std::vector<std::string_view>& messages,
                       std::size_t at) {
   std::size_t end = at;
   while (end < messages.size() && IsReplyItem(format, messages[end])) {
@@ -727,7 +734,10 @@ void ProxyServer::Impl::Model(const httplib::Request& req, httplib::Response& re
           "client's base URL");
     return;
   }
-  recap::Result<ProxyRequest> parsed = ParseProxyRequest(format, req.body);
+  // The body is the proxy's from here on (the connection's request object is not read again
+  // for it): moved, not copied, into the request the proxy keeps views of.
+  recap::Result<ProxyRequest> parsed =
+      ParseProxyRequest(format, std::move(const_cast<std::string&>(req.body)));
   if (!parsed.ok()) {
     Error(res, format, 400, parsed.status().message());
     return;
@@ -748,9 +758,9 @@ void ProxyServer::Impl::Model(const httplib::Request& req, httplib::Response& re
   if (request.previous_response_id) {
     // The request's items, chained from the response they follow: the same request sent again
     // (a retry) has the same links, and adds nothing twice.
-    std::vector<std::string_view> views(request.messages.begin(), request.messages.end());
-    recap::Result<std::vector<recap_proxy::Link>> chain = recap_proxy::ChainOf(
-        salt, credential + "\n" + *request.previous_response_id, format, views, &digests);
+    recap::Result<std::vector<recap_proxy::Link>> chain =
+        recap_proxy::ChainOf(salt, credential + "\n" + *request.previous_response_id, format,
+                             request.messages, &digests);
     if (!chain.ok()) {
       Error(res, format, 400, chain.status().message());
       return;
@@ -772,9 +782,8 @@ void ProxyServer::Impl::Model(const httplib::Request& req, httplib::Response& re
     }
     why = "previous_response_id";
   } else {
-    std::vector<std::string_view> views(request.messages.begin(), request.messages.end());
     recap::Result<std::vector<recap_proxy::Link>> chain =
-        recap_proxy::ChainOf(salt, credential, format, views, &digests);
+        recap_proxy::ChainOf(salt, credential, format, request.messages, &digests);
     if (!chain.ok()) {
       Error(res, format, 400, chain.status().message());
       return;
@@ -919,12 +928,27 @@ void ProxyServer::Impl::Model(const httplib::Request& req, httplib::Response& re
     Log("session " + session + ": not sent: " + prepared.status().message());
     return;
   }
-  recap::Result<std::string> array = ps::Encode(format, prepared->messages);
-  if (!array.ok()) {
+  std::vector<std::string_view> parts;
+  const recap::Status encoded = ps::EncodeParts(format, prepared->messages, &parts);
+  if (!encoded.ok()) {
     Error(res, format, 500,
-          "recap proxy could not write the prepared request: " + array.status().message());
+          "recap proxy could not write the prepared request: " + encoded.message());
     return;
   }
+  std::string upstream_body;
+  if (HasBreakpoints(request)) {
+    std::string array = "[";
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+      if (i > 0) array += ',';
+      array.append(parts[i]);
+    }
+    array += ']';
+    PlaceBreakpoints(request, &array);
+    upstream_body = UpstreamBody(request, array);
+  } else {
+    upstream_body = UpstreamBody(request, parts);
+  }
+  parts.clear();
   const std::size_t sent = prepared->messages.size();
   const std::size_t before_tokens = prepared->before_tokens;
   const std::size_t after_tokens = prepared->after_tokens;
@@ -937,8 +961,7 @@ void ProxyServer::Impl::Model(const httplib::Request& req, httplib::Response& re
   }
   held.unlock();
 
-  std::shared_ptr<Exchange> ex =
-      NewExchange(req, target, UpstreamBody(request, PlaceBreakpoints(request, *array)), format);
+  std::shared_ptr<Exchange> ex = NewExchange(req, target, std::move(upstream_body), format);
   ex->Start();
   const recap_proxy::Link latest = links.empty() ? recap_proxy::Link{} : links.back();
   const std::string rid_of_request = chained ? ps::Hex(latest) : ps::RandomHex(16);

@@ -2,11 +2,14 @@
 // (src/cli/proxy_request.h): the conversation is read out, the system prompt and tools are
 // counted, and the upstream body is the client's byte for byte but for the messages' value
 // (and a Responses previous_response_id, the upstream getting the whole input).
+#include <optional>
 #include <string>
+#include <vector>
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "json_skim.h"
 #include "proxy_request.h"
 
 namespace {
@@ -20,7 +23,7 @@ ProxyRequest Parsed(const std::string& format, const std::string& body) {
   recap::Result<ProxyRequest> r = ParseProxyRequest(format, body);
   INFO(r.status().ToString());
   REQUIRE(r.ok());
-  return *r;
+  return std::move(*r);
 }
 
 }  // namespace
@@ -152,7 +155,9 @@ TEST_CASE("R19.5 breakpoints are the request's: kept out of the session and put 
   const std::string prepared =
       R"([{"role":"user","content":"checkpoint"}, {"content":"kept","role":"assistant"},)"
       R"( {"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}])";
-  const Json sent = Json::parse(recap_cli::PlaceBreakpoints(r, prepared));
+  std::string placed = prepared;
+  recap_cli::PlaceBreakpoints(r, &placed);
+  const Json sent = Json::parse(placed);
   REQUIRE(sent.size() == 3);
   CHECK(!sent[0].contains("cache_control"));
   CHECK(sent[0].dump().find("cache_control") == std::string::npos);
@@ -162,5 +167,28 @@ TEST_CASE("R19.5 breakpoints are the request's: kept out of the session and put 
         Json::parse(R"({"type":"ephemeral","ttl":"1h"})"));
   // Nothing to place: the prepared text as it was, byte for byte.
   const ProxyRequest plain = Parsed("anthropic", R"({"messages":[{"role":"user","content":"a"}]})");
-  CHECK(recap_cli::PlaceBreakpoints(plain, prepared) == prepared);
+  std::string unchanged = prepared;
+  recap_cli::PlaceBreakpoints(plain, &unchanged);
+  CHECK(unchanged == prepared);
+}
+
+TEST_CASE("R19.2 the skim follows strings with escaped quotes and runs of backslashes", "[proxy]") {
+  // Each element a string or object whose text holds quotes and backslashes in every order.
+  const std::string array =
+      R"(["plain", "a\"b", "c\\", "d\\\"e", "\\\\", {"k\"":"v\\","w":["]","\"]"]}, "end"])";
+  const std::optional<std::vector<std::string_view>> elements = recap_cli::ArrayElements(array);
+  REQUIRE(elements);
+  const Json parsed = Json::parse(array);
+  REQUIRE(elements->size() == parsed.size());
+  for (std::size_t i = 0; i < parsed.size(); ++i) {
+    CHECK(Json::parse((*elements)[i]) == parsed[i]);
+  }
+  // An unterminated string, or one whose last quote is escaped, is not followed.
+  CHECK(!recap_cli::ArrayElements(R"(["abc)"));
+  CHECK(!recap_cli::ArrayElements(R"(["abc\"])"));
+  const auto members = recap_cli::ObjectMembers(R"({"a\"b": "x\\", "c": [1, "\""]})");
+  REQUIRE(members);
+  REQUIRE(members->size() == 2);
+  CHECK((*members)[0].first == "a\"b");
+  CHECK((*members)[1].second == R"([1, "\""])");
 }
