@@ -15,6 +15,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "recap/events.h"
+
 #include "cli.h"
 
 #if defined(RECAP_CLI_HAVE_PROXY)
@@ -49,7 +51,9 @@ const char* const kHelp =
     "  --summarizer-model M      the model that writes checkpoints (default: the model of\n"
     "                            the request that needed one), asked at the upstream with\n"
     "                            the client's key\n"
-    "  --ca-path PATH            CA bundle file or folder to verify the upstream's TLS with\n";
+    "  --ca-path PATH            CA bundle file or folder to verify the upstream's TLS with\n"
+    "  --events FILE             append every compaction event (docs/events.md) to FILE,\n"
+    "                            one JSON line each\n";
 
 bool Loopback(const std::string& host) {
   return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
@@ -133,7 +137,7 @@ int RunProxy(const std::vector<std::string>& words) {
   namespace pc = proxy_command;
   std::vector<OptionSpec> specs = {
       {"upstream", true}, {"listen", true},           {"allow-remote", false}, {"token-env", true},
-      {"db", true},       {"summarizer-model", true}, {"ca-path", true}};
+      {"db", true},       {"summarizer-model", true}, {"ca-path", true},       {"events", true}};
   for (const OptionSpec& s : ConfigOptions()) specs.push_back(s);
   Args args;
   args.command = "proxy";
@@ -203,6 +207,15 @@ int RunProxy(const std::vector<std::string>& words) {
   options.config = *config;
   if (!pc::NamesBackground(source)) options.config.compaction.background.enabled = true;
 
+  if (args.Has("events")) {
+    recap::Result<std::shared_ptr<recap::EventSink>> sink =
+        recap::NewJsonlFileSink(args.Get("events"));
+    if (!sink.ok()) {
+      return UsageError(args,
+                        "--events " + Shown(args.Get("events")) + ": " + sink.status().message());
+    }
+    options.sinks.push_back(*sink);
+  }
   const std::string db = args.Get("db", kDefaultDb);
   if (!CheckDb(db, &error)) return UsageError(args, error);
   recap::Result<std::shared_ptr<recap::SessionStore>> store = OpenStore(db, Access::kCreate);

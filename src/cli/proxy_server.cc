@@ -347,6 +347,24 @@ std::pair<int, std::string> TransportFailure(const http::TransportResult& r,
   }
 }
 
+// The Compactor's events worth a line of the log: compactions, undoes and failures.
+class LogSink : public recap::EventSink {
+ public:
+  explicit LogSink(std::function<void(const std::string&)> log) : log_(std::move(log)) {}
+  void OnEvent(const recap::Event& event) override {
+    if (!log_) return;
+    const std::string& t = event.type;
+    if (t.find("compaction") == std::string::npos && t.find("failed") == std::string::npos &&
+        t.find("reduction") == std::string::npos && t.find("window") == std::string::npos) {
+      return;
+    }
+    log_("session " + event.session + ": " + t + " " + event.json);
+  }
+
+ private:
+  std::function<void(const std::string&)> log_;
+};
+
 }  // namespace proxy_server
 
 using proxy_server::Exchange;
@@ -515,8 +533,10 @@ struct ProxyServer::Impl {
     }
     recap::Result<std::shared_ptr<recap::Provider>> provider = recap::NewHttpProvider(po);
     if (!provider.ok()) return provider.status();
+    std::vector<std::shared_ptr<recap::EventSink>> sinks = options.sinks;
+    sinks.push_back(std::make_shared<proxy_server::LogSink>(options.log));
     recap::Result<std::unique_ptr<recap::Compactor>> made =
-        recap::Compactor::Create(options.config, *provider, options.store);
+        recap::Compactor::Create(options.config, *provider, options.store, {}, sinks);
     if (!made.ok()) return made.status();
     std::shared_ptr<recap::Compactor> compactor(std::move(*made));
     std::lock_guard<std::mutex> lock(mu);

@@ -33,8 +33,10 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "recap/config.h"
+#include "recap/events.h"
 #include "recap/session_store.h"
 #include "recap/status.h"
 
@@ -57,6 +59,8 @@ struct ProxyOptions {
   std::string summarizer_model;
   // One line per request and per event worth a person's attention; never a credential.
   std::function<void(const std::string&)> log;
+  // Where every Compactor's events go besides the log (e.g. --events FILE).
+  std::vector<std::shared_ptr<recap::EventSink>> sinks;
   int threads = 128;  // connections served at once
 };
 

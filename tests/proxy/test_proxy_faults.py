@@ -178,7 +178,8 @@ def test_R19_4_two_proxies_on_one_sqlite_file_serve_one_conversation_alternately
 def test_R19_5_a_long_conversation_is_compacted_upstream_and_kept_whole(tmp):
     up = Standin(tmp)
     config = {"limits": {"maxContextChars": 6000}, "compaction": {"keepTurns": 1}}
-    proxy = Proxy(tmp, up.url, config=config)
+    events = os.path.join(tmp, "events.jsonl")
+    proxy = Proxy(tmp, up.url, config=config, args=["--events", events])
     try:
         messages = [{"role": "system", "content": "You are a careful assistant."},
                     {"role": "user", "content": "start " + "x" * 400}]
@@ -201,6 +202,13 @@ def test_R19_5_a_long_conversation_is_compacted_upstream_and_kept_whole(tmp):
         asked = [texts([m]) for m in everything if m["role"] == "user" and not m.get("summary")]
         for i in range(29):
             assert any(t.startswith(f"step {i} ") for t in asked), i
+        # The compactions were reported, as events and in the log, without the key.
+        with open(events) as f:
+            kinds = [json.loads(line)["type"] for line in f]
+        assert "compaction_completed" in kinds, kinds
+        assert "compaction_completed" in proxy.log()
+        with open(events) as f:
+            assert KEY_A not in f.read() and KEY_A not in proxy.log()
         # Between two compactions what is sent grows at its end only: the checkpoint and the
         # kept turns are a stable prefix, which a provider's prompt cache reads again.
         bodies = [e["body"]["messages"] for e in up.entries("model")]
