@@ -187,8 +187,7 @@ Match ChainIndex::Find(
   return m;
 }
 
-void ChainIndex::Record(const std::string& session, const std::vector<Link>& links) {
-  if (links.empty()) return;
+void ChainIndex::Unlatest(const std::string& session) {
   const auto old = latest_.find(session);
   if (old != latest_.end()) {
     const auto range = by_latest_.equal_range(old->second.link);
@@ -199,6 +198,11 @@ void ChainIndex::Record(const std::string& session, const std::vector<Link>& lin
       }
     }
   }
+}
+
+void ChainIndex::Record(const std::string& session, const std::vector<Link>& links) {
+  if (links.empty()) return;
+  Unlatest(session);
   for (const Link& link : links) passed_.emplace(link, session);
   by_latest_.emplace(links.back(), session);
   latest_[session] = Latest_{links.back(), links.size(), std::nullopt};
@@ -211,16 +215,7 @@ void ChainIndex::Answered(const std::string& session, Fingerprint reply) {
 
 void ChainIndex::Restore(const std::string& session, const Link& latest, std::size_t count,
                          std::optional<Fingerprint> reply) {
-  const auto old = latest_.find(session);
-  if (old != latest_.end()) {
-    const auto range = by_latest_.equal_range(old->second.link);
-    for (auto it = range.first; it != range.second; ++it) {
-      if (it->second == session) {
-        by_latest_.erase(it);
-        break;
-      }
-    }
-  }
+  Unlatest(session);
   passed_.emplace(latest, session);
   by_latest_.emplace(latest, session);
   latest_[session] = Latest_{latest, count, std::move(reply)};

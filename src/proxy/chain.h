@@ -164,7 +164,9 @@ class ChainIndex {
   std::size_t size() const { return latest_.size(); }
 
  private:
-  using Latest_ = Latest;                       // `reply` is set once answered
+  using Latest_ = Latest;  // `reply` is set once answered
+  // Removes `session` from by_latest_ (its latest request is about to change).
+  void Unlatest(const std::string& session);
   std::multimap<Link, std::string> by_latest_;  // latest link -> the sessions at it
   std::map<std::string, Latest_> latest_;       // session -> its latest request
   std::map<Link, std::string> passed_;          // every recorded link -> a session

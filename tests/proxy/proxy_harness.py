@@ -228,6 +228,19 @@ def texts(messages):
     return "\n".join(out)
 
 
+def alternate(proxies, messages, turns):
+    """Sends `turns` turns of a chat conversation, each through the next of `proxies` in turn,
+    the whole history every time as a client does; `messages` grows with each reply and the
+    next user message ("turn N")."""
+    first = sum(1 for m in messages if m["role"] == "user")
+    for i in range(turns):
+        proxy = proxies[i % len(proxies)]
+        status, _, reply = post(proxy.url, "/v1/chat/completions", chat(messages))
+        assert status == 200, reply
+        messages += [reply["choices"][0]["message"],
+                     {"role": "user", "content": f"turn {first + i}"}]
+
+
 def chat(messages, **extra):
     body = {"model": "m", "messages": messages}
     body.update(extra)

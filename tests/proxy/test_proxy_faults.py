@@ -12,8 +12,8 @@ import time
 
 import pytest
 
-from proxy_harness import (KEY_A, RECAP, Proxy, Standin, chat, history, post, post_stream,
-                           sessions, texts, tmp)  # noqa: F401
+from proxy_harness import (KEY_A, RECAP, Proxy, Standin, alternate, chat, history, post,
+                           post_stream, sessions, texts, tmp)  # noqa: F401
 
 
 def free_port():
@@ -160,11 +160,7 @@ def test_R19_4_two_proxies_on_one_sqlite_file_serve_one_conversation_alternately
     p2 = Proxy(tmp, up.url, db=db, name="p2")
     try:
         messages = [{"role": "user", "content": "turn 0"}]
-        for i in range(6):
-            proxy = (p1, p2)[i % 2]
-            status, _, reply = post(proxy.url, "/v1/chat/completions", chat(messages))
-            assert status == 200, reply
-            messages += [reply["choices"][0]["message"], {"role": "user", "content": f"turn {i + 1}"}]
+        alternate([p1, p2], messages, 6)
         held = sessions(db)
         assert len(held) == 1, list(held)
         (sid, active), = held.items()

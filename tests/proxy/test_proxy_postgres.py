@@ -11,7 +11,8 @@ import tempfile
 
 import pytest
 
-from proxy_harness import Proxy, Standin, chat, post, sessions, texts, tmp  # noqa: F401
+from proxy_harness import (Proxy, Standin, alternate, chat, post, sessions, texts,  # noqa: F401
+                           tmp)
 
 
 def bindir():
@@ -63,11 +64,7 @@ def test_R19_3_two_proxies_on_one_postgresql_database_serve_one_conversation_alt
     p2 = Proxy(tmp, up.url, db=pg, name="p2")
     try:
         messages = [{"role": "user", "content": "turn 0"}]
-        for i in range(6):
-            proxy = (p1, p2)[i % 2]
-            status, _, reply = post(proxy.url, "/v1/chat/completions", chat(messages))
-            assert status == 200, reply
-            messages += [reply["choices"][0]["message"], {"role": "user", "content": f"turn {i + 1}"}]
+        alternate([p1, p2], messages, 6)
         p1.stop()
         p2.stop()
         # A third, started afterwards, goes on with it too.
