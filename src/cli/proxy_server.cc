@@ -280,6 +280,10 @@ struct Exchange {
   recap::CancellationSource cancel;
   std::atomic<bool> client_gone{false};
   std::thread thread;
+  // A streamed answer's status line and headers, as they were when the stream began.
+  std::vector<std::pair<std::string, std::string>> stream_headers;
+  std::string stream_content_type;
+  long stream_status = 200;
 
   ~Exchange() {
     client_gone = true;
@@ -295,6 +299,12 @@ struct Exchange {
         return true;
       });
     }
+    request.on_stream_start = [this](const http::TransportResult& so_far) {
+      std::lock_guard<std::mutex> lock(mu);
+      stream_headers = so_far.headers;
+      stream_content_type = so_far.content_type;
+      stream_status = so_far.status;
+    };
     thread = std::thread([this] {
       http::TransportResult r =
           http::Perform(request, cancel.Token(), [this](std::string_view chunk) {
@@ -322,6 +332,25 @@ struct Exchange {
     cv.wait(lock, [&] { return streaming || finished; });
   }
 };
+
+// Whether a response header of the upstream's is the connection's own (or set by the server
+// library from the body), not passed on.
+bool OwnResponseHeader(const std::string& lower) {
+  static const char* const kOwn[] = {
+      "connection", "keep-alive", "transfer-encoding", "content-length",     "content-type",
+      "te",         "trailer",    "upgrade",           "proxy-authenticate", "proxy-connection"};
+  for (const char* o : kOwn) {
+    if (lower == o) return true;
+  }
+  return false;
+}
+
+void PassHeaders(const std::vector<std::pair<std::string, std::string>>& headers,
+                 httplib::Response* res) {
+  for (const auto& [name, value] : headers) {
+    if (!OwnResponseHeader(Lower(name))) res->set_header(name.c_str(), value);
+  }
+}
 
 // recap's own words for a transport failure, and the status it answers with.
 std::pair<int, std::string> TransportFailure(const http::TransportResult& r,
@@ -611,6 +640,7 @@ struct ProxyServer::Impl {
         return;
       }
       res.status = static_cast<int>(r.status);
+      proxy_server::PassHeaders(r.headers, &res);
       res.set_content(r.body, r.content_type.empty() ? "application/json" : r.content_type);
       if (r.status >= 200 && r.status < 300 && ex->assembler) {
         (void)ex->assembler->Body(r.body);
@@ -619,10 +649,16 @@ struct ProxyServer::Impl {
       }
       return;
     }
-    res.status = 200;
-    res.set_header("Cache-Control", "no-cache");
+    std::string content_type = "text/event-stream";
+    {
+      std::lock_guard<std::mutex> lock(ex->mu);
+      res.status = static_cast<int>(ex->stream_status);
+      proxy_server::PassHeaders(ex->stream_headers, &res);
+      if (!ex->stream_content_type.empty()) content_type = ex->stream_content_type;
+    }
+    if (!res.has_header("Cache-Control")) res.set_header("Cache-Control", "no-cache");
     res.set_chunked_content_provider(
-        "text/event-stream",
+        content_type,
         [ex, done](std::size_t, httplib::DataSink& sink) {
           std::unique_lock<std::mutex> lock(ex->mu);
           ex->cv.wait(lock, [&] { return !ex->chunks.empty() || ex->finished; });

@@ -59,6 +59,8 @@ class Attachment {
 
 struct Exchange {
   const BodySink* sink = nullptr;
+  const std::function<void(const TransportResult&)>* on_stream_start = nullptr;
+  bool stream_started = false;
   const CancellationToken* cancel = nullptr;
   TransportResult* out = nullptr;
   bool sink_stopped = false;
@@ -107,6 +109,7 @@ size_t OnHeader(char* data, size_t size, size_t count, void* user) {
   if (line.size() >= 5 && line.substr(0, 5) == "HTTP/") {
     // A new response (a 100 Continue comes before the real one): start over.
     ex->out->content_type.clear();
+    ex->out->headers.clear();
     ex->out->retry_after.reset();
     const auto space = line.find(' ');
     if (space != std::string_view::npos)
@@ -117,6 +120,7 @@ size_t OnHeader(char* data, size_t size, size_t count, void* user) {
   if (colon == std::string_view::npos) return n;
   const std::string_view name = Trim(line.substr(0, colon));
   const std::string_view value = Trim(line.substr(colon + 1));
+  ex->out->headers.emplace_back(name, value);
   if (EqualsNoCase(name, "content-type")) {
     ex->out->content_type = std::string(value);
   } else if (EqualsNoCase(name, "retry-after-ms")) {
@@ -148,6 +152,10 @@ size_t OnBody(char* data, size_t size, size_t count, void* user) {
     if (ex->out->body_bytes > kMaxBodyBytes) {  // a stream that does not end
       ex->too_large = true;
       return 0;
+    }
+    if (!ex->stream_started) {
+      ex->stream_started = true;
+      if (ex->on_stream_start != nullptr && *ex->on_stream_start) (*ex->on_stream_start)(*ex->out);
     }
     if (!(*ex->sink)(std::string_view(data, n))) {
       ex->sink_stopped = true;
@@ -216,6 +224,7 @@ TransportResult Perform(const HttpRequest& request, const CancellationToken& can
   TransportResult result;
   Exchange ex;
   ex.sink = &sink;
+  ex.on_stream_start = &request.on_stream_start;
   ex.cancel = &cancel;
   ex.out = &result;
   char errbuf[CURL_ERROR_SIZE] = {0};

@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "recap/cancellation.h"
@@ -22,6 +23,8 @@ namespace recap {
 inline namespace v0 {
 namespace internal {
 namespace http {
+
+struct TransportResult;
 
 struct HttpRequest {
   std::string method = "POST";  // "GET" or "POST"
@@ -34,6 +37,10 @@ struct HttpRequest {
   std::string ca_file;    // CURLOPT_CAINFO
   std::string ca_dir;     // CURLOPT_CAPATH
   bool no_proxy = false;  // never use a proxy, whatever the environment says
+  // Called once, on the calling thread, right before the first piece of a 2xx event stream goes
+  // to the sink: the response's status and headers are whole by then (`recap proxy` passes
+  // them on before the stream).
+  std::function<void(const TransportResult&)> on_stream_start;
 };
 
 // Limits on what a server may send (SPEC R13.1): a 2xx body or a stream, the part of an
@@ -62,6 +69,8 @@ struct TransportResult {
   std::string detail;  // libcurl's description of the failure (no headers, no body)
   long status = 0;     // HTTP status of the final response, 0 if none arrived
   std::string content_type;
+  // Every header of the final response as received (name, value), within kMaxHeaderBytes.
+  std::vector<std::pair<std::string, std::string>> headers;
   std::optional<std::chrono::milliseconds> retry_after;  // Retry-After / retry-after-ms
   std::string body;                                      // the body, unless a sink consumed it
   std::size_t body_bytes = 0;  // bytes received, including what a sink consumed

@@ -406,6 +406,8 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.send_header("request-id", f"req_standin_{next(IDS)}")
+        if status in (429, 503, 529):
+            self.send_header("retry-after", "7")
         self.end_headers()
         if self.command == "HEAD":
             return

@@ -35,12 +35,23 @@ def test_R19_4_upstream_errors_reach_the_client_as_the_upstream_sent_them(tmp, p
         body["input" if fmt == "openai-responses" else "messages"] = [
             {"role": "user", "content": "hi"}]
         for status in (400, 429, 503):
-            got, _, err = post(proxy.url, path, body,
-                               headers={"x-standin-fault": f"status:{status}"})
+            got, headers, err = post(proxy.url, path, body,
+                                     headers={"x-standin-fault": f"status:{status}"})
             assert got == status
             direct, _, expected = post(up.url, path, body,
                                        headers={"x-standin-fault": f"status:{status}"})
             assert err == expected
+            # With its headers: the client's backoff reads them.
+            lower = {k.lower(): v for k, v in headers.items()}
+            assert lower["request-id"].startswith("req_standin_")
+            if status != 400:
+                assert lower["retry-after"] == "7"
+        # A streamed answer's headers come before its events.
+        body["stream"] = True
+        status, headers, _ = post(proxy.url, path, body)
+        lower = {k.lower(): v for k, v in headers.items()}
+        assert status == 200 and lower["request-id"].startswith("req_standin_")
+        assert lower["content-type"].startswith("text/event-stream")
     finally:
         proxy.stop()
         up.stop()
