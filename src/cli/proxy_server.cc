@@ -885,7 +885,17 @@ void ProxyServer::Impl::Model(const httplib::Request& req, httplib::Response& re
     recap_proxy::Match match;
     if (!find(&match)) return;
     if (!explicit_session.empty() && match.session != explicit_session) {
+      (void)RefreshUnknown();
       std::lock_guard<std::mutex> lock(mu);
+      const auto seen = seen_version.find(explicit_session);
+      if (!index.Knows(explicit_session) && seen != seen_version.end() && seen->second > 0) {
+        Error(res, format, 409,
+              "session '" + Shown(explicit_session) +
+                  "' (X-Recap-Session) was not written by recap proxy, so the proxy cannot tell "
+                  "which of the request's messages it holds already; name a new session, or "
+                  "leave X-Recap-Session out");
+        return;
+      }
       if (index.Knows(explicit_session)) {
         Error(res, format, 409,
               "the request does not continue session '" + Shown(explicit_session) +

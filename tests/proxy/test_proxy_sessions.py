@@ -2,10 +2,11 @@
 R19.3). A stand-in model (standin.py) and the proxy run on 127.0.0.1; requests are sent over HTTP
 as a client sends them, resending the whole conversation each turn."""
 import json
+import os
 
 import pytest
 
-from proxy_harness import (KEY_A, KEY_B, Proxy, Standin, chat, history, post, post_stream,
+from proxy_harness import (KEY_A, KEY_B, Proxy, Standin, chat, history, post, post_stream, recap,
                            sessions, texts, tmp)  # noqa: F401
 
 
@@ -263,6 +264,28 @@ def test_R19_3_a_retried_previous_response_id_request_adds_nothing_twice(tmp):
         assert asked == ["first", "second"], asked
         sent = json.dumps(up.entries("model")[-1]["body"]["input"])
         assert sent.count('"second"') == 1
+    finally:
+        proxy.stop()
+        up.stop()
+
+
+def test_R19_3_an_explicit_session_the_proxy_did_not_write_is_refused_not_doubled(tmp):
+    up = Standin(tmp)
+    proxy = Proxy(tmp, up.url)
+    try:
+        turn_file = os.path.join(tmp, "turn.json")
+        with open(turn_file, "w") as f:
+            json.dump([{"role": "user", "content": "imported"}], f)
+        recap("append", "--session", "imported-task", "--format", "openai-chat", turn_file,
+              "--db", proxy.db)
+        status, _, err = post(proxy.url, "/v1/chat/completions",
+                              chat([{"role": "user", "content": "imported"},
+                                    {"role": "user", "content": "and more"}]),
+                              headers={"x-recap-session": "imported-task"})
+        assert status == 409, err
+        assert "not written by recap proxy" in err["error"]["message"]
+        assert len(sessions(proxy.db)["imported-task"]) == 1  # nothing added
+        assert up.entries("model") == []
     finally:
         proxy.stop()
         up.stop()
