@@ -247,6 +247,7 @@ int RunPrepare(const std::vector<std::string>& words);
 int RunRecall(const std::vector<std::string>& words);
 int RunUncompact(const std::vector<std::string>& words);
 int RunProxy(const std::vector<std::string>& words);
+int RunReport(const std::vector<std::string>& words);
 
 // Decodes a transcript file's text the way `recap import --format FORMAT [--run RUN]` does,
 // without touching a database (the importers' fuzz target uses it). `run` empty: no --run.

@@ -43,6 +43,7 @@ const char* const kUsage =
     "  uncompact  undo a session's newest compaction, clearing or reduction\n"
     "  recall     get back what was compacted, cleared or clipped, by words, id or turn\n"
     "  sessions   list, show, history, recover\n"
+    "  report     a session's timeline as one HTML page: sizes, compactions, checkpoints\n"
     "  proxy      serve agents that cannot link recap: point their base URL here\n"
     "  version    print recap's version\n"
     "\n"
@@ -81,9 +82,10 @@ int Main(int argc, char** argv) {
   if (command == "recall") return recap_cli::RunRecall(words);
   if (command == "sessions") return recap_cli::RunSessions(words);
   if (command == "proxy") return recap_cli::RunProxy(words);
+  if (command == "report") return recap_cli::RunReport(words);
   std::cerr << "recap: unknown command '" << command
             << "'. The commands are import, append, prepare, export, stats, plan, compact, "
-               "uncompact, recall, sessions, proxy and version; run `recap --help`.\n";
+               "uncompact, recall, sessions, report, proxy and version; run `recap --help`.\n";
   return recap_cli::kExitUsage;
 }
 

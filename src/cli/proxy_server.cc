@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <random>
@@ -30,6 +31,7 @@
 #include "curl_transport.h"
 #include "proxy_request.h"
 #include "reply.h"
+#include "report.h"
 #include "sse_parser.h"
 
 namespace recap_cli {
@@ -394,6 +396,46 @@ class LogSink : public recap::EventSink {
   std::function<void(const std::string&)> log_;
 };
 
+// Each session's newest events, for its /recap/ page.
+class EventRing : public recap::EventSink {
+ public:
+  static constexpr std::size_t kPerSession = 1000;
+  void OnEvent(const recap::Event& event) override {
+    JsonValue j = JsonValue::parse(event.json, nullptr, false);
+    if (!j.is_object()) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    std::deque<JsonValue>& q = events_[event.session];
+    q.push_back(std::move(j));
+    if (q.size() > kPerSession) q.pop_front();
+  }
+  std::vector<JsonValue> Of(const std::string& session) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    const auto it = events_.find(session);
+    if (it == events_.end()) return {};
+    return std::vector<JsonValue>(it->second.begin(), it->second.end());
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::string, std::deque<JsonValue>> events_;
+};
+
+// "%XX" for every byte a query value may not hold as it is.
+std::string UrlEncode(const std::string& text) {
+  static const char* digits = "0123456789ABCDEF";
+  std::string out;
+  for (const unsigned char c : text) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += digits[c >> 4];
+      out += digits[c & 15];
+    }
+  }
+  return out;
+}
+
 }  // namespace proxy_server
 
 using proxy_server::Exchange;
@@ -413,6 +455,8 @@ struct ProxyServer::Impl {
   std::map<std::string, std::string> response_session;  // Responses id -> session
   std::map<std::string, std::shared_ptr<std::mutex>> session_locks;
   std::map<std::string, std::shared_ptr<recap::Compactor>> compactors;
+  std::map<std::string, std::chrono::steady_clock::time_point> last_used;  // session -> request
+  std::shared_ptr<proxy_server::EventRing> ring = std::make_shared<proxy_server::EventRing>();
 
   void Log(const std::string& line) const {
     if (options.log) options.log(line);
@@ -564,6 +608,7 @@ struct ProxyServer::Impl {
     if (!provider.ok()) return provider.status();
     std::vector<std::shared_ptr<recap::EventSink>> sinks = options.sinks;
     sinks.push_back(std::make_shared<proxy_server::LogSink>(options.log));
+    sinks.push_back(ring);
     recap::Result<std::unique_ptr<recap::Compactor>> made =
         recap::Compactor::Create(options.config, *provider, options.store, {}, sinks);
     if (!made.ok()) return made.status();
@@ -715,6 +760,87 @@ struct ProxyServer::Impl {
   void Model(const httplib::Request& req, httplib::Response& res, std::string target,
              const std::string& format);
 
+  // The read-only pages at /recap/: the sessions, newest first, each with its report (docs/
+  // report.md), reloading themselves every few seconds while the session runs.
+  void Pages(const httplib::Request& req, httplib::Response& res, const std::string& path) {
+    std::string target = req.target;
+    if (!Authorized(req, &target)) {
+      res.status = 401;
+      res.set_content("recap proxy needs its token: open /t/TOKEN/recap/", "text/plain");
+      return;
+    }
+    if (req.method != "GET") {
+      res.status = 405;
+      res.set_content("the /recap/ pages are read-only", "text/plain");
+      return;
+    }
+    const std::string base = target.substr(0, target.find("/recap")) + "/recap/";
+    if (path == "/recap/session") {
+      const std::string session = req.get_param_value("id");
+      recap::Result<recap::SessionState> state = options.store->Load(session);
+      if (session.empty() || session.rfind("recap-cli.", 0) == 0 || !state.ok() ||
+          state->version == 0) {
+        res.status = 404;
+        res.set_content("no session '" + Shown(session) + "' here; the list is at " + base,
+                        "text/plain");
+        return;
+      }
+      recap::Result<std::string> page =
+          ReportPage(*options.store, session, options.config, ring->Of(session), 5);
+      if (!page.ok()) {
+        res.status = 503;
+        res.set_content("the report could not be made: " + page.status().message(), "text/plain");
+        return;
+      }
+      res.set_content(*page, "text/html; charset=utf-8");
+      return;
+    }
+    if (path != "/recap" && path != "/recap/") {
+      res.status = 404;
+      res.set_content("no such page; the sessions are at " + base, "text/plain");
+      return;
+    }
+    recap::Result<std::vector<std::string>> listed = options.store->ListSessions();
+    if (!listed.ok()) {
+      res.status = 503;
+      res.set_content("the sessions could not be read: " + listed.status().message(), "text/plain");
+      return;
+    }
+    std::vector<std::pair<std::int64_t, std::string>> order;  // (µs since its last request, id)
+    const auto now = std::chrono::steady_clock::now();
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      for (const std::string& id : *listed) {
+        if (id.rfind("recap-cli.", 0) == 0) continue;
+        const auto it = last_used.find(id);
+        const std::int64_t ago =
+            it == last_used.end()
+                ? std::numeric_limits<std::int64_t>::max()
+                : std::chrono::duration_cast<std::chrono::microseconds>(now - it->second).count();
+        order.emplace_back(ago, id);
+      }
+    }
+    std::sort(order.begin(), order.end());
+    std::string html =
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" "
+        "content=\"width=device-width, initial-scale=1\"><meta http-equiv=\"refresh\" "
+        "content=\"5\"><title>recap proxy: sessions</title><style>body{font:15px/1.45 "
+        "system-ui,sans-serif;max-width:900px;margin:auto;padding:1rem}li{margin:.3rem 0;"
+        "overflow-wrap:anywhere}</style></head><body><h1>recap proxy: sessions</h1>"
+        "<p>Newest first. Each opens its report; the pages reload every 5 seconds.</p>"
+        "<ol id=\"sessions\">\n";
+    for (const auto& [ago, id] : order) {
+      html += "<li class=\"session\"><a href=\"" + base +
+              "session?id=" + proxy_server::UrlEncode(id) + "\">" + HtmlEscape(id) + "</a>";
+      if (ago != std::numeric_limits<std::int64_t>::max()) {
+        html += " <small>last request " + std::to_string(ago / 1000000) + " s ago</small>";
+      }
+      html += "</li>\n";
+    }
+    html += "</ol></body></html>\n";
+    res.set_content(html, "text/html; charset=utf-8");
+  }
+
   recap::Status Bind() {
     server.new_task_queue = [n = options.threads] {
       return new httplib::ThreadPool(static_cast<std::size_t>(n));
@@ -740,6 +866,10 @@ struct ProxyServer::Impl {
       if (!options.token.empty()) {
         const std::string prefix = "/t/" + options.token;
         if (path.rfind(prefix + "/", 0) == 0) path = path.substr(prefix.size());
+      }
+      if (path == "/recap" || path.rfind("/recap/", 0) == 0) {
+        Pages(req, res, path);
+        return;
       }
       const std::string format = proxy_server::FormatOfPath(path);
       if (req.method == "POST" && !format.empty()) {
@@ -931,6 +1061,10 @@ void ProxyServer::Impl::Model(const httplib::Request& req, httplib::Response& re
   if (!held.owns_lock()) {
     session_lock = SessionLock(session);
     held = std::unique_lock<std::mutex>(*session_lock);
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    last_used[session] = std::chrono::steady_clock::now();
   }
 
   if (!chained && !links.empty()) {

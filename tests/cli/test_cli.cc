@@ -434,7 +434,8 @@ TEST_CASE("every subcommand has --help", "[cli]") {
                                              {"uncompact", "--help"},
                                              {"recall", "--help"},
                                              {"sessions", "--help"},
-                                             {"proxy", "--help"}}) {
+                                             {"proxy", "--help"},
+                                             {"report", "--help"}}) {
     const Ran r = Run(dir, args);
     CHECK(r.exit == 0);
     CHECK(r.out.find("usage: recap") != std::string::npos);
@@ -455,7 +456,8 @@ TEST_CASE("docs/cli.md holds every --help text verbatim", "[cli]") {
                                              {"uncompact", "--help"},
                                              {"recall", "--help"},
                                              {"sessions", "--help"},
-                                             {"proxy", "--help"}}) {
+                                             {"proxy", "--help"},
+                                             {"report", "--help"}}) {
     const Ran r = Run(dir, args);
     REQUIRE(r.exit == 0);
     // The doc is written from a build with the http component; without it, compact's
