@@ -20,6 +20,8 @@ RECAP_DEBIAN_PACKAGES=(
   python3 python3-pytest
   # `recap proxy`'s HTTP server (src/cli/proxy_server.cc; docs/proxy.md says why this one).
   libcpp-httplib-dev
+  # `recap report`'s browser test (tests/report/run_browser.sh): Debian's chromium, headless.
+  chromium
 )
 
 # recap_missing_packages PKG...: prints the packages that are not installed, one a line.

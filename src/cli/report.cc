@@ -79,16 +79,16 @@ std::string Html(const std::string& text) {
   return out;
 }
 
-// Shown() escapes line breaks; a message's text keeps them (in a <pre>).
+// Shown() escapes line breaks and tabs; a message's text keeps them (in a <pre>).
 std::string HtmlText(const std::string& text) {
   std::string out;
   std::size_t start = 0;
   while (start <= text.size()) {
-    const std::size_t nl = text.find('\n', start);
-    out += Html(text.substr(start, nl == std::string::npos ? std::string::npos : nl - start));
-    if (nl == std::string::npos) break;
-    out += '\n';
-    start = nl + 1;
+    const std::size_t brk = text.find_first_of("\n\t", start);
+    out += Html(text.substr(start, brk == std::string::npos ? std::string::npos : brk - start));
+    if (brk == std::string::npos) break;
+    out += text[brk];
+    start = brk + 1;
   }
   return out;
 }
@@ -277,7 +277,10 @@ recap::Result<std::string> ReportPage(recap::SessionStore& store, const std::str
        ".mark path{stroke:#fff;stroke-width:1}.mark.compaction path{fill:#2e7d32}"
        ".mark.reduction path{fill:#ef8f00}.mark.undo path{fill:#6a1b9a}"
        ".mark.provider path{fill:#00838f}"
-       ".legend span{margin-right:1rem;white-space:nowrap}"
+       ".legend span{margin-right:.8rem}.chart-wrap{overflow-x:auto}"
+       ".checkpoint-sections li,.checkpoint-sections p{overflow-wrap:anywhere}"
+       "pre.ledger{white-space:pre-wrap;overflow-wrap:anywhere;font:13px/1.4 ui-monospace,"
+       "monospace}"
        "ol{padding-left:1.5rem}li.msg{margin:.4rem 0;background:#fff;border:1px solid #e3e3e8;"
        "border-radius:6px;padding:.35rem .6rem;overflow-wrap:anywhere}"
        "li.msg pre,li.event pre{white-space:pre-wrap;margin:.2rem 0;font:13px/1.4 ui-monospace,"
@@ -291,7 +294,7 @@ recap::Result<std::string> ReportPage(recap::SessionStore& store, const std::str
        ".kind-filter{position:absolute;opacity:0;pointer-events:none}"
        ".filters label{margin-right:.8rem;white-space:nowrap;cursor:pointer;border:1px solid #ccc;"
        "border-radius:4px;padding:0 .4rem;display:inline-block;margin-bottom:.3rem}"
-       "@media (max-width:600px){body{padding:.5rem;font-size:14px}}\n";
+       "@media (max-width:600px){body{padding:.5rem;font-size:14px}svg#chart{min-width:640px}}\n";
   // The events' filter: one rule per kind.
   std::set<std::string> kinds;
   for (const nlohmann::json& ev : events) kinds.insert(ev.value("type", std::string("?")));
@@ -321,11 +324,24 @@ recap::Result<std::string> ReportPage(recap::SessionStore& store, const std::str
     << "</div></div>\n";
 
   // The chart.
-  const double width = 960, height = 360, left = 64, right = 16, top = 16, bottom = 40;
+  const double width = 960, height = 380, left = 84, right = 20, top = 28, bottom = 40;
   std::size_t max_tokens = 1;
   for (const rp::Point& p : points) max_tokens = std::max(max_tokens, p.tokens);
   for (const auto& [kind, tokens] : limits) max_tokens = std::max(max_tokens, tokens);
-  max_tokens = max_tokens + max_tokens / 10;
+  // Up to a round number (1, 2 or 5 × 10^k), in four ticks.
+  {
+    std::size_t step = 1;
+    while (step * 4 < max_tokens + max_tokens / 20) {
+      if (step * 2 * 4 >= max_tokens + max_tokens / 20) {
+        step *= 2;
+      } else if (step * 5 * 4 >= max_tokens + max_tokens / 20) {
+        step *= 5;
+      } else {
+        step *= 10;
+      }
+    }
+    max_tokens = step * 4;
+  }
   const std::uint64_t max_turn =
       points.empty() ? 1 : std::max<std::uint64_t>(1, points.back().turn);
   const auto x = [&](std::uint64_t turn) {
@@ -337,18 +353,18 @@ recap::Result<std::string> ReportPage(recap::SessionStore& store, const std::str
                      (1.0 - static_cast<double>(tokens) / static_cast<double>(max_tokens));
   };
   char buf[256];
-  h << "<h2>Request size per turn</h2>\n<svg id=\"chart\" viewBox=\"0 0 " << width << " " << height
-    << "\" role=\"img\" aria-label=\"estimated tokens sent per turn\">\n";
+  h << "<h2>Request size per turn</h2>\n<div class=\"chart-wrap\"><svg id=\"chart\" viewBox=\"0 0 "
+    << width << " " << height << "\" role=\"img\" aria-label=\"estimated tokens sent per turn\">\n";
   h << "<line x1=\"" << left << "\" y1=\"" << height - bottom << "\" x2=\"" << width - right
     << "\" y2=\"" << height - bottom << "\" stroke=\"#999\"/>\n";
   for (int i = 0; i <= 4; ++i) {
     const std::size_t v = max_tokens * static_cast<std::size_t>(i) / 4;
-    std::snprintf(buf, sizeof buf, "<text x=\"4\" y=\"%.1f\" font-size=\"11\">%s</text>\n",
+    std::snprintf(buf, sizeof buf, "<text x=\"4\" y=\"%.1f\" font-size=\"13\">%s</text>\n",
                   y(v) + 4, rp::Num(v).c_str());
     h << buf;
   }
-  std::snprintf(buf, sizeof buf, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\">turn</text>\n",
-                width - right - 30, height - 8);
+  std::snprintf(buf, sizeof buf, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"13\">turn %llu</text>\n",
+                width - right - 70, height - 8, static_cast<unsigned long long>(max_turn));
   h << buf;
   for (const auto& [kind, tokens] : limits) {
     std::snprintf(buf, sizeof buf,
@@ -358,8 +374,17 @@ recap::Result<std::string> ReportPage(recap::SessionStore& store, const std::str
     h << buf << rp::Html(kind) << ": ~" << rp::Num(tokens) << " tokens</title></line>\n";
   }
   if (!points.empty()) {
+    // The line goes up to what a turn held before its compactions, then down to what it
+    // sent: a compaction is a drop.
+    std::map<std::uint64_t, std::size_t> peak;
+    for (const rp::Mark& m : marks) peak[m.turn] = std::max(peak[m.turn], m.before_tokens);
     h << "<polyline class=\"line\" points=\"";
     for (const rp::Point& p : points) {
+      const auto it = peak.find(p.turn);
+      if (it != peak.end() && it->second > p.tokens) {
+        std::snprintf(buf, sizeof buf, "%.1f,%.1f ", x(p.turn), y(it->second));
+        h << buf;
+      }
       std::snprintf(buf, sizeof buf, "%.1f,%.1f ", x(p.turn), y(p.tokens));
       h << buf;
     }
@@ -375,12 +400,14 @@ recap::Result<std::string> ReportPage(recap::SessionStore& store, const std::str
     h << buf;
   }
   for (const rp::Mark& m : marks) {
-    const double mx = x(m.turn), my = height - bottom;
+    // A triangle above the chart, pointing down a dotted line to the turn: it covers no point.
+    const double mx = x(m.turn);
     std::snprintf(buf, sizeof buf,
                   "<g class=\"mark %s\" data-kind=\"%s\" data-turn=\"%llu\" data-commit=\"%s\">"
-                  "<path d=\"M%.1f %.1f l-6 10 h12 z\"/><title>",
+                  "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#bbb\" "
+                  "stroke-dasharray=\"2 3\"/><path d=\"M%.1f %.1f l-7 -12 h14 z\"/><title>",
                   m.kind.c_str(), m.kind.c_str(), static_cast<unsigned long long>(m.turn),
-                  m.commit.c_str(), mx, my - 10);
+                  m.commit.c_str(), mx, top, mx, height - bottom, mx, top);
     h << buf << rp::Html(m.kind) << " at turn " << m.turn;
     if (m.kind != "provider") {
       h << ": ~" << rp::Num(m.before_tokens) << " → ~" << rp::Num(m.after_tokens) << " tokens, "
@@ -389,12 +416,22 @@ recap::Result<std::string> ReportPage(recap::SessionStore& store, const std::str
     if (!m.detail.empty()) h << "\n" << rp::Html(m.detail);
     h << "</title></g>\n";
   }
-  h << "</svg>\n<p class=\"legend\"><span>● estimated tokens sent</span>"
-       "<span style=\"color:#ef8f00\">- - trigger</span><span style=\"color:#c62828\">- - hard "
-       "limit</span><span style=\"color:#6a1b9a\">- - window</span><span style=\"color:#2e7d32\">"
-       "▲ compaction</span><span style=\"color:#ef8f00\">▲ reduction</span>"
-       "<span style=\"color:#6a1b9a\">▲ undone</span><span style=\"color:#00838f\">▲ provider "
-       "checkpoint</span></p>\n";
+  h << "</svg></div>\n<p class=\"legend\"><span>● estimated tokens sent</span> ";
+  std::set<std::string> drawn;
+  for (const auto& [kind, tokens] : limits) drawn.insert(kind);
+  for (const rp::Mark& m : marks) drawn.insert(m.kind);
+  const std::pair<const char*, const char*> legend[] = {
+      {"trigger", "<span style=\"color:#ef8f00\">- - trigger</span> "},
+      {"hard-limit", "<span style=\"color:#c62828\">- - hard limit</span> "},
+      {"window", "<span style=\"color:#6a1b9a\">- - window</span> "},
+      {"compaction", "<span style=\"color:#2e7d32\">▼ compaction</span> "},
+      {"reduction", "<span style=\"color:#ef8f00\">▼ reduction (clearing or clip)</span> "},
+      {"undo", "<span style=\"color:#6a1b9a\">▼ compaction undone</span> "},
+      {"provider", "<span style=\"color:#00838f\">▼ provider checkpoint</span> "}};
+  for (const auto& [kind, html] : legend) {
+    if (drawn.count(kind) != 0) h << html;
+  }
+  h << "</p>\n";
 
   // The conversation as sent now, checkpoints folding what they replaced.
   std::map<std::string, std::size_t> active_index_by_id;
