@@ -45,7 +45,8 @@ while [[ $# -gt 0 ]]; do
   shift
 done
 
-recap_ensure_packages "${RECAP_DEBIAN_PACKAGES[@]}"
+# Only what the demo builds needs (scripts/test.sh installs the rest).
+recap_ensure_packages "${RECAP_DEMO_PACKAGES[@]}"
 
 DATA="$ROOT/tests/data"
 CLAUDE="$DATA/Users-dain-workspace-claude-code-log-sample__37f83ec9-f2ea-42a9-925e-0d5c105cb6e8.jsonl"
@@ -53,12 +54,42 @@ TAU="$DATA/tau-bench_gpt-4o-airline.json"
 
 generator=()
 [[ -f build-demo/CMakeCache.txt ]] || generator=(-G Ninja)
-echo "building the recap command (build-demo/, Release) ..."
-cmake -S . -B build-demo "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DRECAP_BUILD_TESTS=OFF \
-  -DRECAP_BUILD_EXAMPLES=ON -DRECAP_BUILD_CLI=ON -DRECAP_BUILD_SQLITE=ON >/dev/null
+echo "building the recap command (build-demo/, Release; a few minutes the first time) ..."
+mkdir -p build-demo
+build_log="build-demo/build.log"
+if ! cmake -S . -B build-demo "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
+    -DRECAP_BUILD_TESTS=OFF -DRECAP_BUILD_EXAMPLES=ON -DRECAP_BUILD_CLI=ON \
+    -DRECAP_BUILD_SQLITE=ON -DRECAP_BUILD_HTTP=OFF -DRECAP_BUILD_POSTGRES=OFF \
+    -DRECAP_BUILD_C=OFF -DRECAP_BUILD_PYTHON=OFF >"$build_log" 2>&1; then
+  cat "$build_log" >&2
+  echo "scripts/demo.sh: configuring the build failed (above; also in $build_log)" >&2
+  exit 1
+fi
 targets=(--target recap_cli)
 [[ $replay -eq 1 ]] && targets+=(--target recap_demo)
-cmake --build build-demo -j "$(recap_jobs)" "${targets[@]}" >/dev/null
+# Progress as the build goes: Ninja's "[done/total]" on one line on a terminal, every tenth
+# step otherwise; the whole output goes to the log, and is shown if the build fails.
+set +e
+cmake --build build-demo -j "$(recap_jobs)" "${targets[@]}" 2>&1 | tee -a "$build_log" |
+  while IFS= read -r line; do
+    if [[ "$line" =~ ^\[([0-9]+)/([0-9]+)\] ]]; then
+      done_steps=${BASH_REMATCH[1]}
+      total=${BASH_REMATCH[2]}
+      if [[ -t 1 ]]; then
+        printf '\r  compiling: %s of %s steps' "$done_steps" "$total"
+      elif ((done_steps % 10 == 0 || done_steps == total)); then
+        printf '  compiling: %s of %s steps\n' "$done_steps" "$total"
+      fi
+    fi
+  done
+status=${PIPESTATUS[0]}
+set -e
+[[ -t 1 ]] && printf '\n'
+if [[ $status -ne 0 ]]; then
+  tail -n 40 "$build_log" >&2
+  echo "scripts/demo.sh: the build failed (the end of its output is above; all of it in $build_log)" >&2
+  exit 1
+fi
 RECAP="$ROOT/build-demo/src/cli/recap"
 
 if [[ -n "$keep" ]]; then

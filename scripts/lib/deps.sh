@@ -24,6 +24,15 @@ RECAP_DEBIAN_PACKAGES=(
   chromium
 )
 
+# What scripts/demo.sh needs and nothing more: the compiler, CMake and Ninja, and the libraries
+# of the core, the SQLite store and the command (it builds without the HTTP, PostgreSQL, C and
+# Python components, the tests and the proxy).
+RECAP_DEMO_PACKAGES=(
+  build-essential cmake ninja-build pkg-config
+  nlohmann-json3-dev libspdlog-dev libfmt-dev
+  libsqlitecpp-dev libsqlite3-dev
+)
+
 # recap_missing_packages PKG...: prints the packages that are not installed, one a line.
 recap_missing_packages() {
   local pkg status
