@@ -127,7 +127,8 @@ gen_tsan=(); [[ -f build-tsan/CMakeCache.txt ]] || gen_tsan=(-G Ninja)
 # The benchmarks are built too: the quick budgets run them (the `bench.*_smoke` entries, tiny
 # runs of every benchmark, stay scripts/bench.sh's).
 if step configure cmake -S . -B build "${gen_build[@]}" -DCMAKE_BUILD_TYPE=Release \
-    -DCMAKE_CXX_FLAGS_RELEASE="-O3 -DNDEBUG" -DRECAP_BUILD_BENCH=ON; then
+    -DCMAKE_CXX_FLAGS_RELEASE="-O3 -DNDEBUG" -DRECAP_BUILD_BENCH=ON \
+    -DRECAP_BUILD_TESTS=ON -DRECAP_BUILD_EXAMPLES=ON; then
   if step build cmake --build build -j "$jobs"; then
     step ctest run_ctest build --output-on-failure -j2 -LE '^(bench|budgets)$' || true
     # Timings, so alone: after the other tests, before the sanitizer builds.
@@ -147,7 +148,8 @@ if [[ $sanitize -eq 1 ]]; then
   # The examples run in build/ (each is a ctest entry there); what they call, the sanitized
   # tests call too, so the sanitizer build leaves them out (a minute of a fresh build).
   if step asan-configure cmake -S . -B build-asan "${gen_asan[@]}" -DCMAKE_BUILD_TYPE=Debug \
-      -DCMAKE_CXX_FLAGS_DEBUG="-Og -g1" -DRECAP_SANITIZE=ON -DRECAP_BUILD_EXAMPLES=OFF; then
+      -DCMAKE_CXX_FLAGS_DEBUG="-Og -g1" -DRECAP_SANITIZE=ON -DRECAP_BUILD_TESTS=ON \
+      -DRECAP_BUILD_EXAMPLES=OFF; then
     if step asan-build cmake --build build-asan -j "$jobs"; then
       ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
       UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
@@ -158,7 +160,8 @@ if [[ $sanitize -eq 1 ]]; then
   # that may be abandoned, the stores are shared between threads, and `recap proxy` serves
   # connections on a pool of threads, each with an upstream exchange on a thread of its own.
   if step tsan-configure cmake -S . -B build-tsan "${gen_tsan[@]}" -DCMAKE_BUILD_TYPE=Debug \
-      -DCMAKE_CXX_FLAGS_DEBUG="-Og -g1" -DRECAP_SANITIZE_THREAD=ON -DRECAP_BUILD_EXAMPLES=OFF; then
+      -DCMAKE_CXX_FLAGS_DEBUG="-Og -g1" -DRECAP_SANITIZE_THREAD=ON -DRECAP_BUILD_TESTS=ON \
+      -DRECAP_BUILD_EXAMPLES=OFF; then
     if step tsan-build cmake --build build-tsan -j "$jobs" --target store_tests plugins_tests compactor_tests background_tests fault_tests capi_tests codecs_tests proxy_tests recap_cli; then
       TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
         step tsan-ctest run_ctest build-tsan --output-on-failure -j2 -L 'store|plugins|compactor|fault|proxy' || true

@@ -22,6 +22,13 @@ RECAP_DEBIAN_PACKAGES=(
   libcpp-httplib-dev
   # `recap report`'s browser test (tests/report/run_browser.sh): Debian's chromium, headless.
   chromium
+  # The Python wheel (python/pyproject.toml): built with Debian's pip, setuptools and wheel,
+  # and installed by its test into a fresh virtual environment.
+  python3-pip python3-setuptools python3-wheel python3-venv
+  # The packages (cmake/RecapPackaging.cmake): their test checks them with lintian.
+  lintian
+  # The API reference (scripts/apidoc.sh), built and checked for warnings by the suite.
+  doxygen
 )
 
 # What scripts/demo.sh needs and nothing more: the compiler, CMake and Ninja, and the libraries
