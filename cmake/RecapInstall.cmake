@@ -5,9 +5,9 @@
 #
 #   include/recap/*.h                                core headers
 #   include/recap/<component>/*.h                    a component's headers (sqlite, http, …)
-#   lib/librecap_core.a | .so.0                      one library per component
+#   lib/librecap_core.a | .so.0.1                    one library per component
 #   lib/cmake/recap/recapConfig.cmake                loads core, then the requested components
-#   lib/cmake/recap/recapConfigVersion.cmake         SameMajorVersion
+#   lib/cmake/recap/recapConfigVersion.cmake         SameMinorVersion in 0.x, then SameMajorVersion
 #   lib/cmake/recap/recap-<c>-targets.cmake          imported targets recap::<c>
 #   lib/cmake/recap/recap-<c>-dependencies.cmake     find_dependency() calls component <c> needs
 #
@@ -135,10 +135,18 @@ configure_package_config_file(
   "${PROJECT_BINARY_DIR}/cmake/recapConfig.cmake"
   INSTALL_DESTINATION "${RECAP_INSTALL_CMAKEDIR}"
   NO_SET_AND_CHECK_MACRO)
+# docs/compatibility.md: in 0.x a minor release may break the API, so find_package(recap 0.1)
+# accepts 0.1.x only; from 1.0 on, any 1.y.
+if(PROJECT_VERSION_MAJOR EQUAL 0)
+  set(_recap_compatibility SameMinorVersion)
+else()
+  set(_recap_compatibility SameMajorVersion)
+endif()
 write_basic_package_version_file(
   "${PROJECT_BINARY_DIR}/cmake/recapConfigVersion.cmake"
   VERSION ${PROJECT_VERSION}
-  COMPATIBILITY SameMajorVersion)
+  COMPATIBILITY ${_recap_compatibility})
+unset(_recap_compatibility)
 install(FILES
   "${PROJECT_BINARY_DIR}/cmake/recapConfig.cmake"
   "${PROJECT_BINARY_DIR}/cmake/recapConfigVersion.cmake"

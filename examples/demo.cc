@@ -10,17 +10,22 @@
 //     OpenAI chat-completions `messages` array (--run picks the run, default 0);
 //   * a plain OpenAI chat-completions `messages` array.
 //
-// It prints the transcript's size, where a compaction would cut with keepTurns 2, and what the
-// tail reducer does at a limit that forces it to clip (a quarter of the transcript, at least
-// 4,000 characters). Then it replays the session the way a host runs it — every message
-// appended to a SQLite session file, Compactor::Prepare before every model request, the
-// offline summarizer writing checkpoints — and shows the sizes before and after, the
-// checkpoint and the events. recap itself never reads transcript files: the loading below is
-// the host's part, done here with nlohmann/json; recap only sees messages through its codecs.
+// It prints the transcript's size, then recap's main job: it replays the session the way a host
+// runs it — every message appended to a SQLite session file, Compactor::Prepare before every
+// model request, automatic compaction by the offline summarizer where the request reaches the
+// trigger — and shows each request's size without recap and as sent, what recap did before it,
+// the checkpoint and the events. Then the parts at work, on the whole transcript: where a
+// compaction would cut with keepTurns 2, and what the tail reducer does at a limit that forces
+// it to clip (a quarter of the transcript, at least 4,000 characters). recap itself never reads
+// transcript files: the loading below is the host's part, done here with nlohmann/json; recap
+// only sees messages through its codecs.
 //
-//   --db PATH          the session file (default: a new temporary file, removed afterwards)
-//   --max-chars N      limits.maxContextChars for the replay (default: the instructions
-//                      and half the transcript, at least 4,000)
+//   --db PATH                the session file (default: a new temporary file, removed after)
+//   --max-chars N            limits.maxContextChars for the replay (default: the
+//                            instructions, the tools and half the transcript, at least 4,000)
+//   --instructions-chars N   a system prompt of N characters sent with every request (added
+//                            to the transcript's own leading system message, if any)
+//   --tools-chars N          tool definitions of N characters sent with every request
 //
 // Exit status: 0 on success, 1 when the file cannot be loaded, 2 when a result breaks one of
 // recap's guarantees (so the examples test catches it).
@@ -236,13 +241,48 @@ class CollectingSink : public recap::EventSink {
 struct ReplayOptions {
   std::string db_path;  // empty: a temporary file
   std::size_t max_chars = 0;
+  // What the host sends with every request besides the messages: its system prompt and its
+  // tools' definitions (a Claude Code transcript records neither).
+  std::size_t instructions_chars = 0;
+  std::size_t tools_chars = 0;
 };
+
+// One model request of the replay, as the table shows it.
+struct RequestRow {
+  std::size_t request = 0;   // 1-based
+  std::size_t messages = 0;  // messages in the conversation so far
+  std::size_t without = 0;   // the request without recap: instructions, tools, every message
+  std::size_t sent = 0;      // the request recap prepared: instructions, tools, its messages
+  std::string what;          // what recap did before this request, if anything
+};
+
+// The replay's table: every request when there are few, else the first and last three, every
+// step-th, and each one where recap did something.
+void PrintRequests(const std::vector<RequestRow>& rows) {
+  const std::size_t step = rows.size() <= 40 ? 1 : (rows.size() + 29) / 30;
+  std::printf("  %7s %9s %14s %14s  %s\n", "request", "messages", "without recap", "sent",
+              "what recap did before the request");
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const RequestRow& r = rows[i];
+    const bool show =
+        step == 1 || i < 3 || i + 3 >= rows.size() || i % step == 0 || !r.what.empty();
+    if (!show) continue;
+    std::printf("  %7zu %9s %14s %14s  %s\n", r.request, Num(r.messages).c_str(),
+                Num(r.without).c_str(), Num(r.sent).c_str(), r.what.c_str());
+  }
+  if (step != 1) {
+    std::printf("  (the first and last three, every %zuth, and each where recap did something)\n",
+                step);
+  }
+}
 
 int Replay(const recap::Transcript& t, std::size_t instruction_chars,
            const ReplayOptions& options) {
-  const std::size_t max_chars =
-      options.max_chars != 0 ? options.max_chars
-                             : std::max<std::size_t>(4000, instruction_chars + t.chars() / 2);
+  instruction_chars += options.instructions_chars;
+  const std::size_t fixed_chars = instruction_chars + options.tools_chars;
+  const std::size_t max_chars = options.max_chars != 0
+                                    ? options.max_chars
+                                    : std::max<std::size_t>(4000, fixed_chars + t.chars() / 2);
   std::string db_path = options.db_path;
   std::string temp_dir;
   if (db_path.empty()) {
@@ -287,6 +327,8 @@ int Replay(const recap::Transcript& t, std::size_t instruction_chars,
 
   recap::RequestSizes sizes;
   sizes.instructions_chars = instruction_chars;
+  sizes.tool_catalog_chars = options.tools_chars;
+  std::vector<RequestRow> rows;
   std::size_t requests = 0, budget_errors = 0, largest_sent = 0, clipped = 0;
   std::map<std::string, std::size_t> compactions;
   std::string first_budget_error;
@@ -301,6 +343,11 @@ int Replay(const recap::Transcript& t, std::size_t instruction_chars,
     const bool request = i + 1 == t.size() || t[i + 1].role == recap::Role::kAssistant;
     if (!request) continue;
     ++requests;
+    RequestRow row;
+    row.request = requests;
+    row.messages = i + 1;
+    row.without = fixed_chars + t.chars(0, i + 1);
+    const std::size_t events_seen = sink->events().size();
     recap::Result<recap::Prepared> prepared = compactor.Prepare(run_session, sizes);
     if (!prepared.ok()) {
       if (prepared.status().code() != recap::StatusCode::kContextBudgetExceeded) {
@@ -308,9 +355,38 @@ int Replay(const recap::Transcript& t, std::size_t instruction_chars,
         return 1;
       }
       if (budget_errors++ == 0) first_budget_error = prepared.status().message();
+      row.what = "not sent: " + prepared.status().message();
+      rows.push_back(std::move(row));
       continue;
     }
-    Expect(prepared->after_chars <= max_chars, "what Prepare returns fits the limit");
+    row.sent = fixed_chars + prepared->messages.chars();
+    Expect(row.sent <= max_chars, "the request recap prepared fits maxContextChars");
+    if (!prepared->compactions.empty()) {
+      row.what =
+          std::string("compacted (") + recap::CompactionReasonName(prepared->compactions.front()) +
+          "): " + Plural(prepared->summarized_messages, "message", "messages") + " summarized";
+      // The event says the same in its own figures: the full request before and after.
+      const std::vector<recap::Event> events = sink->events();
+      for (std::size_t e = events_seen; e < events.size(); ++e) {
+        if (events[e].type != "compaction_completed") continue;
+        const ordered_json event = ordered_json::parse(events[e].json);
+        const std::size_t before = event["before"]["chars"].get<std::size_t>();
+        const std::size_t after = event["after"]["chars"].get<std::size_t>();
+        row.what += "; the event: " + Num(before) + " -> " + Num(after);
+        if (prepared->reduced_messages == 0 && prepared->compactions.size() == 1) {
+          Expect(after == row.sent, "the event's after.chars is the request sent");
+        }
+      }
+    }
+    if (prepared->reduced_messages != 0) {
+      row.what += std::string(row.what.empty() ? "" : "; ") + "clipped " +
+                  Plural(prepared->reduced_messages, "message", "messages");
+    }
+    if (prepared->cleared_tool_result_messages != 0) {
+      row.what += std::string(row.what.empty() ? "" : "; ") + "cleared old tool results in " +
+                  Plural(prepared->cleared_tool_result_messages, "message", "messages");
+    }
+    rows.push_back(std::move(row));
     const recap::PairingReport pairing = recap::AnalyzePairing(prepared->messages);
     // A call without its result in what is sent can only be one the transcript itself lacks.
     Expect(pairing.uncertain.size() <= recap::AnalyzePairing(t.Slice(0, i + 1)).uncertain.size(),
@@ -319,7 +395,7 @@ int Replay(const recap::Transcript& t, std::size_t instruction_chars,
       ++compactions[recap::CompactionReasonName(reason)];
     }
     clipped += prepared->reduced_messages;
-    largest_sent = std::max(largest_sent, prepared->after_chars);
+    largest_sent = std::max(largest_sent, fixed_chars + prepared->messages.chars());
     last = std::move(prepared).value();
   }
 
@@ -331,16 +407,30 @@ int Replay(const recap::Transcript& t, std::size_t instruction_chars,
   }
   std::printf("\nThe session replayed as a host runs it\n");
   std::printf("  %s, offline summarizer (no network)\n", store_name.c_str());
+  std::printf(
+      "  Every message is appended as it happens; before each model request, Prepare. The\n"
+      "  request's size in characters, without recap (the whole conversation) and as sent:\n\n");
+  PrintRequests(rows);
+  std::printf(
+      "\n  Sizes count the whole request as the model receives it: the instructions sent with\n"
+      "  every request (%s chars: system prompt %s, tool definitions %s) plus the messages.\n"
+      "  The events below count the same way: a compaction's after.chars is the request sent,\n"
+      "  its before.chars the request recap would have sent without it (with the checkpoints\n"
+      "  of earlier compactions, so below 'without recap' after the first). A stored session\n"
+      "  knows nothing of a host's instructions, so `recap compact`, `recap plan` and\n"
+      "  `recap stats` count the messages alone: their figures are smaller by those %s.\n\n",
+      Num(fixed_chars).c_str(), Num(instruction_chars).c_str(), Num(options.tools_chars).c_str(),
+      Num(fixed_chars).c_str());
   Row("maxContextChars", Num(max_chars), "keepTurns 2, threshold 0.85");
   Row("model requests", Num(requests), "a Prepare call before each");
   Row("compactions", Num(total_compactions), by_reason.empty() ? "" : "(" + by_reason + ")");
   Row("messages clipped", Num(clipped), "by the tail reducer, over the whole replay");
   Row("budget errors", Num(budget_errors),
       budget_errors == 0 ? "" : "requests that could not be brought within the limit");
-  Row("largest request", Num(largest_sent), "chars sent (instructions + messages)");
-  Row("before", Num(instruction_chars + t.chars()),
+  Row("largest request", Num(largest_sent), "chars sent (instructions, tools and messages)");
+  Row("before", Num(fixed_chars + t.chars()),
       "chars: the whole conversation, " + Plural(t.size(), "message", "messages"));
-  Row("after", Num(last.after_chars),
+  Row("after", Num(fixed_chars + last.messages.chars()),
       "chars: what the last request sent, " + Plural(last.messages.size(), "message", "messages"));
   if (!first_budget_error.empty())
     std::printf("  first budget error: %s\n", first_budget_error.c_str());
@@ -373,9 +463,10 @@ int Replay(const recap::Transcript& t, std::size_t instruction_chars,
   for (const recap::Event& e : events) ++by_type[e.type];
   std::printf("\nEvents (%s)\n", Plural(events.size(), "event", "events").c_str());
   for (const auto& [type, n] : by_type) Row(type.c_str(), Num(n));
-  std::printf("  the last ones, as JSON lines:\n");
-  for (std::size_t i = events.size() > 4 ? events.size() - 4 : 0; i < events.size(); ++i) {
-    std::string line = events[i].json;
+  std::printf("  each compaction_completed, as a JSON line (cut at 300 characters):\n");
+  for (const recap::Event& e : events) {
+    if (e.type != "compaction_completed") continue;
+    std::string line = e.json;
     if (line.size() > 300) line = line.substr(0, 297) + "...";
     std::printf("  %s\n", line.c_str());
   }
@@ -404,8 +495,15 @@ int Run(int argc, char** argv) {
       replay.db_path = argv[++i];
     } else if (arg == "--max-chars" && i + 1 < argc) {
       replay.max_chars = static_cast<std::size_t>(std::strtoul(argv[++i], nullptr, 10));
+    } else if (arg == "--instructions-chars" && i + 1 < argc) {
+      replay.instructions_chars = static_cast<std::size_t>(std::strtoul(argv[++i], nullptr, 10));
+    } else if (arg == "--tools-chars" && i + 1 < argc) {
+      replay.tools_chars = static_cast<std::size_t>(std::strtoul(argv[++i], nullptr, 10));
     } else if (arg == "-h" || arg == "--help") {
-      std::printf("usage: %s [FILE] [--run N] [--db PATH] [--max-chars N]\n", argv[0]);
+      std::printf(
+          "usage: %s [FILE] [--run N] [--db PATH] [--max-chars N] [--instructions-chars N] "
+          "[--tools-chars N]\n",
+          argv[0]);
       return 0;
     } else {
       path = arg;
@@ -426,7 +524,7 @@ int Run(int argc, char** argv) {
                                         : 0;
   const recap::Transcript t(std::move(loaded->conversation.messages));
 
-  std::printf("recap %s: what recap makes of a real transcript\n\n", recap::LibraryVersion());
+  std::printf("recap %s: what recap makes of a real transcript\n\n", recap::Version());
   std::printf("  file    %s\n", path.c_str());
   std::printf("  format  %s%s%s\n\n", loaded->format.c_str(),
               loaded->source_note.empty() ? "" : "; ", loaded->source_note.c_str());
@@ -455,11 +553,14 @@ int Run(int argc, char** argv) {
             recap::RoleName(t[largest].role) + ")");
   }
 
-  // Where a compaction would cut.
+  // recap's main job first: the session as a host runs it.
+  if (const int rc = Replay(t, instruction_chars, replay); rc != 0) return rc;
+
+  // Then the parts at work in it, on the whole transcript: where a compaction would cut.
   recap::CutOptions cut_options;
   cut_options.keep_turns = 2;
   const recap::CutDecision cut = recap::FindCut(t, cut_options);
-  std::printf("\nWhere a compaction would cut (keepTurns 2)\n");
+  std::printf("\nWhere a compaction of the whole transcript would cut (keepTurns 2)\n");
   if (cut.ok()) {
     const std::vector<std::uint8_t> safe = recap::FindSafeBoundaries(t);
     Expect(cut.position < t.size(), "the cut keeps the last message");
@@ -504,7 +605,6 @@ int Run(int argc, char** argv) {
   Row("fits", reduced.fits ? "yes" : "no",
       reduced.fits ? "" : "even the smallest caps leave too much; compaction has to summarize");
 
-  if (const int rc = Replay(t, instruction_chars, replay); rc != 0) return rc;
   if (failures != 0) return 2;
   return 0;
 }

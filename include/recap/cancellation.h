@@ -1,11 +1,12 @@
-// recap — cooperative cancellation.
-//
-// A CancellationSource owns the flag; any number of CancellationTokens observe it. A
-// long-running call (a summarizer request, a chunked summary) checks its token between steps
-// and stops with StatusCode::kCancelled once cancellation is requested. Tokens are cheap to
-// copy and may outlive their source (they then stay in whatever state the source left).
-//
-// Thread safety: Cancel() and IsCancelled() may race freely.
+/// @file
+/// recap — cooperative cancellation.
+///
+/// A CancellationSource owns the flag; any number of CancellationTokens observe it. A
+/// long-running call (a summarizer request, a chunked summary) checks its token between steps
+/// and stops with StatusCode::kCancelled once cancellation is requested. Tokens are cheap to
+/// copy and may outlive their source (they then stay in whatever state the source left).
+///
+/// Thread safety: Cancel() and IsCancelled() may race freely.
 #ifndef RECAP_CANCELLATION_H_
 #define RECAP_CANCELLATION_H_
 
@@ -17,7 +18,7 @@ inline namespace v0 {
 
 class CancellationToken {
  public:
-  // A token that is never cancelled.
+  /// A token that is never cancelled.
   CancellationToken() = default;
   bool IsCancelled() const noexcept { return flag_ && flag_->load(std::memory_order_acquire); }
 

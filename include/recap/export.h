@@ -1,10 +1,11 @@
-// recap — export macros.
-//
-// The library is built with hidden symbol visibility: only declarations marked RECAP_EXPORT
-// are part of the binary interface. The same header serves the static and the shared build;
-// on ELF and Mach-O the attribute is harmless in a static archive. On Windows a consumer of
-// the shared library gets dllimport unless RECAP_STATIC is defined (the package config
-// defines it for the static build).
+/// @file
+/// recap — export macros.
+///
+/// The library is built with hidden symbol visibility: only declarations marked RECAP_EXPORT
+/// are part of the binary interface. The same header serves the static and the shared build;
+/// on ELF and Mach-O the attribute is harmless in a static archive. On Windows a consumer of
+/// the shared library gets dllimport unless RECAP_STATIC is defined (the package config
+/// defines it for the static build).
 #ifndef RECAP_EXPORT_H_
 #define RECAP_EXPORT_H_
 

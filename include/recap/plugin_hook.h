@@ -1,24 +1,25 @@
-// recap — PluginHook: extending a compaction (SPEC R9).
-//
-// A plugin takes part in every compaction through two hooks:
-//
-//  * BeforeCompact runs before the summarizer call. It may add instructions and extra output
-//    fields to that same call (one model call serves recap and every plugin).
-//  * AfterCompact runs after the checkpoint exists, and receives it together with the values
-//    the summarizer wrote into the plugin's own fields. It may return context to inject
-//    after the checkpoint (it enters the transcript as a user message) and a short report
-//    that the completion event carries.
-//
-// Both have no-op defaults: override what you need.
-//
-// Every hook call runs under `pluginHooks.timeoutMs` on a thread of its own. A hook that
-// returns a non-OK Status, throws, exceeds the limit, or returns garbage (an output field
-// whose name is not a plain identifier or collides with a checkpoint field, a schema that is
-// not JSON, invalid UTF-8) is reported as `plugin_hook_failed` and the compaction goes on
-// without it (R9.2). A hook past its limit is abandoned, not killed: it keeps running on its
-// own thread until it returns, holding its own copies of its inputs and a reference to the
-// plugin, so it never touches memory recap has freed. Plugins must therefore be thread-safe
-// and should honour `cancel`, which is cancelled when the hook is abandoned.
+/// @file
+/// recap — PluginHook: extending a compaction (SPEC R9).
+///
+/// A plugin takes part in every compaction through two hooks:
+///
+///  * BeforeCompact runs before the summarizer call. It may add instructions and extra output
+///    fields to that same call (one model call serves recap and every plugin).
+///  * AfterCompact runs after the checkpoint exists, and receives it together with the values
+///    the summarizer wrote into the plugin's own fields. It may return context to inject
+///    after the checkpoint (it enters the transcript as a user message) and a short report
+///    that the completion event carries.
+///
+/// Both have no-op defaults: override what you need.
+///
+/// Every hook call runs under `pluginHooks.timeoutMs` on a thread of its own. A hook that
+/// returns a non-OK Status, throws, exceeds the limit, or returns garbage (an output field
+/// whose name is not a plain identifier or collides with a checkpoint field, a schema that is
+/// not JSON, invalid UTF-8) is reported as `plugin_hook_failed` and the compaction goes on
+/// without it (R9.2). A hook past its limit is abandoned, not killed: it keeps running on its
+/// own thread until it returns, holding its own copies of its inputs and a reference to the
+/// plugin, so it never touches memory recap has freed. Plugins must therefore be thread-safe
+/// and should honour `cancel`, which is cancelled when the hook is abandoned.
 #ifndef RECAP_PLUGIN_HOOK_H_
 #define RECAP_PLUGIN_HOOK_H_
 
@@ -36,33 +37,33 @@ inline namespace v0 {
 
 struct BeforeCompactContext {
   std::string session;
-  std::string reason;        // "auto", "manual", "budget", "overflow"
-  std::size_t messages = 0;  // how many messages will be summarized
-  std::size_t chars = 0;     // and their characters
+  std::string reason;        ///< "auto", "manual", "budget", "overflow"
+  std::size_t messages = 0;  ///< how many messages will be summarized
+  std::size_t chars = 0;     ///< and their characters
 };
 
 struct BeforeCompactResult {
-  std::string instructions;                // added to the summarizer's instructions
-  std::vector<OutputField> output_fields;  // added to the reply's schema
+  std::string instructions;                ///< added to the summarizer's instructions
+  std::vector<OutputField> output_fields;  ///< added to the reply's schema
 };
 
 struct AfterCompactContext {
   std::string session;
   std::string reason;
   Checkpoint checkpoint;
-  std::map<std::string, std::string> fields;  // this plugin's fields: name -> JSON text
+  std::map<std::string, std::string> fields;  ///< this plugin's fields: name -> JSON text
 };
 
 struct AfterCompactResult {
-  std::string inject_context;  // empty: nothing injected
-  std::string report;          // empty: no report
+  std::string inject_context;  ///< empty: nothing injected
+  std::string report;          ///< empty: no report
 };
 
 class RECAP_EXPORT PluginHook {
  public:
   virtual ~PluginHook();
 
-  // A stable, short name: it appears in events and selects the plugin's fields.
+  /// A stable, short name: it appears in events and selects the plugin's fields.
   virtual std::string Name() const = 0;
 
   virtual Result<BeforeCompactResult> BeforeCompact(const BeforeCompactContext& context,

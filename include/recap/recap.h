@@ -1,4 +1,5 @@
-// recap — everything of the core in one include.
+/// @file
+/// recap — everything of the core in one include.
 #ifndef RECAP_RECAP_H_
 #define RECAP_RECAP_H_
 

@@ -1,25 +1,26 @@
-// recap — Transcript: a session's active messages, in order, with their sizes cached.
-//
-// Appending a message measures that message once (O(its size)); the total and the size of any
-// range of messages are then read in O(1) from cached prefix sums. This is what lets a host
-// call Compactor::Prepare on every turn without recap re-reading the session. Appending also
-// notes what the cutter needs of the message (cut_facts, below), so that FindCut looks only
-// at the end of a long session.
-//
-// Messages are held as shared immutable objects: copying a Transcript copies pointers, never
-// message bytes, and the transcripts that the cutter and the tail reducer produce share every
-// message they did not change. A Message obtained from a Transcript never changes. With each
-// message goes its encoded form in each wire format once a codec's EncodeTranscript wrote it
-// (recap/codec.h), shared the same way: the request body of the next turn is assembled from
-// kept text plus the new messages.
-//
-// Invalid UTF-8 entering through Append or Set is repaired, not rejected: each byte that is
-// not part of a valid sequence becomes U+FFFD, so one bad tool output cannot make a session
-// unusable. (The JSON codecs, by contrast, reject invalid UTF-8 with a Status: a JSON
-// document with such bytes is malformed.)
-//
-// Thread safety: const methods may be called concurrently; mutation needs external
-// synchronisation, like a standard container.
+/// @file
+/// recap — Transcript: a session's active messages, in order, with their sizes cached.
+///
+/// Appending a message measures that message once (O(its size)); the total and the size of any
+/// range of messages are then read in O(1) from cached prefix sums. This is what lets a host
+/// call Compactor::Prepare on every turn without recap re-reading the session. Appending also
+/// notes what the cutter needs of the message (cut_facts, below), so that FindCut looks only
+/// at the end of a long session.
+///
+/// Messages are held as shared immutable objects: copying a Transcript copies pointers, never
+/// message bytes, and the transcripts that the cutter and the tail reducer produce share every
+/// message they did not change. A Message obtained from a Transcript never changes. With each
+/// message goes its encoded form in each wire format once a codec's EncodeTranscript wrote it
+/// (recap/codec.h), shared the same way: the request body of the next turn is assembled from
+/// kept text plus the new messages.
+///
+/// Invalid UTF-8 entering through Append or Set is repaired, not rejected: each byte that is
+/// not part of a valid sequence becomes U+FFFD, so one bad tool output cannot make a session
+/// unusable. (The JSON codecs, by contrast, reject invalid UTF-8 with a Status: a JSON
+/// document with such bytes is malformed.)
+///
+/// Thread safety: const methods may be called concurrently; mutation needs external
+/// synchronisation, like a standard container.
 #ifndef RECAP_TRANSCRIPT_H_
 #define RECAP_TRANSCRIPT_H_
 
@@ -45,7 +46,7 @@ class EncodedForms;       // recap's own code (src/core/model/encoded_forms.h)
 class RECAP_EXPORT Transcript {
  public:
   Transcript();
-  // Appends each message in order (see Append).
+  /// Appends each message in order (see Append).
   explicit Transcript(std::vector<Message> messages);
 
   Transcript(const Transcript&);
@@ -54,23 +55,23 @@ class RECAP_EXPORT Transcript {
   Transcript& operator=(Transcript&&) noexcept;
   ~Transcript();
 
-  // Adds `m` at the end. Invalid UTF-8 is replaced (see above); an empty id is replaced by a
-  // fresh unique one. Cost: O(size of m).
+  /// Adds `m` at the end. Invalid UTF-8 is replaced (see above); an empty id is replaced by a
+  /// fresh unique one. Cost: O(size of m).
   void Append(Message m);
-  // Adds an already shared message, which must have been produced by a Transcript (valid
-  // UTF-8, non-empty id). Cost: O(size of m) to measure it; no copy.
+  /// Adds an already shared message, which must have been produced by a Transcript (valid
+  /// UTF-8, non-empty id). Cost: O(size of m) to measure it; no copy.
   void Append(std::shared_ptr<const Message> m);
-  // Adds a message measured earlier, as a store that keeps MessageChars() beside each message
-  // does when it reads the message back: no UTF-8 check and no measuring. The caller vouches
-  // that `m` came out of a Transcript (valid UTF-8, non-empty id) and that
-  // `chars == MessageChars(*m)`; builds without NDEBUG check both. Cost: O(number of parts of
-  // m) to note what the cutter needs (cut_facts); no text is read.
+  /// Adds a message measured earlier, as a store that keeps MessageChars() beside each message
+  /// does when it reads the message back: no UTF-8 check and no measuring. The caller vouches
+  /// that `m` came out of a Transcript (valid UTF-8, non-empty id) and that
+  /// `chars == MessageChars(*m)`; builds without NDEBUG check both. Cost: O(number of parts of
+  /// m) to note what the cutter needs (cut_facts); no text is read.
   void AppendMeasured(std::shared_ptr<const Message> m, std::size_t chars);
 
-  // Replaces message `i` (which must exist). Cost: O(size of m + size() / kChunk).
+  /// Replaces message `i` (which must exist). Cost: O(size of m + size() / kChunk).
   void Set(std::size_t i, Message m);
-  // Replaces several messages at once (positions must exist and be distinct).
-  // Cost: O(sizes of the new messages + size() / kChunk + replacements).
+  /// Replaces several messages at once (positions must exist and be distinct).
+  /// Cost: O(sizes of the new messages + size() / kChunk + replacements).
   void Set(std::vector<std::pair<std::size_t, Message>> replacements);
 
   std::size_t size() const noexcept { return size_; }
@@ -81,7 +82,7 @@ class RECAP_EXPORT Transcript {
     return chunks_[i / kChunk]->messages[i % kChunk];
   }
 
-  // Characters of all messages, of message i, and of messages [begin, end). O(1).
+  /// Characters of all messages, of message i, and of messages [begin, end). O(1).
   std::size_t chars() const noexcept { return chars_; }
   std::size_t chars(std::size_t i) const noexcept { return Prefix(i + 1) - Prefix(i); }
   std::size_t chars(std::size_t begin, std::size_t end) const noexcept {
@@ -89,10 +90,10 @@ class RECAP_EXPORT Transcript {
   }
   std::size_t tokens() const noexcept;
 
-  // Messages [begin, end) as a new transcript sharing the same message objects.
+  /// Messages [begin, end) as a new transcript sharing the same message objects.
   Transcript Slice(std::size_t begin, std::size_t end) const;
 
-  // Copies of the messages, for handing to a codec.
+  /// Copies of the messages, for handing to a codec.
   std::vector<Message> ToVector() const;
 
   class const_iterator {
@@ -144,58 +145,58 @@ class RECAP_EXPORT Transcript {
   const_iterator begin() const noexcept { return const_iterator(this, 0); }
   const_iterator end() const noexcept { return const_iterator(this, size_); }
 
-  // Messages are stored in chunks of this many. Copying a transcript copies one pointer per
-  // chunk, and appending to a copy clones at most the last chunk (copy-on-write), so handing
-  // a snapshot to the host every turn costs O(size() / kChunk), not O(size()).
+  /// Messages are stored in chunks of this many. Copying a transcript copies one pointer per
+  /// chunk, and appending to a copy clones at most the last chunk (copy-on-write), so handing
+  /// a snapshot to the host every turn costs O(size() / kChunk), not O(size()).
   static constexpr std::size_t kChunk = 256;
 
-  // ---- What the cutter needs (SPEC R3, R11.4) ----
-  //
-  // Found once per message when it enters the transcript (every Append, the constructor,
-  // Slice, Set), so that FindCut (safe_boundary.h) can decide from the end backwards without
-  // pairing every call of the session again. Calls and results pair as safe_boundary.h says
-  // (a result answers the nearest earlier call with its id); the transcript carries the ids of
-  // its *open* calls (those without a result yet: usually none, a few while tools run), shared
-  // between copies until one of them changes it.
+  /// ---- What the cutter needs (SPEC R3, R11.4) ----
+  ///
+  /// Found once per message when it enters the transcript (every Append, the constructor,
+  /// Slice, Set), so that FindCut (safe_boundary.h) can decide from the end backwards without
+  /// pairing every call of the session again. Calls and results pair as safe_boundary.h says
+  /// (a result answers the nearest earlier call with its id); the transcript carries the ids of
+  /// its *open* calls (those without a result yet: usually none, a few while tools run), shared
+  /// between copies until one of them changes it.
   struct CutFacts {
-    // i - c for the earliest message c < i holding a call that a result in message i answers;
-    // 0 when message i answers no call of an earlier message. Positions c+1..i are therefore
-    // not safe boundaries. Meaningful only while pairing() != Pairing::kUnknown.
+    /// i - c for the earliest message c < i holding a call that a result in message i answers;
+    /// 0 when message i answers no call of an earlier message. Positions c+1..i are therefore
+    /// not safe boundaries. Meaningful only while pairing() != Pairing::kUnknown.
     std::uint32_t reach = 0;
-    std::uint8_t flags = 0;  // kTurnStartFact | kCallsToolFact | kSummaryFact | kWellFormedFact
+    std::uint8_t flags = 0;  ///< kTurnStartFact | kCallsToolFact | kSummaryFact | kWellFormedFact
   };
-  static constexpr std::uint8_t kTurnStartFact = 1;  // IsTurnStart(message)
-  static constexpr std::uint8_t kCallsToolFact = 2;  // HasToolCalls(message)
-  static constexpr std::uint8_t kSummaryFact = 4;    // message.summary
-  // Every string of the message was checked (and if need be repaired) to be well-formed UTF-8
-  // by the transcript itself: set by Append(Message), the constructor and Set; not by
-  // Append(shared_ptr) and AppendMeasured, whose callers vouch for it. The tail reducer reads
-  // such a message without checking it again.
+  static constexpr std::uint8_t kTurnStartFact = 1;  ///< IsTurnStart(message)
+  static constexpr std::uint8_t kCallsToolFact = 2;  ///< HasToolCalls(message)
+  static constexpr std::uint8_t kSummaryFact = 4;    ///< message.summary
+  /// Every string of the message was checked (and if need be repaired) to be well-formed UTF-8
+  /// by the transcript itself: set by Append(Message), the constructor and Set; not by
+  /// Append(shared_ptr) and AppendMeasured, whose callers vouch for it. The tail reducer reads
+  /// such a message without checking it again.
   static constexpr std::uint8_t kWellFormedFact = 8;
   const CutFacts& cut_facts(std::size_t i) const noexcept {
     return chunks_[i / kChunk]->facts[i % kChunk];
   }
 
   enum class Pairing : std::uint8_t {
-    kClosed,   // every call has its result, and CutFacts::reach settles every pair
-    kOpen,     // as kClosed, but some calls have no result yet (uncertain calls, R3.7)
-    kUnknown,  // the facts cannot settle some pair: a result whose call is not open (an
-               // orphan, or a second result for an answered call), a call id reused while
-               // its call is open, many open calls, a message replaced by Set whose calls or
-               // results differ, a Slice that shares chunks but does not start at 0. The
-               // cutter then pairs by scanning the whole transcript, as AnalyzePairing does.
+    kClosed,   ///< every call has its result, and CutFacts::reach settles every pair
+    kOpen,     ///< as kClosed, but some calls have no result yet (uncertain calls, R3.7)
+    kUnknown,  ///< the facts cannot settle some pair: a result whose call is not open (an
+               ///< orphan, or a second result for an answered call), a call id reused while
+               ///< its call is open, many open calls, a message replaced by Set whose calls or
+               ///< results differ, a Slice that shares chunks but does not start at 0. The
+               ///< cutter then pairs by scanning the whole transcript, as AnalyzePairing does.
   };
   Pairing pairing() const noexcept {
     if (!pairing_exact_) return Pairing::kUnknown;
     return open_ != nullptr && !open_->calls.empty() ? Pairing::kOpen : Pairing::kClosed;
   }
 
-  // A call without a result (yet): its id and the position of its message.
+  /// A call without a result (yet): its id and the position of its message.
   struct OpenCall {
     std::string id;
     std::size_t message = 0;
   };
-  // The open calls, in no particular order, while pairing() is kOpen; empty otherwise.
+  /// The open calls, in no particular order, while pairing() is kOpen; empty otherwise.
   const std::vector<OpenCall>& open_calls() const noexcept;
 
  private:
@@ -247,7 +248,7 @@ class RECAP_EXPORT Transcript {
   bool pairing_exact_ = true;        // false: Pairing::kUnknown
 };
 
-// A fresh message id ("m_" followed by 24 hex digits), unique with overwhelming probability.
+/// A fresh message id ("m_" followed by 24 hex digits), unique with overwhelming probability.
 RECAP_EXPORT std::string NewMessageId();
 
 }  // namespace v0

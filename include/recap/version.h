@@ -1,7 +1,8 @@
-// recap — version of the headers in use.
-//
-// Every public symbol lives in `recap::v0` (an inline namespace), so two major versions can
-// be linked into one program without their symbols colliding. Code names them `recap::X`.
+/// @file
+/// recap — version of the headers in use.
+///
+/// Every public symbol lives in `recap::v0` (an inline namespace), so two major versions can
+/// be linked into one program without their symbols colliding. Code names them `recap::X`.
 #ifndef RECAP_VERSION_H_
 #define RECAP_VERSION_H_
 
@@ -11,13 +12,15 @@
 #define RECAP_VERSION_MINOR 1
 #define RECAP_VERSION_PATCH 0
 #define RECAP_VERSION_STRING "0.1.0"
+/// One number to compare in the preprocessor: 0.1.0 is 100, 1.2.3 is 10203.
+#define RECAP_VERSION (RECAP_VERSION_MAJOR * 10000 + RECAP_VERSION_MINOR * 100 + RECAP_VERSION_PATCH)
 
 namespace recap {
 inline namespace v0 {
 
-// The version of the compiled library, which may differ from RECAP_VERSION_STRING when a
-// program is built against other headers than the library it loads.
-RECAP_EXPORT const char* LibraryVersion() noexcept;
+/// The version of the compiled library ("0.1.0"), which may differ from RECAP_VERSION_STRING
+/// when a program is built against other headers than the library it loads.
+RECAP_EXPORT const char* Version() noexcept;
 
 }  // namespace v0
 }  // namespace recap

@@ -3,6 +3,7 @@ functions declared, and the strings recap returns read and freed."""
 
 import ctypes
 import os
+import re
 
 
 def _find_library():
@@ -21,9 +22,52 @@ def _find_library():
         "PYTHONPATH, or install it (docs/python.md)" % package)
 
 
+# The system libraries _recap_c links (built as the wheel and CMake build it on Debian 12), and
+# the Debian package of each.
+_SYSTEM_LIBRARIES = {
+    "libsqlite3.so.0": "libsqlite3-0",
+    "libcurl.so.4": "libcurl4",
+    "libpq.so.5": "libpq5",
+    "libspdlog.so.1.10": "libspdlog1.10",
+    "libfmt.so.9": "libfmt9",
+    "libstdc++.so.6": "libstdc++6",
+    "libgcc_s.so.1": "libgcc-s1",
+}
+
+
+def _load_failure(path, error):
+    """What to tell a host whose _recap_c does not load: which library is missing or what is
+    wrong with the file, and what to do."""
+    text = str(error)
+    said = "recap: its C library %s does not load (%s). " % (path, text)
+    missing = re.match(r"^\s*([^:\s]+\.so[^:\s]*): cannot open shared object file", text)
+    if missing and os.path.basename(missing.group(1)) != os.path.basename(path):
+        name = missing.group(1)
+        package = _SYSTEM_LIBRARIES.get(name)
+        return said + (
+            "It needs the system library %s, which is not installed%s. The library holds "
+            "recap itself, not the system libraries recap uses; `ldd %s` lists them and "
+            "which are missing." % (
+                name, ": install it (Debian or Ubuntu: apt-get install %s)" % package
+                if package else "", path))
+    if "version `" in text:
+        return said + (
+            "It was built on a newer system than this one: build the wheel on this machine, "
+            "or on one as old (docs/python.md).")
+    if "ELF" in text or "too short" in text:
+        return said + (
+            "The file is damaged or was built for another machine: build the wheel again on "
+            "this machine and reinstall it (docs/python.md).")
+    return said + ("`ldd %s` shows what it needs; build and install recap again "
+                   "(docs/python.md)." % path)
+
+
 #: The path of the shared library this module calls.
 library_path = _find_library()
-_lib = ctypes.CDLL(library_path)
+try:
+    _lib = ctypes.CDLL(library_path)
+except OSError as _error:
+    raise ImportError(_load_failure(library_path, _error)) from _error
 
 _vp = ctypes.c_void_p
 _out = ctypes.POINTER(ctypes.c_void_p)

@@ -22,7 +22,7 @@ RECAP_DEBIAN_PACKAGES=(
   libcpp-httplib-dev
   # `recap report`'s browser test (tests/report/run_browser.sh): Debian's chromium, headless.
   chromium
-  # The Python wheel (python/pyproject.toml): built with Debian's pip, setuptools and wheel,
+  # The Python wheel (pyproject.toml, setup.py): built with Debian's pip, setuptools and wheel,
   # and installed by its test into a fresh virtual environment.
   python3-pip python3-setuptools python3-wheel python3-venv
   # The packages (cmake/RecapPackaging.cmake): their test checks them with lintian.

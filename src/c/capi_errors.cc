@@ -140,7 +140,7 @@ const char* recap_code_name(int code) {
   return recap::StatusCodeName(static_cast<recap::StatusCode>(code));
 }
 
-const char* recap_version(void) { return recap::LibraryVersion(); }
+const char* recap_version(void) { return recap::Version(); }
 
 void recap_free(void* p) { std::free(p); }
 

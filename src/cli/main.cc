@@ -68,7 +68,7 @@ int Main(int argc, char** argv) {
     return recap_cli::kExitOk;
   }
   if (command == "version" || command == "--version") {
-    std::cout << "recap " << recap::LibraryVersion() << "\n";
+    std::cout << "recap " << recap::Version() << "\n";
     return recap_cli::kExitOk;
   }
   if (command == "import") return recap_cli::RunImport(words);

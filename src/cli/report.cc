@@ -572,7 +572,7 @@ recap::Result<std::string> ReportPage(recap::SessionStore& store, const std::str
     h << "</ol>\n";
   }
   h << "</section>\n";
-  h << "<p><small>Written by recap " << rp::Html(std::string(recap::LibraryVersion()))
+  h << "<p><small>Written by recap " << rp::Html(std::string(recap::Version()))
     << ". Token counts are recap's estimate (characters / 4) of the messages sent, without "
        "the request's system prompt and tools.</small></p>\n</body></html>\n";
 

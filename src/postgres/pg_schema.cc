@@ -182,7 +182,7 @@ Status EnsureSchema(Pool& pool) {
       if (v + 1 == kRecallSchemaVersion) BackfillRecall(c, pool.texts());
     }
     c.Simple("UPDATE " + q + ".recap_schema SET version = " + std::to_string(kSchemaVersion) +
-             ", migrated_by = 'recap " + std::string(LibraryVersion()) + "', migrated_at = now()");
+             ", migrated_by = 'recap " + std::string(Version()) + "', migrated_at = now()");
   });
 }
 

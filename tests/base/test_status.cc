@@ -86,7 +86,7 @@ TEST_CASE("Result: holds a value or the reason there is none") {
 }
 
 TEST_CASE("version: the library reports the version of its headers") {
-  CHECK(std::string(recap::LibraryVersion()) == RECAP_VERSION_STRING);
+  CHECK(std::string(recap::Version()) == RECAP_VERSION_STRING);
 }
 
 TEST_CASE("R16 Status: a remedy is recorded as data, moved by WithContext, said in other words") {

@@ -462,7 +462,7 @@ TEST_CASE("R16.1 a bad configuration names the key, and the codes have names") {
   CHECK(std::string(recap_code_name(RECAP_CONTEXT_BUDGET_EXCEEDED)) == "context_budget_exceeded");
   CHECK(std::string(recap_code_name(99)) == "unknown");
   CHECK(std::string(recap_code_name(-1)) == "unknown");
-  CHECK(std::string(recap_version()) == recap::LibraryVersion());
+  CHECK(std::string(recap_version()) == recap::Version());
   recap_free(nullptr);
   recap_store_free(nullptr);
   recap_provider_free(nullptr);

@@ -1,42 +1,43 @@
-// recap::testing — the SessionStore conformance suite: what every SessionStore must do (SPEC
-// R6.5, R8, R12, R13), written once and run against each implementation: recap's own three
-// stores, and a host's own (docs/adapters.md). It is a Catch2 v2 test helper: link
-// recap::testing (find_package(recap COMPONENTS testing), which finds Catch2 2.13) and
-// Catch2::Catch2WithMain.
-//
-// A test file instantiates it for one store with one line:
-//
-//   RECAP_SESSION_STORE_CONFORMANCE_TESTS("in-memory store",
-//                                         [] { return recap::NewInMemorySessionStore(); })
-//
-// which defines one Catch2 TEST_CASE per check below, named "<store name>: R… what it checks".
-// The factory is called once or more per test case and must return a fresh, empty store each
-// time (for a database store: a new file in a temporary directory). It may be any expression
-// convertible to SessionStoreFactory; put one that contains a top-level comma (a lambda with two
-// captures) in parentheses, as for any macro argument.
-//
-// The checks call the store only through the SessionStore interface and compare messages by
-// their native JSON encoding, so nothing in them depends on the in-memory store. Beyond the
-// interface's comments they pin down these choices, which every store must share:
-//
-//  * an empty session id is rejected with kInvalidArgument;
-//  * appending nothing writes nothing and returns the current version;
-//  * each successful write moves the version by exactly one (an append of N messages too);
-//  * a message id may appear only once among a session's active messages: an append or a
-//    commit that would repeat one fails with kInvalidArgument and changes nothing;
-//  * a commit whose expected_version differs from the session's fails with kConflict; a
-//    commit against the current version that does not fit the transcript (unknown ids, a
-//    `replaced` that is not the transcript's prefix, a checkpoint not flagged summary, nothing
-//    to do) fails with kInvalidArgument — the caller saw this transcript, so it is a bug, not
-//    a race — and in both cases nothing changes;
-//  * LoadChanges(v) answers appended_only exactly when only appends happened after v, and a
-//    `v` beyond the current version is kInvalidArgument;
-//  * History() retires messages with replaced_by "compaction:<n>" / "reduction:<n>", n
-//    counting that session's compactions / reductions from 1;
-//  * CreateSessions creates sessions at version 1; a message whose calls share an id is
-//    refused by it and by AppendMessages;
-//  * CommitUndo retires what it takes back with replaced_by "undo:<n>", n counting that
-//    session's undos from 1.
+/// @file
+/// recap::testing — the SessionStore conformance suite: what every SessionStore must do (SPEC
+/// R6.5, R8, R12, R13), written once and run against each implementation: recap's own three
+/// stores, and a host's own (docs/adapters.md). It is a Catch2 v2 test helper: link
+/// recap::testing (find_package(recap COMPONENTS testing), which finds Catch2 2.13) and
+/// Catch2::Catch2WithMain.
+///
+/// A test file instantiates it for one store with one line:
+///
+///   RECAP_SESSION_STORE_CONFORMANCE_TESTS("in-memory store",
+///                                         [] { return recap::NewInMemorySessionStore(); })
+///
+/// which defines one Catch2 TEST_CASE per check below, named "<store name>: R… what it checks".
+/// The factory is called once or more per test case and must return a fresh, empty store each
+/// time (for a database store: a new file in a temporary directory). It may be any expression
+/// convertible to SessionStoreFactory; put one that contains a top-level comma (a lambda with two
+/// captures) in parentheses, as for any macro argument.
+///
+/// The checks call the store only through the SessionStore interface and compare messages by
+/// their native JSON encoding, so nothing in them depends on the in-memory store. Beyond the
+/// interface's comments they pin down these choices, which every store must share:
+///
+///  * an empty session id is rejected with kInvalidArgument;
+///  * appending nothing writes nothing and returns the current version;
+///  * each successful write moves the version by exactly one (an append of N messages too);
+///  * a message id may appear only once among a session's active messages: an append or a
+///    commit that would repeat one fails with kInvalidArgument and changes nothing;
+///  * a commit whose expected_version differs from the session's fails with kConflict; a
+///    commit against the current version that does not fit the transcript (unknown ids, a
+///    `replaced` that is not the transcript's prefix, a checkpoint not flagged summary, nothing
+///    to do) fails with kInvalidArgument — the caller saw this transcript, so it is a bug, not
+///    a race — and in both cases nothing changes;
+///  * LoadChanges(v) answers appended_only exactly when only appends happened after v, and a
+///    `v` beyond the current version is kInvalidArgument;
+///  * History() retires messages with replaced_by "compaction:<n>" / "reduction:<n>", n
+///    counting that session's compactions / reductions from 1;
+///  * CreateSessions creates sessions at version 1; a message whose calls share an id is
+///    refused by it and by AppendMessages;
+///  * CommitUndo retires what it takes back with replaced_by "undo:<n>", n counting that
+///    session's undos from 1.
 #ifndef RECAP_TESTING_STORE_CONFORMANCE_H_
 #define RECAP_TESTING_STORE_CONFORMANCE_H_
 

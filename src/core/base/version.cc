@@ -3,7 +3,7 @@
 namespace recap {
 inline namespace v0 {
 
-const char* LibraryVersion() noexcept { return RECAP_VERSION_STRING; }
+const char* Version() noexcept { return RECAP_VERSION_STRING; }
 
 }  // namespace v0
 }  // namespace recap

@@ -194,7 +194,7 @@ void CheckCodec() {
 }  // namespace
 
 int main() {
-  CHECK(std::string(recap::LibraryVersion()) == RECAP_VERSION_STRING);
+  CHECK(std::string(recap::Version()) == RECAP_VERSION_STRING);
   const recap::Transcript t = MakeTranscript();
   CheckTranscript(t);
   CheckCut(t);
@@ -204,7 +204,7 @@ int main() {
     std::fprintf(stderr, "consumer: %d check(s) failed\n", failures);
     return 1;
   }
-  std::printf("consumer: recap %s OK (%zu messages, %zu characters)\n", recap::LibraryVersion(),
+  std::printf("consumer: recap %s OK (%zu messages, %zu characters)\n", recap::Version(),
               t.size(), t.chars());
   return 0;
 }
