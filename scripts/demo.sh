@@ -74,29 +74,7 @@ else
   fi
   targets=(--target recap_demo)
   [[ $replay -eq 1 ]] || targets+=(--target recap_cli)
-  # Progress as the build goes: Ninja's "[done/total]" on one line on a terminal, every tenth
-  # step otherwise; the whole output goes to the log, and is shown if the build fails.
-  set +e
-  cmake --build build-demo -j "$(recap_jobs)" "${targets[@]}" 2>&1 | tee -a "$build_log" |
-    while IFS= read -r line; do
-      if [[ "$line" =~ ^\[([0-9]+)/([0-9]+)\] ]]; then
-        done_steps=${BASH_REMATCH[1]}
-        total=${BASH_REMATCH[2]}
-        if [[ -t 1 ]]; then
-          printf '\r  compiling: %s of %s steps' "$done_steps" "$total"
-        elif ((done_steps % 10 == 0 || done_steps == total)); then
-          printf '  compiling: %s of %s steps\n' "$done_steps" "$total"
-        fi
-      fi
-    done
-  status=${PIPESTATUS[0]}
-  set -e
-  [[ -t 1 ]] && printf '\n'
-  if [[ $status -ne 0 ]]; then
-    tail -n 40 "$build_log" >&2
-    echo "scripts/demo.sh: the build failed (the end of its output is above; all of it in $build_log)" >&2
-    exit 1
-  fi
+  recap_build_with_progress build-demo "$build_log" "${targets[@]}" || exit 1
 fi
 RECAP="$BUILD/src/cli/recap"
 

@@ -40,6 +40,15 @@ RECAP_DEMO_PACKAGES=(
   libsqlitecpp-dev libsqlite3-dev
 )
 
+# What scripts/install.sh needs: the compiler and build tools, the libraries of every component
+# (core, SQLite, HTTP, PostgreSQL, C), the command's proxy server and Python for the module.
+RECAP_INSTALL_PACKAGES=(
+  build-essential cmake ninja-build pkg-config
+  nlohmann-json3-dev libspdlog-dev libfmt-dev
+  libsqlitecpp-dev libsqlite3-dev libcurl4-openssl-dev libpq-dev libcpp-httplib-dev
+  python3
+)
+
 # recap_missing_packages PKG...: prints the packages that are not installed, one a line.
 recap_missing_packages() {
   local pkg status
@@ -86,4 +95,34 @@ recap_ensure_packages() {
 # recap_jobs: parallel build jobs (the number of processors).
 recap_jobs() {
   nproc 2>/dev/null || getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2
+}
+
+# recap_build_with_progress DIR LOG [cmake --build options...]: builds DIR, showing Ninja's
+# "[done/total]" as "compiling: N of M steps" (on one line on a terminal, every tenth step
+# otherwise). The whole output goes to LOG; on failure its end is shown and this fails.
+recap_build_with_progress() {
+  local dir=$1 log=$2
+  shift 2
+  local status line done_steps total
+  set +e
+  cmake --build "$dir" -j "$(recap_jobs)" "$@" 2>&1 | tee -a "$log" |
+    while IFS= read -r line; do
+      if [[ "$line" =~ ^\[([0-9]+)/([0-9]+)\] ]]; then
+        done_steps=${BASH_REMATCH[1]}
+        total=${BASH_REMATCH[2]}
+        if [[ -t 1 ]]; then
+          printf '\r  compiling: %s of %s steps' "$done_steps" "$total"
+        elif ((done_steps % 10 == 0 || done_steps == total)); then
+          printf '  compiling: %s of %s steps\n' "$done_steps" "$total"
+        fi
+      fi
+    done
+  status=${PIPESTATUS[0]}
+  set -e
+  if [[ -t 1 ]]; then printf '\n'; fi
+  if [[ $status -ne 0 ]]; then
+    tail -n 40 "$log" >&2
+    echo "recap: the build failed (the end of its output is above; all of it in $log)" >&2
+    return 1
+  fi
 }
