@@ -89,6 +89,6 @@ if [[ -n "$python_dir" ]]; then
 fi
 if [[ "$prefix" != /usr/local && "$prefix" != /usr ]]; then
   echo
-  echo "$prefix is not searched by default: add $prefix/bin to PATH, and give CMake"
-  echo "-DCMAKE_PREFIX_PATH=$prefix."
+  echo "$prefix is not searched by default: add $prefix/bin to PATH, give CMake"
+  echo "-DCMAKE_PREFIX_PATH=$prefix${python_dir:+, and Python PYTHONPATH=${python_dir%/recap/__init__.py}}."
 fi
