@@ -16,10 +16,13 @@
 namespace recap {
 inline namespace v0 {
 
+/// What a long-running call watches to know whether it should stop; made by
+/// CancellationSource::Token(), or default-constructed: never cancelled.
 class CancellationToken {
  public:
   /// A token that is never cancelled.
   CancellationToken() = default;
+  /// True once the source it came from was cancelled.
   bool IsCancelled() const noexcept { return flag_ && flag_->load(std::memory_order_acquire); }
 
  private:
@@ -28,11 +31,16 @@ class CancellationToken {
   std::shared_ptr<std::atomic<bool>> flag_;
 };
 
+/// Owns a cancellation flag and hands out tokens that observe it.
 class CancellationSource {
  public:
+  /// A source not cancelled yet.
   CancellationSource() : flag_(std::make_shared<std::atomic<bool>>(false)) {}
+  /// Requests cancellation: every token of this source reads cancelled from now on.
   void Cancel() noexcept { flag_->store(true, std::memory_order_release); }
+  /// True once Cancel() was called.
   bool IsCancelled() const noexcept { return flag_->load(std::memory_order_acquire); }
+  /// A token observing this source.
   CancellationToken Token() const { return CancellationToken(flag_); }
 
  private:

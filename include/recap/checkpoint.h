@@ -30,23 +30,26 @@
 namespace recap {
 inline namespace v0 {
 
+/// A file that matters to the session, and why (a checkpoint's `relevantFiles`).
 struct RelevantFile {
-  std::string path;
-  std::string why;
+  std::string path;  ///< the file's path, as the session names it
+  std::string why;   ///< why it matters; may be empty
 };
 
+/// What a compaction leaves in place of the messages it summarized: the sections of R4.1
+/// (docs/checkpoint-format.md), or a text.
 struct Checkpoint {
-  std::string goal;
-  std::vector<std::string> instructions;
-  std::vector<std::string> discoveries;
-  std::vector<std::string> accomplished;
-  std::string current_state;
-  std::vector<std::string> next_steps;
-  std::vector<RelevantFile> relevant_files;
+  std::string goal;                          ///< what the session is trying to achieve
+  std::vector<std::string> instructions;     ///< the user's instructions and constraints
+  std::vector<std::string> discoveries;      ///< facts learned: how things work, causes, decisions
+  std::vector<std::string> accomplished;     ///< work that is done
+  std::string current_state;                 ///< where things stand now
+  std::vector<std::string> next_steps;       ///< what remains
+  std::vector<RelevantFile> relevant_files;  ///< files that matter, and why
 
   /// false for a text-only checkpoint (R4.3): then only `text` is set (and kept_by_recap).
   bool structured = true;
-  std::string text;
+  std::string text;  ///< a text-only checkpoint's text
 
   /// R17.2: what the guard added from the span's ledger because the summarizer left it out —
   /// the body of the "Kept by recap" section (Markdown, by kind; recap/ledger.h), rendered
@@ -65,13 +68,14 @@ struct OutputField {
   std::string json_schema;  ///< the member's JSON Schema text, e.g. {"type":"array",...}
 };
 
+/// What ParseCheckpoint made of a summarizer's reply.
 struct ParsedCheckpoint {
-  Checkpoint checkpoint;
+  Checkpoint checkpoint;  ///< the checkpoint read from the reply
   /// The plugin fields found in the reply: name -> the member's JSON text.
   std::map<std::string, std::string> plugin_fields;
   bool usable = false;   ///< false: nothing usable was written (R5.3)
   bool partial = false;  ///< the reply was cut and this is what could be recovered (R5.2)
-  /// When not usable though not blank: what the reply is instead of a checkpoint, e.g. "an
+  /// When not usable though not blank: what the reply is instead of a checkpoint, such as "an
   /// HTML page", "a refusal", "an empty JSON object" (docs/checkpoint-format.md). Empty
   /// otherwise, and for a reply cut before anything usable was written (R5.3).
   std::string problem;

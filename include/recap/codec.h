@@ -3,6 +3,7 @@
 ///
 /// Three providers' formats and recap's own, one shape. Each namespace offers:
 ///
+/// ```text
 ///   DecodeMessages(json)        a JSON array of messages -> Conversation
 ///   DecodeEach(json, o, sink)   the same array, each Message handed to `sink` as soon as it
 ///                               is decoded (a streaming decode; see below)
@@ -44,6 +45,7 @@
 ///                       `function_call_output`, `reasoning` with its `encrypted_content`, and
 ///                       every other item type carried whole). One item is one message, except
 ///                       that reasoning items travel with the model's item they precede.
+/// ```
 ///
 /// Decoding and then encoding in the same format gives back an equal JSON value (the same
 /// members with the same values; whitespace and key order may differ): fields recap does not
@@ -106,85 +108,126 @@
 namespace recap {
 inline namespace v0 {
 
+/// recap's own JSON form (see above): what the session stores write. Its functions say what
+/// every codec's do; the other namespaces' say what differs in theirs.
 namespace native {
-/// Accepts either a JSON array of messages or an object {"instructions": <message or null>,
-/// "messages": [...]}, as EncodeMessages writes it.
+/// Decodes a JSON array of messages into a Conversation: a leading system message becomes its
+/// instructions (with DecodeOptions::split_instructions). In recap's own form, also an object
+/// `{"instructions": <message or null>, "messages": [...]}`, as EncodeMessages writes it.
 RECAP_EXPORT Result<Conversation> DecodeMessages(std::string_view json,
                                                  const DecodeOptions& options = {});
+/// The streaming decode (see above): each message handed to `sink` as soon as it is decoded,
+/// with the same messages and errors as DecodeMessages; `sink`'s own non-OK Status stops it and
+/// is returned.
 RECAP_EXPORT Status DecodeEach(std::string_view json, const DecodeOptions& options,
                                const MessageSink& sink);
+/// Decodes one JSON message object.
 RECAP_EXPORT Result<Message> DecodeMessage(std::string_view json,
                                            const DecodeOptions& options = {});
+/// Encodes a Conversation. In recap's own form, the object `{"format": "recap", "version",
+/// "instructions", "messages"}` that DecodeMessages reads.
 RECAP_EXPORT Result<std::string> EncodeMessages(const Conversation& conversation);
+/// Encodes one message as a JSON object.
 RECAP_EXPORT Result<std::string> EncodeMessage(const Message& message);
-/// The messages as a JSON array (no document around them).
+/// The messages [begin, size()) of `transcript` as a JSON array, assembled from each message's
+/// kept encoded form (see above); an error names the message by its index from `begin`. In
+/// recap's own form: the messages as a JSON array (no document around them).
 RECAP_EXPORT Result<std::string> EncodeTranscript(const Transcript& transcript,
                                                   std::size_t begin = 0);
+/// EncodeTranscript's array written over `*out`'s content, in the memory `out` already has when
+/// it fits (see above). The same errors, and a null `out`; on error `*out` is left as it was.
 RECAP_EXPORT Status EncodeTranscriptTo(const Transcript& transcript, std::size_t begin,
                                        std::string* out);
+/// EncodeTranscript's array as pieces, without copying them (see above): `*parts` gets each
+/// message's kept form, in order; the array is '[' + the pieces joined by ',' + ']'.
 RECAP_EXPORT Status EncodeTranscriptParts(const Transcript& transcript, std::size_t begin,
                                           std::vector<std::string_view>* parts);
 }  // namespace native
 
+/// OpenAI chat-completions `messages` (see above).
 namespace openai_chat {
+/// @copydoc recap::native::DecodeMessages
 RECAP_EXPORT Result<Conversation> DecodeMessages(std::string_view json,
                                                  const DecodeOptions& options = {});
+/// @copydoc recap::native::DecodeEach
 RECAP_EXPORT Status DecodeEach(std::string_view json, const DecodeOptions& options,
                                const MessageSink& sink);
+/// @copydoc recap::native::DecodeMessage
 RECAP_EXPORT Result<Message> DecodeMessage(std::string_view json,
                                            const DecodeOptions& options = {});
+/// Encodes a Conversation as a JSON array of messages, its instructions first.
 RECAP_EXPORT Result<std::string> EncodeMessages(const Conversation& conversation);
-/// A message with several tool results encodes as several `tool` messages; EncodeMessage then
-/// fails and says to use EncodeMessages.
+/// Encodes one message as a JSON object. A message with several tool results encodes as
+/// several `tool` messages; EncodeMessage then fails and says to use EncodeMessages.
 RECAP_EXPORT Result<std::string> EncodeMessage(const Message& message);
+/// @copydoc recap::native::EncodeTranscript
 RECAP_EXPORT Result<std::string> EncodeTranscript(const Transcript& transcript,
                                                   std::size_t begin = 0);
+/// @copydoc recap::native::EncodeTranscriptTo
 RECAP_EXPORT Status EncodeTranscriptTo(const Transcript& transcript, std::size_t begin,
                                        std::string* out);
+/// @copydoc recap::native::EncodeTranscriptParts
 RECAP_EXPORT Status EncodeTranscriptParts(const Transcript& transcript, std::size_t begin,
                                           std::vector<std::string_view>* parts);
 }  // namespace openai_chat
 
+/// Anthropic Messages API `messages` (see above).
 namespace anthropic {
-/// Conversation::instructions stays empty: Anthropic carries the system prompt outside the
-/// messages array. EncodeMessages rejects a Conversation with instructions for the same reason.
+/// Decodes a JSON array of messages into a Conversation. Conversation::instructions stays
+/// empty: Anthropic carries the system prompt outside the messages array. EncodeMessages
+/// rejects a Conversation with instructions for the same reason.
 RECAP_EXPORT Result<Conversation> DecodeMessages(std::string_view json,
                                                  const DecodeOptions& options = {});
+/// @copydoc recap::native::DecodeEach
 RECAP_EXPORT Status DecodeEach(std::string_view json, const DecodeOptions& options,
                                const MessageSink& sink);
+/// @copydoc recap::native::DecodeMessage
 RECAP_EXPORT Result<Message> DecodeMessage(std::string_view json,
                                            const DecodeOptions& options = {});
+/// Encodes a Conversation without instructions as a JSON array of messages.
 RECAP_EXPORT Result<std::string> EncodeMessages(const Conversation& conversation);
+/// @copydoc recap::native::EncodeMessage
 RECAP_EXPORT Result<std::string> EncodeMessage(const Message& message);
+/// @copydoc recap::native::EncodeTranscript
 /// A system message among them has no place in Anthropic's `messages`: start after the leading
 /// ones (`begin`) and send their text as the request's `system`.
 RECAP_EXPORT Result<std::string> EncodeTranscript(const Transcript& transcript,
                                                   std::size_t begin = 0);
+/// @copydoc recap::native::EncodeTranscriptTo
 RECAP_EXPORT Status EncodeTranscriptTo(const Transcript& transcript, std::size_t begin,
                                        std::string* out);
+/// @copydoc recap::native::EncodeTranscriptParts
 RECAP_EXPORT Status EncodeTranscriptParts(const Transcript& transcript, std::size_t begin,
                                           std::vector<std::string_view>* parts);
 }  // namespace anthropic
 
+/// OpenAI Responses API input items (see above).
 namespace openai_responses {
-/// A JSON array of input items (the value of a request's `input`). Item types recap does not
-/// model are kept as opaque items whatever DecodeOptions says; the calls and outputs of the
-/// computer, custom and local shell tools and MCP approvals are paired like function calls.
-/// DecodeOptions::keep_unknown_blocks applies to content part types inside a message.
+/// Decodes a JSON array of input items (the value of a request's `input`) into a
+/// Conversation. Item types recap does not model are kept as opaque items whatever
+/// DecodeOptions says; the calls and outputs of the computer, custom and local shell tools and
+/// MCP approvals are paired like function calls. DecodeOptions::keep_unknown_blocks applies to
+/// content part types inside a message.
 RECAP_EXPORT Result<Conversation> DecodeMessages(std::string_view json,
                                                  const DecodeOptions& options = {});
+/// @copydoc recap::native::DecodeEach
 RECAP_EXPORT Status DecodeEach(std::string_view json, const DecodeOptions& options,
                                const MessageSink& sink);
+/// Decodes one JSON input item.
 RECAP_EXPORT Result<Message> DecodeMessage(std::string_view json,
                                            const DecodeOptions& options = {});
+/// Encodes a Conversation as a JSON array of input items, its instructions first.
 RECAP_EXPORT Result<std::string> EncodeMessages(const Conversation& conversation);
-/// A message that encodes as several items (reasoning with its call, several calls) makes
-/// EncodeMessage fail and say to use EncodeMessages.
+/// Encodes one message as one JSON item. A message that encodes as several items (reasoning
+/// with its call, several calls) makes EncodeMessage fail and say to use EncodeMessages.
 RECAP_EXPORT Result<std::string> EncodeMessage(const Message& message);
+/// @copydoc recap::native::EncodeTranscript
 RECAP_EXPORT Result<std::string> EncodeTranscript(const Transcript& transcript,
                                                   std::size_t begin = 0);
+/// @copydoc recap::native::EncodeTranscriptTo
 RECAP_EXPORT Status EncodeTranscriptTo(const Transcript& transcript, std::size_t begin,
                                        std::string* out);
+/// @copydoc recap::native::EncodeTranscriptParts
 RECAP_EXPORT Status EncodeTranscriptParts(const Transcript& transcript, std::size_t begin,
                                           std::vector<std::string_view>* parts);
 }  // namespace openai_responses

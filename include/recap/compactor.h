@@ -65,8 +65,8 @@ inline namespace v0 {
 /// instructions and the serialized tool catalog. The catalog counts for the triggers of R2
 /// (they protect what the model sees) but never for the hard limit (it cannot be reduced).
 struct RequestSizes {
-  std::size_t instructions_chars = 0;
-  std::size_t tool_catalog_chars = 0;
+  std::size_t instructions_chars = 0;  ///< the system instructions the host sends
+  std::size_t tool_catalog_chars = 0;  ///< the serialized tool catalog the host sends
   /// A context window the host knows from its own model profile (R1.2); used when the
   /// configuration names none.
   std::optional<std::size_t> profile_context_window;
@@ -79,21 +79,24 @@ enum class CompactionReason : std::uint8_t { kAuto, kManual, kBudget, kOverflow 
 /// CompactionCommit and of the plugins' contexts.
 RECAP_EXPORT const char* CompactionReasonName(CompactionReason reason) noexcept;
 
+/// What Compactor::Prepare returns: what to send, and what the call did to get there.
 struct Prepared {
-  Transcript messages;           ///< what to send after the instructions; shares the store's messages
-  std::uint64_t version = 0;     ///< the session version `messages` reflects
-  std::size_t before_chars = 0;  ///< reducible content (instructions + transcript) before
-  std::size_t after_chars = 0;   ///< and after
-  std::size_t before_tokens = 0;              ///< estimated tokens of the full request before
-  std::size_t after_tokens = 0;               ///< and after
+  /// What to send after the instructions; shares the store's messages.
+  Transcript messages;
+  std::uint64_t version = 0;      ///< the session version `messages` reflects
+  std::size_t before_chars = 0;   ///< reducible content (instructions + transcript) before
+  std::size_t after_chars = 0;    ///< reducible content after
+  std::size_t before_tokens = 0;  ///< estimated tokens of the full request before
+  std::size_t after_tokens = 0;   ///< estimated tokens of the full request after
   std::vector<CompactionReason> compactions;  ///< the compactions that committed, in order
   std::size_t reduced_messages = 0;           ///< messages the reducer cut (0: it did not run)
-  /// What the compactions of this call cost, without an event sink: messages summarized (and
-  /// retired from the active transcript), requests to the summarizer (a failed compaction
-  /// counts one; a chunked one, one per chunk; the offline fallback, one more) and the tokens
-  /// it reported. The agent's own model calls never count here.
+  /// What the compactions of this call cost, without an event sink (the agent's own model
+  /// calls never count here): messages summarized (and retired from the active transcript).
   std::size_t summarized_messages = 0;
+  /// Requests to the summarizer (a failed compaction counts one; a chunked one, one per chunk;
+  /// the offline fallback, one more).
   std::size_t summarizer_calls = 0;
+  /// The tokens the summarizer reported for those requests.
   Usage summarizer_usage;
   /// R14.3: messages whose old tool results were cleared (compaction.clearToolResults).
   std::size_t cleared_tool_result_messages = 0;
@@ -102,28 +105,30 @@ struct Prepared {
   /// the same.
   std::size_t provider_retired_messages = 0;
 
-  /// R15, with compaction.background on. `background_started`: this call handed a compaction to
-  /// a worker and returned without waiting for it. `background_swapped`: the checkpoint a
-  /// background compaction wrote was committed since the last Prepare, by its worker or by this
-  /// call (its reason is in `compactions`, its cost in the figures above, `before_*` the sizes
-  /// without it). `background_discarded`: such a result was dropped because the session had
-  /// changed (event compaction_discarded). `background_in_flight`: one still runs as this call
-  /// returns. `background_wait_ms`: how long this call waited for one (it waits only when the
-  /// request would otherwise reach the window or the hard limit).
+  /// R15, with compaction.background on: this call handed a compaction to a worker and
+  /// returned without waiting for it.
   bool background_started = false;
+  /// The checkpoint a background compaction wrote was committed since the last Prepare, by its
+  /// worker or by this call (its reason is in `compactions`, its cost in the figures above,
+  /// `before_*` the sizes without it).
   bool background_swapped = false;
+  /// Such a result was dropped because the session had changed (event compaction_discarded).
   bool background_discarded = false;
+  /// A background compaction of the session still runs as this call returns.
   bool background_in_flight = false;
+  /// How long this call waited for one (it waits only when the request would otherwise reach
+  /// the window or the hard limit).
   std::uint64_t background_wait_ms = 0;
   /// This call waited for a summarizer: it ran one itself or waited for a background one.
   bool waited_for_summarizer = false;
 
-  /// The window the triggers used (R1.2, R12.2): its size when known, and where it came from —
-  /// "config", "profile", "provider", "overflow" (lowered by ReportOverflow), or "fallback"
-  /// when none is known (the window is then fallback_window_tokens = maxContextChars / 4, and
-  /// the event `window_unknown` said why, once for the session).
+  /// The window the triggers used (R1.2, R12.2), when known.
   std::optional<std::size_t> window_tokens;
+  /// Where the window came from: "config", "profile", "provider", "overflow" (lowered by
+  /// ReportOverflow), or "fallback" when none is known (the window is then
+  /// fallback_window_tokens, and the event `window_unknown` said why, once for the session).
   std::string window_source;
+  /// The window the triggers use when none is known: maxContextChars / 4.
   std::size_t fallback_window_tokens = 0;
   /// The rule of R2 that fired at the start of this call ("window", "fallback", "chars",
   /// "overflow"), or empty when none did.
@@ -147,9 +152,9 @@ struct Prepared {
 struct Plan {
   bool trigger = false;                    ///< a rule of R2 fires (or an overflow was reported)
   std::optional<CompactionReason> reason;  ///< kAuto or kOverflow when trigger; none otherwise
-  std::string rule;     ///< which rule fired: "window", "fallback", "chars", "overflow"
-  bool paused = false;  ///< auto compaction is paused for lack of progress (R2.5)
-  bool auto_enabled = true;
+  std::string rule;          ///< which rule fired: "window", "fallback", "chars", "overflow"
+  bool paused = false;       ///< auto compaction is paused for lack of progress (R2.5)
+  bool auto_enabled = true;  ///< compaction.auto is on
   std::optional<std::size_t> window_tokens;  ///< the trusted window in use, if any (R1.2)
   std::string window_source;  ///< "config", "profile", "provider", "overflow" or "fallback" (R12.2)
   /// Instructions and tool catalog alone reach the trigger: compaction cannot help, and
@@ -158,8 +163,8 @@ struct Plan {
   /// The summarizer failed 3 auto compactions in a row: Prepare leaves it alone for this long
   /// still (R12.3); 0 when it is not backing off.
   std::uint64_t summarizer_backoff_ms = 0;
-  std::size_t full_chars = 0;  ///< instructions + transcript + tool catalog
-  std::size_t full_tokens = 0;
+  std::size_t full_chars = 0;             ///< instructions + transcript + tool catalog
+  std::size_t full_tokens = 0;            ///< the same in estimated tokens
   std::size_t reducible_chars = 0;        ///< instructions + transcript
   std::size_t trigger_tokens = 0;         ///< threshold x window (the fallback window when unknown)
   std::size_t trigger_chars = 0;          ///< threshold x maxContextChars
@@ -169,25 +174,26 @@ struct Plan {
   /// R14.1: messages Prepare would retire first because a provider's own checkpoint arrived
   /// after them; the sizes above already count without them.
   std::size_t provider_retired_messages = 0;
-  /// R14.3, with compaction.clearToolResults on: what clearing old tool results would do now
-  /// (results, messages, characters freed), and whether Prepare would do it (a trigger fires
-  /// and it frees at least minFreeChars) — and then whether that alone would bring the request
-  /// under the trigger, so that no summarizer is called.
+  /// R14.3, with compaction.clearToolResults on: what clearing old tool results would do now —
+  /// the results it would clear.
   std::size_t clearable_results = 0;
-  std::size_t clearable_messages = 0;
-  std::size_t clearable_chars = 0;
+  std::size_t clearable_messages = 0;  ///< the messages holding them
+  std::size_t clearable_chars = 0;     ///< the characters it would free
+  /// Whether Prepare would clear them (a trigger fires and it frees at least minFreeChars).
   bool would_clear = false;
+  /// And whether that alone would bring the request under the trigger, so that no summarizer
+  /// is called.
   bool clearing_suffices = false;
   /// R15, with compaction.background on: the size at which Prepare starts a compaction in the
-  /// background (startAt x the trigger), whether the request has reached it, and a compaction of
-  /// this session running in the background now (in flight) or finished and not swapped in by
-  /// its worker (ready: a call held the session, or the store could not be read; the next
-  /// Prepare swaps it in). Only this Compactor's own are seen: `recap plan`, a
-  /// process of its own, never has one.
+  /// background (startAt x the trigger), in estimated tokens.
   std::size_t background_start_tokens = 0;
-  std::size_t background_start_chars = 0;
-  bool background_reached = false;
+  std::size_t background_start_chars = 0;  ///< the same in characters
+  bool background_reached = false;         ///< the request has reached it
+  /// A compaction of this session runs in the background now. Only this Compactor's own are
+  /// seen: `recap plan`, a process of its own, never has one.
   bool background_in_flight = false;
+  /// A background compaction of this session finished and was not swapped in by its worker (a
+  /// call held the session, or the store could not be read); the next Prepare swaps it in.
   bool background_ready = false;
   /// R17.3, with compaction.ledger on: the ledger a compaction now would guard — the must-keep
   /// artifacts of the span it would summarize, after what the checkpoint it would replace
@@ -195,21 +201,23 @@ struct Plan {
   Ledger ledger;
 };
 
+/// What a manual compaction (Compactor::Compact) is given.
 struct CompactOptions {
-  std::string focus;  ///< added to the summarizer's instructions (R4.6)
-  RequestSizes sizes;
+  std::string focus;   ///< added to the summarizer's instructions (R4.6)
+  RequestSizes sizes;  ///< what the host sends besides the transcript, as for Prepare
 };
 
+/// What Compactor::Compact did.
 struct CompactOutcome {
-  bool compacted = false;
+  bool compacted = false;                  ///< a compaction committed
   SkipReason skipped = SkipReason::kNone;  ///< why not, when !compacted
-  std::size_t summarized_messages = 0;
-  std::size_t before_chars = 0;  ///< transcript characters before and after
-  std::size_t after_chars = 0;
-  Checkpoint checkpoint;
-  bool partial = false;  ///< R5.2
-  std::string writer;    ///< the provider that wrote the checkpoint (R1.3)
-  std::uint64_t version = 0;
+  std::size_t summarized_messages = 0;     ///< messages the checkpoint replaced
+  std::size_t before_chars = 0;            ///< transcript characters before
+  std::size_t after_chars = 0;             ///< transcript characters after
+  Checkpoint checkpoint;                   ///< the checkpoint written
+  bool partial = false;                    ///< R5.2: salvaged from a cut reply
+  std::string writer;                      ///< the provider that wrote the checkpoint (R1.3)
+  std::uint64_t version = 0;               ///< the session's version afterwards
   /// R14.1: messages retired first because a provider's own checkpoint arrived after them.
   std::size_t provider_retired_messages = 0;
 };
@@ -221,22 +229,25 @@ struct UncompactOutcome {
   std::string reason;   ///< a compaction's reason ("auto", "manual", …)
   std::size_t restored_messages = 0;  ///< active again
   std::size_t retired_messages = 0;   ///< the checkpoint and what it injected, or reduced copies
-  std::size_t before_chars = 0;       ///< the transcript's characters before and after
-  std::size_t after_chars = 0;
-  std::uint64_t version = 0;
+  std::size_t before_chars = 0;       ///< the transcript's characters before
+  std::size_t after_chars = 0;        ///< the transcript's characters after
+  std::uint64_t version = 0;          ///< the session's version afterwards
 };
 
+/// What Compactor::Recover recorded.
 struct RecoveryOutcome {
   std::vector<UncertainCall> recovered;  ///< the calls whose missing results were recorded
-  std::uint64_t version = 0;
+  std::uint64_t version = 0;             ///< the session's version afterwards
 };
 
+/// Keeps each session's conversation inside the model's context window (see above).
 class RECAP_EXPORT Compactor {
  public:
-  /// `provider` writes checkpoints; null means recap's offline summarizer. `store` holds the
-  /// sessions; null means a new in-memory store. Fails when `config` is out of range.
-  /// `time` times the back-offs of R12.2 and R12.3; null means the machine's monotonic clock
-  /// (SteadyTimeSource()).
+  /// Creates a Compactor. `provider` writes checkpoints; null means recap's offline summarizer.
+  /// `store` holds the sessions; null means a new in-memory store. `plugins` take part in every
+  /// compaction (plugin_hook.h); `sinks` receive the events (events.h). Fails when `config` is
+  /// out of range. `time` times the back-offs of R12.2 and R12.3; null means the machine's
+  /// monotonic clock (SteadyTimeSource()).
   static Result<std::unique_ptr<Compactor>> Create(
       Config config, std::shared_ptr<Provider> provider, std::shared_ptr<SessionStore> store,
       std::vector<std::shared_ptr<PluginHook>> plugins = {},
@@ -304,16 +315,20 @@ class RECAP_EXPORT Compactor {
   /// session never written.
   Result<UncompactOutcome> Uncompact(const std::string& session);
 
+  /// The configuration it was created with.
   const Config& config() const noexcept;
+  /// The store it keeps the sessions in: the one given to Create, or its in-memory one. A host
+  /// appends each turn's messages here (SessionStore::Append) before calling Prepare.
   SessionStore& store() noexcept;
 
   /// What the per-session cache holds now (R12.6): sessions, their estimated bytes, the budget
   /// (cache.maxBytes). The most recently used session stays even when it alone is larger.
   struct CacheStats {
-    std::size_t sessions = 0;
-    std::size_t bytes = 0;
-    std::size_t max_bytes = 0;
+    std::size_t sessions = 0;   ///< sessions held
+    std::size_t bytes = 0;      ///< their estimated bytes
+    std::size_t max_bytes = 0;  ///< the budget, cache.maxBytes
   };
+  /// What the per-session cache holds now (CacheStats).
   CacheStats cache_stats() const;
 
  private:

@@ -3,6 +3,7 @@
 ///
 /// The C++ structs mirror the JSON form, whose keys and defaults are:
 ///
+/// ```text
 ///   {
 ///     "compaction":  { "auto": true, "threshold": 0.85, "keepTurns": 2,
 ///                      "maxOutputTokens": 16000, "calibrate": false, "fallback": "none",
@@ -13,6 +14,7 @@
 ///     "pluginHooks": { "timeoutMs": 5000 },
 ///     "provider":    { "contextWindow": null }
 ///   }
+/// ```
 ///
 /// Every key is optional; a missing key keeps its default. A value out of range, of the wrong
 /// type, or an unknown key is rejected with a Status that names the key (as a path such as
@@ -34,6 +36,7 @@
 namespace recap {
 inline namespace v0 {
 
+/// What a compaction does when its summarizer call fails (compaction.fallback, R1.3).
 enum class Fallback : std::uint8_t {
   kNone,     ///< a failed summarizer call fails the compaction
   kOffline,  ///< ...falls back to the offline summarizer (R1.3)
@@ -47,17 +50,17 @@ enum class Fallback : std::uint8_t {
 /// the session's history. Off by default. JSON: `compaction.clearToolResults`, either true /
 /// false or an object {"enabled", "keepRecent", "excludeTools", "minFreeChars"}.
 struct ClearToolResultsConfig {
-  bool enabled = false;
-  int keep_recent = 3;                     ///< 0 .. 100000
+  bool enabled = false;                    ///< "enabled": clear old tool results
+  int keep_recent = 3;                     ///< "keepRecent": newest results kept; 0 .. 100000
   std::vector<std::string> exclude_tools;  ///< tool names, as the calls name them
-  std::size_t min_free_chars = 20000;      ///< >= 0
+  std::size_t min_free_chars = 20000;      ///< "minFreeChars": clear only if it frees this; >= 0
 };
 
 /// What a cleared tool result holds (R14.3), exactly.
 inline constexpr const char* kClearedToolResultMarker =
     "[tool result cleared to save context; the original is in the session history]";
 /// With compaction.recallTool on (R18.2), the marker names the message to ask for instead:
-/// kClearedToolResultRecallMarker followed by the message id and "\"]}]".
+/// kClearedToolResultRecallMarker followed by the message id and `"\"]}]"`.
 inline constexpr const char* kClearedToolResultRecallMarker =
     "[tool result cleared to save context; to see it again, call recap_recall with {\"ids\": [\"";
 
@@ -72,10 +75,10 @@ inline constexpr const char* kClearedToolResultRecallMarker =
 /// taken yet. Off by default. JSON: `compaction.background`, either true / false or an object
 /// {"enabled", "startAt", "maxWaitMs", "workers"}.
 struct BackgroundConfig {
-  bool enabled = false;
-  double start_at = 0.7;             ///< 0.1 .. 1, a fraction of the trigger
-  std::size_t max_wait_ms = 600000;  ///< >= 1; the HTTP provider's default time-out
-  int workers = 4;                   ///< 1 .. 64
+  bool enabled = false;              ///< "enabled": compact in the background
+  double start_at = 0.7;             ///< "startAt": 0.1 .. 1, a fraction of the trigger
+  std::size_t max_wait_ms = 600000;  ///< "maxWaitMs": >= 1; the HTTP provider's default time-out
+  int workers = 4;                   ///< "workers": 1 .. 64
 };
 
 /// R17: the ledger of every compaction and its guard. When enabled, recap reads each span's
@@ -87,17 +90,18 @@ struct BackgroundConfig {
 /// many were left out and from which messages. JSON: `compaction.ledger`, either true / false
 /// or an object {"enabled", "maxChars"}.
 struct LedgerConfig {
-  bool enabled = true;
-  std::size_t max_chars = 8000;  ///< >= 200
+  bool enabled = true;           ///< "enabled": build the ledger and guard the checkpoint
+  std::size_t max_chars = 8000;  ///< "maxChars": the "Kept by recap" section's bound; >= 200
 };
 
+/// When and how to compact: the JSON object `compaction` (docs/configuration.md).
 struct CompactionConfig {
-  bool auto_compact = true;               ///< "auto"
-  double threshold = 0.85;                ///< 0.1 .. 0.99
-  int keep_turns = 2;                     ///< 0 .. 20
-  std::size_t max_output_tokens = 16000;  ///< >= 1
-  bool calibrate = false;                 ///< R2.4
-  Fallback fallback = Fallback::kNone;
+  bool auto_compact = true;               ///< "auto": Prepare compacts when a trigger fires
+  double threshold = 0.85;                ///< "threshold": the trigger's fraction; 0.1 .. 0.99
+  int keep_turns = 2;                     ///< "keepTurns": turns kept verbatim; 0 .. 20
+  std::size_t max_output_tokens = 16000;  ///< "maxOutputTokens": the summarizer's; >= 1
+  bool calibrate = false;                 ///< "calibrate": use reported prompt tokens (R2.4)
+  Fallback fallback = Fallback::kNone;    ///< "fallback": "none" or "offline" (R1.3)
   /// How much of the session's instructions (a leading system message, R12.1) the summarizer
   /// is shown, in characters; 0 shows none.
   std::size_t instructions_for_summarizer_chars = 8000;
@@ -116,12 +120,16 @@ struct CompactionConfig {
   bool recall_tool = false;  ///< "recallTool"
 };
 
+/// The hard limit: the JSON object `limits`.
 struct LimitsConfig {
-  std::size_t max_context_chars = 800000;  ///< >= 4000
+  /// "maxContextChars": the most characters of instructions and transcript a request may
+  /// carry (R6); >= 4000.
+  std::size_t max_context_chars = 800000;
 };
 
+/// The plugin hooks' time limit: the JSON object `pluginHooks` (R9.2).
 struct PluginHooksConfig {
-  std::size_t timeout_ms = 5000;  ///< >= 1
+  std::size_t timeout_ms = 5000;  ///< "timeoutMs": the most one hook call may take; >= 1
 };
 
 /// R12.6: the Compactor keeps each session it serves in memory between calls (its measured
@@ -129,23 +137,26 @@ struct PluginHooksConfig {
 /// memory) it drops the sessions used least recently. A dropped session is loaded from the
 /// store again when it comes back.
 struct CacheConfig {
-  std::size_t max_bytes = std::size_t{512} << 20;  ///< >= 0
+  std::size_t max_bytes = std::size_t{512} << 20;  ///< "maxBytes": >= 0
 };
 
+/// What recap is told of the model: the JSON object `provider`.
 struct ProviderConfig {
-  std::optional<std::size_t> context_window;  ///< tokens; null = ask the provider (R1.2)
+  /// "contextWindow": the model's context window in tokens; null = ask the provider (R1.2).
+  std::optional<std::size_t> context_window;
 };
 
 /// The most Config::FromFile reads by default: 1 MiB. A configuration is a few hundred bytes;
 /// a file near this size is the wrong file (a log, a device, a pipe that never ends).
 inline constexpr std::size_t kMaxConfigFileBytes = std::size_t{1} << 20;
 
+/// A Compactor's whole configuration: the JSON form (see above) as C++ structs.
 struct RECAP_EXPORT Config {
-  CompactionConfig compaction;
-  LimitsConfig limits;
-  PluginHooksConfig plugin_hooks;
-  ProviderConfig provider;
-  CacheConfig cache;
+  CompactionConfig compaction;     ///< "compaction"
+  LimitsConfig limits;             ///< "limits"
+  PluginHooksConfig plugin_hooks;  ///< "pluginHooks"
+  ProviderConfig provider;         ///< "provider"
+  CacheConfig cache;               ///< "cache" (R12.6)
 
   /// Parses the JSON form. An empty object gives the defaults.
   static Result<Config> FromJson(std::string_view json);

@@ -18,11 +18,13 @@
 namespace recap {
 inline namespace v0 {
 
+/// A conversation as a foreign format holds it: the instructions kept apart (see above).
 struct Conversation {
   std::optional<Message> instructions;  ///< the leading system message, if there was one
   std::vector<Message> messages;        ///< everything after it, in order
 };
 
+/// How the codecs' decoders treat what they meet (codec.h).
 struct DecodeOptions {
   /// What to do with a content block or part whose `type` this version of recap does not know.
   /// false (default): reject the document with a Status naming the type and where it was.

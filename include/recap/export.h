@@ -9,6 +9,10 @@
 #ifndef RECAP_EXPORT_H_
 #define RECAP_EXPORT_H_
 
+/// @def RECAP_EXPORT
+/// Marks a declaration as part of the binary interface: default visibility on ELF and Mach-O;
+/// on Windows dllexport while the library is built, dllimport for a consumer of the shared
+/// library, nothing with RECAP_STATIC.
 #if defined(_WIN32) || defined(__CYGWIN__)
 #if defined(RECAP_STATIC)
 #define RECAP_EXPORT

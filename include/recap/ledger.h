@@ -30,6 +30,7 @@
 namespace recap {
 inline namespace v0 {
 
+/// What a ledger entry is, from the most important kind to the least.
 enum class LedgerKind : std::uint8_t {
   kRequest,     ///< what the person asked, in their words
   kIdentifier,  ///< a token the person typed: a URL, a path, a token with a digit
@@ -37,25 +38,32 @@ enum class LedgerKind : std::uint8_t {
   kTodo,        ///< an open item of the newest to-do list
   kFailure,     ///< a call that failed and was not retried successfully
 };
+/// How many kinds there are: the size of the arrays indexed by LedgerKind.
 inline constexpr std::size_t kLedgerKinds = 5;
 
 /// "request", "identifier", "file", "todo", "failure".
 RECAP_EXPORT const char* LedgerKindName(LedgerKind kind) noexcept;
 
+/// One must-keep artifact of a span.
 struct LedgerEntry {
-  LedgerKind kind = LedgerKind::kRequest;
-  std::string text;
-  std::string message_id;  ///< the message it came from
+  LedgerKind kind = LedgerKind::kRequest;  ///< what it is
+  std::string text;                        ///< the artifact, verbatim
+  std::string message_id;                  ///< the message it came from
 };
 
+/// A span's must-keep artifacts (BuildLedger).
 struct RECAP_EXPORT Ledger {
   std::vector<LedgerEntry> entries;  ///< deduplicated, in the order the span states them
   /// Entries let go because the ledger outgrew its bound (BuildLedger's `max_chars`): the
   /// oldest of the least important kinds, counted by kind, with the first and the last message
   /// they came from. The guard reports them as left out.
   std::array<std::size_t, kLedgerKinds> pruned{};
+  /// @{
+  /// The first and the last message the entries let go came from.
   std::string pruned_from, pruned_to;
-  std::size_t Count(LedgerKind kind) const noexcept;  ///< in `entries`
+  /// @}
+  /// How many of `entries` are of `kind`.
+  std::size_t Count(LedgerKind kind) const noexcept;
 };
 
 /// A request longer than this (in code points) is clipped, with a marker saying how much.
@@ -81,7 +89,10 @@ RECAP_EXPORT bool LedgerCarries(std::string_view checkpoint, const LedgerEntry& 
 /// Per kind: what the ledger had, what the checkpoint kept by itself, what the guard added and
 /// what it left out for room.
 struct LedgerTally {
+  /// @{
+  /// Entries: had (total), kept by the checkpoint itself, added by the guard, left out.
   std::size_t total = 0, kept = 0, added = 0, left_out = 0;
+  /// @}
 };
 
 /// What the guard adds to a checkpoint (R17.2).

@@ -33,8 +33,10 @@ class RECAP_EXPORT MemoryStore {
   virtual Result<std::vector<std::string>> List(const std::string& scope) = 0;
 };
 
+/// A MemoryStore in memory: everything is lost when the last reference goes.
 RECAP_EXPORT std::shared_ptr<MemoryStore> NewInMemoryMemoryStore();
 
+/// How NewMemoryPlugin keeps and injects memories.
 struct MemoryPluginOptions {
   std::string scope = "default";  ///< where memories are kept; "" means one scope per session
   std::size_t max_memories = 50;  ///< how many of the newest are injected

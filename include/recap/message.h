@@ -3,6 +3,7 @@
 ///
 /// A Message is a role and an ordered list of parts. A part is one of:
 ///
+/// ```text
 ///   Text        text a person or the model wrote;
 ///   ToolCall    the model asking for a tool: `id`, `name`, `arguments` (a JSON text, kept
 ///               byte-exact unless the tail reducer clips it);
@@ -12,6 +13,7 @@
 ///               reasoning, images, server-side tool blocks. `kind` names it, `payload` is its
 ///               JSON text. A codec may mark an opaque item as one side of a call/result pair
 ///               (`link`, `link_id`) so the cutter keeps such pairs together like tool calls.
+/// ```
 ///
 /// Foreign formats (OpenAI chat completions, Anthropic Messages) convert into this model and
 /// back without loss. What recap does not model is kept, not dropped: every struct has an
@@ -37,6 +39,7 @@
 namespace recap {
 inline namespace v0 {
 
+/// Who wrote a message: the system (instructions), the person, the model, or a tool.
 enum class Role : std::uint8_t { kSystem, kUser, kAssistant, kTool };
 
 /// "system", "user", "assistant", "tool".
@@ -45,42 +48,49 @@ RECAP_EXPORT const char* RoleName(Role role) noexcept;
 RECAP_EXPORT std::optional<Role> ParseRole(std::string_view name) noexcept;
 
 /// How a foreign format wrote a content field, so that a codec can write it back the same way.
-/// kDefault lets the encoder choose its format's natural form.
+/// kDefault lets the encoder choose its format's natural form; the others are a string, a list,
+/// null and a field left out.
 enum class ContentForm : std::uint8_t { kDefault, kString, kList, kNull, kAbsent };
 
+/// Text a person or the model wrote.
 struct Text {
-  std::string text;
+  std::string text;   ///< the text itself
   std::string extra;  ///< JSON object text of unmodelled fields (e.g. "citations"); may be empty
 };
 
+/// The model asking for a tool.
 struct ToolCall {
-  std::string id;
-  std::string name;
+  std::string id;         ///< the call's id, which its result names (ToolResult::call_id)
+  std::string name;       ///< the tool's name
   std::string arguments;  ///< a JSON text, normally an object
-  std::string extra;
+  std::string extra;      ///< JSON object text of unmodelled fields; may be empty
 };
 
 /// Which side of a call/result pair an opaque item is, for items a provider pairs itself
-/// (e.g. Anthropic's server_tool_use and web_search_tool_result).
+/// (such as Anthropic's server_tool_use and web_search_tool_result).
 enum class OpaqueLink : std::uint8_t { kNone, kCall, kResult };
 
+/// Provider data recap never reads or changes (see above).
 struct Opaque {
   std::string kind;     ///< e.g. "thinking", "redacted_thinking", "image", "reasoning"
   std::string payload;  ///< a JSON text recap never reads; written back byte-exact
-  OpaqueLink link = OpaqueLink::kNone;
-  std::string link_id;  ///< the pair's id when link != kNone
+  OpaqueLink link = OpaqueLink::kNone;  ///< the side of a call/result pair it is, if any
+  std::string link_id;                  ///< the pair's id when link != kNone
 };
 
+/// An item of a tool result: a text, or an opaque item such as an image.
 using ResultItem = std::variant<Text, Opaque>;
 
+/// What a tool returned for a call.
 struct ToolResult {
-  std::string call_id;
-  std::vector<ResultItem> content;
-  bool is_error = false;
+  std::string call_id;                       ///< the id of the call it answers (ToolCall::id)
+  std::vector<ResultItem> content;           ///< what the tool returned, in order
+  bool is_error = false;                     ///< the tool reported a failure
   ContentForm form = ContentForm::kDefault;  ///< string or list in the foreign format
-  std::string extra;
+  std::string extra;                         ///< JSON object text of unmodelled fields
 };
 
+/// A part of a message: one of the four kinds above.
 using Part = std::variant<Text, ToolCall, ToolResult, Opaque>;
 
 /// The wire format a message was decoded from. The codecs set it; a message a host or recap
@@ -98,22 +108,25 @@ RECAP_EXPORT const char* OriginName(Origin origin) noexcept;
 /// The inverse of OriginName for the three formats; nullopt for anything else.
 RECAP_EXPORT std::optional<Origin> ParseOrigin(std::string_view name) noexcept;
 
+/// One message of a conversation: a role and its parts, in order (see above).
 struct RECAP_EXPORT Message {
-  std::string id;  ///< stable; Transcript::Append assigns one when empty
-  Role role = Role::kUser;
-  std::vector<Part> parts;
-  bool summary = false;  ///< this message is a checkpoint (SPEC R4.4)
+  std::string id;           ///< stable; Transcript::Append assigns one when empty
+  Role role = Role::kUser;  ///< who wrote it
+  std::vector<Part> parts;  ///< its content, in order
+  bool summary = false;     ///< this message is a checkpoint (SPEC R4.4)
   /// Kept verbatim by every compaction, in its place before the checkpoint, and never clipped
   /// (R12.1): for a user or system message without tool parts that must survive as written
   /// (a rule the user stated, a task description). The stores refuse it on anything else.
   bool pinned = false;
-  ContentForm form = ContentForm::kDefault;
+  ContentForm form = ContentForm::kDefault;  ///< how the foreign format wrote its content
   std::string extra;              ///< JSON object text of the foreign message's unmodelled fields
   Origin origin = Origin::kNone;  ///< the format it was decoded from (above)
 
-  /// Conveniences for hosts and tests.
+  /// A user message with one text part (a convenience for hosts and tests, as the four below).
   static Message UserText(std::string text);
+  /// An assistant message with one text part.
   static Message AssistantText(std::string text);
+  /// A system message with one text part.
   static Message SystemText(std::string text);
   /// An assistant message carrying the given calls (and optional text before them).
   static Message AssistantCalls(std::vector<ToolCall> calls, std::string text = {});
@@ -143,7 +156,7 @@ RECAP_EXPORT std::string PinnedProblem(const Message& m);
 /// import` names it.
 RECAP_EXPORT std::optional<std::string> RepeatedCallId(const Message& m);
 
-/// The message's texts joined with "\n" (text parts only; for display and summarizing).
+/// The message's texts joined with `"\n"` (text parts only; for display and summarizing).
 RECAP_EXPORT std::string JoinedText(const Message& m);
 
 /// A checkpoint a provider's server wrote (SPEC R14.1): Anthropic's `compaction` content block
@@ -155,6 +168,7 @@ struct ProviderCheckpoint {
   /// The summary as text when the provider shows it (Anthropic's `content`); empty for an
   /// encrypted one.
   std::string text;
+  /// True when its summary can be read (`text`): Anthropic's; OpenAI's is encrypted.
   bool readable() const noexcept { return writer == "anthropic"; }
 };
 

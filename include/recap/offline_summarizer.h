@@ -8,6 +8,7 @@
 /// attaches to every summarizer request (CompletionRequest::source) and answers with the
 /// checkpoint JSON of R4.1:
 ///
+/// ```text
 ///   goal           the first request a person made (from the prior checkpoint if there is one)
 ///   instructions   the user's messages, verbatim where short
 ///   relevantFiles  paths found in tool-call arguments and tool results
@@ -16,6 +17,7 @@
 ///                  whether a later call of the same tool succeeded
 ///   currentState   the latest assistant text
 ///   nextSteps      left empty: without a model it cannot know
+/// ```
 ///
 /// A prior checkpoint is merged: its lists are kept and extended, its goal kept.
 /// The reply keeps within the request's max_output_tokens (about four characters a token): the

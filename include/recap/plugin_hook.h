@@ -35,30 +35,35 @@
 namespace recap {
 inline namespace v0 {
 
+/// What PluginHook::BeforeCompact is told.
 struct BeforeCompactContext {
-  std::string session;
+  std::string session;       ///< the session being compacted
   std::string reason;        ///< "auto", "manual", "budget", "overflow"
   std::size_t messages = 0;  ///< how many messages will be summarized
   std::size_t chars = 0;     ///< and their characters
 };
 
+/// What PluginHook::BeforeCompact adds to the summarizer call.
 struct BeforeCompactResult {
   std::string instructions;                ///< added to the summarizer's instructions
   std::vector<OutputField> output_fields;  ///< added to the reply's schema
 };
 
+/// What PluginHook::AfterCompact is told.
 struct AfterCompactContext {
-  std::string session;
-  std::string reason;
-  Checkpoint checkpoint;
+  std::string session;                        ///< the session compacted
+  std::string reason;                         ///< "auto", "manual", "budget", "overflow"
+  Checkpoint checkpoint;                      ///< the checkpoint written
   std::map<std::string, std::string> fields;  ///< this plugin's fields: name -> JSON text
 };
 
+/// What PluginHook::AfterCompact returns.
 struct AfterCompactResult {
   std::string inject_context;  ///< empty: nothing injected
   std::string report;          ///< empty: no report
 };
 
+/// A plugin taking part in every compaction through two hooks (see above).
 class RECAP_EXPORT PluginHook {
  public:
   virtual ~PluginHook();
@@ -66,8 +71,12 @@ class RECAP_EXPORT PluginHook {
   /// A stable, short name: it appears in events and selects the plugin's fields.
   virtual std::string Name() const = 0;
 
+  /// Runs before the summarizer call; may add instructions and output fields to it. The
+  /// default adds nothing.
   virtual Result<BeforeCompactResult> BeforeCompact(const BeforeCompactContext& context,
                                                     const CancellationToken& cancel);
+  /// Runs once the checkpoint exists; may return context to inject after it and a report for
+  /// the completion event. The default returns neither.
   virtual Result<AfterCompactResult> AfterCompact(const AfterCompactContext& context,
                                                   const CancellationToken& cancel);
 };

@@ -56,48 +56,54 @@ struct SummarySource {
   const Ledger* ledger = nullptr;
 };
 
+/// One completion request: what the Compactor asks a summarizer.
 struct CompletionRequest {
-  std::string system_prompt;
+  std::string system_prompt;      ///< the summarizer's instructions
   std::vector<Message> messages;  ///< recap sends one user message holding the rendered span
-  std::size_t max_output_tokens = 16000;
-  std::optional<std::string> json_schema;
-  const SummarySource* source = nullptr;  ///< see SummarySource
+  std::size_t max_output_tokens = 16000;   ///< the most the reply may take (compaction's budget)
+  std::optional<std::string> json_schema;  ///< the JSON Schema the reply should follow, if any
+  const SummarySource* source = nullptr;   ///< see SummarySource
 };
 
+/// Why the model stopped: a natural end (kStop), the output limit (kLength: the reply is cut),
+/// or anything else (kOther).
 enum class FinishReason : std::uint8_t { kStop, kLength, kOther };
 
 /// "stop", "length", "other".
 RECAP_EXPORT const char* FinishReasonName(FinishReason reason) noexcept;
 
+/// The tokens a provider reported for a request; zero when unknown.
 struct Usage {
-  std::uint64_t prompt_tokens = 0;
-  std::uint64_t completion_tokens = 0;
+  std::uint64_t prompt_tokens = 0;      ///< tokens of the request
+  std::uint64_t completion_tokens = 0;  ///< tokens of the reply
 };
 
+/// What Provider::Complete returns.
 struct Completion {
-  std::string text;
-  FinishReason finish_reason = FinishReason::kStop;
-  Usage usage;
+  std::string text;                                  ///< the model's reply
+  FinishReason finish_reason = FinishReason::kStop;  ///< why it stopped
+  Usage usage;                                       ///< the tokens it reported
 };
 
 /// R14.2: what a provider-native summarizer is asked to compact (Provider::CompactNative). recap
 /// has chosen the cut: `span` is exactly the messages the checkpoint will replace (the
 /// session's instructions and pinned messages are not among them; they stay).
 struct NativeCompactionRequest {
-  const Transcript* span = nullptr;  ///< valid for the duration of the call
-  std::string instructions;          ///< the session's instructions (its system prompt), or ""
-  std::string focus;                 ///< manual focus instructions (R4.6), or ""
-  std::size_t max_output_tokens = 16000;
+  const Transcript* span = nullptr;       ///< valid for the duration of the call
+  std::string instructions;               ///< the session's instructions (its system prompt), or ""
+  std::string focus;                      ///< manual focus instructions (R4.6), or ""
+  std::size_t max_output_tokens = 16000;  ///< the most the checkpoint may take
 };
 
 /// What it returns: the message holding the provider's artifact (Anthropic's `compaction`
 /// block, OpenAI's `compaction` item), which recap commits as the checkpoint, flagged summary
 /// under a new id; and the usage the provider reported.
 struct NativeCompaction {
-  Message checkpoint;
-  Usage usage;
+  Message checkpoint;  ///< the message holding the provider's artifact
+  Usage usage;         ///< the tokens the provider reported
 };
 
+/// The model that writes checkpoints (see above for the contract of an implementation).
 class RECAP_EXPORT Provider {
  public:
   virtual ~Provider();
@@ -106,8 +112,8 @@ class RECAP_EXPORT Provider {
   virtual Result<Completion> Complete(const CompletionRequest& request,
                                       const CancellationToken& cancel) = 0;
 
-  /// The model's context window in tokens, when the provider knows it (e.g. from the
-  /// server's model list). recap distrusts values above 2,000,000 (R1.2). Default: unknown.
+  /// The model's context window in tokens, when the provider knows it (from the server's model
+  /// list, for instance). recap distrusts values above 2,000,000 (R1.2). Default: unknown.
   virtual std::optional<std::size_t> ContextWindow() { return std::nullopt; }
 
   /// The same, saying why when it is unknown: the window, kNotFound when the provider does not

@@ -31,6 +31,7 @@ inline namespace v0 {
 /// The recall tool's name, as the model calls it.
 inline constexpr const char* kRecallToolName = "recap_recall";
 
+/// What Compactor::Recall looks for (ParseRecallArguments makes one from the tool's call).
 struct RecallQuery {
   /// Words to look for (at most 32 are used, each at most 200 bytes: a longer query is cut).
   std::string text;
@@ -39,7 +40,7 @@ struct RecallQuery {
   /// A turn range, inclusive (HistoryEntry::turn); last_turn 0: none. With `text`, only messages
   /// of these turns are searched.
   std::uint64_t first_turn = 0;
-  std::uint64_t last_turn = 0;
+  std::uint64_t last_turn = 0;  ///< the range's last turn; 0: no range
   /// The answer's size: the originals' text, best first, is cut to fit this many characters.
   std::size_t max_chars = 8000;
   /// At most this many messages.
@@ -49,11 +50,12 @@ struct RecallQuery {
   bool include_active = false;
 };
 
+/// One original Compactor::Recall found.
 struct RecalledMessage {
-  std::string id;
-  std::uint64_t seq = 0;   ///< the store's order
-  std::uint64_t turn = 0;  ///< HistoryEntry::turn
-  Role role = Role::kUser;
+  std::string id;           ///< the message's id
+  std::uint64_t seq = 0;    ///< the store's order
+  std::uint64_t turn = 0;   ///< HistoryEntry::turn
+  Role role = Role::kUser;  ///< who wrote it
   /// "summarized" (retired by a compaction), "reduced" (its tool result cleared or its content
   /// clipped), "undone" (a checkpoint or reduced copy an undo took back), or "active".
   std::string state;
@@ -63,11 +65,12 @@ struct RecalledMessage {
   double score = 0;         ///< HistoryHit::score
 };
 
+/// What Compactor::Recall found: the originals, and the answer the model reads.
 struct Recalled {
   std::vector<RecalledMessage> messages;  ///< best first
   /// Messages that matched but did not fit max_chars; their ids are named in `text`.
   std::size_t left_out = 0;
-  std::vector<std::string> left_out_ids;
+  std::vector<std::string> left_out_ids;  ///< their ids
   /// The whole answer as the model reads it (the recall tool's result).
   std::string text;
 };

@@ -33,20 +33,21 @@ inline namespace v0 {
 /// A tool call with no result anywhere after it.
 struct UncertainCall {
   std::size_t message = 0;  ///< position of the message holding the call
-  std::string call_id;
-  std::string name;  ///< the tool's name; empty for opaque calls
+  std::string call_id;      ///< the call's id
+  std::string name;         ///< the tool's name; empty for opaque calls
 };
 
 /// A tool result whose call does not precede it.
 struct OrphanResult {
-  std::size_t message = 0;
-  std::string call_id;
+  std::size_t message = 0;  ///< position of the message holding the result
+  std::string call_id;      ///< the id of the call it names
 };
 
+/// How the calls and results of a transcript pair up (AnalyzePairing).
 struct PairingReport {
-  std::size_t pairs = 0;  ///< matched call/result pairs
-  std::vector<UncertainCall> uncertain;
-  std::vector<OrphanResult> orphans;
+  std::size_t pairs = 0;                 ///< matched call/result pairs
+  std::vector<UncertainCall> uncertain;  ///< calls without a result, in order
+  std::vector<OrphanResult> orphans;     ///< results without their call, in order
 };
 
 /// How calls and results of `t` pair up.
@@ -62,17 +63,19 @@ RECAP_EXPORT std::vector<std::uint8_t> FindSafeBoundaries(const Transcript& t);
 /// Positions of the messages that start a turn (IsTurnStart), in order.
 RECAP_EXPORT std::vector<std::size_t> FindTurnStarts(const Transcript& t);
 
+/// How FindCut cuts.
 enum class CutMode : std::uint8_t {
   kNormal,  ///< keep the last keep_turns turns (R3.1, R3.2)
   kBudget,  ///< last-chance compaction: cut inside the last turn (R3.3)
 };
 
+/// Why a compaction does nothing: the cutter's reasons (FindCut), then the Compactor's.
 enum class SkipReason : std::uint8_t {
-  kNone,
+  kNone,                  ///< it does not skip: there is a cut
   kNothingToSummarize,    ///< no message (other than earlier checkpoints) would be summarized
   kNoSafeBoundary,        ///< there is history, but no safe boundary leaves anything to summarize
   kUncertainToolResults,  ///< a tool call has no result; recover the session first (R3.7, R8.3)
-  /// Set by the Compactor, never by the cutter:
+  // Set by the Compactor, never by the cutter:
   kNoProgress,             ///< auto compaction paused: the last two freed < 10% each (R2.5)
   kIrreducible,            ///< instructions + tool catalog alone reach the trigger (R12.4)
   kSummarizerUnavailable,  ///< the summarizer failed 3 auto compactions in a row (R12.3)
@@ -86,17 +89,19 @@ enum class SkipReason : std::uint8_t {
 /// compaction_skipped.
 RECAP_EXPORT const char* SkipReasonName(SkipReason reason) noexcept;
 
+/// What FindCut is asked.
 struct CutOptions {
-  int keep_turns = 2;  ///< 0..20 (R1.1); values outside are clamped
-  CutMode mode = CutMode::kNormal;
+  int keep_turns = 2;               ///< turns to keep; 0..20 (R1.1); values outside are clamped
+  CutMode mode = CutMode::kNormal;  ///< normal, or the last-chance budget cut
   /// R3.8: when non-zero, the kept part should stay below this many characters (the
   /// Compactor passes half the trigger). The cut moves forward — fewer kept turns, then inside
   /// the last turn — until the kept part is below it or no safe boundary is left.
   std::size_t kept_chars_limit = 0;
 };
 
+/// Where FindCut cuts, or why it does not.
 struct CutDecision {
-  SkipReason skip = SkipReason::kNone;
+  SkipReason skip = SkipReason::kNone;   ///< kNone when there is a cut
   std::size_t position = 0;              ///< first kept message; valid when ok()
   std::size_t summarized_chars = 0;      ///< characters of [0, position)
   std::size_t kept_chars = 0;            ///< characters of [position, size)
@@ -105,6 +110,7 @@ struct CutDecision {
   bool moved_for_size = false;           ///< R3.8 moved the cut forward
   std::vector<UncertainCall> uncertain;  ///< filled when skip == kUncertainToolResults
 
+  /// True when there is a cut (skip == kNone).
   bool ok() const noexcept { return skip == SkipReason::kNone; }
 };
 

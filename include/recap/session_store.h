@@ -24,12 +24,14 @@
 ///
 /// Errors every method shares (a store of a host's own must give the same codes; the
 /// conformance suite, recap/testing/store_conformance.h, checks stores against them):
+/// ```text
 ///   kInvalidArgument   an empty session id; a message the rules below refuse. Nothing stored.
 ///   kConflict          the session changed since the version a commit was based on, or a
 ///                      session CreateSessions should create exists already. Nothing stored.
 ///   kIOError, kUnavailable, kCorruption, kDeadlineExceeded
 ///                      the store's own medium failed (a full disk, a lost connection, a damaged
 ///                      file, a lock held too long). Nothing stored; the message says what to do.
+/// ```
 ///
 /// Thread safety: implementations must allow concurrent calls from several threads, for the
 /// same session or different ones.
@@ -51,6 +53,7 @@
 namespace recap {
 inline namespace v0 {
 
+/// A session as SessionStore::Load reads it.
 struct SessionState {
   Transcript transcript;      ///< the active messages, in order
   std::uint64_t version = 0;  ///< 0 for a session never written
@@ -59,13 +62,13 @@ struct SessionState {
 
 /// What changed since a version the caller already has (see LoadChanges).
 struct SessionChanges {
-  std::uint64_t version = 0;
+  std::uint64_t version = 0;  ///< the session's version now
   /// true: only appends happened since; `appended` holds them in order.
   /// false: something else changed (a commit by another writer); `transcript` holds the
   /// whole active transcript.
   bool appended_only = true;
-  std::vector<Message> appended;
-  Transcript transcript;
+  std::vector<Message> appended;  ///< what was appended, in order, when appended_only
+  Transcript transcript;          ///< the whole active transcript, when not appended_only
   std::string learned;  ///< the session's learned state now (SaveLearned), whatever changed
 };
 
@@ -74,11 +77,11 @@ struct SessionChanges {
 /// their place. With `kept` (R12.1), the span is kept.size() + replaced.size() messages and the
 /// kept ones stay, first (see below).
 struct CompactionCommit {
-  std::uint64_t expected_version = 0;
-  std::vector<std::string> replaced;
-  Message checkpoint;             ///< flagged summary
-  std::vector<Message> injected;  ///< context plugins add after the checkpoint (R9.1)
-  std::string reason;             ///< "auto", "manual", "budget", "overflow"
+  std::uint64_t expected_version = 0;  ///< the version the compaction was based on
+  std::vector<std::string> replaced;   ///< the ids of the messages it replaces, in order
+  Message checkpoint;                  ///< flagged summary
+  std::vector<Message> injected;       ///< context plugins add after the checkpoint (R9.1)
+  std::string reason;                  ///< "auto", "manual", "budget", "overflow"
   /// Messages among the leading ones that stay active, verbatim and in their order, before the
   /// checkpoint (R12.1): the session's instructions and pinned messages. The leading
   /// kept.size() + replaced.size() active messages are exactly these and `replaced`, each list
@@ -90,30 +93,34 @@ struct CompactionCommit {
 /// A reduction (R6.5): each replacement takes the place of the active message with the same
 /// id; the original stays in the history, marked compacted.
 struct ReductionCommit {
-  std::uint64_t expected_version = 0;
-  std::vector<Message> replacements;
+  std::uint64_t expected_version = 0;  ///< the version the reduction was based on
+  std::vector<Message> replacements;   ///< the reduced copies, each with its original's id
 };
 
 /// An acknowledged recovery (R8.3): each result is inserted right after the active message
 /// with id `after`, in the order given.
 struct RecoveredResult {
-  std::string after;
-  Message result;
+  std::string after;  ///< the id of the active message it goes after
+  Message result;     ///< the recorded result
 };
+/// The results an acknowledged recovery inserts (SessionStore::CommitRecovery).
 struct RecoveryCommit {
-  std::uint64_t expected_version = 0;
-  std::vector<RecoveredResult> results;
+  std::uint64_t expected_version = 0;    ///< the version the recovery was based on
+  std::vector<RecoveredResult> results;  ///< in the order they are inserted
 };
 
+/// Whether a message of the history is in the active transcript.
 enum class HistoryState : std::uint8_t {
-  kActive,
+  kActive,     ///< in the active transcript
   kCompacted,  ///< summarized by a compaction, or replaced by a reduced copy
 };
 
+/// A message of a session's history (SessionStore::History).
 struct HistoryEntry {
   std::uint64_t seq = 0;  ///< the store's own order: every stored message gets the next number
-  Message message;
-  HistoryState state = HistoryState::kActive;
+  Message message;        ///< the message as it was stored
+  HistoryState state = HistoryState::kActive;  ///< active, or retired
+
   /// What retired it: "compaction:<n>", "reduction:<n>", or "undo:<n>" (a checkpoint or reduced
   /// copy that CommitUndo took back); empty if active.
   std::string replaced_by;
@@ -134,13 +141,14 @@ struct HistorySearch {
   std::vector<std::string> terms;
   std::vector<std::string> ids;  ///< every stored copy of these messages matches, whatever its text
   std::uint64_t first_turn = 0;  ///< a turn range, inclusive; last_turn 0: none
-  std::uint64_t last_turn = 0;
-  bool include_active = false;  ///< active messages too; by default only retired ones
-  std::size_t limit = 20;       ///< at most this many entries, best first
+  std::uint64_t last_turn = 0;   ///< the range's last turn; 0: no range
+  bool include_active = false;   ///< active messages too; by default only retired ones
+  std::size_t limit = 20;        ///< at most this many entries, best first
 };
 
+/// A message SearchHistory found.
 struct HistoryHit {
-  HistoryEntry entry;
+  HistoryEntry entry;  ///< the message and what the history says of it
   /// Relevance to `terms` (larger is better; the stores' own scales, not comparable across
   /// stores); 0 for a message matched by id or turn alone.
   double score = 0;
@@ -150,9 +158,10 @@ struct HistoryHit {
 /// taken back — what it retired is active again, in its places, and what it added (the
 /// checkpoint and injected messages, the reduced copies) is retired as "undo:<n>".
 struct UndoCommit {
-  std::uint64_t expected_version = 0;
+  std::uint64_t expected_version = 0;  ///< the version the undo was based on
 };
 
+/// What SessionStore::CommitUndo took back.
 struct UndoOutcome {
   bool undone = false;        ///< false: the session has no compaction or reduction left to undo
   std::string commit;         ///< what was undone: "compaction:<n>" or "reduction:<n>"
@@ -177,11 +186,12 @@ class RECAP_EXPORT MessageSource {
 /// One session for CreateSessions: `messages`, then whatever `source` gives (when set; read
 /// once, in order, after the sessions listed before it).
 struct NewSession {
-  std::string session;
-  std::vector<Message> messages;
-  MessageSource* source = nullptr;
+  std::string session;              ///< the session's id
+  std::vector<Message> messages;    ///< its first messages
+  MessageSource* source = nullptr;  ///< the rest, or null; the caller's, read during the call
 };
 
+/// Where sessions live: the interface every store implements (see above).
 class RECAP_EXPORT SessionStore {
  public:
   virtual ~SessionStore();
@@ -217,10 +227,12 @@ class RECAP_EXPORT SessionStore {
   /// conversation and its companions together, e.g. a transcript and its instructions.
   virtual Result<std::vector<std::uint64_t>> CreateSessions(std::vector<NewSession> sessions) = 0;
 
-  // The three commits below are all-or-nothing and version-checked: kConflict when the session
-  // is no longer at the commit's expected version (another writer came first; reload and
-  // decide again), kInvalidArgument against a session never written (nothing to replace).
-  // They return the new version.
+  /// @name The commits that rewrite the active transcript
+  /// The three commits below are all-or-nothing and version-checked: kConflict when the session
+  /// is no longer at the commit's expected version (another writer came first; reload and
+  /// decide again), kInvalidArgument against a session never written (nothing to replace).
+  /// They return the new version.
+  /// @{
 
   /// Retires the leading span of the active transcript (`kept`, then `replaced`, each exactly
   /// the active messages at those places, in order) and puts the checkpoint, the injected
@@ -243,6 +255,7 @@ class RECAP_EXPORT SessionStore {
   /// result).
   virtual Result<std::uint64_t> CommitRecovery(const std::string& session,
                                                const RecoveryCommit& commit) = 0;
+  /// @}
 
   /// Takes back the newest compaction or reduction not undone yet (R18.3), all-or-nothing and
   /// version-checked like the commits above. The messages it retired take their places again;

@@ -6,7 +6,7 @@
 /// written as whole sentences that name the offending input — a JSON path, a key and its
 /// allowed range, a file — and, where there is one, the next step.
 ///
-/// Result<T> holds either a T or a non-OK Status. Accessing the value of a failed Result is a
+/// `Result<T>` holds either a T or a non-OK Status. Accessing the value of a failed Result is a
 /// programming error and aborts in every build mode (it never returns garbage).
 ///
 /// recap never throws across its API for expected failures (bad input, I/O, conflicts); the
@@ -21,8 +21,8 @@
 /// proxy) says it in its own with Status::Rendered instead of editing the sentence.
 /// docs/errors.md lists the remedies recap names.
 ///
-/// RECAP_RETURN_IF_ERROR(expr) returns the Status of `expr` (a Status or a Result<T>) from the
-/// enclosing function when it is not OK; that function returns a Status or a Result<U>.
+/// RECAP_RETURN_IF_ERROR(expr) returns the Status of `expr` (a Status or a `Result<T>`) from the
+/// enclosing function when it is not OK; that function returns a Status or a `Result<U>`.
 ///
 /// Thread safety: Status and Result are values; distinct objects may be used concurrently.
 #ifndef RECAP_STATUS_H_
@@ -44,7 +44,10 @@
 namespace recap {
 inline namespace v0 {
 
+/// What kind of failure a Status reports, for programs to branch on. The numbers are stable:
+/// the C API's RECAP_* codes are the same.
 enum class StatusCode : int {
+  /// Success: no failure.
   kOk = 0,
   /// The caller passed something malformed: bad JSON, an unknown role, a value out of range.
   kInvalidArgument = 1,
@@ -80,50 +83,71 @@ RECAP_EXPORT const char* StatusCodeName(StatusCode code) noexcept;
 /// docs/errors.md lists them), `value` a figure it carries when it has one (e.g. the
 /// milliseconds waited), and [offset, offset + size) where message() says it, in bytes.
 struct Remedy {
-  std::string id;
-  std::string value;
-  std::size_t offset = 0;
-  std::size_t size = 0;
+  std::string id;          ///< what the caller may change: an option or a remedy's name
+  std::string value;       ///< the figure it carries, or empty
+  std::size_t offset = 0;  ///< where message() says it: its first byte
+  std::size_t size = 0;    ///< and its length in bytes
 };
 
-/// (Exported member by member: RECAP_EXPORT cannot stand beside [[nodiscard]] on the class.)
+/// OK, or a code and a message saying what went wrong and what to do (see above).
+// (Exported member by member: RECAP_EXPORT cannot stand beside [[nodiscard]] on the class.)
 class [[nodiscard]] Status {
  public:
   /// An OK status. Cheap: no allocation.
   Status() noexcept = default;
+  /// A status with `code` and `message`; kOk makes an OK status (its message dropped).
   RECAP_EXPORT Status(StatusCode code, std::string message);
 
+  /// A copy: the code, the message and the remedies.
   RECAP_EXPORT Status(const Status& other);
+  /// Copies `other`'s code, message and remedies.
   RECAP_EXPORT Status& operator=(const Status& other);
+  /// Takes `other`'s state; `other` is left OK.
   Status(Status&& other) noexcept = default;
+  /// Takes `other`'s state; `other` is left OK.
   Status& operator=(Status&& other) noexcept = default;
   ~Status() = default;
 
+  /// An OK status, as Status() makes it.
   static Status OK() noexcept { return Status(); }
+  /// A status with StatusCode::kInvalidArgument and the message `msg`.
   static Status InvalidArgument(std::string msg) {
     return {StatusCode::kInvalidArgument, std::move(msg)};
   }
+  /// A status with StatusCode::kNotFound and the message `msg`.
   static Status NotFound(std::string msg) { return {StatusCode::kNotFound, std::move(msg)}; }
+  /// A status with StatusCode::kConflict and the message `msg`.
   static Status Conflict(std::string msg) { return {StatusCode::kConflict, std::move(msg)}; }
+  /// A status with StatusCode::kCorruption and the message `msg`.
   static Status Corruption(std::string msg) { return {StatusCode::kCorruption, std::move(msg)}; }
+  /// A status with StatusCode::kIOError and the message `msg`.
   static Status IOError(std::string msg) { return {StatusCode::kIOError, std::move(msg)}; }
+  /// A status with StatusCode::kUnavailable and the message `msg`.
   static Status Unavailable(std::string msg) { return {StatusCode::kUnavailable, std::move(msg)}; }
+  /// A status with StatusCode::kDeadlineExceeded and the message `msg`.
   static Status DeadlineExceeded(std::string msg) {
     return {StatusCode::kDeadlineExceeded, std::move(msg)};
   }
+  /// A status with StatusCode::kCancelled and the message `msg`.
   static Status Cancelled(std::string msg) { return {StatusCode::kCancelled, std::move(msg)}; }
+  /// A status with StatusCode::kContextBudgetExceeded and the message `msg`.
   static Status ContextBudgetExceeded(std::string msg) {
     return {StatusCode::kContextBudgetExceeded, std::move(msg)};
   }
+  /// A status with StatusCode::kFailedPrecondition and the message `msg`.
   static Status FailedPrecondition(std::string msg) {
     return {StatusCode::kFailedPrecondition, std::move(msg)};
   }
+  /// A status with StatusCode::kResourceExhausted and the message `msg`.
   static Status ResourceExhausted(std::string msg) {
     return {StatusCode::kResourceExhausted, std::move(msg)};
   }
+  /// A status with StatusCode::kInternal and the message `msg`.
   static Status Internal(std::string msg) { return {StatusCode::kInternal, std::move(msg)}; }
 
+  /// True for an OK status.
   bool ok() const noexcept { return state_ == nullptr; }
+  /// The code; kOk for an OK status.
   StatusCode code() const noexcept { return state_ ? state_->code : StatusCode::kOk; }
   /// The message for people; empty for OK.
   RECAP_EXPORT const std::string& message() const noexcept;
@@ -154,9 +178,11 @@ class [[nodiscard]] Status {
   RECAP_EXPORT Status
   InWords(const std::function<std::optional<std::string>(const Remedy&)>& words) const;
 
+  /// Equal when the codes and the messages are (the remedies are not compared).
   friend bool operator==(const Status& a, const Status& b) noexcept {
     return a.code() == b.code() && a.message() == b.message();
   }
+  /// Not operator==.
   friend bool operator!=(const Status& a, const Status& b) noexcept { return !(a == b); }
 
  private:
@@ -169,6 +195,7 @@ class [[nodiscard]] Status {
   std::unique_ptr<State> state_;
 };
 
+/// Writes s.ToString() to `os`.
 RECAP_EXPORT std::ostream& operator<<(std::ostream& os, const Status& s);
 
 namespace internal {
@@ -186,28 +213,39 @@ class [[nodiscard]] Result {
     if (status_.ok())
       status_ = Status::Internal("Result constructed from an OK Status without a value");
   }
+  /// A successful result holding `value`.
   Result(T value) : value_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
 
+  /// True when the result holds a value.
   bool ok() const noexcept { return status_.ok(); }
+  /// Why there is no value; OK when there is one.
   const Status& status() const noexcept { return status_; }
 
+  /// The value. On a failed result: prints the status and aborts, in every build mode.
   T& value() & {
     Check();
     return *value_;
   }
+  /// The value. On a failed result: prints the status and aborts, in every build mode.
   const T& value() const& {
     Check();
     return *value_;
   }
+  /// The value, moved out. On a failed result: prints the status and aborts.
   T&& value() && {
     Check();
     return std::move(*value_);
   }
 
+  /// value().
   T& operator*() & { return value(); }
+  /// value().
   const T& operator*() const& { return value(); }
+  /// The value, moved out, as std::move(*this).value().
   T&& operator*() && { return std::move(*this).value(); }
+  /// &value().
   T* operator->() { return &value(); }
+  /// &value().
   const T* operator->() const { return &value(); }
 
  private:
@@ -229,7 +267,7 @@ const Status& StatusOf(const Result<T>& r) noexcept {
 }  // namespace v0
 }  // namespace recap
 
-/// Returns the Status of `expr` (a Status or a Result<T>, evaluated once) when it is not OK.
+/// Returns the Status of `expr` (a Status or a `Result<T>`, evaluated once) when it is not OK.
 #define RECAP_RETURN_IF_ERROR(expr)                                \
   do {                                                             \
     const auto& recap_status_or_result_ = (expr);                  \

@@ -4,9 +4,11 @@
 ///
 /// The reducer works in rounds of decreasing caps:
 ///
+/// ```text
 ///   round             1      2      3      4      5
 ///   tool results    8000   4096   2048   1024    512
 ///   other content  16000   8192   4096   2048   1024   (texts, tool-call arguments)
+/// ```
 ///
 /// In each round the messages with content over the round's cap are clipped largest message
 /// first (ties: earlier position first), and the reducer stops the moment the transcript fits.
@@ -41,7 +43,9 @@ inline namespace v0 {
 /// U+2026 followed by " [truncated by context budget]": 31 code points.
 inline constexpr std::string_view kTruncationMarker = "\xE2\x80\xA6 [truncated by context budget]";
 
+/// The caps on tool results, in code points, round by round (see above).
 inline constexpr std::array<std::size_t, 5> kToolResultCaps = {8000, 4096, 2048, 1024, 512};
+/// The caps on other content (texts, tool-call arguments), in code points, round by round.
 inline constexpr std::array<std::size_t, 5> kContentCaps = {16000, 8192, 4096, 2048, 1024};
 
 /// The smallest target the reducer aims for (R6.1).
@@ -51,14 +55,15 @@ inline constexpr std::size_t kMinReductionTarget = 4000;
 RECAP_EXPORT std::size_t ReductionTarget(std::size_t max_context_chars,
                                          std::size_t instruction_chars) noexcept;
 
+/// What ReduceTail did.
 struct ReduceResult {
   Transcript transcript;             ///< the reduced transcript; shares unchanged messages
   std::vector<std::size_t> clipped;  ///< positions of the messages that were cut, ascending
   std::size_t clips = 0;             ///< clip operations (a message may be cut in several rounds)
-  std::size_t before_chars = 0;
-  std::size_t after_chars = 0;
-  int rounds = 0;     ///< cap rounds that ran (0 when it already fit)
-  bool fits = false;  ///< after_chars <= target
+  std::size_t before_chars = 0;      ///< the transcript's characters before
+  std::size_t after_chars = 0;       ///< and after
+  int rounds = 0;                    ///< cap rounds that ran (0 when it already fit)
+  bool fits = false;                 ///< after_chars <= target
 };
 
 /// Reduces `t` towards `target_chars` (R6.2–R6.4). When `t` already fits, the result is `t`

@@ -18,14 +18,17 @@
 namespace recap {
 inline namespace v0 {
 
+/// A clock the Compactor reads for its back-offs (see above); Compactor::Create takes one.
 class RECAP_EXPORT TimeSource {
  public:
+  /// A point in time, as std::chrono::steady_clock counts it.
   using time_point = std::chrono::steady_clock::time_point;
   virtual ~TimeSource();
+  /// The time now.
   virtual time_point Now() = 0;
 };
 
-/// std::chrono::steady_clock.
+/// The machine's monotonic clock, std::chrono::steady_clock: the Compactor's default.
 RECAP_EXPORT std::shared_ptr<TimeSource> SteadyTimeSource();
 
 }  // namespace v0

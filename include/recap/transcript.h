@@ -43,15 +43,21 @@ struct TranscriptAccess;  // recap's own code (src/core/model/transcript_access.
 class EncodedForms;       // recap's own code (src/core/model/encoded_forms.h)
 }  // namespace internal
 
+/// A session's active messages, in order, with their sizes cached (see above).
 class RECAP_EXPORT Transcript {
  public:
+  /// An empty transcript.
   Transcript();
   /// Appends each message in order (see Append).
   explicit Transcript(std::vector<Message> messages);
 
+  /// A copy sharing the messages. Cost: O(size() / kChunk).
   Transcript(const Transcript&);
+  /// Becomes a copy sharing the messages. Cost: O(size() / kChunk).
   Transcript& operator=(const Transcript&);
+  /// Takes the other's messages; it is left empty.
   Transcript(Transcript&&) noexcept;
+  /// Takes the other's messages; it is left empty.
   Transcript& operator=(Transcript&&) noexcept;
   ~Transcript();
 
@@ -74,20 +80,28 @@ class RECAP_EXPORT Transcript {
   /// Cost: O(sizes of the new messages + size() / kChunk + replacements).
   void Set(std::vector<std::pair<std::size_t, Message>> replacements);
 
+  /// The number of messages.
   std::size_t size() const noexcept { return size_; }
+  /// True when there is no message.
   bool empty() const noexcept { return size_ == 0; }
+  /// Message `i` (which must exist).
   const Message& operator[](std::size_t i) const noexcept { return *shared(i); }
+  /// The last message (there must be one).
   const Message& back() const noexcept { return *shared(size_ - 1); }
+  /// Message `i` (which must exist) as the shared object the transcript holds.
   const std::shared_ptr<const Message>& shared(std::size_t i) const noexcept {
     return chunks_[i / kChunk]->messages[i % kChunk];
   }
 
-  /// Characters of all messages, of message i, and of messages [begin, end). O(1).
+  /// Characters of all messages (MessageChars, summed). O(1).
   std::size_t chars() const noexcept { return chars_; }
+  /// Characters of message `i`. O(1).
   std::size_t chars(std::size_t i) const noexcept { return Prefix(i + 1) - Prefix(i); }
+  /// Characters of messages [begin, end). O(1).
   std::size_t chars(std::size_t begin, std::size_t end) const noexcept {
     return Prefix(end) - Prefix(begin);
   }
+  /// Estimated tokens of all messages: EstimateTokens(chars()).
   std::size_t tokens() const noexcept;
 
   /// Messages [begin, end) as a new transcript sharing the same message objects.
@@ -96,8 +110,13 @@ class RECAP_EXPORT Transcript {
   /// Copies of the messages, for handing to a codec.
   std::vector<Message> ToVector() const;
 
+  /// A random-access iterator over the messages, in order (begin(), end()).
   class const_iterator {
    public:
+    /// @name A random-access iterator's types and operations
+    /// @{
+
+    /// What a random-access iterator over const messages has, as a pointer into them would.
     using value_type = Message;
     using difference_type = std::ptrdiff_t;
     using reference = const Message&;
@@ -135,6 +154,7 @@ class RECAP_EXPORT Transcript {
     bool operator==(const const_iterator& o) const { return i_ == o.i_ && t_ == o.t_; }
     bool operator!=(const const_iterator& o) const { return !(*this == o); }
     bool operator<(const const_iterator& o) const { return i_ < o.i_; }
+    /// @}
 
    private:
     friend class Transcript;
@@ -142,7 +162,9 @@ class RECAP_EXPORT Transcript {
     const Transcript* t_ = nullptr;
     std::size_t i_ = 0;
   };
+  /// An iterator at the first message.
   const_iterator begin() const noexcept { return const_iterator(this, 0); }
+  /// An iterator past the last message.
   const_iterator end() const noexcept { return const_iterator(this, size_); }
 
   /// Messages are stored in chunks of this many. Copying a transcript copies one pointer per
@@ -150,7 +172,7 @@ class RECAP_EXPORT Transcript {
   /// a snapshot to the host every turn costs O(size() / kChunk), not O(size()).
   static constexpr std::size_t kChunk = 256;
 
-  /// ---- What the cutter needs (SPEC R3, R11.4) ----
+  /// @name What the cutter needs (SPEC R3, R11.4)
   ///
   /// Found once per message when it enters the transcript (every Append, the constructor,
   /// Slice, Set), so that FindCut (safe_boundary.h) can decide from the end backwards without
@@ -158,6 +180,9 @@ class RECAP_EXPORT Transcript {
   /// (a result answers the nearest earlier call with its id); the transcript carries the ids of
   /// its *open* calls (those without a result yet: usually none, a few while tools run), shared
   /// between copies until one of them changes it.
+  /// @{
+
+  /// What the cutter needs of one message (cut_facts).
   struct CutFacts {
     /// i - c for the earliest message c < i holding a call that a result in message i answers;
     /// 0 when message i answers no call of an earlier message. Positions c+1..i are therefore
@@ -173,10 +198,12 @@ class RECAP_EXPORT Transcript {
   /// Append(shared_ptr) and AppendMeasured, whose callers vouch for it. The tail reducer reads
   /// such a message without checking it again.
   static constexpr std::uint8_t kWellFormedFact = 8;
+  /// The facts of message `i` (which must exist).
   const CutFacts& cut_facts(std::size_t i) const noexcept {
     return chunks_[i / kChunk]->facts[i % kChunk];
   }
 
+  /// Whether the facts settle how the transcript's calls and results pair.
   enum class Pairing : std::uint8_t {
     kClosed,   ///< every call has its result, and CutFacts::reach settles every pair
     kOpen,     ///< as kClosed, but some calls have no result yet (uncertain calls, R3.7)
@@ -186,6 +213,7 @@ class RECAP_EXPORT Transcript {
                ///< results differ, a Slice that shares chunks but does not start at 0. The
                ///< cutter then pairs by scanning the whole transcript, as AnalyzePairing does.
   };
+  /// Whether the facts settle the pairing now (see Pairing).
   Pairing pairing() const noexcept {
     if (!pairing_exact_) return Pairing::kUnknown;
     return open_ != nullptr && !open_->calls.empty() ? Pairing::kOpen : Pairing::kClosed;
@@ -193,11 +221,12 @@ class RECAP_EXPORT Transcript {
 
   /// A call without a result (yet): its id and the position of its message.
   struct OpenCall {
-    std::string id;
-    std::size_t message = 0;
+    std::string id;           ///< the call's id
+    std::size_t message = 0;  ///< the position of the message holding the call
   };
   /// The open calls, in no particular order, while pairing() is kOpen; empty otherwise.
   const std::vector<OpenCall>& open_calls() const noexcept;
+  /// @}
 
  private:
   friend struct internal::TranscriptAccess;

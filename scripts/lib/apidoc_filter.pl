@@ -110,6 +110,12 @@ sub links {
 sub code {
   my ($ticks, $body) = @_;
   return "$ticks$body$ticks" if $body !~ /['"\\@#%&<>|]|--/;
+  return tt($body);
+}
+
+# A code span's text as <tt>…</tt>, escaped (see code).
+sub tt {
+  my ($body) = @_;
   $body =~ s/^ (.*) $/$1/s;
   $body =~ s/\\\|/\x00/g;
   $body =~ s/([\\@#%"*])/\\$1/g;
@@ -123,8 +129,14 @@ sub code {
 }
 
 # A block of text lines (a paragraph, a list, a table): code spans, then links around them.
+# Doxygen shows a link's text as it is, backticks and tags too: a code span there loses its
+# backticks.
 sub block {
   my ($text) = @_;
+  $text =~ s{\[((?:[^\]`]|`[^`]+`)*`[^`]+`(?:[^\]`]|`[^`]+`)*)\](?=\()}{
+    (my $label = $1) =~ s/`([^`]+)`/$1/g;
+    "[$label]";
+  }ge;
   my @pieces = split /((?<!`)`+(?!`))/, $text, -1;
   my $out = '';
   my $i = 0;
@@ -157,7 +169,9 @@ while (my $line = <$in>) {
     print $line;
     next;
   }
-  my $heading = $line =~ /^(#{2,6})\s+(.*?)\s*#*\s*$/ && $line !~ /\{#[^}]*\}\s*$/;
+  # A heading (below the title) that has no label of its own yet.
+  my ($hashes, $title) = $line =~ /^(#{2,6})\s+(.*?)\s*#*\s*$/;
+  my $heading = defined $hashes && $line !~ /\{#[^}]*\}\s*$/;
   if ($line =~ /^\s*(```+|~~~+)/ || $line =~ /^\s*$/ || $heading) {
     print block($pending);
     $pending = '';
@@ -166,7 +180,6 @@ while (my $line = <$in>) {
     $fence = $1;
     print $line;
   } elsif ($heading) {
-    my ($hashes, $title) = ($1, $2);
     my $anchor = anchor_of($title);
     my $n = $seen{$anchor}++;
     $anchor .= "-$n" if $n;

@@ -1,9 +1,12 @@
 /// @file
 /// recap — the HTTP summarizer providers (component `recap::http`; SPEC R1.2, R2.4, R2.6, R5, §12).
 ///
+/// ```text
 ///   find_package(recap CONFIG REQUIRED COMPONENTS http)
 ///   target_link_libraries(my_agent PRIVATE recap::http)
+/// ```
 ///
+/// ```cpp
 ///   recap::HttpProviderOptions options;
 ///   options.protocol = recap::HttpProtocol::kOpenAiChat;
 ///   options.base_url = "https://api.openai.com/v1";  // or http://127.0.0.1:8080/v1 (llama.cpp)
@@ -12,9 +15,11 @@
 ///   recap::Result<std::shared_ptr<recap::Provider>> provider = recap::NewHttpProvider(options);
 ///   if (!provider.ok()) return fail(provider.status().message());  // says which option is wrong
 ///   auto compactor = recap::Compactor::Create(config, *provider, store);
+/// ```
 ///
 /// Three wire protocols, each a Provider (provider.h) that writes checkpoints with a model:
 ///
+/// ```text
 ///   kOpenAiChat   POST {base_url}/chat/completions, model list GET {base_url}/models. OpenAI
 ///                 and every OpenAI-compatible server: llama.cpp's server, vLLM, LM Studio,
 ///                 Ollama's /v1, OpenRouter, proxies. `Authorization: Bearer <key>`.
@@ -26,12 +31,14 @@
 ///                 `input` items, the limit as `max_output_tokens`, with `store: false` so the
 ///                 server keeps nothing. A response whose status is `incomplete` because of
 ///                 max_output_tokens is a cut reply (FinishReason::kLength).
+/// ```
 ///
 /// Two more write the checkpoint with the provider's own compaction (SPEC R14.2): the provider
 /// returns true from WritesNativeCheckpoints() and the Compactor calls CompactNative(), which
 /// sends the span itself (not a rendered text) and returns the provider's artifact as the
 /// checkpoint. recap still chooses the cut, keeps the tail, commits, reduces and reports.
 ///
+/// ```text
 ///   kOpenAiCompact
 ///                 POST {base_url}/responses/compact with `model`, `input` (the span as
 ///                 Responses items, byte for byte) and `instructions` (the session's
@@ -45,6 +52,7 @@
 ///                 `instructions`). The reply (stop_reason "compaction") holds one `compaction`
 ///                 block; its message is the checkpoint. stop_reason "max_tokens" is a cut
 ///                 compaction: kResourceExhausted, nothing changed.
+/// ```
 ///
 /// Neither streams (`stream` is ignored); Complete() on them fails with kFailedPrecondition.
 /// Errors are classified as for the other protocols.
@@ -95,6 +103,7 @@
 namespace recap {
 inline namespace v0 {
 
+/// The wire protocol an HTTP provider speaks (see above).
 enum class HttpProtocol : std::uint8_t {
   kOpenAiChat,        ///< OpenAI chat completions and compatible servers
   kAnthropic,         ///< Anthropic Messages API
@@ -110,8 +119,9 @@ RECAP_EXPORT const char* HttpProtocolName(HttpProtocol protocol) noexcept;
 /// Fails with kInvalidArgument naming the accepted values.
 RECAP_EXPORT Result<HttpProtocol> ParseHttpProtocol(const std::string& name);
 
+/// What NewHttpProvider makes: where the API lives, the model, the key, and how to talk to it.
 struct HttpProviderOptions {
-  HttpProtocol protocol = HttpProtocol::kOpenAiChat;
+  HttpProtocol protocol = HttpProtocol::kOpenAiChat;  ///< the wire protocol
 
   /// Where the API lives, http:// or https://, without the endpoint: for OpenAI
   /// "https://api.openai.com/v1" (the `/v1` is part of it), for Anthropic
@@ -125,12 +135,12 @@ struct HttpProviderOptions {
   /// provider is created; it must then be set and non-empty). Set at most one. Neither is fine
   /// for servers that need no key (most local ones), or when `extra_headers` authenticates.
   std::string api_key;
-  std::string api_key_env;
+  std::string api_key_env;  ///< the name of an environment variable holding the key
 
-  /// Sent with every request, after recap's own headers, e.g. {"OpenAI-Organization", "org-…"}
-  /// or a proxy's token. Names and values must not contain line breaks. Values of headers
-  /// whose name suggests a secret (…key…, …auth…, …token…, …secret…, cookie) are scrubbed from
-  /// messages like the key.
+  /// Sent with every request, after recap's own headers: {"OpenAI-Organization", "org-…"},
+  /// for instance, or a proxy's token. Names and values must not contain line breaks. Values of
+  /// headers whose name suggests a secret (…key…, …auth…, …token…, …secret…, cookie) are
+  /// scrubbed from messages like the key.
   std::vector<std::pair<std::string, std::string>> extra_headers;
 
   /// Time allowed to establish the connection (TCP and TLS).
@@ -147,7 +157,7 @@ struct HttpProviderOptions {
   /// `retry-after-ms` header replaces it; a server that asks for more than max_retry_delay_ms
   /// is not retried (kUnavailable says how long it asked for).
   std::uint32_t retry_base_delay_ms = 500;
-  std::uint32_t max_retry_delay_ms = 30000;
+  std::uint32_t max_retry_delay_ms = 30000;  ///< the longest backoff (see retry_base_delay_ms)
 
   /// Plain http:// carries the key in cleartext. With a credential (api_key, api_key_env, an
   /// extra header whose name looks secret, or a password in base_url), NewHttpProvider refuses

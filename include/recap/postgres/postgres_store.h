@@ -1,14 +1,18 @@
 /// @file
 /// recap — the PostgreSQL session store (component `recap::postgres`; SPEC R6.5, R8).
 ///
+/// ```text
 ///   find_package(recap CONFIG REQUIRED COMPONENTS postgres)
 ///   target_link_libraries(my_agent PRIVATE recap::postgres)
+/// ```
 ///
+/// ```cpp
 ///   recap::PostgresStoreOptions options;
 ///   options.connection = "postgresql://agent@db.internal/agents?sslmode=require";
 ///   options.password_env = "RECAP_PG_PASSWORD";
 ///   recap::Result<std::shared_ptr<recap::SessionStore>> store =
 ///       recap::OpenPostgresSessionStore(options);
+/// ```
 ///
 /// For a fleet of agent hosts that share sessions: a session may move from one machine to the
 /// next between turns, and several workers may touch it at once. One PostgreSQL schema (by
@@ -54,22 +58,29 @@
 namespace recap {
 inline namespace v0 {
 
+/// Where the PostgreSQL store connects and how (OpenPostgresSessionStore,
+/// OpenPostgresMemoryStore).
 struct PostgresStoreOptions {
   /// A libpq connection string: a URL ("postgresql://user@host:5432/dbname?sslmode=require")
   /// or key=value pairs ("host=/run/postgresql dbname=agents user=recap"). Empty: libpq's
   /// defaults and its PG* environment variables (PGHOST, PGDATABASE, …).
   std::string connection;
 
+  /// @name Parts of the connection
   /// Parts, each replacing the same setting of `connection` when set.
-  std::string host;  ///< a host name, an address, or the directory of a Unix socket
-  std::uint16_t port = 0;
-  std::string dbname;
-  std::string user;
+  /// @{
+
+  std::string host;        ///< a host name, an address, or the directory of a Unix socket
+  std::uint16_t port = 0;  ///< the server's port; 0: not set
+  std::string dbname;      ///< the database's name
+  std::string user;        ///< the user to connect as
+  /// @}
+
   /// The password, or the name of an environment variable holding it (read when the store is
   /// opened). Set at most one; neither when the server needs none or libpq finds it in
   /// ~/.pgpass. The password is never written to a Status or a log record.
   std::string password;
-  std::string password_env;
+  std::string password_env;  ///< the name of an environment variable holding the password
 
   /// The PostgreSQL schema that holds recap's tables; created when missing. Several
   /// independent recap stores may share one database in different schemas. A plain

@@ -1,11 +1,15 @@
 /// @file
 /// recap — the SQLite session store (component `recap::sqlite`; SPEC R6.5, R8).
 ///
+/// ```text
 ///   find_package(recap CONFIG REQUIRED COMPONENTS sqlite)
 ///   target_link_libraries(my_agent PRIVATE recap::sqlite)
+/// ```
 ///
+/// ```cpp
 ///   recap::Result<std::shared_ptr<recap::SessionStore>> store =
 ///       recap::OpenSqliteSessionStore("/var/lib/my-agent/sessions.db");
+/// ```
 ///
 /// One database file holds every session, the full history of each (compacted and replaced
 /// messages included, marked with what retired them), a log of every commit, and the memory
@@ -15,7 +19,7 @@
 /// Guarantees (beyond session_store.h):
 ///
 ///   * Every write is one SQLite transaction in WAL mode. With the default
-///     Synchronous::kFull a write that returned is on disk and survives a power loss; a crash
+///     SqliteSynchronous::kFull a write that returned is on disk and survives a power loss; a crash
 ///     (of the process or the machine) at any instant leaves the state before or after the
 ///     write that was under way, never a mix (R8.1).
 ///   * Several processes may open the same file. Commits check the session version inside the
@@ -46,15 +50,19 @@ namespace recap {
 inline namespace v0 {
 
 /// SQLite's `PRAGMA synchronous` in WAL mode (docs/sqlite-store.md):
+/// ```text
 ///   kFull    (default) every commit is fsynced: a returned write survives power loss.
 ///   kNormal  the WAL is fsynced at checkpoints only: much faster appends; after a power loss
 ///            the last commits may be missing, but the database is never damaged.
 ///   kOff     no fsync at all: an operating-system crash or power loss may damage the file.
 ///            Only for throwaway data.
+/// ```
 enum class SqliteSynchronous : std::uint8_t { kOff, kNormal, kFull };
 
+/// How the SQLite store opens its file (OpenSqliteSessionStore, OpenSqliteMemoryStore,
+/// CreateSqliteSessions).
 struct SqliteStoreOptions {
-  SqliteSynchronous synchronous = SqliteSynchronous::kFull;
+  SqliteSynchronous synchronous = SqliteSynchronous::kFull;  ///< the durability of commits
   /// How long a write waits for another connection's transaction before giving up.
   std::uint32_t busy_timeout_ms = 5000;
   /// Create the file (and the schema) when it does not exist. When false, a missing file is
@@ -89,8 +97,6 @@ RECAP_EXPORT int SqliteSchemaVersion() noexcept;
 RECAP_EXPORT Result<std::shared_ptr<SessionStore>> OpenSqliteSessionStore(
     const std::string& path, const SqliteStoreOptions& options = {});
 
-/// The memory plugin's storage (memory_plugin.h) in the same kind of file — normally the same
-/// file as the sessions, through its own connection.
 /// SessionStore::CreateSessions on the database at `path`, for a bulk load (the `recap import`
 /// command uses it). When no file is at `path` yet, the new database is built aside — in an
 /// unnamed file in the same folder, each page written once, without SQLite's journal on disk
@@ -107,6 +113,8 @@ RECAP_EXPORT Result<std::vector<std::uint64_t>> CreateSqliteSessions(
     const std::string& path, std::vector<NewSession> sessions,
     const SqliteStoreOptions& options = {});
 
+/// The memory plugin's storage (memory_plugin.h) in the same kind of file — normally the same
+/// file as the sessions, through its own connection.
 RECAP_EXPORT Result<std::shared_ptr<MemoryStore>> OpenSqliteMemoryStore(
     const std::string& path, const SqliteStoreOptions& options = {});
 

@@ -7,8 +7,10 @@
 ///
 /// A test file instantiates it for one store with one line:
 ///
+/// ```cpp
 ///   RECAP_SESSION_STORE_CONFORMANCE_TESTS("in-memory store",
 ///                                         [] { return recap::NewInMemorySessionStore(); })
+/// ```
 ///
 /// which defines one Catch2 TEST_CASE per check below, named "<store name>: R… what it checks".
 /// The factory is called once or more per test case and must return a fresh, empty store each
@@ -49,40 +51,80 @@
 #include "recap/session_store.h"
 
 namespace recap {
+/// The component `recap::testing`: helpers for a host's tests of its own parts.
 namespace testing {
 
+/// Makes a fresh, empty store each time it is called (see above).
 using SessionStoreFactory = std::function<std::shared_ptr<SessionStore>()>;
 
+/// The checks of the conformance suite, one function per check: each runs against the stores
+/// `make` returns and fails through Catch2's assertions. RECAP_SESSION_STORE_CONFORMANCE_TESTS
+/// defines a test case for each.
 namespace conformance {
+/// R8: a session never written is empty at version 0.
 void EmptySession(const SessionStoreFactory& make);
+/// R8.1: appends keep order and move the version by one.
 void AppendKeepsOrder(const SessionStoreFactory& make);
+/// R8: ids are assigned, kept and unique among active messages.
 void MessageIds(const SessionStoreFactory& make);
+/// R8: LoadChanges returns only what was appended since.
 void LoadChangesAppendedOnly(const SessionStoreFactory& make);
+/// R8: LoadChanges returns the whole transcript after a rewrite.
 void LoadChangesAfterRewrite(const SessionStoreFactory& make);
+/// R8.1: a compaction commit replaces the prefix and keeps it readable as compacted.
 void Compaction(const SessionStoreFactory& make);
+/// R6.5: a reduction commit replaces in place and keeps originals.
 void Reduction(const SessionStoreFactory& make);
+/// R8.3: a recovery commit inserts results after their anchors.
 void Recovery(const SessionStoreFactory& make);
+/// R8.2: a commit against a stale version conflicts and changes nothing.
 void StaleVersionConflicts(const SessionStoreFactory& make);
+/// R8.2: two writers commit against one version: exactly one wins.
 void ConcurrentCommitsOneWins(const SessionStoreFactory& make);
+/// R8: concurrent appends and incremental reads stay consistent.
 void ConcurrentAppendsAndReads(const SessionStoreFactory& make);
+/// R8.4: sessions are isolated.
 void Isolation(const SessionStoreFactory& make);
+/// R6.5: the history holds every stored message exactly once.
 void HistoryKeepsEverything(const SessionStoreFactory& make);
+/// R13.1: ForEachHistoryEntry hands over History() one entry at a time and stops at the visitor's
+/// error.
 void ForEachHistoryEntryIsHistory(const SessionStoreFactory& make);
+/// R8.1: a bad commit is rejected and changes nothing.
 void BadCommitsChangeNothing(const SessionStoreFactory& make);
+/// R13.6: CreateSessions stores new sessions whole, from a source.
 void CreateSessions(const SessionStoreFactory& make);
+/// R13.1: CreateSessions writes many messages and 2 MiB ones exactly, in order, after another
+/// session's.
 void CreateSessionsLargeAndMany(const SessionStoreFactory& make);
+/// R12.1: a compaction keeps the instructions and pinned messages it is told to, first, as they
+/// were.
 void CompactionKeepsInstructionsAndPinned(const SessionStoreFactory& make);
+/// R12.1: only user and system messages without tool parts can be pinned, and they come back
+/// pinned.
 void PinnedOnlyWhereItCanStay(const SessionStoreFactory& make);
+/// R12.5: what a Compactor learned is kept beside the session, outside its versions.
 void LearnedStateIsKept(const SessionStoreFactory& make);
+/// R13.6: a refused CreateSessions stores nothing of any session.
 void CreateSessionsAllOrNothing(const SessionStoreFactory& make);
+/// R13: a message whose calls share an id is refused.
 void RepeatedCallIdsRefused(const SessionStoreFactory& make);
+/// R13.6: two creators of one new session: exactly one wins.
 void ConcurrentCreatesOneWins(const SessionStoreFactory& make);
+/// R15.2: a compaction of the leading span commits after later appends and leaves them after the
+/// checkpoint.
 void CompactionAfterAppends(const SessionStoreFactory& make);
+/// R18.1: a search finds retired messages by words, id and turn, best first.
 void SearchFindsWhatWasRetired(const SessionStoreFactory& make);
+/// R18.1: a search never returns another session's messages.
 void SearchIsolatesSessions(const SessionStoreFactory& make);
+/// R18.1: search syntax and huge terms are plain text, never errors.
 void SearchTakesAnyText(const SessionStoreFactory& make);
+/// R18.3: an undo takes back the newest compaction or reduction, then the one before.
 void UndoTakesBackTheNewestRewrite(const SessionStoreFactory& make);
+/// R18.3: an undo puts kept messages back where they were.
 void UndoKeepsKeptMessagesInPlace(const SessionStoreFactory& make);
+/// R18.3: an undo that cannot restore changes nothing.
 void UndoRefusesWhatItCannotRestore(const SessionStoreFactory& make);
 }  // namespace conformance
 
@@ -94,6 +136,8 @@ void UndoRefusesWhatItCannotRestore(const SessionStoreFactory& make);
     ::recap::testing::conformance::check(::recap::testing::SessionStoreFactory(factory)); \
   }
 
+/// Defines one Catch2 TEST_CASE per check of the suite for the store `factory` makes (a
+/// SessionStoreFactory), each named "<store name>: R… what it checks" (see above).
 #define RECAP_SESSION_STORE_CONFORMANCE_TESTS(store_name, factory)                                 \
   RECAP_STORE_CONFORMANCE_CASE_(store_name, factory,                                               \
                                 "R8 a session never written is empty at version 0", EmptySession)  \
