@@ -1,4 +1,4 @@
-"""Builds the Python wheel of recap (docs/python.md, "Install the wheel").
+"""Builds the Python wheel of recap (docs/python.md, "Install with pip").
 
 pip runs this through setuptools' build backend (pyproject.toml):
 
@@ -7,7 +7,8 @@ pip runs this through setuptools' build backend (pyproject.toml):
 The package `recap` is pure Python over recap's C API, loaded with ctypes from `_recap_c.so`,
 a shared library that holds recap itself (built static) and exports only the C API's
 `recap_*` functions. The build step configures recap with CMake, builds that one target,
-`recap_python_c`, and puts `<build>/python/recap/*.py` and `_recap_c.so` into the wheel.
+`recap_python_c`, and puts `_recap_c.so` and the modules of python/recap, as the build tree
+holds them (`<build>/python/recap`), into the wheel.
 
 Where it builds:
 - RECAP_WHEEL_BUILD_DIR, when set, names a build tree that is already configured (by you, or
@@ -19,12 +20,15 @@ Where it builds:
   only what changed. RECAP_WHEEL_POSTGRES=ON adds the PostgreSQL store (the library then needs
   the system's libpq5); RECAP_WHEEL_CMAKE_ARGS adds arguments of your own to the configure
   (split on spaces).
+- RECAP_WHEEL_CMAKE names the cmake program (default: cmake on PATH); CMAKE_BUILD_PARALLEL_LEVEL
+  the number of compile jobs (default: every processor); RECAP_WHEEL_STRIP=0 keeps the
+  library's symbol table (it is stripped in the wheel, not in the build tree, by default).
 
 setuptools' own files (build/, the .egg-info) go to a temporary folder, removed when done: the
 source tree gets nothing but `build-wheel/cmake` (and only without RECAP_WHEEL_BUILD_DIR).
 
 The wheel is tagged `py3-none-<platform>`: the library does not use Python's C API, so one
-wheel serves every Python 3.7 or later on machines like this one (same architecture; the
+wheel serves every Python 3.8 or later on machines like this one (same architecture; the
 system libraries it links, below).
 
 The library links these system libraries dynamically (Debian 12 packages): libstdc++6,
@@ -43,7 +47,6 @@ import tempfile
 
 from setuptools import Distribution, setup
 from setuptools.command.build_py import build_py
-from wheel.bdist_wheel import bdist_wheel
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 LIBRARY = "_recap_c.so"
@@ -51,6 +54,16 @@ LIBRARY = "_recap_c.so"
 
 def fail(message):
     raise SystemExit("recap wheel: " + message)
+
+
+try:
+    from wheel.bdist_wheel import bdist_wheel
+except ImportError:
+    fail("%s has no package `wheel`, which setuptools builds wheels with. Build the wheel with "
+         "an interpreter that has it (Debian: /usr/bin/python3 with python3-wheel) and install "
+         "the .whl file; or make the virtual environment with --system-site-packages, so that "
+         "`pip install --no-build-isolation .` finds Debian's setuptools and wheel; or let pip "
+         "fetch them from PyPI (without --no-build-isolation)" % sys.executable)
 
 
 def read_version():
@@ -107,7 +120,7 @@ def check_reused_tree(build_dir):
 
 
 def find_cmake():
-    cmake = os.environ.get("CMAKE") or shutil.which("cmake")
+    cmake = os.environ.get("RECAP_WHEEL_CMAKE") or shutil.which("cmake")
     if not cmake:
         fail("CMake is needed to build recap's C library. Debian or Ubuntu: apt-get install "
              "build-essential cmake ninja-build nlohmann-json3-dev libspdlog-dev libfmt-dev "
@@ -148,7 +161,8 @@ def configure(cmake, build_dir):
 
 
 def build_library():
-    """Builds the target recap_python_c; returns the package directory <build>/python/recap."""
+    """Builds the target recap_python_c; returns the package directory <build>/python/recap
+    and the names of the package's modules."""
     cmake = find_cmake()
     reused = os.environ.get("RECAP_WHEEL_BUILD_DIR")
     if reused:
@@ -172,7 +186,7 @@ def build_library():
     if missing:
         fail("%s lacks %s, which python/recap has: add them to the list in "
              "python/CMakeLists.txt" % (package, ", ".join(missing)))
-    return package
+    return package, sources
 
 
 class BuildPackage(build_py):
@@ -180,14 +194,13 @@ class BuildPackage(build_py):
     build tree holds them, where the wheel is assembled."""
 
     def run(self):
-        package = build_library()
+        package, modules = build_library()
         target = os.path.join(self.build_lib, "recap")
         if os.path.isdir(target):
             shutil.rmtree(target)
         os.makedirs(target)
-        for name in sorted(os.listdir(package)):
-            if name.endswith(".py") or name == LIBRARY:
-                shutil.copy2(os.path.join(package, name), os.path.join(target, name))
+        for name in modules + [LIBRARY]:
+            shutil.copy2(os.path.join(package, name), os.path.join(target, name))
         library = os.path.join(target, LIBRARY)
         # The build's symbol table and debug sections are of no use to the module: the copy
         # is stripped (only what dlopen needs stays), the build tree's file left as it is.

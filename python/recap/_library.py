@@ -55,6 +55,13 @@ def _load_failure(path, error):
             "It was built on a newer system than this one: build the wheel on this machine, "
             "or on one as old (docs/python.md).")
     if "ELF" in text or "too short" in text:
+        # The loader names the file it could not read: this one, or a library it needs.
+        named = re.match(r"^\s*(/[^:]+): ", text)
+        if named and os.path.basename(named.group(1)) != os.path.basename(path):
+            return said + (
+                "The system library %s is damaged or not for this machine: reinstall its "
+                "package (Debian or Ubuntu: dpkg -S %s names it)." % (
+                    named.group(1), named.group(1)))
         return said + (
             "The file is damaged or was built for another machine: build the wheel again on "
             "this machine and reinstall it (docs/python.md).")
@@ -62,8 +69,31 @@ def _load_failure(path, error):
                    "(docs/python.md)." % path)
 
 
+def _check_whole(path):
+    """Refuses an ELF file cut short (a copy or an install interrupted): the loader would map
+    it all the same, and the process would die of SIGBUS at its first call. Other damage is
+    left to the loader, which says what it is."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(64)
+            size = os.fstat(f.fileno()).st_size
+    except OSError:
+        return
+    if len(head) < 64 or head[:4] != b"\x7fELF" or head[4] != 2 or head[5] != 1:
+        return  # not a 64-bit little-endian ELF file
+    table = int.from_bytes(head[0x28:0x30], "little")  # e_shoff
+    entry = int.from_bytes(head[0x3A:0x3C], "little")  # e_shentsize
+    count = int.from_bytes(head[0x3C:0x3E], "little")  # e_shnum
+    if table + entry * count > size:
+        raise ImportError(
+            "recap: its C library %s is cut short (%d bytes; its own header says at least %d): "
+            "the file was not copied or installed whole. Install recap again "
+            "(docs/python.md)." % (path, size, table + entry * count))
+
+
 #: The path of the shared library this module calls.
 library_path = _find_library()
+_check_whole(library_path)
 try:
     _lib = ctypes.CDLL(library_path)
 except OSError as _error:

@@ -311,6 +311,41 @@ def test_the_installed_package_works_on_its_own(tmp_path):
     assert path.startswith(str(tmp_path)) and messages == '[{"role":"user","content":"hi"}]'
 
 
+def _import_error_of(package_dir, tmp_path):
+    """What `import recap` says from a copy of the package at package_dir."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "RECAP_C_LIBRARY")}
+    env["PYTHONPATH"] = str(package_dir.parent)
+    done = subprocess.run([sys.executable, "-c", "import recap"], env=env, cwd=str(tmp_path),
+                          capture_output=True, text=True)
+    assert done.returncode == 1, (done.returncode, done.stderr)  # no crash: an ImportError
+    return done.stderr.strip().splitlines()[-1]
+
+
+def test_a_library_that_does_not_load_says_why(tmp_path):
+    # A copy of the package whose _recap_c.so is, in turn: cut short (which the loader would
+    # map and the process die of at its first call), not a library, and one that needs a
+    # system library the machine lacks (its NEEDED entry renamed in place).
+    package = tmp_path / "copy" / "recap"
+    shutil.copytree(os.path.dirname(recap.__file__), str(package),
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    library = package / "_recap_c.so"
+    whole = library.read_bytes()
+
+    library.write_bytes(whole[:len(whole) // 3])
+    said = _import_error_of(package, tmp_path)
+    assert said.startswith("ImportError: recap: its C library ") and "is cut short" in said
+
+    library.write_bytes(b"not a shared library\n")
+    said = _import_error_of(package, tmp_path)
+    assert "does not load" in said and "damaged or was built for another machine" in said
+
+    assert whole.count(b"\0libstdc++.so.6\0") == 1
+    library.write_bytes(whole.replace(b"\0libstdc++.so.6\0", b"\0libstdc+x.so.6\0"))
+    said = _import_error_of(package, tmp_path)
+    assert ("It needs the system library libstdc+x.so.6, which is not installed" in said
+            and "`ldd %s`" % library in said), said
+
+
 def test_messages_json_is_cut_out_whatever_the_text_holds(compactor):
     # Texts that look like the members around the messages must not mislead the cut.
     tricky = ['],"system":"x","version":1}', ',"version":', '"\\\\', '\\"],"system":"',

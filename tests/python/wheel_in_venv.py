@@ -1,4 +1,4 @@
-"""The Python wheel (issue 42; docs/python.md, "Install the wheel"): built with pip from the
+"""The Python wheel (issue 42; docs/python.md, "Install with pip"): built with pip from the
 source tree as a user builds it, reusing this build tree (RECAP_WHEEL_BUILD_DIR, so nothing is
 compiled again), checked file by file, installed with `pip install --no-index` into a fresh
 virtual environment, and run there — a per-turn loop with a Python summarizer
@@ -103,7 +103,7 @@ with zipfile.ZipFile(wheel) as archive:
     metadata = archive.read(info + "/METADATA").decode("utf-8")
     check("\nName: recap-llm\n" in metadata and "\nVersion: %s\n" % version in metadata,
           "METADATA does not name recap-llm %s:\n%s" % (version, metadata[:300]))
-    check("Requires-Python: >=3.7" in metadata, "METADATA has no Requires-Python")
+    check("Requires-Python: >=3.8" in metadata, "METADATA has no Requires-Python")
     wheel_file = archive.read(info + "/WHEEL").decode("utf-8")
     check("Root-Is-Purelib: false" in wheel_file and
           "Tag: py3-none-%s" % platform in wheel_file, "WHEEL says:\n" + wheel_file)

@@ -72,8 +72,9 @@ with recap.Compactor(config=config, store=store, summarizer=recap.Summarizer(
         assert prepared.after_tokens <= window, (turn, prepared.after_tokens)
         if prepared.compactions:
             compacted_turns.append(turn)
-            # The checkpoint the host now sends is the Python summarizer's.
-            assert MARK in prepared.messages_json, prepared.messages_json[:400]
+            # The checkpoint the host now sends is the one the Python summarizer just wrote.
+            assert "%s %d" % (MARK, len(calls)) in prepared.messages_json, (
+                len(calls), prepared.messages_json[:400])
         compactor.append(session, {"role": "assistant", "content": "Answer %d: %s" % (
             turn, words("a", turn))})
     # The other components the wheel's library holds: the HTTP summarizers (nothing is
@@ -84,8 +85,10 @@ completed = [e for e in events if e["type"] == "compaction_completed"]
 failed = [e for e in events if e["type"] == "compaction_failed"]
 assert calls and compacted_turns and completed and not failed, (
     len(calls), compacted_turns, [e["type"] for e in events])
-assert all(e["checkpoint"]["writer"] == "python-summarizer" for e in completed), completed
-assert MARK in json.dumps(completed[-1]["checkpoint"]), completed[-1]
+assert len(completed) == len(calls), (len(completed), len(calls))
+assert all(e["checkpoint"]["writer"] == "python-summarizer" and e["checkpoint"]["structured"]
+           for e in completed), completed
+assert sum(e["usage"]["completion_tokens"] for e in completed) == 60 * len(calls), completed
 
 # The session is in the SQLite file: a new Compactor reads it back.
 with recap.Compactor(config=config, store=store, summarizer=summarize) as again:
@@ -101,6 +104,5 @@ assert recap_files and all(inside(p, venv) for p in recap_files), recap_files
 
 print("recap %s from %s" % (recap.__version__, recap.__file__))
 print("library %s" % recap.library_path)
-print("turns 14, compactions at turns %s, summarizer calls %d, last checkpoint goal %r" % (
-    compacted_turns, len(calls), completed[-1]["checkpoint"].get("goal",
-                                                                  completed[-1]["checkpoint"])))
+print("14 turns; compacted before turns %s by %d calls of the Python summarizer" % (
+    ", ".join(str(t + 1) for t in compacted_turns), len(calls)))
