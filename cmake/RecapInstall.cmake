@@ -10,6 +10,7 @@
 #   lib/cmake/recap/recapConfigVersion.cmake         SameMinorVersion in 0.x, then SameMajorVersion
 #   lib/cmake/recap/recap-<c>-targets.cmake          imported targets recap::<c>
 #   lib/cmake/recap/recap-<c>-dependencies.cmake     find_dependency() calls component <c> needs
+#   lib/pkgconfig/recap-<c>.pc                       pkg-config files (cmake/RecapPkgConfig.cmake)
 #
 # A consumer writes `find_package(recap CONFIG REQUIRED COMPONENTS core sqlite)`. Which
 # components are installed is discovered by the config at find time (by globbing
@@ -27,12 +28,25 @@
 # under the same include/ as core's, which a component target reaches by linking recap::core
 # PUBLIC (or by its own $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>). A component's
 # targets may link recap::core: each export set references the others by their namespaced
-# names, and the config always loads core first.
+# names, and the config always loads core first. With PKGCONFIG "<description>" the component
+# also gets a pkg-config file, recap-<name>.pc (cmake/RecapPkgConfig.cmake).
+#
+# Every install rule names the install component (the CPack component, one Debian package
+# each: cmake/RecapPackaging.cmake) its files belong to:
+#
+#   libraries     the shared libraries a program loads (librecap_core.so.0.1, …)
+#   development   headers, static libraries, the .so links, the CMake and pkg-config files
+#   command       the recap command (src/cli)
+#   python        the Python module (python/)
+#
+# so that `cmake --install <build> --component development` installs what building against
+# recap needs, and nothing else.
 
 include_guard(GLOBAL)
 
 include(CMakePackageConfigHelpers)
 include(GNUInstallDirs)
+include(RecapPkgConfig)
 
 set(RECAP_INSTALL_CMAKEDIR "${CMAKE_INSTALL_LIBDIR}/cmake/recap"
   CACHE STRING "Where recap's CMake package files are installed, relative to the prefix")
@@ -44,15 +58,16 @@ mark_as_advanced(RECAP_INSTALL_CMAKEDIR)
 set(RECAP_COMPONENT_HEADER_DIRS sqlite http postgres testing c)
 
 # recap_install_component(<name> TARGETS <targets...> [DEPENDENCIES "<cmake code>"]
-#                         [HEADERS_DIR <dir>])
+#                         [HEADERS_DIR <dir>] [PKGCONFIG "<description>"])
 #
 # Installs <targets> with the export set recap-<name> (NAMESPACE recap::) into
 # recap-<name>-targets.cmake, writes recap-<name>-dependencies.cmake from DEPENDENCIES (CMake
 # code, normally find_dependency() lines, run before the targets file is loaded; the config
 # has already included CMakeFindDependencyMacro), and installs the component's headers from
-# HEADERS_DIR (default: include/recap/<name> when it exists).
+# HEADERS_DIR (default: include/recap/<name> when it exists). PKGCONFIG writes recap-<name>.pc
+# for the first of <targets>, with <description> as its Description.
 function(recap_install_component name)
-  cmake_parse_arguments(PARSE_ARGV 1 arg "" "DEPENDENCIES;HEADERS_DIR" "TARGETS")
+  cmake_parse_arguments(PARSE_ARGV 1 arg "" "DEPENDENCIES;HEADERS_DIR;PKGCONFIG" "TARGETS")
   if(arg_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "recap_install_component(${name}): unknown arguments ${arg_UNPARSED_ARGUMENTS}")
   endif()
@@ -64,15 +79,19 @@ function(recap_install_component name)
       "letters, digits and '_' (it becomes recap::${name} and recap-${name}-targets.cmake)")
   endif()
 
+  # A shared library's file and its SONAME link are what a program loads (libraries); the
+  # unversioned .so link, like a static library, is only for building against it (development).
   install(TARGETS ${arg_TARGETS}
     EXPORT recap-${name}
-    ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
-    LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
-    RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+    ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT development
+    LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT libraries
+      NAMELINK_COMPONENT development
+    RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT libraries)
   install(EXPORT recap-${name}
     NAMESPACE recap::
     FILE recap-${name}-targets.cmake
-    DESTINATION ${RECAP_INSTALL_CMAKEDIR})
+    DESTINATION ${RECAP_INSTALL_CMAKEDIR}
+    COMPONENT development)
 
   set(deps_file "${PROJECT_BINARY_DIR}/cmake/recap-${name}-dependencies.cmake")
   string(CONFIGURE [[
@@ -81,7 +100,7 @@ function(recap_install_component name)
 @arg_DEPENDENCIES@
 ]] deps_content @ONLY)
   file(GENERATE OUTPUT "${deps_file}" CONTENT "${deps_content}")
-  install(FILES "${deps_file}" DESTINATION ${RECAP_INSTALL_CMAKEDIR})
+  install(FILES "${deps_file}" DESTINATION ${RECAP_INSTALL_CMAKEDIR} COMPONENT development)
 
   if(NOT DEFINED arg_HEADERS_DIR AND IS_DIRECTORY "${PROJECT_SOURCE_DIR}/include/recap/${name}")
     set(arg_HEADERS_DIR "${PROJECT_SOURCE_DIR}/include/recap/${name}")
@@ -89,7 +108,13 @@ function(recap_install_component name)
   if(arg_HEADERS_DIR)
     install(DIRECTORY "${arg_HEADERS_DIR}/"
       DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}/recap/${name}"
+      COMPONENT development
       FILES_MATCHING PATTERN "*.h")
+  endif()
+
+  if(DEFINED arg_PKGCONFIG)
+    list(GET arg_TARGETS 0 pc_target)
+    recap_install_pkgconfig(${name} TARGET ${pc_target} DESCRIPTION "${arg_PKGCONFIG}")
   endif()
 
   set_property(GLOBAL APPEND PROPERTY RECAP_INSTALLED_COMPONENTS ${name})
@@ -104,6 +129,7 @@ foreach(dir IN LISTS RECAP_COMPONENT_HEADER_DIRS)
 endforeach()
 install(DIRECTORY "${PROJECT_SOURCE_DIR}/include/recap/"
   DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}/recap"
+  COMPONENT development
   FILES_MATCHING PATTERN "*.h" ${_recap_header_excludes})
 unset(_recap_header_excludes)
 
@@ -124,7 +150,8 @@ else()
 endif()
 recap_install_component(core
   TARGETS recap_core
-  DEPENDENCIES "${_recap_core_dependencies}")
+  DEPENDENCIES "${_recap_core_dependencies}"
+  PKGCONFIG "recap's core: keeps an LLM agent's conversation inside its context window")
 unset(_recap_core_dependencies)
 unset(_recap_core_type)
 
@@ -150,4 +177,5 @@ unset(_recap_compatibility)
 install(FILES
   "${PROJECT_BINARY_DIR}/cmake/recapConfig.cmake"
   "${PROJECT_BINARY_DIR}/cmake/recapConfigVersion.cmake"
-  DESTINATION "${RECAP_INSTALL_CMAKEDIR}")
+  DESTINATION "${RECAP_INSTALL_CMAKEDIR}"
+  COMPONENT development)

@@ -39,6 +39,11 @@ foreach(file recapConfig.cmake recapConfigVersion.cmake recap-core-targets.cmake
     message(FATAL_ERROR "${config_dir}/${file} was not installed")
   endif()
 endforeach()
+# The pkg-config files (cmake/RecapPkgConfig.cmake), one per component with a library.
+file(GLOB pc_files "${PREFIX}/lib*/pkgconfig/recap-core.pc" "${PREFIX}/lib*/*/pkgconfig/recap-core.pc")
+if(NOT pc_files)
+  message(FATAL_ERROR "no pkgconfig/recap-core.pc under ${PREFIX}")
+endif()
 foreach(header recap.h message.h transcript.h export.h version.h)
   if(NOT EXISTS "${PREFIX}/include/recap/${header}")
     message(FATAL_ERROR "include/recap/${header} was not installed")

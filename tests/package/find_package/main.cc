@@ -204,7 +204,7 @@ int main() {
     std::fprintf(stderr, "consumer: %d check(s) failed\n", failures);
     return 1;
   }
-  std::printf("consumer: recap %s OK (%zu messages, %zu characters)\n", recap::Version(),
-              t.size(), t.chars());
+  std::printf("consumer: recap %s OK (%zu messages, %zu characters)\n", recap::Version(), t.size(),
+              t.chars());
   return 0;
 }
