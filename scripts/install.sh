@@ -84,11 +84,16 @@ echo "recap $("$prefix/bin/recap" --version | sed 's/^recap //') installed in $p
 echo "  the command        $prefix/bin/recap"
 echo "  the libraries      $prefix/lib/librecap_*  (headers in $prefix/include/recap)"
 echo "  CMake              find_package(recap CONFIG REQUIRED COMPONENTS core sqlite)"
+echo "  pkg-config         pkg-config --cflags --libs recap-sqlite  (or recap-core, -http, -postgres, -c)"
 if [[ -n "$python_dir" ]]; then
   echo "  the Python module  ${python_dir%/recap/__init__.py}/recap"
 fi
 if [[ "$prefix" != /usr/local && "$prefix" != /usr ]]; then
   echo
-  echo "$prefix is not searched by default: add $prefix/bin to PATH, give CMake"
-  echo "-DCMAKE_PREFIX_PATH=$prefix${python_dir:+, and Python PYTHONPATH=${python_dir%/recap/__init__.py}}."
+  pc_file=$(grep -m1 '/recap-core\.pc$' "$BUILD/install_manifest.txt" || true)
+  echo "$prefix is not searched by default:"
+  echo "  export PATH=\"$prefix/bin:\$PATH\""
+  echo "  cmake ... -DCMAKE_PREFIX_PATH=$prefix"
+  [[ -z "$pc_file" ]] || echo "  export PKG_CONFIG_PATH=${pc_file%/recap-core.pc}"
+  [[ -z "$python_dir" ]] || echo "  export PYTHONPATH=${python_dir%/recap/__init__.py}"
 fi
