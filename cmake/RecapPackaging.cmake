@@ -182,7 +182,7 @@ of their model's API (recap proxy).")
 # same for every Python 3).
 set(CPACK_DEBIAN_PYTHON_PACKAGE_NAME python3-recap)
 set(CPACK_DEBIAN_PYTHON_PACKAGE_SECTION python)
-set(_recap_pkg_python_depends "python3 (>= 3.7)")
+set(_recap_pkg_python_depends "python3 (>= 3.8)")
 if(_recap_pkg_shared)
   string(PREPEND _recap_pkg_python_depends "${_recap_pkg_libraries} (= ${_recap_pkg_version}), ")
 endif()

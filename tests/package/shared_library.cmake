@@ -30,6 +30,9 @@ if(CONFIG)
   set(config_args --config "${CONFIG}")
 endif()
 
+# Configured afresh each run (what was compiled stays): a cache of an earlier run keeps values
+# this script no longer gives, such as folders derived from another prefix.
+file(REMOVE "${build}/CMakeCache.txt")
 run("${CMAKE_COMMAND}" -S "${RECAP_SOURCE_DIR}" -B "${build}" -G "${GENERATOR}" ${TOOLCHAIN_ARGS}
     -DBUILD_SHARED_LIBS=ON -DRECAP_BUILD_TESTS=OFF -DRECAP_BUILD_EXAMPLES=OFF -DRECAP_INSTALL=ON
     -DCMAKE_INSTALL_PREFIX=/usr -DRECAP_PYTHON_INSTALL_DIR=lib/python3/dist-packages)
