@@ -89,6 +89,18 @@ TEST_CASE("version: the library reports the version of its headers") {
   CHECK(std::string(recap::Version()) == RECAP_VERSION_STRING);
 }
 
+TEST_CASE("issue 42 version: RECAP_VERSION and the string say the numbers of the parts") {
+  static_assert(RECAP_VERSION ==
+                    RECAP_VERSION_MAJOR * 10000 + RECAP_VERSION_MINOR * 100 + RECAP_VERSION_PATCH,
+                "RECAP_VERSION is MAJOR * 10000 + MINOR * 100 + PATCH");
+  CHECK(std::string(RECAP_VERSION_STRING) == std::to_string(RECAP_VERSION_MAJOR) + "." +
+                                                 std::to_string(RECAP_VERSION_MINOR) + "." +
+                                                 std::to_string(RECAP_VERSION_PATCH));
+#if RECAP_VERSION < 100
+  FAIL("RECAP_VERSION is usable in #if and at least 0.1.0");
+#endif
+}
+
 TEST_CASE("R16 Status: a remedy is recorded as data, moved by WithContext, said in other words") {
   const std::string text = "the database stayed locked for longer than busy_timeout_ms (200 ms)";
   const std::size_t at = text.find("busy_timeout_ms");

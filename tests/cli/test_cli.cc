@@ -442,6 +442,15 @@ TEST_CASE("every subcommand has --help", "[cli]") {
   }
 }
 
+TEST_CASE("issue 42 recap --version and recap version print the version CMake built", "[cli]") {
+  TempDir dir("recap-cli");
+  for (const char* flag : {"--version", "version"}) {
+    const Ran r = Run(dir, {flag});
+    CHECK(r.exit == 0);
+    CHECK(r.out == std::string("recap ") + RECAP_TEST_PROJECT_VERSION + "\n");
+  }
+}
+
 TEST_CASE("docs/cli.md holds every --help text verbatim", "[cli]") {
   TempDir dir("recap-cli");
   const std::string doc = Slurp(std::string(RECAP_TEST_DATA_DIR) + "/../../docs/cli.md");
