@@ -23,8 +23,9 @@
 #
 # Included at the end of the top-level CMakeLists.txt when recap is the top-level project with
 # install rules: a host that vendors recap packages itself, and one `include(CPack)` per build
-# is all CPack allows. tests/package/debian.cmake (ctest package.debian) builds the packages
-# from a shared build, installs them into a scratch folder, uses them there and runs lintian.
+# is all CPack allows. tests/package/debian_packages.sh (ctest package.issue42_debian) builds
+# the packages from a shared build, installs them into a scratch folder, uses them there and
+# runs lintian.
 
 include_guard(GLOBAL)
 

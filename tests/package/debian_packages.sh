@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # debian_packages.sh BUILD_DIR WORK_DIR VERSION SOVERSION [CXX] [CC]
 #
-# ctest package.debian (issue 42): the Debian packages and the tarball of a shared build
+# ctest package.issue42_debian (issue 42): the Debian packages and the tarball of a shared build
 # (BUILD_DIR, made by package.shared, configured for /usr), made with cpack
 # (cmake/RecapPackaging.cmake) and checked as a user gets them, without installing anything on
 # this machine:

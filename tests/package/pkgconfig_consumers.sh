@@ -3,7 +3,7 @@
 #
 # Builds hosts of recap with nothing but pkg-config and the compiler (no CMake; issue 42) against
 # the recap installed under PREFIX, runs them, and checks what pkg-config says (ctest
-# package.pkgconfig_static, package.pkgconfig_shared, and package.debian against the unpacked
+# package.issue42_pkgconfig_static, package.issue42_pkgconfig_shared, and package.issue42_debian against the unpacked
 # Debian packages):
 #
 #   - every component's .pc file (recap-core, -sqlite, -http, -postgres, -c) is found, at VERSION;

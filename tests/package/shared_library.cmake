@@ -7,8 +7,8 @@
 # that the installed libraries export only the public API (check_exports.cmake).
 #
 # The one shared build of the package tests (fixture recap_shared_built): the pkg-config
-# hosts are built against its install (package.pkgconfig_shared), and the Debian packages are
-# made from it (package.debian). So it is configured as the packages are built
+# hosts are built against its install (package.issue42_pkgconfig_shared), and the Debian packages are
+# made from it (package.issue42_debian). So it is configured as the packages are built
 # (docs/packages.md): for the prefix /usr (the libraries in lib/<multiarch>) with the Python
 # module in lib/python3/dist-packages; `cmake --install --prefix` puts it elsewhere here.
 set(build "${WORK_DIR}/recap-build")
